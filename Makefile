@@ -1,0 +1,50 @@
+# The README's two commands are `make run` and `make test`. Everything else here is
+# what they are made of. Both create the virtual environment on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BROKERS ?= 3
+ARGS ?=
+
+.PHONY: run test install install-dev lint typecheck imports unit integration bench clean
+
+$(VENV)/.base-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml $(VENV)/.base-installed
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	touch $@
+
+install: $(VENV)/.base-installed
+
+install-dev: $(VENV)/.dev-installed
+
+## make run: set up and start a local cluster (Ctrl-C stops it).
+run: install
+	$(VENV)/bin/minikafka serve --brokers $(BROKERS) --port 9092 $(ARGS)
+
+## make test: set up everything (dev and Spark extras) and run lint, types, import rules, tests.
+test: install-dev lint typecheck imports
+	$(PY) -m pytest -q
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install-dev
+	$(VENV)/bin/mypy broker purgatory protocol spark_jobs
+
+imports: install-dev
+	$(VENV)/bin/lint-imports
+
+unit: install-dev
+	$(PY) -m pytest -q tests/unit
+
+integration: install-dev
+	$(PY) -m pytest -q tests/integration
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info

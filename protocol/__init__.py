@@ -1,0 +1,1 @@
+"""minikafka: protocol package (see ARCHITECTURE.md)."""

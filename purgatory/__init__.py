@@ -1,0 +1,1 @@
+"""minikafka: purgatory package (see ARCHITECTURE.md)."""

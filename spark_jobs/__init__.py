@@ -1,0 +1,1 @@
+"""minikafka: spark_jobs package (see ARCHITECTURE.md)."""
