@@ -1,1 +1,69 @@
-"""minikafka: protocol package (see ARCHITECTURE.md)."""
+"""minikafka's wire layer: bytes <-> typed Kafka messages, sans-IO (see ARCHITECTURE.md).
+
+Message bodies are kio's generated classes; framing, headers, the version registry and
+the version-agnostic builders are ours.
+"""
+
+from protocol.api_registry import (
+    KIO_VERSIONS,
+    ApiSpec,
+    api_name,
+    is_flexible,
+    request_class,
+    request_header_version,
+    response_class,
+    response_header_version,
+)
+from protocol.builders import Builder, request_builder, response_builder
+from protocol.codec import (
+    RequestHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    parse_request_header,
+    unsupported_version_api_versions_response,
+)
+from protocol.errors import (
+    ErrorCode,
+    FrameTooLarge,
+    InvalidFrame,
+    MalformedRequest,
+    MalformedResponse,
+    ProtocolError,
+    UnsupportedApiKey,
+    UnsupportedVersion,
+)
+from protocol.frames import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, encode_frame
+
+__all__ = (
+    "DEFAULT_MAX_FRAME_BYTES",
+    "KIO_VERSIONS",
+    "ApiSpec",
+    "Builder",
+    "ErrorCode",
+    "FrameDecoder",
+    "FrameTooLarge",
+    "InvalidFrame",
+    "MalformedRequest",
+    "MalformedResponse",
+    "ProtocolError",
+    "RequestHeader",
+    "UnsupportedApiKey",
+    "UnsupportedVersion",
+    "api_name",
+    "decode_request",
+    "decode_response",
+    "encode_frame",
+    "encode_request",
+    "encode_response",
+    "is_flexible",
+    "parse_request_header",
+    "request_builder",
+    "request_class",
+    "request_header_version",
+    "response_builder",
+    "response_class",
+    "response_header_version",
+    "unsupported_version_api_versions_response",
+)

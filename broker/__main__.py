@@ -1,0 +1,7 @@
+"""``python -m broker`` is the ``minikafka`` command."""
+
+import sys
+
+from broker.cli import main
+
+sys.exit(main())

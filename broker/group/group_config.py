@@ -1,0 +1,54 @@
+"""The coordinator's settings, under Kafka's broker config names.
+
+Each field is the snake_case form of the Kafka key in its comment, with Kafka's
+default, so ``GroupConfig.from_broker_config(broker_config)`` is a plain copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Kafka's GroupCoordinator.NewMemberJoinTimeoutMs: a member added by a JoinGroup cannot
+# heartbeat until that JoinGroup is answered, so it gets this long instead of its
+# session timeout before it is dropped (it would have retried if still alive).
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Group coordinator settings (Kafka names and defaults)."""
+
+    group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 1800000  # group.max.session.timeout.ms
+    group_max_size: int = 2147483647  # group.max.size
+    offsets_retention_minutes: int = 10080  # offsets.retention.minutes (7 days)
+    offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions
+    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+
+    def __post_init__(self) -> None:
+        if self.group_initial_rebalance_delay_ms < 0:
+            raise ValueError("group.initial.rebalance.delay.ms must be >= 0")
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
+            raise ValueError(
+                "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
+            )
+        if self.group_max_size < 1:
+            raise ValueError("group.max.size must be >= 1")
+        if self.offsets_topic_num_partitions < 1:
+            raise ValueError("offsets.topic.num.partitions must be >= 1")
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60 * 1000
+
+    @classmethod
+    def from_broker_config(cls, config: Any) -> GroupConfig:
+        """Copy the fields of the same name from a broker config object (BrokerConfig)."""
+        values = {
+            name: getattr(config, name)
+            for name in cls.__dataclass_fields__
+            if getattr(config, name, None) is not None
+        }
+        return cls(**values)

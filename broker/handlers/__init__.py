@@ -1,0 +1,1 @@
+"""One module per Kafka API key; see ``registry.py`` for the list."""

@@ -1,0 +1,30 @@
+"""ApiVersions (key 18): which APIs and versions this broker speaks.
+
+Differences from Kafka: no feature flags are advertised (``supported_features`` and
+``finalized_features`` are empty). An unsupported request version is answered by the
+connection layer with Kafka's v0-encoded UNSUPPORTED_VERSION response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from kio.schema.errors import ErrorCode
+from protocol.builders import response_builder
+
+API_KEY = 18
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.ApiVersionsResponse(
+        error_code=ErrorCode.none,
+        api_keys=tuple(
+            b.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
+            for s in ctx.broker.api_specs()
+        ),
+        throttle_time=0,
+    )

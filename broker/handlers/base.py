@@ -1,0 +1,41 @@
+"""The shape every API handler module has, and the result types it may return.
+
+A handler is a plain function: it runs to completion on the event loop without awaiting,
+so the state it reads and changes is consistent (the single thread is our lock). When
+the answer must wait — a fetch for data, a produce for followers, a join for the other
+members — it parks an operation in a purgatory and returns a Future that the operation
+completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from broker.context import RequestContext
+
+HandlerResult = Any | asyncio.Future[Any] | None
+Handle = Callable[[RequestContext, Any], HandlerResult]
+
+
+class HandlerModule(Protocol):
+    """A module in ``broker/handlers`` (checked by the registry at import time)."""
+
+    API_KEY: int
+    MIN_VERSION: int
+    MAX_VERSION: int
+
+    def handle(self, ctx: RequestContext, request: Any) -> HandlerResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApiHandler:
+    """A registered API: its key, the versions we serve, and the function."""
+
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+    handle: Handle

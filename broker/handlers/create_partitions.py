@@ -1,0 +1,69 @@
+"""CreatePartitions (key 37): grow a topic to a new partition count.
+
+As Kafka: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a count that does not grow
+the topic is INVALID_PARTITIONS; explicit assignments must give one replica list per
+new partition, of distinct known brokers, with the topic's replication factor
+(INVALID_REPLICA_ASSIGNMENT); a topic named twice is INVALID_REQUEST;
+``validate_only`` checks and changes nothing. New partitions get leaders at once and
+every broker's replica manager creates its replicas when the metadata changes.
+
+Differences from Kafka: any broker accepts the request (KRaft brokers forward it) and
+``timeout`` is never waited on. No create-topic policies, no ACLs, throttle time 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import MetadataError
+from broker.context import RequestContext
+from protocol.builders import response_builder
+
+API_KEY = 37
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    validate_only = bool(request.validate_only)
+    counts: dict[str, int] = {}
+    for topic in request.topics:
+        counts[topic.name] = counts.get(topic.name, 0) + 1
+    results = []
+    for topic in request.topics:
+        error, message = ErrorCode.none, None
+        try:
+            if counts[topic.name] > 1:
+                raise MetadataError(
+                    ErrorCode.invalid_request, f"Duplicate topic {topic.name} in the request"
+                )
+            _create_partitions(ctx, topic, validate_only)
+        except MetadataError as exc:
+            error, message = exc.error, exc.message
+        results.append(
+            b.CreatePartitionsTopicResult(name=topic.name, error_code=error, error_message=message)
+        )
+    return b.CreatePartitionsResponse(throttle_time=0, results=tuple(results))
+
+
+def _create_partitions(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
+    cluster = ctx.broker.cluster
+    count = int(topic.count)
+    assignment: list[list[int]] | None = None
+    info = cluster.topics.get(topic.name)
+    if topic.assignments is not None and info is not None:
+        assignment = [[int(b) for b in a.broker_ids] for a in topic.assignments]
+        rf = len(info.partitions[0].replicas) if info.partitions else 0
+        wrong = [len(replicas) for replicas in assignment if len(replicas) != rf]
+        if wrong and count > len(info.partitions):
+            raise MetadataError(
+                ErrorCode.invalid_replica_assignment,
+                f"Inconsistent replication factor between partitions: the topic has {rf}, "
+                f"the assignment gives {wrong}",
+            )
+    cluster.create_partitions(
+        topic.name, count, assignment=assignment, validate_only=validate_only
+    )

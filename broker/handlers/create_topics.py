@@ -1,0 +1,173 @@
+"""CreateTopics (key 19): new topics with partitions, replicas and config overrides.
+
+As Kafka: ``num_partitions``/``replication_factor`` of -1 take the broker's
+``num.partitions``/``default.replication.factor``; an explicit replica assignment
+excludes both counts (INVALID_REQUEST) and must cover partitions 0..n-1 with the same
+number of distinct, known brokers each (INVALID_REPLICA_ASSIGNMENT); config names
+Kafka does not know, null values and values of the wrong type are INVALID_CONFIG; a
+topic named twice in one request is INVALID_REQUEST; a name that differs from an
+existing topic only by '.' versus '_' collides (INVALID_TOPIC_EXCEPTION), since both
+map to the same metric names. ``validate_only`` checks everything and creates nothing.
+v5+ answers with the topic's partition count, replication factor and every topic
+config with its source; v7+ with the topic id.
+
+Differences from Kafka: any broker accepts the request (as KRaft brokers do by
+forwarding it to the controller); the topic exists, with its leaders elected, when the
+response leaves, so ``timeout`` is never waited on. There are no create-topic policies
+(``create.topic.policy.class.name``), no ACLs and no quotas (throttle time is 0).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import MetadataError, TopicInfo, validate_topic_name
+from broker.context import RequestContext
+from broker.handlers.topic_configs import topic_config_entries, validate_topic_configs
+from protocol.builders import Builder, response_builder
+
+API_KEY = 19
+MIN_VERSION = 2
+MAX_VERSION = 7
+
+_NO_UUID = uuid.UUID(int=0)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    validate_only = bool(request.validate_only)
+    counts: dict[str, int] = {}
+    for topic in request.topics:
+        counts[topic.name] = counts.get(topic.name, 0) + 1
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            error = MetadataError(
+                ErrorCode.invalid_request,
+                f"Create topics request contains multiple entries for the topic {topic.name}",
+            )
+            results.append(_error(b, topic.name, error))
+            continue
+        try:
+            info = _create(ctx, topic, validate_only)
+        except MetadataError as exc:
+            results.append(_error(b, topic.name, exc))
+            continue
+        results.append(_created(ctx, b, info))
+    return b.CreateTopicsResponse(throttle_time=0, topics=tuple(results))
+
+
+def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> TopicInfo:
+    broker = ctx.broker
+    cluster = broker.cluster
+    name = topic.name
+    validate_topic_name(name)
+    if name not in cluster.topics:
+        _check_collision(name, cluster.topics)
+    num_partitions = int(topic.num_partitions)
+    replication_factor = int(topic.replication_factor)
+    assignment: list[list[int]] | None = None
+    if topic.assignments:
+        if num_partitions != -1 or replication_factor != -1:
+            raise MetadataError(
+                ErrorCode.invalid_request,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                "Both cannot be used at the same time.",
+            )
+        assignment = _assignment(topic.assignments)
+    else:
+        if num_partitions == -1:
+            num_partitions = broker.config.num_partitions
+        if replication_factor == -1:
+            replication_factor = broker.config.default_replication_factor
+        if num_partitions < 1:
+            raise MetadataError(
+                ErrorCode.invalid_partitions,
+                f"Number of partitions was set to an invalid non-positive value: "
+                f"{num_partitions}.",
+            )
+        if replication_factor < 1:
+            raise MetadataError(
+                ErrorCode.invalid_replication_factor,
+                f"Replication factor must be larger than 0, or -1 to use the default value: "
+                f"{replication_factor}.",
+            )
+    configs = validate_topic_configs((c.name, c.value) for c in topic.configs)
+    return cluster.create_topic(
+        name,
+        num_partitions,
+        replication_factor,
+        configs,
+        assignment=assignment,
+        validate_only=validate_only,
+    )
+
+
+def _check_collision(name: str, existing: dict[str, TopicInfo]) -> None:
+    if "." not in name and "_" not in name:
+        return
+    normalized = name.replace(".", "_")
+    for other in existing:
+        if other.replace(".", "_") == normalized:
+            raise MetadataError(
+                ErrorCode.invalid_topic_exception,
+                f"Topic '{name}' collides with existing topic: {other}",
+            )
+
+
+def _assignment(assignments: Any) -> list[list[int]]:
+    by_partition = {int(a.partition_index): [int(b) for b in a.broker_ids] for a in assignments}
+    if sorted(by_partition) != list(range(len(by_partition))) or len(by_partition) != len(
+        assignments
+    ):
+        raise MetadataError(
+            ErrorCode.invalid_replica_assignment,
+            "partitions should be a consecutive 0-based integer sequence",
+        )
+    result = [by_partition[p] for p in range(len(by_partition))]
+    sizes = {len(replicas) for replicas in result}
+    if len(sizes) != 1:
+        raise MetadataError(
+            ErrorCode.invalid_replica_assignment,
+            "All partitions should have the same number of replicas",
+        )
+    return result
+
+
+def _error(b: Builder, name: str, error: MetadataError) -> Any:
+    return b.CreatableTopicResult(
+        name=name,
+        topic_id=_NO_UUID,
+        error_code=error.error,
+        error_message=error.message,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=None,
+    )
+
+
+def _created(ctx: RequestContext, b: Builder, info: TopicInfo) -> Any:
+    configs: tuple[Any, ...] = ()
+    if ctx.api_version >= 5:  # configs entered the response in v5
+        configs = tuple(
+            b.CreatableTopicConfigs(
+                name=entry.name,
+                value=entry.value,
+                read_only=entry.read_only,
+                config_source=int(entry.source),
+                is_sensitive=entry.is_sensitive,
+            )
+            for entry in topic_config_entries(ctx.broker.config, info.configs)
+        )
+    return b.CreatableTopicResult(
+        name=info.name,
+        topic_id=info.topic_id,
+        error_code=ErrorCode.none,
+        error_message=None,
+        num_partitions=len(info.partitions),
+        replication_factor=len(info.partitions[0].replicas) if info.partitions else -1,
+        configs=configs,
+    )

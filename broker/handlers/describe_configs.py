@@ -1,0 +1,119 @@
+"""DescribeConfigs (key 32): a topic's or a broker's configs, with where each comes from.
+
+TOPIC resources (type 2) list every topic config Kafka knows, with the topic's value:
+its override (source TOPIC_CONFIG), else the broker's setting (STATIC_BROKER_CONFIG
+when the operator set it, DEFAULT_CONFIG otherwise). BROKER resources (type 4) list the
+broker's own configs by Kafka name; the name must be this broker's id (another id is
+INVALID_REQUEST, as Kafka: the client must ask that broker) or empty, which asks for
+the cluster-wide dynamic defaults — there are none, so the list is empty.
+``configuration_keys`` null or empty means every config; otherwise only the keys named
+(unknown keys are left out, as Kafka does). ``include_synonyms`` adds Kafka's synonym
+chain: the topic override, then the broker config it overrides.
+
+Differences from Kafka: broker configs are only the ones minikafka honours (see
+``BrokerConfig``) and all are read-only, since nothing can be changed at run time;
+``include_documentation`` returns no documentation; BROKER_LOGGER, CLIENT_METRICS and
+GROUP resources are INVALID_REQUEST. No ACLs, throttle time 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import MetadataError, validate_topic_name
+from broker.context import RequestContext
+from broker.handlers.topic_configs import (
+    ConfigEntry,
+    broker_config_entries,
+    topic_config_entries,
+)
+from protocol.builders import Builder, response_builder
+
+API_KEY = 32
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+TOPIC = 2
+BROKER = 4
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    synonyms = bool(request.include_synonyms)
+    results = []
+    for resource in request.resources:
+        kind = int(resource.resource_type)
+        name = resource.resource_name
+        keys = set(resource.configuration_keys) if resource.configuration_keys else None
+        error, message = ErrorCode.none, None
+        configs: tuple[Any, ...] = ()
+        try:
+            entries = _entries(ctx, kind, name)
+            configs = tuple(
+                _entry(b, e, synonyms) for e in entries if keys is None or e.name in keys
+            )
+        except MetadataError as exc:
+            error, message = exc.error, exc.message
+        results.append(
+            b.DescribeConfigsResult(
+                error_code=error,
+                error_message=message,
+                resource_type=kind,
+                resource_name=name,
+                configs=configs,
+            )
+        )
+    return b.DescribeConfigsResponse(throttle_time=0, results=tuple(results))
+
+
+def _entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
+    broker = ctx.broker
+    if kind == TOPIC:
+        validate_topic_name(name)
+        info = broker.cluster.topics.get(name)
+        if info is None:
+            raise MetadataError(
+                ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist"
+            )
+        return topic_config_entries(broker.config, info.configs)
+    if kind == BROKER:
+        if name == "":
+            return []
+        try:
+            broker_id = int(name)
+        except ValueError:
+            raise MetadataError(
+                ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}"
+            ) from None
+        if broker_id != broker.broker_id:
+            raise MetadataError(
+                ErrorCode.invalid_request,
+                f"Unexpected broker id, expected {broker.broker_id} or empty string, "
+                f"but received {name}",
+            )
+        return broker_config_entries(broker.config)
+    raise MetadataError(ErrorCode.invalid_request, f"Unsupported resource type {kind}")
+
+
+def _entry(b: Builder, entry: ConfigEntry, with_synonyms: bool) -> Any:
+    synonyms = (
+        tuple(
+            b.DescribeConfigsSynonym(name=name, value=value, source=int(source))
+            for name, value, source in entry.synonyms
+        )
+        if with_synonyms
+        else ()
+    )
+    return b.DescribeConfigsResourceResult(
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        config_source=int(entry.source),
+        is_default=entry.is_default,
+        is_sensitive=entry.is_sensitive,
+        synonyms=synonyms,
+        config_type=int(entry.type),
+        documentation=None,
+    )

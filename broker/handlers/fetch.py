@@ -1,0 +1,152 @@
+"""Fetch (key 1): read records; wait in the Fetch purgatory for min_bytes or max_wait.
+
+Consumers read below the high watermark; followers (replica id >= 0) read up to the
+log end, and their fetch position tells the leader how far they have replicated.
+
+Differences from Kafka: incremental fetch sessions (KIP-227) are refused the way a
+Kafka broker with a full session cache refuses them — every response carries session
+id 0, which tells the client to keep sending full fetch requests; a request naming a
+session we do not hold gets FETCH_SESSION_ID_NOT_FOUND, after which clients start over.
+Transactions do not exist here, so the last stable offset is the high watermark and
+there are no aborted transactions. Rack-aware preferred read replicas are not chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from broker.context import RequestContext
+from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
+from kio.schema.errors import ErrorCode
+from protocol.builders import response_builder
+
+API_KEY = 1
+MIN_VERSION = 4
+MAX_VERSION = 17
+
+_NO_UUID = uuid.UUID(int=0)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    if int(request.session_id) != 0:
+        return b.FetchResponse(
+            throttle_time=0,
+            error_code=ErrorCode.fetch_session_id_not_found,
+            session_id=0,
+            responses=(),
+            node_endpoints=(),
+        )
+    replica_state = getattr(request, "replica_state", None)
+    replica_id = (
+        int(replica_state.replica_id)
+        if replica_state is not None
+        else int(getattr(request, "replica_id", -1))
+    )
+    params = FetchParams(
+        replica_id=replica_id,
+        max_wait_ms=int(request.max_wait.total_seconds() * 1000),
+        min_bytes=int(request.min_bytes),
+        max_bytes=int(getattr(request, "max_bytes", 0x7FFFFFFF)),
+        isolation_level=int(getattr(request, "isolation_level", 0)),
+    )
+    cluster = ctx.broker.cluster
+    statuses: list[FetchPartitionStatus] = []
+    unknown: list[tuple[str | None, uuid.UUID | None, int, ErrorCode]] = []
+    topic_ids: dict[str, uuid.UUID] = {}
+    for topic in request.topics:
+        name: str | None = getattr(topic, "topic", None)
+        topic_id: uuid.UUID | None = getattr(topic, "topic_id", None)
+        if name is None and topic_id not in (None, _NO_UUID):
+            info = cluster.topic_by_id(topic_id) if topic_id is not None else None
+            if info is None:
+                for p in topic.partitions:
+                    unknown.append((None, topic_id, int(p.partition), ErrorCode.unknown_topic_id))
+                continue
+            name = info.name
+        if name is None:
+            continue
+        if topic_id is not None and topic_id != _NO_UUID:
+            topic_ids[name] = topic_id
+        for p in topic.partitions:
+            statuses.append(
+                FetchPartitionStatus(
+                    tp=(name, int(p.partition)),
+                    fetch_offset=int(p.fetch_offset),
+                    partition_max_bytes=int(p.partition_max_bytes),
+                    current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
+                )
+            )
+
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    def respond(results: FetchResults) -> None:
+        if not future.done():
+            future.set_result(_response(ctx, results, unknown, topic_ids))
+
+    ctx.broker.replica_manager.fetch_messages(params, statuses, respond, ctx)
+    if future.done():
+        return future.result()
+    return future
+
+
+def _response(
+    ctx: RequestContext,
+    results: FetchResults,
+    unknown: list[tuple[str | None, uuid.UUID | None, int, ErrorCode]],
+    topic_ids: dict[str, uuid.UUID],
+) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    cluster = ctx.broker.cluster
+    by_topic: dict[str, list[Any]] = {}
+    for status, result in results:
+        hw = result.high_watermark
+        by_topic.setdefault(status.tp[0], []).append(
+            b.PartitionData(
+                partition_index=status.tp[1],
+                error_code=result.error,
+                high_watermark=hw,
+                last_stable_offset=hw,
+                log_start_offset=result.log_start_offset,
+                aborted_transactions=None,
+                preferred_read_replica=-1,
+                records=result.records,
+            )
+        )
+    responses = []
+    for name, partitions in by_topic.items():
+        topic_id = topic_ids.get(name)
+        if topic_id is None:
+            info = cluster.topics.get(name)
+            topic_id = info.topic_id if info is not None else _NO_UUID
+        responses.append(
+            b.FetchableTopicResponse(topic=name, topic_id=topic_id, partitions=tuple(partitions))
+        )
+    for _name, topic_id, partition, error in unknown:
+        responses.append(
+            b.FetchableTopicResponse(
+                topic="",
+                topic_id=topic_id,
+                partitions=(
+                    b.PartitionData(
+                        partition_index=partition,
+                        error_code=error,
+                        high_watermark=-1,
+                        last_stable_offset=-1,
+                        log_start_offset=-1,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        records=b"",
+                    ),
+                ),
+            )
+        )
+    return b.FetchResponse(
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(responses),
+        node_endpoints=(),
+    )

@@ -1,0 +1,77 @@
+"""ListOffsets (key 2): earliest, latest, by timestamp, max timestamp.
+
+Special timestamps as Kafka: -2 EARLIEST (log start), -1 LATEST (the high watermark for
+consumers; read_committed sees the same since there are no transactions), -3
+MAX_TIMESTAMP (the record with the largest timestamp), -4 EARLIEST_LOCAL (= earliest:
+there is no tiered storage), -5 LATEST_TIERED (none: offset -1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from kio.schema.errors import ErrorCode
+from protocol.builders import response_builder
+
+API_KEY = 2
+MIN_VERSION = 1
+MAX_VERSION = 10
+
+EARLIEST = -2
+LATEST = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    manager = ctx.broker.replica_manager
+    replica_id = int(request.replica_id)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            index = int(p.partition_index)
+            error, timestamp, offset, epoch = ErrorCode.none, -1, -1, -1
+            partition = manager.online_partition((topic.name, index))
+            if partition is None:
+                error = (
+                    ErrorCode.unknown_topic_or_partition
+                    if ctx.broker.cluster.partition_state(topic.name, index) is None
+                    else ErrorCode.not_leader_or_follower
+                )
+            elif not partition.is_leader:
+                error = ErrorCode.not_leader_or_follower
+            else:
+                epoch = partition.leader_epoch
+                wanted = int(p.timestamp)
+                if wanted in (EARLIEST, EARLIEST_LOCAL):
+                    offset = partition.log_start_offset
+                elif wanted == LATEST:
+                    offset = (
+                        partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+                    )
+                elif wanted == MAX_TIMESTAMP:
+                    found = partition.log.max_timestamp()
+                    if found is not None:
+                        offset, timestamp = found
+                elif wanted == LATEST_TIERED:
+                    offset = -1
+                else:
+                    found = partition.log.offset_for_timestamp(wanted)
+                    if found is not None and found[0] < partition.high_watermark:
+                        offset, timestamp = found
+            partitions.append(
+                b.ListOffsetsPartitionResponse(
+                    partition_index=index,
+                    error_code=error,
+                    timestamp=timestamp,
+                    offset=offset,
+                    leader_epoch=epoch,
+                    old_style_offsets=(),
+                )
+            )
+        topics.append(b.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions)))
+    return b.ListOffsetsResponse(throttle_time=0, topics=tuple(topics))

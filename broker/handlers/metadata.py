@@ -1,0 +1,106 @@
+"""Metadata (key 3): brokers, topics (with topic ids), partition leaders, replicas, ISR.
+
+Differences from Kafka: a topic auto-created by this request is returned at once with
+its leaders (Kafka answers LEADER_NOT_AVAILABLE until the controller has elected them;
+here election is immediate). Authorized operations are never computed (no ACLs).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.cluster_metadata import MetadataError, TopicInfo
+from broker.context import RequestContext
+from kio.schema.errors import ErrorCode
+from protocol.builders import Builder, response_builder
+
+API_KEY = 3
+MIN_VERSION = 0
+MAX_VERSION = 13
+
+_NO_UUID = uuid.UUID(int=0)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    cluster = broker.cluster
+    b = response_builder(API_KEY, ctx.api_version)
+    requested = request.topics
+    if requested is None or (ctx.api_version == 0 and not requested):
+        topics = [_topic(b, cluster_topic) for cluster_topic in cluster.topics.values()]
+    else:
+        auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
+        topics = []
+        for wanted in requested:
+            topics.append(_requested_topic(ctx, b, wanted, auto_create))
+    brokers = tuple(
+        b.MetadataResponseBroker(node_id=e.broker_id, host=e.host, port=e.port, rack=None)
+        for e in cluster.alive_brokers()
+    )
+    return b.MetadataResponse(
+        throttle_time=0,
+        brokers=brokers,
+        cluster_id=cluster.cluster_id,
+        controller_id=cluster.controller_id,
+        topics=tuple(topics),
+        cluster_authorized_operations=-2147483648,
+    )
+
+
+def _requested_topic(ctx: RequestContext, b: Builder, wanted: Any, auto_create: bool) -> Any:
+    cluster = ctx.broker.cluster
+    topic_id = getattr(wanted, "topic_id", None)
+    name = wanted.name
+    if name is None and topic_id not in (None, _NO_UUID):
+        info = cluster.topic_by_id(topic_id)
+        if info is None:
+            return _error_topic(b, None, topic_id, ErrorCode.unknown_topic_id)
+        return _topic(b, info)
+    if name is None:
+        return _error_topic(b, None, None, ErrorCode.invalid_request)
+    info = cluster.topics.get(name)
+    if info is None and auto_create and ctx.broker.config.auto_create_topics_enable:
+        try:
+            info = ctx.broker.auto_create_topic(name)
+        except MetadataError as exc:
+            return _error_topic(b, name, None, exc.error)
+    if info is None:
+        return _error_topic(b, name, None, ErrorCode.unknown_topic_or_partition)
+    return _topic(b, info)
+
+
+def _error_topic(b: Builder, name: str | None, topic_id: Any, error: ErrorCode) -> Any:
+    return b.MetadataResponseTopic(
+        error_code=error,
+        name=name,
+        topic_id=topic_id or _NO_UUID,
+        is_internal=False,
+        partitions=(),
+        topic_authorized_operations=-2147483648,
+    )
+
+
+def _topic(b: Builder, info: TopicInfo) -> Any:
+    partitions = []
+    for p in info.partitions:
+        leader_alive = p.leader >= 0
+        partitions.append(
+            b.MetadataResponsePartition(
+                error_code=ErrorCode.none if leader_alive else ErrorCode.leader_not_available,
+                partition_index=p.partition,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=tuple(p.replicas),
+                isr_nodes=tuple(p.isr),
+                offline_replicas=(),
+            )
+        )
+    return b.MetadataResponseTopic(
+        error_code=ErrorCode.none,
+        name=info.name,
+        topic_id=info.topic_id,
+        is_internal=info.is_internal,
+        partitions=tuple(partitions),
+        topic_authorized_operations=-2147483648,
+    )

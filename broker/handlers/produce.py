@@ -1,0 +1,100 @@
+"""Produce (key 0): append batches; acks=all waits in the Produce purgatory.
+
+Differences from Kafka: transactional produce is not supported (no transaction
+coordinator: the transactional APIs are not advertised). With acks=0 a partition error
+closes the connection, as Kafka does, since the client reads no answer to learn from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from broker.cluster_metadata import MetadataError, validate_topic_name
+from broker.context import RequestContext
+from broker.replica.delayed_produce import ProducePartitionStatus, ProduceStatuses
+from broker.replica.partition import AppendResult
+from kio.schema.errors import ErrorCode
+from protocol.builders import response_builder
+
+API_KEY = 0
+MIN_VERSION = 3
+MAX_VERSION = 12
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    acks = int(request.acks)
+    timeout_ms = int(request.timeout.total_seconds() * 1000)
+    manager = ctx.broker.replica_manager
+    entries: dict[tuple[str, int], bytes] = {}
+    refused: ProduceStatuses = {}
+    for topic in request.topic_data:
+        for data in topic.partition_data:
+            tp = (topic.name, int(data.index))
+            error = _precheck(ctx, topic.name, acks)
+            if error is not None:
+                refused[tp] = ProducePartitionStatus(AppendResult(error), -1, False)
+            else:
+                entries[tp] = bytes(data.records or b"")
+
+    if acks == 0:
+        def done(statuses: ProduceStatuses) -> None:
+            if any(s.result.error is not ErrorCode.none for s in statuses.values()):
+                ctx.close_connection("error in a produce with acks=0")
+
+        manager.append_records(timeout_ms, acks, entries, done, ctx)
+        if refused:
+            ctx.close_connection("error in a produce with acks=0")
+        return None
+
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    def respond(statuses: ProduceStatuses) -> None:
+        if not future.done():
+            future.set_result(_response(ctx, {**refused, **statuses}))
+
+    manager.append_records(timeout_ms, acks, entries, respond, ctx)
+    if future.done():
+        return future.result()
+    return future
+
+
+def _precheck(ctx: RequestContext, topic: str, acks: int) -> ErrorCode | None:
+    if acks not in (-1, 0, 1):
+        return ErrorCode.invalid_required_acks
+    try:
+        validate_topic_name(topic)
+    except MetadataError as exc:
+        return exc.error
+    return None
+
+
+def _response(ctx: RequestContext, statuses: ProduceStatuses) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), status in statuses.items():
+        result = status.result
+        append_time = (
+            datetime.fromtimestamp(result.log_append_time_ms / 1000, tz=UTC)
+            if result.log_append_time_ms >= 0
+            else None
+        )
+        by_topic.setdefault(topic, []).append(
+            b.PartitionProduceResponse(
+                index=partition,
+                error_code=result.error,
+                base_offset=result.base_offset,
+                log_append_time=append_time,
+                log_start_offset=result.log_start_offset,
+                record_errors=(),
+                error_message=result.error_message,
+            )
+        )
+    return b.ProduceResponse(
+        responses=tuple(
+            b.TopicProduceResponse(name=topic, partition_responses=tuple(parts))
+            for topic, parts in by_topic.items()
+        ),
+        throttle_time=0,
+    )

@@ -1,0 +1,57 @@
+"""The one explicit list of APIs this broker serves; ApiVersions is built from it.
+
+Adding an API means writing its module and adding it here. The versions served are the
+module's own range, clipped to what kio can decode, so we never advertise a version we
+cannot read.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from broker.handlers import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from broker.handlers.base import ApiHandler
+from protocol.api_registry import KIO_VERSIONS, api_name
+
+HANDLER_MODULES: tuple[ModuleType, ...] = (
+    produce,
+    fetch,
+    list_offsets,
+    metadata,
+    api_versions,
+    create_topics,
+    delete_topics,
+    delete_records,
+    init_producer_id,
+    describe_configs,
+    create_partitions,
+    describe_cluster,
+)
+
+
+def build_registry(modules: tuple[ModuleType, ...] = HANDLER_MODULES) -> dict[int, ApiHandler]:
+    registry: dict[int, ApiHandler] = {}
+    for module in modules:
+        key = int(module.API_KEY)
+        spec = KIO_VERSIONS[key]
+        low = max(int(module.MIN_VERSION), spec.min_version)
+        high = min(int(module.MAX_VERSION), spec.max_version)
+        if low > high:
+            raise RuntimeError(f"{module.__name__}: no version in common with kio")
+        if key in registry:
+            raise RuntimeError(f"API key {key} registered twice")
+        registry[key] = ApiHandler(key, api_name(key), low, high, module.handle)
+    return registry

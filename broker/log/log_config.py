@@ -1,0 +1,133 @@
+"""Per-topic log settings under Kafka's topic-config names.
+
+Only the settings the log itself acts on live here; the metadata layer stores and
+validates the full set of topic configs and hands us the relevant ones.
+
+`cleanup.policy=compact` is accepted and stored but compaction is not implemented: a
+compact-only topic keeps everything (retention.ms/bytes apply only when the policy
+includes "delete", as in Kafka).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+CREATE_TIME = "CreateTime"
+LOG_APPEND_TIME = "LogAppendTime"
+
+_MIN_SEGMENT_BYTES = 14  # Kafka's lower bound (the smallest legacy record)
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    segment_bytes: int = 1073741824  # segment.bytes
+    retention_ms: int = 604800000  # retention.ms (-1: keep forever)
+    retention_bytes: int = -1  # retention.bytes (-1: no size limit)
+    max_message_bytes: int = 1048588  # max.message.bytes (largest batch accepted)
+    message_timestamp_type: str = CREATE_TIME  # message.timestamp.type
+    cleanup_policy: str = "delete"  # cleanup.policy: "delete", "compact" or both
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    # fsync the segment after every append (Kafka's flush.messages=1). Off by default:
+    # every append is written to the OS at once, which survives a kill -9 of the
+    # process; only a power loss or kernel crash needs the fsync.
+    fsync_on_append: bool = False  # flush.messages == "1"
+
+    def __post_init__(self) -> None:
+        _check(
+            self.segment_bytes >= _MIN_SEGMENT_BYTES and self.segment_bytes <= _INT32_MAX,
+            "segment.bytes",
+            self.segment_bytes,
+        )
+        _check(self.retention_ms >= -1, "retention.ms", self.retention_ms)
+        _check(self.retention_bytes >= -1, "retention.bytes", self.retention_bytes)
+        _check(self.max_message_bytes >= 0, "max.message.bytes", self.max_message_bytes)
+        _check(self.index_interval_bytes >= 0, "index.interval.bytes", self.index_interval_bytes)
+        _check(
+            self.message_timestamp_type in (CREATE_TIME, LOG_APPEND_TIME),
+            "message.timestamp.type",
+            self.message_timestamp_type,
+        )
+        policies = self.cleanup_policy.split(",")
+        _check(
+            bool(policies) and all(p in ("delete", "compact") for p in policies),
+            "cleanup.policy",
+            self.cleanup_policy,
+        )
+
+    @property
+    def uses_log_append_time(self) -> bool:
+        return self.message_timestamp_type == LOG_APPEND_TIME
+
+    @property
+    def deletes(self) -> bool:
+        """Whether retention.ms / retention.bytes apply (cleanup.policy has delete)."""
+        return "delete" in self.cleanup_policy.split(",")
+
+    @classmethod
+    def from_topic_configs(
+        cls, configs: Mapping[str, str], base: LogConfig | None = None
+    ) -> LogConfig:
+        """Build from Kafka topic configs (string values, as in CreateTopics).
+
+        Keys this class does not know are ignored: they are other layers' settings.
+        Raises ValueError naming the key and value of any bad setting.
+        """
+        changes: dict[str, Any] = {}
+        for key, raw in configs.items():
+            spec = _KEYS.get(key)
+            if spec is None:
+                continue
+            field_name, parse = spec
+            try:
+                value = parse(raw)
+            except ValueError:
+                raise ValueError(f"invalid value {raw!r} for topic config {key}") from None
+            if field_name == "fsync_on_append":
+                value = value == 1
+            changes[field_name] = value
+        return replace(base or cls(), **changes)
+
+    def to_topic_configs(self) -> dict[str, str]:
+        """The Kafka names and string values (for DescribeConfigs)."""
+        out: dict[str, str] = {}
+        for key, (field_name, _) in _KEYS.items():
+            value = getattr(self, field_name)
+            if field_name == "fsync_on_append":
+                value = 1 if value else 9223372036854775807
+            out[key] = str(value)
+        return out
+
+
+def _check(ok: bool, key: str, value: object) -> None:
+    if not ok:
+        raise ValueError(f"invalid value {value!r} for topic config {key}")
+
+
+def _parse_policy(raw: str) -> str:
+    policies = [p.strip() for p in raw.split(",") if p.strip()]
+    if not policies or any(p not in ("delete", "compact") for p in policies):
+        raise ValueError(raw)
+    return ",".join(policies)
+
+
+def _parse_timestamp_type(raw: str) -> str:
+    if raw not in (CREATE_TIME, LOG_APPEND_TIME):
+        raise ValueError(raw)
+    return raw
+
+
+_KEYS: dict[str, tuple[str, Any]] = {
+    "segment.bytes": ("segment_bytes", int),
+    "retention.ms": ("retention_ms", int),
+    "retention.bytes": ("retention_bytes", int),
+    "max.message.bytes": ("max_message_bytes", int),
+    "message.timestamp.type": ("message_timestamp_type", _parse_timestamp_type),
+    "cleanup.policy": ("cleanup_policy", _parse_policy),
+    "index.interval.bytes": ("index_interval_bytes", int),
+    "flush.messages": ("fsync_on_append", int),
+}
+
+assert {f.name for f in fields(LogConfig)} == {name for name, _ in _KEYS.values()}

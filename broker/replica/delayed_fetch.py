@@ -1,0 +1,97 @@
+"""DelayedFetch: a fetch that waits in the Fetch purgatory for ``min_bytes`` or ``max_wait``.
+
+Kafka's rule (DelayedFetch.tryComplete): the fetch completes early when
+- a partition's leadership moved away from this broker, or the partition is gone;
+- a fetch offset is no longer valid (the log was truncated or its start moved past it);
+- the bytes available across its partitions reach ``min_bytes``.
+Otherwise it waits until ``max_wait_ms`` and then answers with whatever there is. It is
+watched on every partition it reads, and every append (and every high-watermark move,
+for consumers) calls ``check_and_complete`` for that partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from purgatory import DelayedOperation
+
+from broker.replica.partition import ReadResult, TopicPartition
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+    from broker.replica.replica_manager import ReplicaManager
+
+
+@dataclass(slots=True)
+class FetchParams:
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int = 0
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@dataclass(slots=True)
+class FetchPartitionStatus:
+    tp: TopicPartition
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+
+
+FetchResults = list[tuple[FetchPartitionStatus, ReadResult]]
+
+
+class DelayedFetch(DelayedOperation):
+    __slots__ = ("_ctx", "_params", "_replica_manager", "_respond", "_statuses")
+
+    def __init__(
+        self,
+        params: FetchParams,
+        statuses: list[FetchPartitionStatus],
+        replica_manager: ReplicaManager,
+        respond: Callable[[FetchResults], None],
+        ctx: RequestContext | None,
+    ) -> None:
+        super().__init__(params.max_wait_ms)
+        self._params = params
+        self._statuses = statuses
+        self._replica_manager = replica_manager
+        self._respond = respond
+        self._ctx = ctx
+
+    def try_complete(self) -> bool:
+        params = self._params
+        follower = params.is_from_follower
+        accumulated = 0
+        for status in self._statuses:
+            partition = self._replica_manager.online_partition(status.tp)
+            if partition is None or not partition.is_leader:
+                return self.force_complete()
+            if (
+                status.fetch_offset < partition.log_start_offset
+                or status.fetch_offset > partition.log_end_offset
+            ):
+                return self.force_complete()
+            needed = params.min_bytes - accumulated
+            accumulated += partition.bytes_available(
+                status.fetch_offset, follower, min(needed, status.partition_max_bytes)
+            )
+            if accumulated >= params.min_bytes:
+                return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        if self._ctx is not None:
+            self._ctx.purgatory_done("completed")
+        self._respond(self._replica_manager.read_from_local_log(self._params, self._statuses))
+
+    def on_expiration(self) -> None:
+        if self._ctx is not None:
+            self._ctx.purgatory_done("expired")

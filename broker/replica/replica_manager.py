@@ -1,0 +1,267 @@
+"""A broker's replicas: which partitions it hosts, in which role, and their logs.
+
+It follows the shared ``ClusterMetadata``: when a topic appears, grows, disappears or a
+leader moves, it creates, re-roles or removes its local partitions. It owns the Fetch
+and Produce purgatories' keys — the partitions — and is the one place that calls
+``check_and_complete`` after a state change: an append, a high-watermark move, a
+follower's fetch, a leadership change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import TopicInfo
+from broker.log import LogConfig, LogManager, PartitionLog
+from broker.replica.delayed_fetch import (
+    DelayedFetch,
+    FetchParams,
+    FetchPartitionStatus,
+    FetchResults,
+)
+from broker.replica.delayed_produce import DelayedProduce, ProducePartitionStatus, ProduceStatuses
+from broker.replica.partition import AppendResult, Partition, ReadResult, TopicPartition
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+    from broker.context import RequestContext
+
+log = logging.getLogger("broker.replica")
+
+
+class ReplicaManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.broker_id = broker.broker_id
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.log_manager = LogManager(broker.data_dir)
+        self.fetch_purgatory = broker.purgatories["Fetch"]
+        self.produce_purgatory = broker.purgatories["Produce"]
+        self._existing_logs: dict[TopicPartition, PartitionLog] = {}
+
+    # -- lifecycle (a broker component) ------------------------------------------------
+
+    async def start(self) -> None:
+        self._existing_logs = dict(self.log_manager.load_all())
+        cluster = self.broker.cluster
+        cluster.subscribe(self._on_metadata_change)
+        for name, topic in list(cluster.topics.items()):
+            self._on_metadata_change(name, topic)
+        # Logs on disk for topics that no longer exist are left alone (Kafka would delete
+        # them once the controller confirms); they are closed here.
+        for tp, stray in self._existing_logs.items():
+            if tp not in self.partitions:
+                stray.close()
+        self._existing_logs = {}
+
+    async def stop(self) -> None:
+        self.broker.cluster.unsubscribe(self._on_metadata_change)
+        for partition in self.partitions.values():
+            partition.log.close()
+        self.partitions.clear()
+
+    # -- metadata ----------------------------------------------------------------------
+
+    def _topic_log_config(self, topic: TopicInfo) -> LogConfig:
+        configs = self.broker.config.default_topic_configs()
+        configs.update(topic.configs)
+        return LogConfig.from_topic_configs(configs)
+
+    def _on_metadata_change(self, name: str, topic: TopicInfo | None) -> None:
+        if topic is None:
+            for tp in [tp for tp in self.partitions if tp[0] == name]:
+                self._remove_partition(tp, delete=True)
+            return
+        now = self.broker.clock.now_ms()
+        for state in topic.partitions:
+            tp = (name, state.partition)
+            if self.broker_id not in state.replicas:
+                if tp in self.partitions:
+                    self._remove_partition(tp, delete=True)
+                continue
+            partition = self.partitions.get(tp)
+            if partition is None:
+                partition = self._create_partition(topic, state.partition)
+            if state.leader == self.broker_id:
+                if not partition.is_leader or partition.leader_epoch != state.leader_epoch:
+                    partition.make_leader(state.leader_epoch, state.replicas, state.isr, now)
+                else:
+                    partition.replicas = list(state.replicas)
+                    partition.isr = list(state.isr)
+            else:
+                was_leader = partition.is_leader
+                partition.make_follower(
+                    state.leader, state.leader_epoch, state.replicas, state.isr
+                )
+                if was_leader:
+                    self.complete_delayed_requests(tp)
+
+    def _create_partition(self, topic: TopicInfo, index: int) -> Partition:
+        tp = (topic.name, index)
+        config = self._topic_log_config(topic)
+        partition_log = self._existing_logs.pop(tp, None)
+        if partition_log is None:
+            partition_log = self.log_manager.get_or_create(topic.name, index, config)
+        partition = Partition(
+            topic=topic.name,
+            partition=index,
+            log=partition_log,
+            broker_id=self.broker_id,
+            max_message_bytes=config.max_message_bytes,
+            log_append_time=config.message_timestamp_type == "LogAppendTime",
+            high_watermark=partition_log.log_end_offset,
+        )
+        self.partitions[tp] = partition
+        return partition
+
+    def _remove_partition(self, tp: TopicPartition, delete: bool) -> None:
+        partition = self.partitions.pop(tp)
+        partition.log.close()
+        if delete:
+            self.log_manager.delete(tp[0], tp[1])
+        self.complete_delayed_requests(tp)
+
+    # -- lookups -----------------------------------------------------------------------
+
+    def online_partition(self, tp: TopicPartition) -> Partition | None:
+        return self.partitions.get(tp)
+
+    def complete_delayed_requests(self, tp: TopicPartition) -> None:
+        """A state change of ``tp``: wake every parked fetch and produce watching it."""
+        self.fetch_purgatory.check_and_complete(tp)
+        self.produce_purgatory.check_and_complete(tp)
+
+    # -- produce -----------------------------------------------------------------------
+
+    def min_insync_replicas(self, tp: TopicPartition) -> int:
+        topic = self.broker.cluster.topics.get(tp[0])
+        if topic is not None and "min.insync.replicas" in topic.configs:
+            return int(topic.configs["min.insync.replicas"])
+        return self.broker.config.min_insync_replicas
+
+    def append_to_leader(self, tp: TopicPartition, records: bytes, required_acks: int) -> AppendResult:
+        """Append one partition's batches; wake what the append may satisfy."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return AppendResult(_unknown_or_not_leader(self, tp))
+        if required_acks == -1 and partition.is_leader:
+            min_isr = self.min_insync_replicas(tp)
+            if len(partition.isr) < min_isr:
+                return AppendResult(
+                    ErrorCode.not_enough_replicas,
+                    error_message=f"ISR {partition.isr} is smaller than min.insync.replicas "
+                    f"{min_isr}",
+                )
+        result = partition.append_records_to_leader(records, self.broker.clock.now_ms())
+        if result.error is ErrorCode.none:
+            # Followers wait on the log end, consumers on the high watermark: both may go.
+            self.fetch_purgatory.check_and_complete(tp)
+            if result.hw_changed:
+                self.produce_purgatory.check_and_complete(tp)
+        return result
+
+    def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: dict[TopicPartition, bytes],
+        respond: Callable[[ProduceStatuses], None],
+        ctx: RequestContext | None,
+    ) -> None:
+        """Kafka's appendRecords: append now; with acks=all, park until the ISR has it."""
+        statuses: ProduceStatuses = {}
+        for tp, records in entries.items():
+            result = self.append_to_leader(tp, records, required_acks)
+            statuses[tp] = ProducePartitionStatus(
+                result, result.last_offset + 1, acks_pending=result.error is ErrorCode.none
+            )
+        must_wait = required_acks == -1 and any(s.acks_pending for s in statuses.values())
+        if not must_wait:
+            for status in statuses.values():
+                status.acks_pending = False
+            respond(statuses)
+            return
+        if ctx is not None:
+            ctx.parked_in("Produce")
+        operation = DelayedProduce(
+            timeout_ms, statuses, self, self.min_insync_replicas, respond, ctx
+        )
+        self.produce_purgatory.try_complete_else_watch(operation, list(statuses))
+
+    # -- fetch -------------------------------------------------------------------------
+
+    def fetch_messages(
+        self,
+        params: FetchParams,
+        statuses: list[FetchPartitionStatus],
+        respond: Callable[[FetchResults], None],
+        ctx: RequestContext | None,
+    ) -> None:
+        """Kafka's fetchMessages: answer now if we can, else park a DelayedFetch."""
+        results = self.read_from_local_log(params, statuses)
+        if params.is_from_follower:
+            self.update_follower_fetch_state(params.replica_id, statuses)
+        available = 0
+        errored = False
+        for _status, result in results:
+            available += len(result.records)
+            errored = errored or result.error is not ErrorCode.none
+        if params.max_wait_ms <= 0 or not statuses or errored or available >= params.min_bytes:
+            respond(results)
+            return
+        if ctx is not None:
+            ctx.parked_in("Fetch")
+        operation = DelayedFetch(params, statuses, self, respond, ctx)
+        self.fetch_purgatory.try_complete_else_watch(operation, [s.tp for s in statuses])
+
+    def update_follower_fetch_state(
+        self, replica_id: int, statuses: list[FetchPartitionStatus]
+    ) -> None:
+        """A follower fetched: note its log end; the HW and the ISR may move."""
+        now = self.broker.clock.now_ms()
+        for status in statuses:
+            partition = self.partitions.get(status.tp)
+            if partition is None or not partition.is_leader:
+                continue
+            if partition.update_follower(replica_id, status.fetch_offset, now):
+                self.complete_delayed_requests(status.tp)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def read_from_local_log(
+        self, params: FetchParams, statuses: list[FetchPartitionStatus]
+    ) -> FetchResults:
+        """Read every partition of a fetch, within the response's ``max_bytes``.
+
+        KIP-74: the first batch of the first partition that has data is returned whole
+        even when it is larger than the limits, so that a consumer can always progress.
+        """
+        results: FetchResults = []
+        remaining = params.max_bytes
+        min_one = True
+        follower = params.is_from_follower
+        for status in statuses:
+            partition = self.partitions.get(status.tp)
+            if partition is None:
+                results.append((status, ReadResult(_unknown_or_not_leader(self, status.tp))))
+                continue
+            limit = min(status.partition_max_bytes, max(remaining, 0))
+            result = partition.read(
+                status.fetch_offset, limit, up_to_log_end=follower, min_one=min_one
+            )
+            if result.records:
+                remaining -= len(result.records)
+                min_one = False
+            results.append((status, result))
+        return results
+
+
+def _unknown_or_not_leader(manager: ReplicaManager, tp: TopicPartition) -> ErrorCode:
+    state = manager.broker.cluster.partition_state(*tp)
+    if state is None:
+        return ErrorCode.unknown_topic_or_partition
+    return ErrorCode.not_leader_or_follower

@@ -1,0 +1,208 @@
+"""The capture record: what a broker writes for every request it serves.
+
+The broker writes these records and the Spark jobs read them, so the fields are defined
+once, here, in protocol/ (which both sides may import). ``spark_jobs.schema`` derives
+its Spark schema from these models, and a test keeps the two in step.
+
+Two record types share one file, told apart by the ``type`` field (a pydantic
+discriminator): ``CaptureRequest`` (one per request served) and
+``DelayedOperationEvent`` (one per created, completed or expired delayed operation).
+Every file starts with a ``CaptureFileHeader`` carrying ``CAPTURE_FORMAT_VERSION`` so a
+reader can refuse a format it does not know instead of misreading it.
+
+Timing follows Kafka's ``RequestChannel`` metrics (``RequestQueueTimeMs``,
+``LocalTimeMs``, ``RemoteTimeMs``, ``ThrottleTimeMs``, ``ResponseQueueTimeMs``,
+``ResponseSendTimeMs``, ``TotalTimeMs``) in snake_case: milliseconds as floats with
+microsecond precision, as Kafka's request log prints them. Points in time are integer
+microseconds (exact in JSON and in Spark's LongType): ``*_unix_us`` is the wall clock,
+for people and for lining captures up with other logs; ``*_monotonic_us`` is the
+broker's monotonic clock, the one to subtract for intervals.
+
+Request bytes travel as standard base64 (RFC 4648 with padding) in JSON, not pydantic's
+default URL-safe form, so that ``jq '@base64d'`` and Spark's ``unbase64`` read them.
+
+Sans-IO: nothing here touches a file; ``protocol.capture_files`` does.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter
+
+__all__ = [
+    "CAPTURE_FORMAT_VERSION",
+    "DELAYED_OPERATION_KINDS",
+    "PURGATORY_NAMES",
+    "PURGATORY_OF_KIND",
+    "Base64Bytes",
+    "CaptureFileHeader",
+    "CaptureRecord",
+    "CaptureRequest",
+    "DelayedOperationEvent",
+    "DelayedOperationKind",
+    "FileRecord",
+    "OperationEvent",
+    "PurgatoryName",
+    "PurgatoryOutcome",
+    "kafka_connection_id",
+    "parse_file_record",
+]
+
+#: Bump when a field changes meaning or is removed; adding an optional field does not
+#: need a bump (readers ignore unknown fields and default missing optional ones).
+CAPTURE_FORMAT_VERSION: Final = 1
+
+#: Kafka's purgatory names (``DelayedOperationPurgatory`` purgatoryName).
+PurgatoryName = Literal["Produce", "Fetch", "Rebalance", "Heartbeat"]
+PURGATORY_NAMES: Final[tuple[PurgatoryName, ...]] = ("Produce", "Fetch", "Rebalance", "Heartbeat")
+
+#: Kafka's delayed operation classes.
+DelayedOperationKind = Literal[
+    "DelayedProduce", "DelayedFetch", "DelayedJoin", "DelayedHeartbeat", "DelayedSync"
+]
+DELAYED_OPERATION_KINDS: Final[tuple[DelayedOperationKind, ...]] = (
+    "DelayedProduce",
+    "DelayedFetch",
+    "DelayedJoin",
+    "DelayedHeartbeat",
+    "DelayedSync",
+)
+
+#: Which purgatory holds each kind. DelayedJoin and DelayedSync share Kafka's
+#: "Rebalance" purgatory (both are DelayedRebalance operations there).
+PURGATORY_OF_KIND: Final[dict[DelayedOperationKind, PurgatoryName]] = {
+    "DelayedProduce": "Produce",
+    "DelayedFetch": "Fetch",
+    "DelayedJoin": "Rebalance",
+    "DelayedSync": "Rebalance",
+    "DelayedHeartbeat": "Heartbeat",
+}
+
+PurgatoryOutcome = Literal["completed", "expired"]
+OperationEvent = Literal["created", "completed", "expired"]
+
+
+def _from_base64(value: object) -> object:
+    """Accept standard base64 text (the JSON form) as well as raw bytes (Python form)."""
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"not standard base64: {exc}") from exc
+    return value
+
+
+def _to_base64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+#: bytes held as bytes in Python and as standard base64 text in JSON.
+Base64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_from_base64),
+    PlainSerializer(_to_base64, return_type=str, when_used="json"),
+]
+
+
+class _Record(BaseModel):
+    # frozen: a record is a fact about the past. extra="ignore": a newer writer may add
+    # optional fields and older readers must still read the file.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class CaptureFileHeader(_Record):
+    """First line of every capture file: which format, which broker, when it started."""
+
+    type: Literal["header"] = "header"
+    format_version: int = CAPTURE_FORMAT_VERSION
+    broker_id: int
+    created_unix_us: int
+    #: Index of this file among the broker's files (also in the file name).
+    file_index: int
+
+
+class CaptureRequest(_Record):
+    """One request a broker served, as received, with Kafka's timing breakdown."""
+
+    type: Literal["request"] = "request"
+    broker_id: int
+    #: Kafka's connection id ``localHost:localPort-clientHost:clientPort-index``: it
+    #: names the client's address and port, and matches the ``connection`` field of
+    #: Kafka's request log so captures and request logs line up.
+    connection_id: str
+    #: 0, 1, 2, ... in the order the requests arrived on this connection.
+    sequence: int
+    api_key: int
+    #: Kafka's ApiKeys name as in its request metrics ("Produce", "JoinGroup", ...).
+    api_name: str
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    request_size: int
+    #: Bytes of the response frame sent; 0 when none was sent (acks=0 produce).
+    response_size: int
+    #: The request frame as received (without the 4-byte length prefix).
+    request: Base64Bytes
+    received_unix_us: int
+    received_monotonic_us: int
+    request_queue_time_ms: float
+    local_time_ms: float
+    remote_time_ms: float
+    throttle_time_ms: float = 0.0
+    response_queue_time_ms: float
+    response_send_time_ms: float
+    total_time_ms: float
+    purgatory: PurgatoryName | None = None
+    purgatory_outcome: PurgatoryOutcome | None = None
+    #: Every error code in the response (top level and per partition), in order.
+    error_codes: list[int] = Field(default_factory=list)
+
+
+class DelayedOperationEvent(_Record):
+    """One event in a delayed operation's life: created, then completed or expired."""
+
+    type: Literal["delayed_op"] = "delayed_op"
+    broker_id: int
+    #: Ties the events of one operation together (unique per broker run).
+    operation_id: int
+    kind: DelayedOperationKind
+    purgatory: PurgatoryName
+    #: The purgatory watch keys, as strings (e.g. "topic-0", "group-id").
+    keys: list[str]
+    event: OperationEvent
+    at_unix_us: int
+    at_monotonic_us: int
+    #: The operation's timeout (its delayMs), where known.
+    delay_ms: int | None = None
+    #: The request that parked it, where there is one (not for DelayedHeartbeat).
+    connection_id: str | None = None
+    correlation_id: int | None = None
+
+
+#: What ``read_capture`` yields.
+CaptureRecord = Annotated[CaptureRequest | DelayedOperationEvent, Field(discriminator="type")]
+#: Any line of a capture file.
+FileRecord = Annotated[
+    CaptureFileHeader | CaptureRequest | DelayedOperationEvent, Field(discriminator="type")
+]
+
+_FILE_RECORD_ADAPTER: Final[
+    TypeAdapter[CaptureFileHeader | CaptureRequest | DelayedOperationEvent]
+] = TypeAdapter(FileRecord)
+
+
+def parse_file_record(
+    line: str | bytes,
+) -> CaptureFileHeader | CaptureRequest | DelayedOperationEvent:
+    """Validate one JSON line of a capture file into its record type (by ``type``)."""
+    return _FILE_RECORD_ADAPTER.validate_json(line)
+
+
+def kafka_connection_id(
+    local_host: str, local_port: int, remote_host: str, remote_port: int, index: int
+) -> str:
+    """Kafka's connection id string (``Selector.connectionId`` / request log format)."""
+    return f"{local_host}:{local_port}-{remote_host}:{remote_port}-{index}"

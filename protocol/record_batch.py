@@ -1,0 +1,485 @@
+"""Record batch v2 (magic 2): header parsing, CRC-32C, offset assignment, records.
+
+The broker treats a batch as opaque bytes: it reads the 61-byte header, checks magic
+and CRC, and rewrites the fields Kafka's broker rewrites (baseOffset,
+partitionLeaderEpoch, and for LogAppendTime the timestamp type and maxTimestamp).
+Records are decoded (and decompressed) only where a feature needs them: timestamp
+lookups, our own internal topics, tests.
+
+Layout (big-endian), byte positions in brackets::
+
+    [0]  baseOffset int64            [8]  batchLength int32 (bytes after this field)
+    [12] partitionLeaderEpoch int32  [16] magic int8
+    [17] crc uint32 (CRC-32C of bytes [21:end])
+    [21] attributes int16            [23] lastOffsetDelta int32
+    [27] baseTimestamp int64         [35] maxTimestamp int64
+    [43] producerId int64            [51] producerEpoch int16
+    [53] baseSequence int32          [57] recordsCount int32
+    [61] records...
+
+baseOffset, batchLength and partitionLeaderEpoch lie outside the CRC, which is why the
+broker can assign offsets and stamp the leader epoch without recomputing it.
+
+Old message sets (magic 0 and 1) keep their magic byte at the same position [16], so a
+single byte tells them apart; we refuse them (no down-conversion).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import crc32c
+
+from protocol.compression import CompressionError, compress, decompress
+
+__all__ = [
+    "ATTR_COMPRESSION_MASK",
+    "ATTR_CONTROL",
+    "ATTR_TIMESTAMP_TYPE",
+    "ATTR_TRANSACTIONAL",
+    "BATCH_HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "TIMESTAMP_CREATE_TIME",
+    "TIMESTAMP_LOG_APPEND_TIME",
+    "CorruptRecordError",
+    "InvalidRecordError",
+    "Record",
+    "RecordBatchHeader",
+    "RecordHeaders",
+    "assign_offsets",
+    "build_record_batch",
+    "compute_crc",
+    "iter_batches",
+    "iter_records",
+    "parse_batch_header",
+    "set_partition_leader_epoch",
+    "validate_batches",
+]
+
+BATCH_HEADER_SIZE = 61
+# baseOffset + batchLength: the bytes that precede what batchLength counts.
+LOG_OVERHEAD = 12
+MAGIC_V2 = 2
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+
+_MAGIC_POS = 16
+_CRC_POS = 17
+_ATTRIBUTES_POS = 21  # the CRC covers everything from here to the end of the batch
+_MAX_TIMESTAMP_POS = 35
+_PARTITION_LEADER_EPOCH_POS = 12
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BASE_OFFSET = struct.Struct(">q")
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT16 = struct.Struct(">h")
+_INT64 = struct.Struct(">q")
+assert _HEADER.size == BATCH_HEADER_SIZE
+
+RecordHeaders = list[tuple[str, bytes | None]]
+
+
+class CorruptRecordError(ValueError):
+    """Bytes that are not a valid sequence of v2 record batches.
+
+    Kafka answers a produce request carrying these with CORRUPT_MESSAGE (or
+    UNSUPPORTED_FOR_MESSAGE_FORMAT for old magics); a reader of a log treats them as
+    the end of valid data.
+    """
+
+
+class InvalidRecordError(CorruptRecordError):
+    """A well-formed batch whose contents break a rule (Kafka's INVALID_RECORD).
+
+    For example a batch whose lastOffsetDelta disagrees with its record count.
+    A subclass of CorruptRecordError so callers that only care "is this appendable"
+    catch one type.
+    """
+
+
+@dataclass(slots=True)
+class RecordBatchHeader:
+    """The 61 fixed bytes at the start of every v2 batch."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & ATTR_COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        """0 = CreateTime, 1 = LogAppendTime."""
+        return 1 if self.attributes & ATTR_TIMESTAMP_TYPE else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies, header included."""
+        return self.batch_length + LOG_OVERHEAD
+
+
+@dataclass(slots=True)
+class Record:
+    """One decoded record; `timestamp` already resolves LogAppendTime batches."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: RecordHeaders
+
+
+Buffer = bytes | bytearray | memoryview
+
+
+def parse_batch_header(buf: Buffer, offset: int = 0) -> RecordBatchHeader:
+    """Unpack the header at `offset`. Raises CorruptRecordError if it is not magic 2 or
+    fewer than 61 bytes are there. Does not check the CRC or the length."""
+    if len(buf) - offset < BATCH_HEADER_SIZE:
+        if len(buf) - offset > _MAGIC_POS:
+            _check_magic(buf[offset + _MAGIC_POS])
+        raise CorruptRecordError(
+            f"record batch header at position {offset} needs {BATCH_HEADER_SIZE} bytes, "
+            f"{max(len(buf) - offset, 0)} available"
+        )
+    _check_magic(buf[offset + _MAGIC_POS])
+    return RecordBatchHeader(*_HEADER.unpack_from(buf, offset))
+
+
+def _check_magic(magic: int) -> None:
+    if magic != MAGIC_V2:
+        if magic in (0, 1):
+            raise CorruptRecordError(
+                f"unsupported magic {magic}: old message-set format, only record batch v2 "
+                "is accepted"
+            )
+        raise CorruptRecordError(f"unsupported magic {magic} (corrupt batch?)")
+
+
+def compute_crc(batch: Buffer) -> int:
+    """CRC-32C of one batch from its attributes field to its end."""
+    return int(crc32c.crc32c(memoryview(batch)[_ATTRIBUTES_POS:]))
+
+
+def iter_batches(
+    buf: Buffer, *, verify_crc: bool = False, allow_partial_tail: bool = False
+) -> Iterator[tuple[int, RecordBatchHeader]]:
+    """Yield (start position, header) for each batch in a concatenation of batches.
+
+    `allow_partial_tail` is for readers of fetch responses and log files, which may end
+    with a truncated batch: iteration then simply stops there. Without it, any trailing
+    bytes that are not a whole batch raise CorruptRecordError, as a produce request's
+    records must be whole.
+    """
+    view = memoryview(buf)
+    end = len(view)
+    pos = 0
+    while pos < end:
+        remaining = end - pos
+        if remaining < LOG_OVERHEAD:
+            if allow_partial_tail:
+                return
+            raise CorruptRecordError(
+                f"{remaining} trailing bytes at position {pos} are not a record batch"
+            )
+        _, batch_length = _OFFSET_AND_LENGTH.unpack_from(view, pos)
+        size = batch_length + LOG_OVERHEAD
+        if remaining > _MAGIC_POS and view[pos + _MAGIC_POS] != MAGIC_V2:
+            _check_magic(view[pos + _MAGIC_POS])
+        if size < BATCH_HEADER_SIZE:
+            raise CorruptRecordError(
+                f"record batch at position {pos} has length {batch_length}, "
+                f"shorter than the {BATCH_HEADER_SIZE}-byte header"
+            )
+        if size > remaining:
+            if allow_partial_tail:
+                return
+            raise CorruptRecordError(
+                f"record batch at position {pos} has length {batch_length}, which runs "
+                f"past the end of the buffer ({remaining} bytes left)"
+            )
+        header = RecordBatchHeader(*_HEADER.unpack_from(view, pos))
+        if verify_crc:
+            actual = crc32c.crc32c(view[pos + _ATTRIBUTES_POS : pos + size])
+            if actual != header.crc:
+                raise CorruptRecordError(
+                    f"record batch at offset {header.base_offset} (position {pos}) has CRC "
+                    f"{header.crc:#010x}, computed {actual:#010x}"
+                )
+        yield pos, header
+        pos += size
+
+
+def validate_batches(buf: Buffer) -> list[RecordBatchHeader]:
+    """The produce path's checks: whole magic-2 batches, good CRCs, sane counts.
+
+    Raises CorruptRecordError for bytes that are not valid batches and
+    InvalidRecordError for well-formed batches that break Kafka's rules (non-positive
+    record count, lastOffsetDelta that disagrees with the count, unknown codec). An
+    empty buffer is not valid: a produce request must carry at least one batch.
+    """
+    headers: list[RecordBatchHeader] = []
+    for _, header in iter_batches(buf, verify_crc=True):
+        if header.records_count <= 0:
+            raise InvalidRecordError(
+                f"record batch at offset {header.base_offset} has record count "
+                f"{header.records_count}"
+            )
+        if header.last_offset_delta != header.records_count - 1:
+            raise InvalidRecordError(
+                f"inconsistent batch offset range: lastOffsetDelta {header.last_offset_delta} "
+                f"with {header.records_count} records"
+            )
+        if header.compression > 4:
+            raise InvalidRecordError(f"unknown compression codec id {header.compression}")
+        headers.append(header)
+    if not headers:
+        raise CorruptRecordError("no record batches in the records field")
+    return headers
+
+
+def assign_offsets(
+    buf: Buffer, first_offset: int, log_append_time_ms: int | None = None
+) -> tuple[bytearray, int]:
+    """Give each batch consecutive offsets from `first_offset`; returns (bytes, next).
+
+    baseOffset is outside the CRC, so this is a plain overwrite. With
+    `log_append_time_ms`, the batch becomes LogAppendTime: the timestamp-type bit is set
+    and maxTimestamp is the append time (readers then use it for every record), which
+    the CRC covers, so the CRC is recomputed. Compressed batches keep their payload as
+    sent. The caller has validated `buf` (see validate_batches).
+    """
+    out = bytearray(buf)
+    next_offset = first_offset
+    for pos, header in iter_batches(out):
+        _BASE_OFFSET.pack_into(out, pos, next_offset)
+        if log_append_time_ms is not None:
+            _INT16.pack_into(out, pos + _ATTRIBUTES_POS, header.attributes | ATTR_TIMESTAMP_TYPE)
+            _INT64.pack_into(out, pos + _MAX_TIMESTAMP_POS, log_append_time_ms)
+            crc = crc32c.crc32c(memoryview(out)[pos + _ATTRIBUTES_POS : pos + header.size])
+            _UINT32.pack_into(out, pos + _CRC_POS, crc)
+        next_offset += header.last_offset_delta + 1
+    return out, next_offset
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, epoch: int) -> None:
+    """Stamp every batch in `buf` (in place) with the leader epoch that appended it.
+
+    partitionLeaderEpoch is outside the CRC, so nothing else changes.
+    """
+    for pos, _ in iter_batches(buf):
+        _INT32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_POS, epoch)
+
+
+# ---------------------------------------------------------------------------
+# Records inside a batch
+
+
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Zig-zag varint (used for both int32 varint and int64 varlong)."""
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint longer than 10 bytes")
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    value = (value << 1) ^ (value >> 63)
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def iter_records(batch: Buffer) -> Iterator[Record]:
+    """Decode the records of one whole batch, decompressing its payload when needed.
+
+    Raises CorruptRecordError when the records section cannot be decoded.
+    """
+    header = parse_batch_header(batch)
+    view = memoryview(batch)
+    if header.size > len(view):
+        raise CorruptRecordError(f"record batch needs {header.size} bytes, {len(view)} available")
+    payload = view[BATCH_HEADER_SIZE : header.size]
+    try:
+        data = decompress(header.compression, payload)
+    except CompressionError as exc:
+        raise CorruptRecordError(f"record batch at offset {header.base_offset}: {exc}") from exc
+    log_append_time = header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
+    base_offset = header.base_offset
+    base_timestamp = header.base_timestamp
+    pos = 0
+    try:
+        for _ in range(header.records_count):
+            length, pos = _read_varint(data, pos)
+            record_end = pos + length
+            pos += 1  # record attributes: unused in v2
+            ts_delta, pos = _read_varint(data, pos)
+            offset_delta, pos = _read_varint(data, pos)
+            key_len, pos = _read_varint(data, pos)
+            key: bytes | None = None
+            if key_len >= 0:
+                key = data[pos : pos + key_len]
+                pos += key_len
+            value_len, pos = _read_varint(data, pos)
+            value: bytes | None = None
+            if value_len >= 0:
+                value = data[pos : pos + value_len]
+                pos += value_len
+            header_count, pos = _read_varint(data, pos)
+            headers: RecordHeaders = []
+            for _h in range(header_count):
+                hk_len, pos = _read_varint(data, pos)
+                if hk_len < 0:
+                    raise CorruptRecordError("record header key is null")
+                hkey = data[pos : pos + hk_len].decode("utf-8")
+                pos += hk_len
+                hv_len, pos = _read_varint(data, pos)
+                hval: bytes | None = None
+                if hv_len >= 0:
+                    hval = data[pos : pos + hv_len]
+                    pos += hv_len
+                headers.append((hkey, hval))
+            if pos != record_end or pos > len(data):
+                raise CorruptRecordError(
+                    f"record at offset delta {offset_delta} has length {length} but its "
+                    "fields do not add up to it"
+                )
+            yield Record(
+                offset=base_offset + offset_delta,
+                timestamp=header.max_timestamp if log_append_time else base_timestamp + ts_delta,
+                key=key,
+                value=value,
+                headers=headers,
+            )
+    except (IndexError, UnicodeDecodeError) as exc:
+        raise CorruptRecordError(
+            f"record batch at offset {base_offset}: records section is truncated or "
+            f"malformed ({exc})"
+        ) from exc
+
+
+def build_record_batch(
+    records: Sequence[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
+    *,
+    base_offset: int = 0,
+    timestamp_ms: int,
+    compression: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = -1,
+    record_timestamps: Sequence[int] | None = None,
+) -> bytes:
+    """Encode one v2 batch of (key, value, headers) records, as a producer would.
+
+    Every record gets `timestamp_ms` unless `record_timestamps` gives one per record.
+    For our own writers (internal topics, tests, benchmarks).
+    """
+    if not records:
+        raise ValueError("a record batch holds at least one record")
+    if record_timestamps is not None and len(record_timestamps) != len(records):
+        raise ValueError("record_timestamps must give one timestamp per record")
+    timestamps = list(record_timestamps) if record_timestamps is not None else None
+    base_timestamp = min(timestamps) if timestamps else timestamp_ms
+    max_timestamp = max(timestamps) if timestamps else timestamp_ms
+
+    body = bytearray()
+    record = bytearray()
+    for delta, (key, value, headers) in enumerate(records):
+        record.clear()
+        record.append(0)  # attributes
+        ts = timestamps[delta] if timestamps else timestamp_ms
+        _write_varint(record, ts - base_timestamp)
+        _write_varint(record, delta)
+        _write_bytes(record, key)
+        _write_bytes(record, value)
+        _write_varint(record, len(headers))
+        for hkey, hval in headers:
+            _write_bytes(record, hkey.encode("utf-8"))
+            _write_bytes(record, hval)
+        _write_varint(body, len(record))
+        body += record
+
+    payload = compress(compression, body) if compression else bytes(body)
+    attributes = compression & ATTR_COMPRESSION_MASK
+    if is_transactional:
+        attributes |= ATTR_TRANSACTIONAL
+    if is_control:
+        attributes |= ATTR_CONTROL
+    out = bytearray(BATCH_HEADER_SIZE)
+    _HEADER.pack_into(
+        out,
+        0,
+        base_offset,
+        BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload),
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,  # CRC, filled in below
+        attributes,
+        len(records) - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    )
+    out += payload
+    _UINT32.pack_into(out, _CRC_POS, crc32c.crc32c(memoryview(out)[_ATTRIBUTES_POS:]))
+    return bytes(out)
+
+
+def _write_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        _write_varint(out, -1)
+    else:
+        _write_varint(out, len(data))
+        out += data

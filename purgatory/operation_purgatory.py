@@ -1,0 +1,190 @@
+"""Kafka's ``DelayedOperationPurgatory``: operations watched by key, timed by a timer.
+
+An operation is watched on one or more keys (for example topic-partitions); whatever
+changes a key's state calls ``check_and_complete(key)``, which tries to complete every
+operation watching it. An operation not completed in time is expired by the timer.
+
+Watch lists are insertion-ordered dicts keyed by ``id(op)`` (O(1) add and removal, and
+no demand that operation classes be hashable). Iteration is over a snapshot, so an
+``on_complete`` that watches or checks again (re-entrancy on one thread) is safe.
+
+Purging follows Kafka. An operation completed through key A is removed from A's list
+at once, but stays in the lists of its other keys (and an expired one in all its lists)
+until either a ``check_and_complete`` on that key passes over it or a purge scans every
+list. Kafka's trigger is ``estimatedTotalOperations - numDelayed > purgeInterval``,
+where the estimate counts newly watched operations and is reset to ``numDelayed`` by
+each purge: it counts operations, not watcher entries, so an operation on three keys
+does not look like three. Kafka checks it on each reaper round; here it is checked every
+``purge_interval`` newly watched operations, which bounds the scan cost to one pass per
+``purge_interval`` watches. ``purge_completed()`` can also be called directly.
+
+``num_delayed()`` is the timer's size, as in Kafka (each purgatory has its own timer):
+give each purgatory its own :class:`~purgatory.system_timer.SystemTimer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Generic, Protocol, TypeVar
+
+from purgatory.delayed_operation import DelayedOperation
+from purgatory.timer_task import TimerTask
+
+__all__ = ["DelayedOperationPurgatory", "OperationTimer"]
+
+Op = TypeVar("Op", bound=DelayedOperation)
+
+
+class OperationTimer(Protocol):
+    """What the purgatory needs from its timer (``SystemTimer`` is the real one)."""
+
+    def add(self, task: TimerTask) -> None: ...
+
+    def size(self) -> int: ...
+
+
+class DelayedOperationPurgatory(Generic[Op]):
+    """Watch operations by key until they complete or their timer expires them."""
+
+    def __init__(self, name: str, timer: OperationTimer, purge_interval: int = 1000) -> None:
+        self.name = name
+        self.timer = timer
+        self.purge_interval = purge_interval
+        self._watchers_by_key: dict[Hashable, dict[int, Op]] = {}
+        self._estimated_total_operations = 0
+        self._watched_since_purge_check = 0
+        self.expired_count = 0
+        """Operations that completed by expiring (Kafka's expiration meters)."""
+        self.purged_count = 0
+        """Completed watcher entries removed by purges (for tests and metrics)."""
+
+    # -- the request path -------------------------------------------------------------
+
+    def try_complete_else_watch(self, operation: Op, keys: Iterable[Hashable]) -> bool:
+        """Complete ``operation`` now, else watch it on ``keys`` and time it.
+
+        Check, watch, check again, and only then add to the timer: an operation that
+        became completable after the first check but before it was watched would
+        otherwise miss the ``check_and_complete`` that made it so. Returns True if the
+        operation was completed by this call.
+        """
+        if operation.safe_try_complete():
+            return True
+        watch_keys = tuple(keys)
+        operation.watch_keys = watch_keys
+        operation._purgatory = self
+        if watch_keys:
+            watchers_by_key = self._watchers_by_key
+            op_id = id(operation)
+            for key in watch_keys:
+                watchers = watchers_by_key.get(key)
+                if watchers is None:
+                    watchers = watchers_by_key[key] = {}
+                watchers[op_id] = operation
+            self._estimated_total_operations += 1
+            self._watched_since_purge_check += 1
+            if self._watched_since_purge_check >= self.purge_interval:
+                self._watched_since_purge_check = 0
+                self._maybe_purge()
+        if operation.safe_try_complete():
+            return True
+        if not operation._completed:
+            self.timer.add(operation)
+            if operation._completed:
+                operation.cancel()
+        return False
+
+    def check_and_complete(self, key: Hashable) -> int:
+        """Try to complete every operation watching ``key``; how many completed."""
+        watchers = self._watchers_by_key.get(key)
+        if watchers is None:
+            return 0
+        completed = 0
+        for op_id, operation in tuple(watchers.items()):
+            if operation._completed:
+                watchers.pop(op_id, None)
+            elif operation.safe_try_complete():
+                watchers.pop(op_id, None)
+                completed += 1
+        if not watchers:
+            self._remove_key_if_empty(key, watchers)
+        return completed
+
+    def cancel_for_key(self, key: Hashable) -> list[Op]:
+        """Stop watching ``key``: cancel the timers of its operations, completing none.
+
+        Returns the operations that were still pending (completed ones are dropped).
+        They stay in their other keys' lists, as in Kafka, but will no longer expire.
+        """
+        watchers = self._watchers_by_key.pop(key, None)
+        if watchers is None:
+            return []
+        cancelled: list[Op] = []
+        for operation in watchers.values():
+            if not operation._completed:
+                operation.cancel()
+                cancelled.append(operation)
+        return cancelled
+
+    # -- sizes and inspection ---------------------------------------------------------
+
+    def watched(self) -> int:
+        """Kafka's PurgatorySize: watcher entries across all keys (completed included
+        until purged)."""
+        return sum(len(watchers) for watchers in self._watchers_by_key.values())
+
+    def num_delayed(self) -> int:
+        """Kafka's NumDelayedOperations: operations waiting in the timer."""
+        return self.timer.size()
+
+    def watched_keys(self) -> list[Hashable]:
+        return list(self._watchers_by_key)
+
+    def delayed_operations(self) -> list[Op]:
+        """The operations waiting now, each once, by deadline (for a debug endpoint).
+
+        Each reports its keys (``watch_keys``) and ``deadline_ms``; see
+        ``DelayedOperation.debug_info``.
+        """
+        seen: dict[int, Op] = {}
+        for watchers in self._watchers_by_key.values():
+            for op_id, operation in watchers.items():
+                if not operation._completed:
+                    seen[op_id] = operation
+        ops = list(seen.values())
+        ops.sort(key=lambda op: (op.deadline_ms is None, op.deadline_ms or 0))
+        return ops
+
+    # -- purging ------------------------------------------------------------------------
+
+    def _maybe_purge(self) -> None:
+        num_delayed = self.timer.size()
+        if self._estimated_total_operations - num_delayed > self.purge_interval:
+            self._estimated_total_operations = num_delayed
+            self.purge_completed()
+
+    def purge_completed(self) -> int:
+        """Drop completed operations from every watch list, and empty keys; returns
+        the number of watcher entries removed."""
+        purged = 0
+        for key, watchers in list(self._watchers_by_key.items()):
+            done = [op_id for op_id, operation in watchers.items() if operation._completed]
+            for op_id in done:
+                del watchers[op_id]
+            purged += len(done)
+            if not watchers:
+                self._remove_key_if_empty(key, watchers)
+        self.purged_count += purged
+        return purged
+
+    def _remove_key_if_empty(self, key: Hashable, watchers: dict[int, Op]) -> None:
+        # Only if the list is still the one registered: a re-entrant watch may have
+        # replaced it meanwhile.
+        if not watchers and self._watchers_by_key.get(key) is watchers:
+            del self._watchers_by_key[key]
+
+    def __repr__(self) -> str:
+        return (
+            f"DelayedOperationPurgatory(name={self.name!r}, watched={self.watched()}, "
+            f"delayed={self.num_delayed()})"
+        )

@@ -1,0 +1,172 @@
+"""Spark schemas: derived from the capture models, plus the replay-result and analysis schemas.
+
+Captures are read with an explicit schema, never inferred. The capture schemas are built
+from the pydantic models in ``protocol.capture`` by walking their field annotations, so
+a field added to the model reaches Spark without a second, hand-kept list that could
+drift. The replay RESULT schema and the ANALYSIS schema are written out here: they are
+contracts of their own (the replay job produces the first; captures and Kafka request
+logs are both projected onto the second so that the report takes either).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Final, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from protocol.capture import CaptureRequest, DelayedOperationEvent
+
+__all__ = [
+    "ANALYSIS_SCHEMA",
+    "CAPTURE_REQUEST_SCHEMA",
+    "DELAYED_OPERATION_EVENT_SCHEMA",
+    "PURGATORY_KIND",
+    "RESULT_SCHEMA",
+    "spark_schema_for",
+    "spark_type_for",
+]
+
+
+def _strip_none(annotation: Any) -> tuple[Any, bool]:
+    """(annotation without None, whether None was allowed)."""
+    origin = get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        nullable = len(args) != len(get_args(annotation))
+        if len(args) == 1:
+            return args[0], nullable
+        raise TypeError(f"no Spark type for a union of several types: {annotation!r}")
+    return annotation, False
+
+
+def spark_type_for(annotation: Any) -> tuple[DataType, bool]:
+    """The Spark type for one Python/pydantic annotation, and whether it is nullable.
+
+    Integers map to LongType: Kafka's int16/int32 fields fit, and microsecond
+    timestamps need 64 bits, so one integer type keeps the mapping simple and lossless.
+    """
+    annotation, nullable = _strip_none(annotation)
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        inner, inner_nullable = spark_type_for(get_args(annotation)[0])
+        return inner, nullable or inner_nullable
+    if origin is Literal:
+        values = get_args(annotation)
+        if all(isinstance(v, str) for v in values):
+            return StringType(), nullable
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return LongType(), nullable
+        raise TypeError(f"no Spark type for mixed literal {annotation!r}")
+    if origin in (list, tuple) or annotation in (list, tuple):
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        if len(args) != 1:
+            raise TypeError(f"need one element type for {annotation!r}")
+        element, element_nullable = spark_type_for(args[0])
+        return ArrayType(element, containsNull=element_nullable), nullable
+    if isinstance(annotation, type):
+        if issubclass(annotation, BaseModel):
+            return spark_schema_for(annotation), nullable
+        if annotation is bool:  # before int: bool is an int subclass
+            return BooleanType(), nullable
+        if annotation is int:
+            return LongType(), nullable
+        if annotation is float:
+            return DoubleType(), nullable
+        if annotation is str:
+            return StringType(), nullable
+        if annotation is bytes:
+            return BinaryType(), nullable
+    raise TypeError(f"no Spark type for {annotation!r}")
+
+
+def spark_schema_for(model: type[BaseModel]) -> StructType:
+    """A StructType with one field per model field, in the model's field order."""
+    fields = []
+    for name, info in model.model_fields.items():
+        # FieldInfo.annotation has Annotated metadata (validators) stripped already.
+        data_type, nullable = spark_type_for(info.annotation)
+        fields.append(StructField(name, data_type, nullable=nullable))
+    return StructType(fields)
+
+
+#: Every field of a captured request (request bytes as BinaryType).
+CAPTURE_REQUEST_SCHEMA: Final = spark_schema_for(CaptureRequest)
+#: Every field of a delayed-operation event.
+DELAYED_OPERATION_EVENT_SCHEMA: Final = spark_schema_for(DelayedOperationEvent)
+
+#: One row per replayed request, the captured figures beside the replayed ones. Written
+#: by the replay job, read by the report. Times are milliseconds; ``planned_send_ms`` and
+#: ``actual_send_ms`` count from the start of the replay, so ``actual - planned`` is the
+#: schedule lag. ``response_ms`` is send -> response latency, null when no response came
+#: (acks=0, or ``replay_error`` says why).
+RESULT_SCHEMA: Final = StructType(
+    [
+        StructField("api_key", IntegerType(), nullable=False),
+        StructField("api_name", StringType(), nullable=False),
+        StructField("api_version", IntegerType(), nullable=False),
+        StructField("connection_id", StringType(), nullable=False),
+        StructField("sequence", LongType(), nullable=False),
+        StructField("purgatory", StringType(), nullable=True),
+        StructField("purgatory_outcome", StringType(), nullable=True),
+        StructField("captured_total_ms", DoubleType(), nullable=False),
+        StructField("captured_remote_ms", DoubleType(), nullable=False),
+        StructField("planned_send_ms", DoubleType(), nullable=False),
+        StructField("actual_send_ms", DoubleType(), nullable=True),
+        StructField("response_ms", DoubleType(), nullable=True),
+        StructField("error_codes", ArrayType(IntegerType(), containsNull=False), nullable=True),
+        StructField("replay_error", StringType(), nullable=True),
+    ]
+)
+
+#: What the latency analysis needs of one served request, whichever source it came from
+#: (a capture directory or Kafka's request log). ``source`` says which.
+#: ``received_unix_us`` is when the broker received it (request log: log time minus
+#: total time). ``sequence`` and ``broker_id`` are null for the request log, which has
+#: neither.
+ANALYSIS_SCHEMA: Final = StructType(
+    [
+        StructField("source", StringType(), nullable=False),
+        StructField("broker_id", LongType(), nullable=True),
+        StructField("connection_id", StringType(), nullable=False),
+        StructField("sequence", LongType(), nullable=True),
+        StructField("api_key", IntegerType(), nullable=False),
+        StructField("api_name", StringType(), nullable=False),
+        StructField("api_version", IntegerType(), nullable=True),
+        StructField("correlation_id", LongType(), nullable=False),
+        StructField("client_id", StringType(), nullable=True),
+        StructField("received_unix_us", LongType(), nullable=True),
+        StructField("request_queue_time_ms", DoubleType(), nullable=False),
+        StructField("local_time_ms", DoubleType(), nullable=False),
+        StructField("remote_time_ms", DoubleType(), nullable=False),
+        StructField("throttle_time_ms", DoubleType(), nullable=False),
+        StructField("response_queue_time_ms", DoubleType(), nullable=False),
+        StructField("response_send_time_ms", DoubleType(), nullable=False),
+        StructField("total_time_ms", DoubleType(), nullable=False),
+        StructField("purgatory", StringType(), nullable=True),
+        StructField("purgatory_outcome", StringType(), nullable=True),
+        StructField("error_codes", ArrayType(IntegerType(), containsNull=False), nullable=True),
+    ]
+)
+
+#: The delayed operation a request waits as in each purgatory, for the report's labels.
+#: (The Rebalance purgatory also holds DelayedSync; requests that park there are joins.)
+PURGATORY_KIND: Final[dict[str, str]] = {
+    "Produce": "DelayedProduce",
+    "Fetch": "DelayedFetch",
+    "Rebalance": "DelayedJoin",
+    "Heartbeat": "DelayedHeartbeat",
+}

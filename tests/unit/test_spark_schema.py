@@ -1,0 +1,111 @@
+"""The Spark schemas stay in step with the capture models (no JVM needed)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructType,
+)
+
+from protocol.capture import CaptureRequest, DelayedOperationEvent
+from spark_jobs.captures import capture_analysis_row
+from spark_jobs.schema import (
+    ANALYSIS_SCHEMA,
+    CAPTURE_REQUEST_SCHEMA,
+    DELAYED_OPERATION_EVENT_SCHEMA,
+    RESULT_SCHEMA,
+    spark_schema_for,
+)
+from tests.unit.test_capture_record import make_request
+
+
+def test_capture_schemas_have_every_model_field_in_order() -> None:
+    assert CAPTURE_REQUEST_SCHEMA.fieldNames() == list(CaptureRequest.model_fields)
+    assert DELAYED_OPERATION_EVENT_SCHEMA.fieldNames() == list(DelayedOperationEvent.model_fields)
+
+
+def test_capture_request_types() -> None:
+    fields = {f.name: f for f in CAPTURE_REQUEST_SCHEMA.fields}
+    assert fields["request"].dataType == BinaryType()
+    assert fields["error_codes"].dataType == ArrayType(LongType(), containsNull=False)
+    assert fields["total_time_ms"].dataType == DoubleType()
+    assert fields["received_unix_us"].dataType == LongType()
+    assert fields["purgatory"].dataType == StringType() and fields["purgatory"].nullable
+    assert fields["client_id"].nullable
+    assert not fields["api_key"].nullable
+    events = {f.name: f for f in DELAYED_OPERATION_EVENT_SCHEMA.fields}
+    assert events["keys"].dataType == ArrayType(StringType(), containsNull=False)
+    assert events["delay_ms"].nullable and not events["kind"].nullable
+
+
+def test_a_new_model_field_reaches_the_spark_schema() -> None:
+    class Inner(BaseModel):
+        x: float
+
+    class Extended(CaptureRequest):
+        flag: bool = False
+        labels: list[str] | None = None
+        inner: Inner | None = None
+        level: Literal[1, 2] = 1
+
+    schema = spark_schema_for(Extended)
+    fields = {f.name: f for f in schema.fields}
+    assert schema.fieldNames()[: len(CAPTURE_REQUEST_SCHEMA)] == CAPTURE_REQUEST_SCHEMA.fieldNames()
+    assert fields["flag"].dataType == BooleanType()
+    assert fields["labels"].dataType == ArrayType(StringType(), containsNull=False)
+    assert fields["labels"].nullable
+    assert fields["inner"].dataType == StructType().add("x", DoubleType(), nullable=False)
+    assert fields["level"].dataType == LongType()
+
+
+def test_unsupported_annotation_is_an_error() -> None:
+    class Bad(BaseModel):
+        either: int | str
+
+    with pytest.raises(TypeError):
+        spark_schema_for(Bad)
+
+
+def test_analysis_columns_come_from_the_capture_record() -> None:
+    # Every analysis column but "source" is a capture field of the same name, so a
+    # captured request projects onto it without renaming.
+    capture_fields = set(CaptureRequest.model_fields)
+    assert set(ANALYSIS_SCHEMA.fieldNames()) - capture_fields == {"source"}
+    row = capture_analysis_row(make_request())
+    assert len(row) == len(ANALYSIS_SCHEMA.fields)
+    named = dict(zip(ANALYSIS_SCHEMA.fieldNames(), row, strict=True))
+    record = make_request()
+    for name in ANALYSIS_SCHEMA.fieldNames():
+        if name != "source":
+            expected = getattr(record, name)
+            assert named[name] == (list(expected) if isinstance(expected, list) else expected)
+
+
+def test_result_schema_is_the_replay_contract() -> None:
+    assert RESULT_SCHEMA.fieldNames() == [
+        "api_key",
+        "api_name",
+        "api_version",
+        "connection_id",
+        "sequence",
+        "purgatory",
+        "purgatory_outcome",
+        "captured_total_ms",
+        "captured_remote_ms",
+        "planned_send_ms",
+        "actual_send_ms",
+        "response_ms",
+        "error_codes",
+        "replay_error",
+    ]
+    nullable = {f.name for f in RESULT_SCHEMA.fields if f.nullable}
+    assert {"purgatory", "purgatory_outcome", "response_ms", "replay_error"} <= nullable
