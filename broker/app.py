@@ -34,7 +34,7 @@ class MiniKafka:
     ) -> None:
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")
-        self.config = config or BrokerConfig()
+        self.config = config or BrokerConfig.model_validate({})
         self.host = host
         self.base_port = port
         self.data_dir = data_dir

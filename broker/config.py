@@ -74,9 +74,7 @@ class BrokerConfig(BaseModel):
     group_max_session_timeout_ms: int = Field(1800000, alias="group.max.session.timeout.ms", ge=0)
     group_max_size: int = Field(2147483647, alias="group.max.size", ge=1)
     offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1)
-    offsets_topic_replication_factor: int = Field(
-        3, alias="offsets.topic.replication.factor", ge=1
-    )
+    offsets_topic_replication_factor: int = Field(3, alias="offsets.topic.replication.factor", ge=1)
     offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1)
     offsets_retention_check_interval_ms: int = Field(
         600000, alias="offsets.retention.check.interval.ms", ge=1

@@ -13,10 +13,11 @@ one connection, as Kafka does; no other connection notices.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from broker.context import ConnectionInfo, RequestContext, RequestTiming
 from protocol.codec import (
@@ -62,8 +63,8 @@ class KafkaConnection(asyncio.Protocol):
     # -- asyncio callbacks -------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername") or ("?", 0)
         sock = transport.get_extra_info("sockname") or ("?", self._broker.port)
         self._info = ConnectionInfo(
@@ -99,6 +100,9 @@ class KafkaConnection(asyncio.Protocol):
         try:
             frames = self._decoder.feed(data)
         except ProtocolError as exc:
+            # Answer what arrived whole before the bad length prefix, then close.
+            for frame in getattr(exc, "complete_frames", ()):
+                self._on_frame(frame, received_ns)
             self.abort(f"bad frame: {exc}")
             return
         for frame in frames:
@@ -160,14 +164,14 @@ class KafkaConnection(asyncio.Protocol):
         broker.request_received(ctx, request, frame)
         if isinstance(result, asyncio.Future):
             pending.future = result
-            result.add_done_callback(lambda _f, p=pending: self._on_parked_done(p))
+            result.add_done_callback(functools.partial(self._on_parked_done, pending))
         else:
             pending.response = result
             pending.ready = True
             if self._pending[0] is pending:
                 self._flush()
 
-    def _on_parked_done(self, pending: _Pending) -> None:
+    def _on_parked_done(self, pending: _Pending, _future: object = None) -> None:
         future = pending.future
         assert future is not None
         assert pending.ctx is not None

@@ -9,9 +9,15 @@ schema for -- so it can answer UNSUPPORTED_VERSION (or log and close) with the r
 correlation id. So the fixed part is read with ``struct`` first, and only the body goes
 through kio's native reader.
 
-Trailing bytes after a request body are tolerated, as Kafka's generated readers do:
-they read the fields the version defines and ignore the rest of the frame. Rejecting
-them would buy nothing and could break a client that pads.
+Trailing bytes after a request body are tolerated. Kafka's generated message readers
+read the fields a version defines and do not check that the frame is used up, so a real
+broker accepts such frames too; rejecting them here would only make us stricter than
+the system we imitate.
+
+Before kio reads a body, a schema-driven guard checks every array count against the
+bytes left (see "body guard" below): kio's native reader would otherwise reserve
+memory for whatever count a peer claims, and an allocation it cannot get aborts the
+process.
 """
 
 from __future__ import annotations
@@ -368,7 +374,7 @@ def parse_request_header(frame: bytes | bytearray | memoryview) -> tuple[Request
                 f"client_id truncated: needs {client_len} bytes, {size - pos} left"
             )
         # Java's String(bytes, UTF_8) replaces bad sequences; do the same.
-        client_id = bytes(frame[pos:end]).decode("utf-8", "replace")
+        client_id = str(frame[pos:end], "utf-8", "replace")
         pos = end
     try:
         header_version = request_header_version(api_key, api_version)

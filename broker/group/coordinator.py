@@ -28,8 +28,10 @@ Where this differs from Kafka (all deliberate, all small):
 
 * ``group.initial.rebalance.delay.ms=0`` uses a plain DelayedJoin (complete when all
   known members joined) rather than a zero-length InitialDelayedJoin.
-* A member removed while its SyncGroup is parked gets UNKNOWN_MEMBER_ID instead of no
-  answer, so no handler future is left hanging.
+* No parked request is ever left unanswered (a handler future would hang and block
+  its connection's response order): a member removed while its SyncGroup is parked gets
+  UNKNOWN_MEMBER_ID, and a JoinGroup/SyncGroup superseded by a retry of the same
+  member gets REBALANCE_IN_PROGRESS. Kafka drops those callbacks.
 * Appending to the log is synchronous; a failed append answers
   COORDINATOR_NOT_AVAILABLE (commits) or fails the sync and rebalances (group).
 * No coordinator loading/emigration (one coordinator owns all groups), no
@@ -60,7 +62,7 @@ from broker.group.group_log import (
     decode_all,
     encode_record,
 )
-from broker.group.group_metadata import Clock, GroupMetadata
+from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState, parse_state
 from broker.group.keys import GroupJoinKey, GroupSyncKey, MemberKey
 from broker.group.member_metadata import MemberMetadata, Protocols
@@ -80,6 +82,7 @@ from broker.group.results import (
     SyncGroupResult,
     TopicPartition,
 )
+from purgatory import Clock, DelayedOperationPurgatory
 
 log = logging.getLogger("broker.group")
 
@@ -95,9 +98,9 @@ class GroupCoordinator:
     def __init__(
         self,
         clock: Clock,
-        heartbeat_purgatory: Any,
-        rebalance_purgatory: Any,
-        sync_purgatory: Any | None = None,
+        heartbeat_purgatory: DelayedOperationPurgatory[Any],
+        rebalance_purgatory: DelayedOperationPurgatory[Any],
+        sync_purgatory: DelayedOperationPurgatory[Any] | None = None,
         config: GroupConfig | None = None,
         group_log: GroupLog | None = None,
         uuid_factory: Callable[[], str] | None = None,
@@ -753,7 +756,12 @@ class GroupCoordinator:
         elif state is GroupState.PREPARING_REBALANCE:
             response_callback(SyncGroupResult(E.rebalance_in_progress))
         elif state is GroupState.COMPLETING_REBALANCE:
-            group.get(member_id).awaiting_sync_callback = response_callback
+            member = group.get(member_id)
+            superseded = member.awaiting_sync_callback
+            member.awaiting_sync_callback = response_callback
+            if superseded is not None:
+                # A retried SyncGroup replaces the parked one; answer the old one.
+                superseded(SyncGroupResult(E.rebalance_in_progress))
             self._remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
                 log.info(

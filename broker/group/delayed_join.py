@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker.group.keys import GroupJoinKey
-from purgatory import DelayedOperation
+from purgatory import DelayedOperation, DelayedOperationPurgatory
 
 if TYPE_CHECKING:
     from broker.group.coordinator import GroupCoordinator
@@ -60,7 +60,7 @@ class InitialDelayedJoin(DelayedJoin):
     def __init__(
         self,
         coordinator: GroupCoordinator,
-        purgatory: Any,
+        purgatory: DelayedOperationPurgatory[Any],
         group: GroupMetadata,
         configured_rebalance_delay_ms: int,
         delay_ms: int,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -25,12 +24,7 @@ from broker.group.results import (
     SyncGroupResult,
     TopicPartition,
 )
-
-
-class Clock(Protocol):
-    """What the group needs from ``purgatory.clock.Clock``."""
-
-    def now_ms(self) -> int: ...
+from purgatory import Clock
 
 
 class GroupMetadata:
@@ -190,7 +184,13 @@ class GroupMetadata:
         session_timeout_ms: int,
         callback: JoinCallback | None,
     ) -> None:
-        """A known member rejoins: new protocols/timeouts, and (un)park its JoinGroup."""
+        """A known member rejoins: new protocols/timeouts, and (un)park its JoinGroup.
+
+        A JoinGroup already parked for this member is superseded by the new one. Kafka
+        drops the old callback; we answer it with REBALANCE_IN_PROGRESS (retriable)
+        so that no handler is left waiting forever on a response that cannot come.
+        """
+        superseded = member.awaiting_join_callback if callback is not None else None
         self._dec_supported_protocols(member)
         member.supported_protocols = list(protocols)
         self._inc_supported_protocols(member)
@@ -201,6 +201,8 @@ class GroupMetadata:
         elif callback is None and member.is_awaiting_join:
             self._num_members_awaiting_join -= 1
         member.awaiting_join_callback = callback
+        if superseded is not None and superseded is not callback:
+            superseded(JoinGroupResult(member.member_id, ErrorCode.rebalance_in_progress))
 
     def maybe_invoke_join_callback(self, member: MemberMetadata, result: JoinGroupResult) -> bool:
         """Answer a parked JoinGroup, if there is one. True if a callback ran."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
 from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 18

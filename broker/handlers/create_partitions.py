@@ -64,6 +64,4 @@ def _create_partitions(ctx: RequestContext, topic: Any, validate_only: bool) -> 
                 f"Inconsistent replication factor between partitions: the topic has {rf}, "
                 f"the assignment gives {wrong}",
             )
-    cluster.create_partitions(
-        topic.name, count, assignment=assignment, validate_only=validate_only
-    )
+    cluster.create_partitions(topic.name, count, assignment=assignment, validate_only=validate_only)

@@ -86,8 +86,7 @@ def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> TopicInfo:
         if num_partitions < 1:
             raise MetadataError(
                 ErrorCode.invalid_partitions,
-                f"Number of partitions was set to an invalid non-positive value: "
-                f"{num_partitions}.",
+                f"Number of partitions was set to an invalid non-positive value: {num_partitions}.",
             )
         if replication_factor < 1:
             raise MetadataError(

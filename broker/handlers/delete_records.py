@@ -82,7 +82,7 @@ def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> tuple[E
 def _deletes(ctx: RequestContext, topic: str) -> bool:
     """Whether the topic's cleanup.policy includes ``delete`` (Kafka's precondition)."""
     info = ctx.broker.cluster.topics.get(topic)
-    policy = ctx.broker.config.log_cleanup_policy
+    policy: str = ctx.broker.config.log_cleanup_policy
     if info is not None:
         policy = info.configs.get("cleanup.policy", policy)
     return "delete" in [part.strip() for part in policy.split(",")]

@@ -2,10 +2,11 @@
 
 As Kafka: an unknown name is UNKNOWN_TOPIC_OR_PARTITION, an unknown id
 UNKNOWN_TOPIC_ID; with ``delete.topic.enable=false`` every topic is refused with
-TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3, which lacks that code); a topic named twice, or a v6 entry with both a name and an id
-(or neither), is INVALID_REQUEST. Each broker's replica manager drops the partitions
-and deletes their logs when the cluster metadata announces the deletion, so parked
-fetches and produces on them are woken at once.
+TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3, which lacks that code); a topic
+named twice, or a v6 entry with both a name and an id (or neither), is INVALID_REQUEST.
+Each broker's replica manager drops the partitions and deletes their logs when the
+cluster metadata announces the deletion, so parked fetches and produces on them are
+woken at once.
 
 Differences from Kafka: the topic is gone from every broker when the response leaves,
 so ``timeout`` is never waited on. ``__consumer_offsets`` cannot be deleted
@@ -65,7 +66,9 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID) -> tuple
     cluster = ctx.broker.cluster
     if not ctx.broker.config.delete_topic_enable:
         # Kafka: versions before 3 had no TOPIC_DELETION_DISABLED to answer with.
-        code = ErrorCode.topic_deletion_disabled if ctx.api_version >= 3 else ErrorCode.invalid_request
+        code = (
+            ErrorCode.topic_deletion_disabled if ctx.api_version >= 3 else ErrorCode.invalid_request
+        )
         raise MetadataError(code, "Topic deletion is disabled.")
     if (name is None) == (topic_id == _NO_UUID):
         raise MetadataError(

@@ -17,9 +17,10 @@ import asyncio
 import uuid
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.context import RequestContext
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
-from kio.schema.errors import ErrorCode
 from protocol.builders import response_builder
 
 API_KEY = 1

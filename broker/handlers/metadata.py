@@ -10,9 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.cluster_metadata import MetadataError, TopicInfo
 from broker.context import RequestContext
-from kio.schema.errors import ErrorCode
 from protocol.builders import Builder, response_builder
 
 API_KEY = 3

@@ -11,11 +11,12 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.cluster_metadata import MetadataError, validate_topic_name
 from broker.context import RequestContext
 from broker.replica.delayed_produce import ProducePartitionStatus, ProduceStatuses
 from broker.replica.partition import AppendResult
-from kio.schema.errors import ErrorCode
 from protocol.builders import response_builder
 
 API_KEY = 0
@@ -39,6 +40,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 entries[tp] = bytes(data.records or b"")
 
     if acks == 0:
+
         def done(statuses: ProduceStatuses) -> None:
             if any(s.result.error is not ErrorCode.none for s in statuses.values()):
                 ctx.close_connection("error in a produce with acks=0")

@@ -167,9 +167,9 @@ def validate_topic_configs(
     compression = result.get("compression.type")
     if compression is not None and compression not in COMPRESSION_TYPES:
         raise _invalid(f"Invalid value {compression} for configuration compression.type")
-    if min_isr := result.get("min.insync.replicas"):
-        if int(min_isr) < 1:
-            raise _invalid(f"Invalid value {min_isr} for configuration min.insync.replicas")
+    min_isr = result.get("min.insync.replicas")
+    if min_isr is not None and int(min_isr) < 1:
+        raise _invalid(f"Invalid value {min_isr} for configuration min.insync.replicas")
     try:
         LogConfig.from_topic_configs({**(base or {}), **result})
     except ValueError as exc:

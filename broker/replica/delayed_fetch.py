@@ -15,9 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from purgatory import DelayedOperation
-
 from broker.replica.partition import ReadResult, TopicPartition
+from purgatory import DelayedOperation
 
 if TYPE_CHECKING:
     from broker.context import RequestContext

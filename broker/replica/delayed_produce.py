@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
-from purgatory import DelayedOperation
 
 from broker.replica.partition import AppendResult, TopicPartition
+from purgatory import DelayedOperation
 
 if TYPE_CHECKING:
     from broker.context import RequestContext

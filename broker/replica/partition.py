@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
-from protocol.record_batch import CorruptRecordError, RecordBatchHeader, validate_batches
 
 from broker.replica.producer_state import ProducerStateManager
+from protocol.record_batch import CorruptRecordError, RecordBatchHeader, validate_batches
 
 if TYPE_CHECKING:
     from broker.log import PartitionLog

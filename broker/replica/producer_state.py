@@ -73,7 +73,12 @@ class ProducerStateManager:
         return SequenceCheck()
 
     def record(
-        self, producer_id: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,
+        self,
+        producer_id: int,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        first_offset: int,
         last_offset: int,
     ) -> None:
         entry = self._producers.get(producer_id)

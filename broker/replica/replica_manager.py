@@ -94,9 +94,7 @@ class ReplicaManager:
                     partition.isr = list(state.isr)
             else:
                 was_leader = partition.is_leader
-                partition.make_follower(
-                    state.leader, state.leader_epoch, state.replicas, state.isr
-                )
+                partition.make_follower(state.leader, state.leader_epoch, state.replicas, state.isr)
                 if was_leader:
                     self.complete_delayed_requests(tp)
 
@@ -143,7 +141,9 @@ class ReplicaManager:
             return int(topic.configs["min.insync.replicas"])
         return self.broker.config.min_insync_replicas
 
-    def append_to_leader(self, tp: TopicPartition, records: bytes, required_acks: int) -> AppendResult:
+    def append_to_leader(
+        self, tp: TopicPartition, records: bytes, required_acks: int
+    ) -> AppendResult:
         """Append one partition's batches; wake what the append may satisfy."""
         partition = self.partitions.get(tp)
         if partition is None:

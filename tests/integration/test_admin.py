@@ -26,12 +26,16 @@ from aiokafka.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
+from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
+from protocol.builders import request_builder
 from tests.integration.conftest import running_cluster
+from tests.integration.test_idempotent_producer import RawClient
 
 pytestmark = pytest.mark.asyncio
 
+CREATE_TOPICS = 19
 TOPIC_CONFIG = 1
 DEFAULT_CONFIG = 5
 STATIC_BROKER_CONFIG = 4
@@ -47,11 +51,9 @@ async def admin(kafka: MiniKafka) -> AsyncIterator[AIOKafkaAdminClient]:
         await client.close()
 
 
-def _errors(response: Any) -> dict[str, tuple[type[Exception], str | None]]:
+def _errors(response: Any) -> dict[str, tuple[Any, str | None]]:
     """topic -> (aiokafka error class, message) from a CreateTopics response."""
-    return {
-        topic: (for_code(code), message) for topic, code, message, *_ in response.topic_errors
-    }
+    return {topic: (for_code(code), message) for topic, code, message, *_ in response.topic_errors}
 
 
 async def _metadata_topics(admin: AIOKafkaAdminClient) -> dict[str, dict[str, Any]]:
@@ -74,7 +76,9 @@ async def test_create_topic_with_partitions_replicas_and_configs(
     assert _errors(response)["orders"][0].errno == 0
 
     topics = await _metadata_topics(admin)
-    assert [p["partition"] for p in sorted(topics["orders"]["partitions"], key=lambda p: p["partition"])] == [0, 1, 2]
+    assert [
+        p["partition"] for p in sorted(topics["orders"]["partitions"], key=lambda p: p["partition"])
+    ] == [0, 1, 2]
     assert "orders" in await admin.list_topics()
     assert kafka.cluster.topics["orders"].configs == {
         "retention.ms": "3600000",
@@ -92,18 +96,46 @@ async def test_create_topic_with_partitions_replicas_and_configs(
         await producer.stop()
 
 
-async def test_create_topic_defaults_come_from_the_broker() -> None:
-    async with running_cluster(brokers=2, **{"num.partitions": "4", "default.replication.factor": "2"}) as app:
-        admin = AIOKafkaAdminClient(bootstrap_servers=app.bootstrap)
-        await admin.start()
+async def test_create_topic_defaults_and_v7_answer() -> None:
+    """-1 counts take the broker's defaults; v5+ answers with counts, configs, topic id.
+
+    aiokafka's NewTopic cannot send -1 without an assignment, so this speaks raw v7.
+    """
+    async with running_cluster(
+        2, None, **{"num.partitions": "4", "default.replication.factor": "2"}
+    ) as app:
+        raw = await RawClient.connect(app.bootstrap)
+        b = request_builder(CREATE_TOPICS, 7)
         try:
-            response = await admin.create_topics([NewTopic("defaults", -1, -1)])
-            assert _errors(response)["defaults"][0].errno == 0
-            topic = (await _metadata_topics(admin))["defaults"]
+            response = await raw.request(
+                CREATE_TOPICS,
+                7,
+                "CreateTopicsRequest",
+                topics=(
+                    b.CreatableTopic(
+                        name="defaults",
+                        num_partitions=-1,
+                        replication_factor=-1,
+                        assignments=(),
+                        configs=(b.CreatableTopicConfig(name="retention.ms", value="60000"),),
+                    ),
+                ),
+                timeout=10000,
+                validate_only=False,
+            )
         finally:
-            await admin.close()
-    assert len(topic["partitions"]) == 4
-    assert all(len(p["replicas"]) == 2 for p in topic["partitions"])
+            await raw.close()
+        (result,) = response.topics
+        assert result.error_code == ErrorCode.none
+        assert result.num_partitions == 4
+        assert result.replication_factor == 2
+        assert result.topic_id == app.cluster.topics["defaults"].topic_id
+        configs = {c.name: (c.value, c.config_source) for c in result.configs}
+        assert configs["retention.ms"] == ("60000", TOPIC_CONFIG)
+        assert configs["segment.bytes"] == ("1073741824", DEFAULT_CONFIG)
+        partitions = app.cluster.topics["defaults"].partitions
+        assert len(partitions) == 4
+        assert all(len(p.replicas) == 2 for p in partitions)
 
 
 async def test_create_topic_with_explicit_assignment() -> None:
@@ -192,7 +224,7 @@ async def test_delete_topics(admin: AIOKafkaAdminClient, kafka: MiniKafka) -> No
 
 
 async def test_delete_disabled() -> None:
-    async with running_cluster(**{"delete.topic.enable": "false"}) as app:
+    async with running_cluster(1, None, **{"delete.topic.enable": "false"}) as app:
         admin = AIOKafkaAdminClient(bootstrap_servers=app.bootstrap)
         await admin.start()
         try:
@@ -256,9 +288,7 @@ def _configs(response: Any) -> dict[str, tuple[str | None, int]]:
 
 
 async def test_describe_topic_configs(admin: AIOKafkaAdminClient) -> None:
-    await admin.create_topics(
-        [NewTopic("described", 1, 1, topic_configs={"retention.ms": "1000"})]
-    )
+    await admin.create_topics([NewTopic("described", 1, 1, topic_configs={"retention.ms": "1000"})])
     (response,) = await admin.describe_configs(
         [ConfigResource(ConfigResourceType.TOPIC, "described")]
     )
@@ -281,7 +311,9 @@ async def test_describe_topic_configs(admin: AIOKafkaAdminClient) -> None:
 
 
 async def test_describe_configs_shows_broker_settings_and_synonyms() -> None:
-    async with running_cluster(**{"log.retention.ms": "5000", "num.partitions": "2"}) as app:
+    async with running_cluster(
+        1, None, **{"log.retention.ms": "5000", "num.partitions": "2"}
+    ) as app:
         admin = AIOKafkaAdminClient(bootstrap_servers=app.bootstrap)
         await admin.start()
         try:
@@ -332,7 +364,7 @@ async def test_delete_records_moves_the_earliest_offset(
         assert (await consumer.beginning_offsets([tp]))[tp] == 4
         # A position below the log start is out of range: the consumer resets to it.
         consumer.seek(tp, 1)
-        got = []
+        got: list[Any] = []
         while len(got) < 6:
             batch = await consumer.getmany(tp, timeout_ms=2000)
             assert batch, "no records within 2 s"

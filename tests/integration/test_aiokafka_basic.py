@@ -19,7 +19,10 @@ async def test_produce_and_consume_with_keys_and_headers(kafka: MiniKafka) -> No
         sent = []
         for i in range(10):
             md = await producer.send_and_wait(
-                "basic", value=f"v{i}".encode(), key=f"k{i}".encode(), headers=[("h", b"x")],
+                "basic",
+                value=f"v{i}".encode(),
+                key=f"k{i}".encode(),
+                headers=[("h", b"x")],
                 partition=0,
             )
             sent.append(md.offset)
@@ -28,7 +31,9 @@ async def test_produce_and_consume_with_keys_and_headers(kafka: MiniKafka) -> No
     assert sent == list(range(10))
 
     consumer = AIOKafkaConsumer(
-        "basic", bootstrap_servers=kafka.bootstrap, auto_offset_reset="earliest",
+        "basic",
+        bootstrap_servers=kafka.bootstrap,
+        auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
     await consumer.start()
@@ -53,7 +58,9 @@ async def test_waiting_fetch_is_answered_by_a_produce(kafka: MiniKafka) -> None:
     await producer.start()
     await producer.send_and_wait("waiting", b"first", partition=0)
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=kafka.bootstrap, fetch_max_wait_ms=20000, enable_auto_commit=False,
+        bootstrap_servers=kafka.bootstrap,
+        fetch_max_wait_ms=20000,
+        enable_auto_commit=False,
         request_timeout_ms=40000,
     )
     await consumer.start()

@@ -250,14 +250,14 @@ def _sample(builder: Builder, cls: type[Any], sparse: bool = False) -> Any:
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         tp, nullable = _strip_optional(f.type)
-        kafka_type = f.metadata.get("kafka_type")
+        kafka_type: str = f.metadata.get("kafka_type", "")
         if sparse and nullable and "tag" not in f.metadata:
             fields[f.name] = None
         elif typing.get_origin(tp) is tuple:
             inner = typing.get_args(tp)[0]
             if sparse:
                 fields[f.name] = ()
-            elif dataclasses.is_dataclass(inner):
+            elif isinstance(inner, type) and dataclasses.is_dataclass(inner):
                 fields[f.name] = (_sample(builder, inner),)
             else:
                 value = _primitive(kafka_type, f.name, typed=True)
@@ -328,7 +328,7 @@ def test_encode_refuses_a_payload_of_another_version() -> None:
     with pytest.raises(ValueError, match="version 4"):
         encode_response(12, 4, 1, payload)
     with pytest.raises(ValueError):
-        encode_request(12, 3, 1, None, payload)  # type: ignore[arg-type]
+        encode_request(12, 3, 1, None, payload)
 
 
 # --------------------------------------------------------------------------- malformed
@@ -456,7 +456,8 @@ def test_unsupported_version_api_versions_response() -> None:
     )
     correlation_id, payload = decode_response(18, 0, _only_frame(data))
     assert correlation_id == 33
-    assert payload.error_code == ErrorCode.unsupported_version == 35  # type: ignore[union-attr]
+    assert payload.error_code is ErrorCode.unsupported_version  # type: ignore[union-attr]
+    assert int(ErrorCode.unsupported_version) == 35
     assert [
         (a.api_key, a.min_version, a.max_version)
         for a in payload.api_keys  # type: ignore[union-attr]

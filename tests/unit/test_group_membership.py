@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from broker.group import GroupState
+from broker.group.group_log import GroupMetadataRecord
 from tests.unit.test_group_harness import (  # noqa: F401  (autouse fixture)
     E,
     Harness,
@@ -49,7 +50,7 @@ def test_session_expiry_removes_member_logs_and_rebalances(
 
 def test_the_last_member_expiring_leaves_the_group_empty() -> None:
     h = Harness()
-    (a,), _ = h.stable_group(1, session_ms=10_000)
+    h.stable_group(1, session_ms=10_000)
     h.advance(10_000)
     assert h.state() is S.EMPTY
     group = h.coord.get_group("g")
@@ -177,7 +178,7 @@ def test_leave_of_several_members_at_once() -> None:
 
 def test_everyone_leaving_empties_the_group_and_answers_parked_joins() -> None:
     h = Harness()
-    (a, b), generation = h.stable_group(2)
+    (a, b), _ = h.stable_group(2)
     parked = h.join(a)  # a rejoins and waits for b
     h.coord.handle_leave_group("g", [(a, None)])
     assert parked.result.error is E.unknown_member_id
@@ -247,7 +248,7 @@ def test_static_member_rejoin_replaces_member_id_without_rebalance_and_fences_ol
     assert commit == {("t", 0): E.fenced_instance_id}
     assert h.join(old_id, instance=follower_instance).result.error is E.fenced_instance_id
     # The new member id was persisted.
-    stored = [r for r in h.log.decoded() if type(r).__name__ == "GroupMetadataRecord"][-1]
+    stored = [r for r in h.log.decoded() if isinstance(r, GroupMetadataRecord)][-1]
     assert stored.value is not None
     assert res.member_id in {m.member_id for m in stored.value.members}
 

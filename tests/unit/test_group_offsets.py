@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.group import GroupState, InMemoryGroupLog, OffsetFetchPartition
+from broker.group import GroupState, InMemoryGroupLog, OffsetFetchPartition, TopicPartition
 from broker.group.consumer_protocol import encode_subscription
 from tests.unit.test_group_harness import (  # noqa: F401  (autouse fixture)
     E,
@@ -39,7 +39,7 @@ def test_member_commits_are_checked_against_generation_and_membership() -> None:
     assert h.coord.handle_commit_offsets("g", "", None, -1, {tp: (13, 3, "")}) == {
         tp: E.unknown_member_id
     }
-    error, offsets = h.coord.handle_fetch_offsets("g", [tp, ("orders", 1)])
+    _, offsets = h.coord.handle_fetch_offsets("g", [tp, ("orders", 1)])
     assert offsets == {
         tp: OffsetFetchPartition(10, 3, "m", E.none),
         ("orders", 1): OffsetFetchPartition(-1, -1, "", E.none),
@@ -204,7 +204,7 @@ def test_replay_rebuilds_groups_and_offsets() -> None:
     restarted.coord.load(log.records())
     assert fetch(restarted, "g") == {("orders", 0): 100, ("orders", 1): 250}
     _, parts = restarted.coord.handle_fetch_offsets("g", [("orders", 1)])
-    assert parts[("orders", 1)].leader_epoch == 5
+    assert parts[TopicPartition("orders", 1)].leader_epoch == 5
     assert fetch(restarted, "s") == {("t", 0): 1}
     assert restarted.coord.get_group("gone") is None
     group = restarted.coord.get_group("g")

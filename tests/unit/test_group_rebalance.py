@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from broker.group import GroupState, JoinGroupResult
+from broker.group.group_log import GroupMetadataRecord
 from tests.unit.test_group_harness import (  # noqa: F401  (autouse fixture)
     PROTOCOLS,
     E,
@@ -83,8 +84,8 @@ def test_zero_initial_delay_completes_at_once_when_all_joined() -> None:
     first = h.join_new()
     assert h.last_join.done  # alone and joined: no waiting at all
     generation = h.last_join.result.generation_id
-    h.sync(first, generation, {first: b"x"}).result
-    second = h.join_new()
+    assert h.sync(first, generation, {first: b"x"}).result.error is E.none
+    h.join_new()
     assert h.state() is S.PREPARING_REBALANCE and not h.last_join.done
     second_box = h.last_join
     # The first member learns of the rebalance and rejoins: everyone known has joined.
@@ -168,9 +169,9 @@ def test_stable_follower_rejoin_with_same_metadata_gets_current_generation() -> 
 def test_stable_rejoin_by_leader_or_with_new_metadata_rebalances() -> None:
     for who in ("leader", "changed"):
         h = Harness()
-        ids, generation = h.stable_group(2)
+        ids, _ = h.stable_group(2)
         group = h.coord.get_group("g")
-        assert group is not None
+        assert group is not None and group.leader_id is not None
         leader = group.leader_id
         follower = next(m for m in ids if m != leader)
         if who == "leader":
@@ -216,7 +217,7 @@ def test_sync_parks_followers_until_the_leader_assigns() -> None:
     again = h.sync(follower, 1).result  # Stable: just the current assignment
     assert again.error is E.none and again.assignment == b""
     # The generation and assignment were persisted.
-    stored = [r for r in h.log.decoded() if type(r).__name__ == "GroupMetadataRecord"]
+    stored = [r for r in h.log.decoded() if isinstance(r, GroupMetadataRecord)]
     assert stored[-1].value is not None
     assert {m.member_id: m.assignment for m in stored[-1].value.members} == {
         leader: b"L",
@@ -249,3 +250,21 @@ def test_new_join_during_completing_rebalance_sends_parked_syncs_back_to_join() 
     h.join_new()
     assert parked.result.error is E.rebalance_in_progress
     assert h.state() is S.PREPARING_REBALANCE
+
+
+def test_a_retried_join_or_sync_supersedes_the_parked_one_which_is_still_answered() -> None:
+    h = Harness()
+    ids, generation = h.stable_group(2)
+    group = h.coord.get_group("g")
+    assert group is not None and group.leader_id is not None
+    leader = group.leader_id
+    follower = next(m for m in ids if m != leader)
+    first = h.join(leader)
+    retry = h.join(leader)
+    assert first.result.error is E.rebalance_in_progress and not retry.done
+    assert h.join(follower).done and retry.result.error is E.none
+    parked = h.sync(follower, generation + 1)
+    again = h.sync(follower, generation + 1)
+    assert parked.result.error is E.rebalance_in_progress and not again.done
+    h.sync(leader, generation + 1, {follower: b"f"})
+    assert again.result.assignment == b"f"

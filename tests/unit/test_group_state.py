@@ -13,6 +13,7 @@ from broker.group.group_log import (
     GroupMetadataValue,
     MemberRecord,
     OffsetCommitRecord,
+    Record,
     decode_record,
     encode_record,
 )
@@ -132,7 +133,7 @@ def test_subscription_topics_parses_consumer_protocol_and_rejects_garbage() -> N
 
 
 def test_records_round_trip_through_kafkas_encoding() -> None:
-    records = [
+    records: list[Record] = [
         OffsetCommitRecord("g", "t", 3, OffsetAndMetadata(42, 7, "meta", 1000)),
         OffsetCommitRecord("g", "t", 4, OffsetAndMetadata(5, -1, "", 1000, expire_timestamp=9000)),
         OffsetCommitRecord("g", "t", 3, None),
@@ -162,3 +163,19 @@ def test_records_round_trip_through_kafkas_encoding() -> None:
 def test_unknown_record_versions_are_skipped() -> None:
     assert decode_record(b"\x00\x09\x00\x01g", b"") is None
     assert decode_record(b"\x00", None) is None
+
+
+def test_group_config_copies_kafka_settings_from_the_broker_config() -> None:
+    from broker.group import GroupConfig
+
+    broker_config = pytest.importorskip("broker.config")
+    cfg = broker_config.BrokerConfig.model_validate(
+        {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 7}
+    )
+    group_config = GroupConfig.from_broker_config(cfg)
+    assert group_config.group_initial_rebalance_delay_ms == 0
+    assert group_config.offsets_topic_num_partitions == 7
+    assert group_config.group_min_session_timeout_ms == 6000
+    assert group_config.offsets_retention_ms == 10080 * 60_000
+    with pytest.raises(ValueError):
+        GroupConfig(group_min_session_timeout_ms=10, group_max_session_timeout_ms=5)
