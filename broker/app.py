@@ -14,6 +14,7 @@ from pathlib import Path
 from broker.broker import Broker
 from broker.cluster_metadata import ClusterMetadata
 from broker.config import BrokerConfig
+from broker.group.coordinator_service import GroupCoordinatorService
 from broker.replica.replica_manager import ReplicaManager
 from purgatory import LoopClock
 
@@ -56,6 +57,9 @@ class MiniKafka:
         replica_manager = ReplicaManager(broker)
         broker.replica_manager = replica_manager
         broker.components.append(replica_manager)
+        group_service = GroupCoordinatorService(broker)
+        broker.group_service = group_service
+        broker.components.append(group_service)
         return broker
 
     async def start(self) -> None:

@@ -25,6 +25,7 @@ from purgatory import Clock, DelayedOperationPurgatory, ExpirationReaper, System
 if TYPE_CHECKING:
     from broker.connection import KafkaConnection
     from broker.context import RequestContext
+    from broker.group.coordinator_service import GroupCoordinatorService
     from broker.replica.replica_manager import ReplicaManager
 
 log = logging.getLogger("broker")
@@ -99,6 +100,7 @@ class Broker:
         self.observers: list[Any] = []  # capture, metrics: request_completed(ctx, ...)
         self.components: list[Any] = []  # started/stopped in order: replica manager, ...
         self.replica_manager: ReplicaManager  # set by the composition root
+        self.group_service: GroupCoordinatorService  # set by the composition root
 
     # -- lifecycle ---------------------------------------------------------------------
 

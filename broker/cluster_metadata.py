@@ -276,6 +276,12 @@ class ClusterMetadata:
         topic.configs.update(configs)
         self._notify(name, topic)
 
+    def replace_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Make ``configs`` a topic's only overrides (AlterConfigs' whole-set semantics)."""
+        topic = self.topics[name]
+        topic.configs = dict(configs)
+        self._notify(name, topic)
+
     def partition_changed(self, topic: str) -> None:
         """Leadership or ISR of a partition changed: persist and tell every broker."""
         self._notify(topic, self.topics.get(topic))

@@ -79,9 +79,7 @@ def _events_as_rows(path: str) -> Iterator[tuple[Any, ...]]:
             yield tuple(getattr(record, name) for name in names)
 
 
-def _per_file(
-    spark: SparkSession, path: str | Path, reader: Any, schema: StructType
-) -> DataFrame:
+def _per_file(spark: SparkSession, path: str | Path, reader: Any, schema: StructType) -> DataFrame:
     files = [str(f) for f in capture_files(path)]
     rdd = spark.sparkContext.parallelize(files, max(1, len(files))).flatMap(reader)
     return spark.createDataFrame(rdd, schema=schema)

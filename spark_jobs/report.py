@@ -56,16 +56,14 @@ __all__ = [
 QUANTILES: Final = (0.5, 0.9, 0.99, 0.999)
 _Q_NAMES: Final = ("p50", "p90", "p99", "p999")
 _ACCURACY: Final = 10_000
-_CDF_GRID: Final = tuple(i / 100 for i in range(100)) + (0.995, 0.999, 1.0)
+_CDF_GRID: Final = (*(i / 100 for i in range(100)), 0.995, 0.999, 1.0)
 _MAX_API_PANELS: Final = 12
 
 
 # -- the frames ---------------------------------------------------------------------
 
 
-def latency_frame(
-    results: DataFrame | None = None, analysis: DataFrame | None = None
-) -> DataFrame:
+def latency_frame(results: DataFrame | None = None, analysis: DataFrame | None = None) -> DataFrame:
     """One row per (source, request): ``source, api_name, purgatory, purgatory_outcome,
     latency_ms, t_s`` with ``t_s`` seconds from the start of that source's traffic.
 
@@ -87,8 +85,7 @@ def latency_frame(
             )
         )
         frames.append(
-            results.where(F.col("response_ms").isNotNull() & F.col("replay_error").isNull())
-            .select(
+            results.where(F.col("response_ms").isNotNull() & F.col("replay_error").isNull()).select(
                 F.lit("replayed").alias("source"),
                 "api_name",
                 "purgatory",
@@ -140,7 +137,7 @@ def _spread_quantiles(df: DataFrame, keys: Sequence[str]) -> DataFrame:
 def latency_by_api(latency: DataFrame) -> DataFrame:
     """count, p50, p90, p99, p999, max, mean of latency per (api_name, source)."""
     agg = latency.groupBy("api_name", "source").agg(*_percentile_columns("latency_ms"))
-    return _spread_quantiles(agg, ["api_name", "source"]).orderBy("api_name", "source")
+    return _spread_quantiles(agg, ["api_name", "source"])
 
 
 def latency_by_purgatory(latency: DataFrame) -> DataFrame:
@@ -157,9 +154,7 @@ def latency_by_purgatory(latency: DataFrame) -> DataFrame:
         .agg(
             *_percentile_columns("latency_ms"),
             F.count("purgatory_outcome").alias("with_outcome"),
-            F.sum(F.when(F.col("purgatory_outcome") == "expired", 1).otherwise(0)).alias(
-                "expired"
-            ),
+            F.sum(F.when(F.col("purgatory_outcome") == "expired", 1).otherwise(0)).alias("expired"),
         )
         .withColumn("kind", kind[F.col("purgatory")])
         .withColumn(
@@ -167,7 +162,7 @@ def latency_by_purgatory(latency: DataFrame) -> DataFrame:
             F.when(F.col("with_outcome") > 0, F.col("expired") / F.col("with_outcome")),
         )
     )
-    return _spread_quantiles(agg, ["purgatory", "kind", "source"]).orderBy("purgatory", "source")
+    return _spread_quantiles(agg, ["purgatory", "kind", "source"])
 
 
 def schedule_lag(results: DataFrame) -> DataFrame:
@@ -195,7 +190,7 @@ def schedule_lag(results: DataFrame) -> DataFrame:
         F.col("_q")[0].alias("p50"),
         F.col("_q")[1].alias("p99"),
         "max",
-    ).orderBy(F.col("scope") != "ALL", "scope")
+    )
 
 
 def delayed_operations_summary(events: DataFrame) -> DataFrame:
@@ -229,7 +224,7 @@ def delayed_operations_summary(events: DataFrame) -> DataFrame:
         F.col("_q")[0].alias("p50_wait_ms"),
         F.col("_q")[1].alias("p99_wait_ms"),
         "max_wait_ms",
-    ).orderBy("kind")
+    )
 
 
 def _cdf_points(latency: DataFrame) -> DataFrame:
@@ -252,7 +247,6 @@ def _over_time(latency: DataFrame, bucket_s: float) -> DataFrame:
         .select(
             "api_name", "source", "t_s", F.col("_q")[0].alias("p50"), F.col("_q")[1].alias("p99")
         )
-        .orderBy("api_name", "source", "t_s")
     )
 
 
@@ -265,8 +259,15 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _rows(df: DataFrame) -> list[dict[str, Any]]:
-    return [{k: _clean(v) for k, v in row.asDict().items()} for row in df.collect()]
+def _sort_key(value: Any) -> tuple[bool, Any]:
+    return (value is None, value if value is not None else 0)
+
+
+def _rows(df: DataFrame, sort_by: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Collect a (small, aggregated) frame; sorted here rather than by a Spark job."""
+    rows = [{k: _clean(v) for k, v in row.asDict().items()} for row in df.collect()]
+    rows.sort(key=lambda r: tuple(_sort_key(r[k]) for k in sort_by))
+    return rows
 
 
 def _write_table(out: Path, name: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
@@ -284,18 +285,25 @@ def _panel_grid(n: int) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
+def _source_colors(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """One colour per source, the same in every panel and plot."""
+    return {source: f"C{i}" for i, source in enumerate(sorted({r["source"] for r in rows}))}
+
+
 def _plot_cdf(path: Path, cdf_rows: list[dict[str, Any]], apis: list[str]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    colors = _source_colors(cdf_rows)
     nrows, ncols = _panel_grid(len(apis))
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.6 * nrows), squeeze=False)
     for ax, api in zip(axes.flat, apis, strict=False):
-        for row in (r for r in cdf_rows if r["api_name"] == api):
+        for row in sorted((r for r in cdf_rows if r["api_name"] == api), key=lambda r: r["source"]):
             xs = [max(x, 1e-3) for x in row["points"]]
-            ax.plot(xs, _CDF_GRID, label=f"{row['source']} (n={row['count']})")
+            label = f"{row['source']} (n={row['count']})"
+            ax.plot(xs, _CDF_GRID, color=colors[row["source"]], label=label)
         ax.set_xscale("log")
         ax.set_title(api)
         ax.set_xlabel("completion latency (ms)")
@@ -317,16 +325,26 @@ def _plot_over_time(path: Path, rows: list[dict[str, Any]], apis: list[str]) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    colors = _source_colors(rows)
     nrows, ncols = _panel_grid(len(apis))
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.6 * nrows), squeeze=False)
     for ax, api in zip(axes.flat, apis, strict=False):
         sources = sorted({r["source"] for r in rows if r["api_name"] == api})
-        for i, source in enumerate(sources):
+        for source in sources:
             series = [r for r in rows if r["api_name"] == api and r["source"] == source]
-            color = f"C{i}"
+            color = colors[source]
             ts = [r["t_s"] for r in series]
-            ax.plot(ts, [r["p50"] for r in series], color=color, label=f"{source} p50")
-            ax.plot(ts, [r["p99"] for r in series], color=color, ls="--", label=f"{source} p99")
+            # Markers too: a source with one time bucket is a point, not a line.
+            ax.plot(ts, [r["p50"] for r in series], color=color, marker=".", label=f"{source} p50")
+            ax.plot(
+                ts,
+                [r["p99"] for r in series],
+                color=color,
+                ls="--",
+                marker="x",
+                ms=4,
+                label=f"{source} p99",
+            )
         ax.set_title(api)
         ax.set_xlabel("time since start (s)")
         ax.set_ylabel("latency (ms)")
@@ -417,24 +435,24 @@ def run_report(
     tables: dict[str, list[dict[str, Any]]] = {}
     columns: dict[str, list[str]] = {}
 
-    def keep(name: str, df: DataFrame) -> None:
+    def keep(name: str, df: DataFrame, sort_by: Sequence[str]) -> None:
         columns[name] = list(df.columns)
-        tables[name] = _rows(df)
+        tables[name] = _rows(df, sort_by)
 
-    keep("latency_by_api", latency_by_api(latency))
-    keep("latency_by_purgatory", latency_by_purgatory(latency))
+    keep("latency_by_api", latency_by_api(latency), ["api_name", "source"])
+    keep("latency_by_purgatory", latency_by_purgatory(latency), ["purgatory", "source"])
     if results_df is not None:
-        keep("schedule_lag", schedule_lag(results_df))
+        keep("schedule_lag", schedule_lag(results_df), ["scope"])
+        tables["schedule_lag"].sort(key=lambda r: r["scope"] != "ALL")  # "ALL" first
         errors = (
             results_df.where(F.col("replay_error").isNotNull())
             .groupBy("api_name", "replay_error")
             .count()
-            .orderBy(F.desc("count"))
         )
-        keep("replay_errors", errors)
+        keep("replay_errors", errors, ["api_name", "replay_error"])
     if events_df is not None:
-        keep("delayed_operations", delayed_operations_summary(events_df))
-    keep("summary", latency.groupBy("source").count().orderBy("source"))
+        keep("delayed_operations", delayed_operations_summary(events_df), ["kind"])
+    keep("summary", latency.groupBy("source").count(), ["source"])
 
     for name, rows in tables.items():
         _write_table(out, name, rows, columns[name])
@@ -447,7 +465,9 @@ def run_report(
     cdf_path = out / "plots" / "latency_cdf.png"
     time_path = out / "plots" / "latency_over_time.png"
     _plot_cdf(cdf_path, _rows(_cdf_points(latency)), apis)
-    _plot_over_time(time_path, _rows(_over_time(latency, bucket_s)), apis)
+    _plot_over_time(
+        time_path, _rows(_over_time(latency, bucket_s), ["api_name", "source", "t_s"]), apis
+    )
     latency.unpersist()
 
     inputs = [f"results: {results}" if results else "", f"capture: {capture}" if capture else ""]
@@ -461,8 +481,7 @@ def run_report(
         "send-to-response for replayed ones. Percentiles are approximate to 1/10000 of "
         "the rank.</p>",
         '<h2>Latency CDF per API</h2><img src="plots/latency_cdf.png" alt="latency CDF">',
-        '<h2>Latency over time</h2><img src="plots/latency_over_time.png" alt="latency over '
-        'time">',
+        '<h2>Latency over time</h2><img src="plots/latency_over_time.png" alt="latency over time">',
     ]
     titles = {
         "summary": "Requests per source",

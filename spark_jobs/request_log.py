@@ -124,7 +124,7 @@ class RequestLogEntry:
 
     @property
     def purgatory_outcome(self) -> str | None:
-        """"expired" when the wait reached the request's timeout, "completed" when it did
+        """ "expired" when the wait reached the request's timeout, "completed" when it did
         not, None when the log cannot tell (groups: the rebalance timeout is not here)."""
         purgatory = self.purgatory
         if purgatory == "Produce":

@@ -10,18 +10,31 @@ from __future__ import annotations
 from types import ModuleType
 
 from broker.handlers import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
     fetch,
+    find_coordinator,
+    heartbeat,
+    incremental_alter_configs,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     produce,
+    sync_group,
 )
 from broker.handlers.base import ApiHandler
 from protocol.api_registry import KIO_VERSIONS, api_name
@@ -39,6 +52,19 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     describe_configs,
     create_partitions,
     describe_cluster,
+    alter_configs,
+    incremental_alter_configs,
+    find_coordinator,
+    join_group,
+    sync_group,
+    heartbeat,
+    leave_group,
+    offset_commit,
+    offset_fetch,
+    describe_groups,
+    list_groups,
+    delete_groups,
+    offset_delete,
 )
 
 

@@ -21,7 +21,12 @@ from enum import IntEnum
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError
+from broker.cluster_metadata import (
+    ClusterMetadata,
+    MetadataError,
+    TopicInfo,
+    validate_topic_name,
+)
 from broker.config import BrokerConfig
 from broker.log import LogConfig
 
@@ -274,3 +279,36 @@ def broker_config_entries(config: BrokerConfig) -> list[ConfigEntry]:
             )
         )
     return sorted(entries, key=lambda e: e.name)
+
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+
+def check_alterable_topic(cluster: ClusterMetadata, resource_type: int, name: str) -> TopicInfo:
+    """The topic an AlterConfigs/IncrementalAlterConfigs resource names, or the error.
+
+    Broker resources are refused: minikafka has no dynamic broker configs (Kafka
+    refuses a config that is not dynamically updatable with INVALID_REQUEST too).
+    """
+    if resource_type == BROKER_RESOURCE:
+        raise MetadataError(
+            ErrorCode.invalid_request,
+            "Cannot update broker configs dynamically: minikafka has no dynamic broker configs",
+        )
+    if resource_type != TOPIC_RESOURCE:
+        raise MetadataError(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
+    validate_topic_name(name)
+    info = cluster.topics.get(name)
+    if info is None:
+        raise MetadataError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist")
+    return info
+
+
+def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
+    """Resources named more than once in a request (each is answered INVALID_REQUEST)."""
+    seen: set[tuple[int, str]] = set()
+    duplicates: set[tuple[int, str]] = set()
+    for key in resources:
+        (duplicates if key in seen else seen).add(key)
+    return duplicates

@@ -10,6 +10,7 @@ follower's fetch, a leadership change.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker.replica")
 
 
+def wall_clock_ms() -> int:
+    """Epoch milliseconds, for the timestamps a log stamps (LogAppendTime).
+
+    The broker's ``Clock`` is the event loop's monotonic clock: right for purgatory
+    deadlines, but not a date. Kafka stamps LogAppendTime with ``time.milliseconds()``
+    (the wall clock), and clients show it as one.
+    """
+    return int(time.time() * 1000)
+
+
 class ReplicaManager:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -42,6 +53,7 @@ class ReplicaManager:
         self.fetch_purgatory = broker.purgatories["Fetch"]
         self.produce_purgatory = broker.purgatories["Produce"]
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
+        self.wall_clock_ms: Callable[[], int] = wall_clock_ms
 
     # -- lifecycle (a broker component) ------------------------------------------------
 
@@ -156,7 +168,7 @@ class ReplicaManager:
                     error_message=f"ISR {partition.isr} is smaller than min.insync.replicas "
                     f"{min_isr}",
                 )
-        result = partition.append_records_to_leader(records, self.broker.clock.now_ms())
+        result = partition.append_records_to_leader(records, self.wall_clock_ms())
         if result.error is ErrorCode.none:
             # Followers wait on the log end, consumers on the high watermark: both may go.
             self.fetch_purgatory.check_and_complete(tp)

@@ -36,6 +36,7 @@ from tests.integration.test_idempotent_producer import RawClient
 pytestmark = pytest.mark.asyncio
 
 CREATE_TOPICS = 19
+INCREMENTAL_ALTER_CONFIGS = 44
 TOPIC_CONFIG = 1
 DEFAULT_CONFIG = 5
 STATIC_BROKER_CONFIG = 4
@@ -385,3 +386,75 @@ async def test_describe_cluster_and_topic_ids(admin: AIOKafkaAdminClient, kafka:
     name = f"t-{uuid.uuid4().hex[:8]}"
     await admin.create_topics([NewTopic(name, 1, 1)])
     assert kafka.cluster.topics[name].topic_id.int != 0
+
+
+async def test_alter_configs_replaces_the_overrides(
+    admin: AIOKafkaAdminClient, kafka: MiniKafka
+) -> None:
+    await admin.create_topics(
+        [
+            NewTopic(
+                "altered", 1, 1, topic_configs={"retention.ms": "1000", "segment.bytes": "65536"}
+            )
+        ]
+    )
+    (response,) = await admin.alter_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, "altered", {"retention.bytes": "4096"})]
+    )
+    assert [r[0] for r in response.resources] == [0]
+    # AlterConfigs sets the whole set: the overrides not named are gone.
+    assert kafka.cluster.topics["altered"].configs == {"retention.bytes": "4096"}
+    (described,) = await admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, "altered")]
+    )
+    configs = _configs(described)
+    assert configs["retention.bytes"] == ("4096", TOPIC_CONFIG)
+    assert configs["retention.ms"] == ("604800000", DEFAULT_CONFIG)
+
+    (bad,) = await admin.alter_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, "altered", {"no.such.config": "1"})]
+    )
+    assert for_code(bad.resources[0][0]) is InvalidConfigurationError
+    assert kafka.cluster.topics["altered"].configs == {"retention.bytes": "4096"}
+
+
+async def test_incremental_alter_configs(kafka: MiniKafka) -> None:
+    kafka.cluster.create_topic("incremental", 1, 1, {"retention.ms": "1000"})
+    raw = await RawClient.connect(kafka.bootstrap)
+    b = request_builder(INCREMENTAL_ALTER_CONFIGS, 1)
+
+    async def alter(*changes: tuple[str, int, str | None]) -> Any:
+        response = await raw.request(
+            INCREMENTAL_ALTER_CONFIGS,
+            1,
+            "IncrementalAlterConfigsRequest",
+            resources=(
+                b.AlterConfigsResource(
+                    resource_type=2,
+                    resource_name="incremental",
+                    configs=tuple(
+                        b.AlterableConfig(name=n, config_operation=op, value=v)
+                        for n, op, v in changes
+                    ),
+                ),
+            ),
+            validate_only=False,
+        )
+        return response.responses[0]
+
+    try:
+        result = await alter(("segment.bytes", 0, "65536"), ("retention.ms", 1, None))
+        assert result.error_code == ErrorCode.none
+        assert kafka.cluster.topics["incremental"].configs == {"segment.bytes": "65536"}
+
+        result = await alter(("cleanup.policy", 2, "compact"))
+        assert result.error_code == ErrorCode.none
+        assert kafka.cluster.topics["incremental"].configs["cleanup.policy"] == "delete,compact"
+
+        result = await alter(("retention.ms", 2, "5"))  # APPEND to a non-list config
+        assert result.error_code == ErrorCode.invalid_request
+        result = await alter(("segment.bytes", 0, "big"))
+        assert result.error_code == ErrorCode.invalid_config
+        assert kafka.cluster.topics["incremental"].configs["segment.bytes"] == "65536"
+    finally:
+        await raw.close()

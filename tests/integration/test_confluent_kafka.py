@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from broker.app import MiniKafka
+from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio
 
@@ -34,15 +35,20 @@ def _produce(bootstrap: str, topic: str, count: int, **conf: Any) -> list[tuple[
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **_QUIET, **conf})
     for i in range(count):
-        producer.produce(topic, value=f"v{i}".encode(), key=f"k{i}".encode(), partition=0,
-                         on_delivery=on_delivery)
+        producer.produce(
+            topic,
+            value=f"v{i}".encode(),
+            key=f"k{i}".encode(),
+            partition=0,
+            on_delivery=on_delivery,
+        )
     remaining = producer.flush(15)
     assert remaining == 0, f"{remaining} messages not delivered"
     assert not errors, errors
     return delivered
 
 
-def _consume(bootstrap: str, topic: str, count: int) -> list[tuple[int, bytes]]:
+def _consume(bootstrap: str, topic: str, count: int) -> list[tuple[int | None, bytes | None]]:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -54,7 +60,7 @@ def _consume(bootstrap: str, topic: str, count: int) -> list[tuple[int, bytes]]:
     )
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
-        got: list[tuple[int, bytes]] = []
+        got: list[tuple[int | None, bytes | None]] = []
         for _ in range(100):  # bounded: each poll waits at most 1 s
             for msg in consumer.consume(num_messages=count, timeout=1.0):
                 assert msg.error() is None, msg.error()
@@ -88,14 +94,18 @@ def _admin(bootstrap: str) -> dict[str, Any]:
     admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
     created = admin.create_topics(
         [
-            NewTopic("ck-admin", num_partitions=3, replication_factor=1,
-                     config={"retention.ms": "120000"}),
+            NewTopic(
+                "ck-admin",
+                num_partitions=3,
+                replication_factor=1,
+                config={"retention.ms": "120000"},
+            ),
             NewTopic("ck-defaults"),  # -1/-1: the broker's defaults
         ],
         operation_timeout=10,
     )
     results: dict[str, Any] = {}
-    for name, future in created.items():
+    for future in created.values():
         future.result(timeout=15)
     duplicate = admin.create_topics([NewTopic("ck-admin", num_partitions=1)])["ck-admin"]
     try:
@@ -104,16 +114,12 @@ def _admin(bootstrap: str) -> dict[str, Any]:
     except Exception as exc:  # librdkafka raises KafkaException(KafkaError)
         results["duplicate"] = exc.args[0].code()
     metadata = admin.list_topics(timeout=10)
-    results["partitions"] = {
-        name: len(topic.partitions) for name, topic in metadata.topics.items()
-    }
+    results["partitions"] = {name: len(topic.partitions) for name, topic in metadata.topics.items()}
     results["brokers"] = sorted(metadata.brokers)
     return results
 
 
 async def test_admin_client_creates_and_lists_topics() -> None:
-    from tests.integration.conftest import running_cluster
-
     async with running_cluster(1, None, **{"num.partitions": "2"}) as app:
         results = await asyncio.to_thread(_admin, app.bootstrap)
         assert app.cluster.topics["ck-admin"].configs == {"retention.ms": "120000"}

@@ -19,6 +19,7 @@ from tests.unit.test_capture_record import make_event, make_request
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
@@ -46,19 +47,35 @@ def synthetic_results() -> list[tuple[Any, ...]]:
     for i in range(1, 1001):
         planned = float(i)
         lag = 5.0 if i == 1000 else 1.0  # schedule lag: 1 ms except one of 5 ms
-        rows.append(
-            (0, "Produce", 9, "c-0", i, "Produce", "completed", 2.0 * i, 2.0 * i - 1)
-            + (planned, planned + lag, float(i), [0], None)
-        )
+        captured = (2.0 * i, 2.0 * i - 1)
+        replayed = (planned, planned + lag, float(i), [0], None)
+        rows.append((0, "Produce", 9, "c-0", i, "Produce", "completed", *captured, *replayed))
     for i in range(100):
         expired = i < 25
-        captured = 500.0 if expired else 10.0
-        rows.append(
-            (1, "Fetch", 12, "c-1", i, "Fetch", "expired" if expired else "completed")
-            + (captured, captured - 0.5, 1000.0 + i, 1001.0 + i, captured + 1, [0, 0], None)
-        )
+        latency = 500.0 if expired else 10.0
+        outcome = "expired" if expired else "completed"
+        times = (latency, latency - 0.5, 1000.0 + i, 1001.0 + i, latency + 1)
+        rows.append((1, "Fetch", 12, "c-1", i, "Fetch", outcome, *times, [0, 0], None))
     rows.append((3, "Metadata", 12, "c-2", 0, None, None, 1.0, 0.0, 0.0, 1.0, None, None, "boom"))
     return rows
+
+
+def write_parquet(path: Path, rows: list[tuple[Any, ...]], schema: StructType) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType
+
+    arrow_types = {IntegerType(): pa.int32(), LongType(): pa.int64()}
+    arrow_types |= {DoubleType(): pa.float64(), StringType(): pa.string()}
+    arrow_types |= {ArrayType(IntegerType(), containsNull=False): pa.list_(pa.int32())}
+    columns = list(zip(*rows, strict=True))
+    table = pa.table(
+        {
+            f.name: pa.array(columns[i], type=arrow_types[f.dataType])
+            for i, f in enumerate(schema.fields)
+        }
+    )
+    pq.write_table(table, path)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -75,8 +92,11 @@ def test_report_from_replay_results(spark: SparkSession, tmp_path: Path) -> None
     from spark_jobs.report import run_report
     from spark_jobs.schema import RESULT_SCHEMA
 
+    # Written with pyarrow, as any Parquet writer could: the report reads it with the
+    # explicit RESULT_SCHEMA (and a Spark write job would only cost test time).
     results = tmp_path / "results"
-    spark.createDataFrame(synthetic_results(), RESULT_SCHEMA).write.parquet(str(results))
+    results.mkdir()
+    write_parquet(results / "part-0.parquet", synthetic_results(), RESULT_SCHEMA)
     out = tmp_path / "report"
     run_report(spark, out, results=results)
 

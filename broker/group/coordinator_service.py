@@ -1,0 +1,198 @@
+"""The group coordinator as a broker component: its log, its load, its housekeeping.
+
+The coordinator core (``coordinator.py``) does no IO. This component gives it what a
+Kafka broker gives its GroupCoordinator:
+- a ``GroupLog`` that appends commits and group metadata to the internal topic
+  ``__consumer_offsets``, partition ``partition_for(group_id)``, so they survive a
+  restart when the broker has a data directory;
+- the load of those partitions when this broker leads them (at start, and when it
+  becomes their leader after a failover);
+- the periodic offset expiry (``offsets.retention.check.interval.ms``);
+- the rule of who coordinates a group: the leader of the group's partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import OFFSETS_TOPIC, BrokerEndpoint, TopicInfo
+from broker.group.coordinator import GroupCoordinator
+from broker.group.group_config import GroupConfig
+from broker.group.group_log import KeyValue
+from broker.group.partition_hash import partition_for
+from protocol.record_batch import build_record_batch, iter_batches, iter_records
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger("broker.group")
+
+_LOAD_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+class GroupLogAppendError(RuntimeError):
+    """The offsets topic refused an append (not leader, no partition)."""
+
+
+class OffsetsTopicLog:
+    """``GroupLog`` writing to this broker's ``__consumer_offsets`` partitions."""
+
+    def __init__(self, service: GroupCoordinatorService) -> None:
+        self._service = service
+
+    def append_to_log(self, group_id: str, records: list[KeyValue]) -> None:
+        broker = self._service.broker
+        tp = (OFFSETS_TOPIC, self._service.partition_for(group_id))
+        batch = build_record_batch(
+            [(key, value, []) for key, value in records], timestamp_ms=broker.clock.now_ms()
+        )
+        result = broker.replica_manager.append_to_leader(tp, batch, required_acks=1)
+        if result.error is not ErrorCode.none:
+            raise GroupLogAppendError(f"append to {tp} failed: {result.error.name}")
+
+
+class GroupCoordinatorService:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        config = broker.config
+        self.num_partitions = config.offsets_topic_num_partitions
+        self.coordinator = GroupCoordinator(
+            broker.clock,
+            broker.purgatories["Heartbeat"],
+            broker.purgatories["Rebalance"],
+            None,
+            GroupConfig.from_broker_config(config),
+            group_log=OffsetsTopicLog(self),
+        )
+        self._loaded: set[int] = set()
+        self._expiry_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        topic = self.broker.cluster.topics.get(OFFSETS_TOPIC)
+        if topic is not None:
+            self.num_partitions = len(topic.partitions)
+        self.broker.cluster.subscribe(self._on_metadata_change)
+        self._load_led_partitions()
+        self._expiry_task = asyncio.get_running_loop().create_task(
+            self._expire_offsets_periodically(), name=f"offset-expiry-{self.broker.broker_id}"
+        )
+
+    async def stop(self) -> None:
+        self.broker.cluster.unsubscribe(self._on_metadata_change)
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry_task
+            self._expiry_task = None
+
+    async def _expire_offsets_periodically(self) -> None:
+        interval = self.broker.config.offsets_retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                removed = self.coordinator.expire_offsets()
+            except Exception:  # housekeeping must never kill the broker
+                log.exception("offset expiry failed")
+                continue
+            if removed:
+                log.info("expired %d committed offsets", removed)
+
+    # -- coordinator placement ---------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def ensure_offsets_topic(self) -> TopicInfo:
+        """Create ``__consumer_offsets`` on first use, as Kafka does."""
+        cluster = self.broker.cluster
+        topic = cluster.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            config = self.broker.config
+            alive = max(len(cluster.alive_brokers()), 1)
+            topic = cluster.create_topic(
+                OFFSETS_TOPIC,
+                config.offsets_topic_num_partitions,
+                min(config.offsets_topic_replication_factor, alive),
+                {"cleanup.policy": "compact"},
+            )
+        self.num_partitions = len(topic.partitions)
+        return topic
+
+    def coordinator_endpoint(self, group_id: str) -> tuple[ErrorCode, BrokerEndpoint | None]:
+        topic = self.ensure_offsets_topic()
+        state = topic.partitions[self.partition_for(group_id)]
+        endpoint = self.broker.cluster.brokers.get(state.leader)
+        if endpoint is None or not endpoint.alive:
+            return ErrorCode.coordinator_not_available, None
+        return ErrorCode.none, endpoint
+
+    def check_coordinator(self, group_id: str) -> ErrorCode:
+        """NONE when this broker coordinates ``group_id``, else Kafka's error for it."""
+        if not group_id:
+            return ErrorCode.invalid_group_id
+        topic = self.broker.cluster.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return ErrorCode.coordinator_not_available
+        partition = self.partition_for(group_id)
+        if topic.partitions[partition].leader != self.broker.broker_id:
+            return ErrorCode.not_coordinator
+        if partition not in self._loaded:
+            return ErrorCode.coordinator_load_in_progress
+        return ErrorCode.none
+
+    # -- loading -----------------------------------------------------------------------
+
+    def _on_metadata_change(self, name: str, topic: TopicInfo | None) -> None:
+        if name == OFFSETS_TOPIC:
+            if topic is not None:
+                self.num_partitions = len(topic.partitions)
+            self._load_led_partitions()
+
+    def _load_led_partitions(self) -> None:
+        topic = self.broker.cluster.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        for state in topic.partitions:
+            if state.leader == self.broker.broker_id and state.partition not in self._loaded:
+                self._load_partition(state.partition)
+            elif state.leader != self.broker.broker_id:
+                self._loaded.discard(state.partition)
+
+    def _load_partition(self, index: int) -> None:
+        partition = self.broker.replica_manager.online_partition((OFFSETS_TOPIC, index))
+        if partition is None:
+            return
+        records: list[KeyValue] = []
+        offset = partition.log_start_offset
+        end = partition.log_end_offset
+        while offset < end:
+            chunk = partition.log.read(offset, _LOAD_CHUNK_BYTES, max_offset=end)
+            if not chunk:
+                break
+            for _position, header in iter_batches(chunk, allow_partial_tail=True):
+                offset = header.last_offset + 1
+            for record in _records_of(chunk):
+                if record[0] is not None:
+                    records.append(record)
+        if records:
+            self.coordinator.load(records)
+            log.info("loaded %d records of %s-%d", len(records), OFFSETS_TOPIC, index)
+        self._loaded.add(index)
+
+
+def _records_of(chunk: bytes) -> list[tuple[bytes, bytes | None]]:
+    out: list[tuple[bytes, bytes | None]] = []
+    view = memoryview(chunk)
+    for position, header in iter_batches(chunk, allow_partial_tail=True):
+        batch = view[position : position + header.size]
+        for record in iter_records(batch):
+            if record.key is not None:
+                out.append((bytes(record.key), record.value))
+    return out

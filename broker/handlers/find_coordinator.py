@@ -1,0 +1,59 @@
+"""FindCoordinator (key 10): the leader of the group's ``__consumer_offsets`` partition.
+
+Differences from Kafka: transaction coordinators (key type 1) do not exist here; they
+are answered COORDINATOR_NOT_AVAILABLE with a message saying so. The offsets topic is
+created on first use, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from protocol.builders import response_builder
+
+API_KEY = 10
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+GROUP_KEY_TYPE = 0
+
+
+def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None, Any]:
+    if key_type != GROUP_KEY_TYPE:
+        return ErrorCode.coordinator_not_available, "transactions are not supported", None
+    if not key:
+        return ErrorCode.invalid_request, "empty group id", None
+    error, endpoint = ctx.broker.group_service.coordinator_endpoint(key)
+    return error, None, endpoint
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    key_type = int(getattr(request, "key_type", GROUP_KEY_TYPE))
+    if ctx.api_version >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            error, message, endpoint = _lookup(ctx, key, key_type)
+            coordinators.append(
+                b.Coordinator(
+                    key=key,
+                    node_id=endpoint.broker_id if endpoint else -1,
+                    host=endpoint.host if endpoint else "",
+                    port=endpoint.port if endpoint else -1,
+                    error_code=error,
+                    error_message=message,
+                )
+            )
+        return b.FindCoordinatorResponse(throttle_time=0, coordinators=tuple(coordinators))
+    error, message, endpoint = _lookup(ctx, request.key, key_type)
+    return b.FindCoordinatorResponse(
+        throttle_time=0,
+        error_code=error,
+        error_message=message,
+        node_id=endpoint.broker_id if endpoint else -1,
+        host=endpoint.host if endpoint else "",
+        port=endpoint.port if endpoint else -1,
+    )

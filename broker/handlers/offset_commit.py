@@ -1,0 +1,67 @@
+"""OffsetCommit (key 8): commits from group members and from ``assign()`` consumers.
+
+A commit from a member also counts as a heartbeat. Differences from Kafka: the commit
+is written to ``__consumer_offsets`` with the leader's acknowledgement only (Kafka waits
+for the offsets topic's ISR: acks=all).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.handlers.group_common import coordinator_of
+from protocol.builders import response_builder
+
+API_KEY = 8
+MIN_VERSION = 2
+MAX_VERSION = 9
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            offsets[(topic.name, int(p.partition_index))] = (
+                int(p.committed_offset),
+                int(getattr(p, "committed_leader_epoch", -1)),
+                p.committed_metadata,
+            )
+    generation = getattr(request, "generation_id_or_member_epoch", None)
+    if generation is None:
+        generation = request.generation_id
+    error = ctx.broker.group_service.check_coordinator(request.group_id)
+    errors: dict[tuple[str, int], ErrorCode]
+    if error is not ErrorCode.none:
+        errors = dict.fromkeys(offsets, error)
+    else:
+        expire: int | None = None
+        retention_time = getattr(request, "retention_time", None)
+        retention = int(retention_time.total_seconds() * 1000) if retention_time is not None else -1
+        if retention >= 0:
+            expire = ctx.broker.clock.now_ms() + retention
+        errors = dict(
+            coordinator_of(ctx).handle_commit_offsets(
+                request.group_id,
+                request.member_id,
+                getattr(request, "group_instance_id", None),
+                int(generation),
+                offsets,
+                expire_timestamp_ms=expire,
+            )
+        )
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), code in errors.items():
+        by_topic.setdefault(topic, []).append(
+            b.OffsetCommitResponsePartition(partition_index=partition, error_code=code)
+        )
+    return b.OffsetCommitResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ),
+    )
