@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
+from broker.control.faults import NoFaults
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import build_registry
 from protocol.api_registry import ApiSpec
@@ -99,6 +100,7 @@ class Broker:
         self._connection_index = itertools.count()
         self.observers: list[Any] = []  # capture, metrics: request_completed(ctx, ...)
         self.components: list[Any] = []  # started/stopped in order: replica manager, ...
+        self.faults: NoFaults = NoFaults()  # the cluster's FaultInjector, set by the app
         self.replica_manager: ReplicaManager  # set by the composition root
         self.group_service: GroupCoordinatorService  # set by the composition root
 

@@ -282,6 +282,33 @@ class ClusterMetadata:
         topic.configs = dict(configs)
         self._notify(name, topic)
 
+    def change_partition(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        leader: int | None = None,
+        isr: list[int] | None = None,
+        notify: bool = True,
+    ) -> PartitionState:
+        """The controller's write of a partition's leader and/or ISR.
+
+        A new leader bumps the leader epoch (fencing the old leader's appends and
+        fetches); any change bumps the partition epoch (Kafka's AlterPartition
+        versioning). ``notify=False`` lets the controller batch several partitions of
+        a topic into one ``partition_changed``.
+        """
+        state = self.topics[topic].partitions[partition]
+        if leader is not None and leader != state.leader:
+            state.leader = leader
+            state.leader_epoch += 1
+        if isr is not None:
+            state.isr = list(isr)
+        state.partition_epoch += 1
+        if notify:
+            self.partition_changed(topic)
+        return state
+
     def partition_changed(self, topic: str) -> None:
         """Leadership or ISR of a partition changed: persist and tell every broker."""
         self._notify(topic, self.topics.get(topic))

@@ -59,6 +59,9 @@ class KafkaConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._closed = False
         self._info = ConnectionInfo("", "", 0, broker.port)
+        # Responses held back by injected latency: (due perf_counter ns, bytes, ctx, response).
+        self._delayed: deque[tuple[int, bytes, RequestContext | None, Any]] = deque()
+        self._delayed_timer: asyncio.TimerHandle | None = None
 
     # -- asyncio callbacks -------------------------------------------------------------
 
@@ -78,6 +81,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._delayed_timer is not None:
+            self._delayed_timer.cancel()
+            self._delayed_timer = None
+        self._delayed.clear()
         for pending in self._pending:
             if pending.future is not None and not pending.future.done():
                 pending.future.cancel()
@@ -152,7 +159,9 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.append(pending)
         timing.local_start_ns = time.perf_counter_ns()
         try:
-            result = handler.handle(ctx, request)
+            # An injected fault answers with an error instead of running the handler.
+            injected = broker.faults.intercept(ctx, request)
+            result = handler.handle(ctx, request) if injected is None else injected
         except Exception:
             log.exception(
                 "handler %s v%d failed on %s", handler.name, header.api_version, info.connection_id
@@ -196,7 +205,9 @@ class KafkaConnection(asyncio.Protocol):
             pending = queue.popleft()
             ctx = pending.ctx
             if ctx is None:
-                if transport is not None and pending.raw is not None and not self._closed:
+                if self._delayed and pending.raw is not None:
+                    self._delayed.append((0, pending.raw, None, None))  # keep its place
+                elif transport is not None and pending.raw is not None and not self._closed:
                     transport.write(pending.raw)
                 continue
             timing = ctx.timing
@@ -205,6 +216,10 @@ class KafkaConnection(asyncio.Protocol):
                 broker.request_completed(ctx, None, 0)
                 continue
             header = ctx.header
+            delay_ms = broker.faults.response_delay_ms(broker.broker_id)
+            if delay_ms > 0 or self._delayed:
+                self._write_later(delay_ms, ctx, pending.response)
+                continue
             timing.send_start_ns = time.perf_counter_ns()
             data = encode_response(
                 header.api_key, header.api_version, header.correlation_id, pending.response
@@ -213,6 +228,45 @@ class KafkaConnection(asyncio.Protocol):
                 transport.write(data)
             timing.send_end_ns = time.perf_counter_ns()
             broker.request_completed(ctx, pending.response, len(data))
+
+    # -- injected response latency (broker/control/faults.py) ---------------------------
+
+    def _write_later(self, delay_ms: int, ctx: RequestContext, response: Any) -> None:
+        """Queue a response to be written ``delay_ms`` from now, behind every response
+        already delayed: one queue and one timer per connection keep request order even
+        when the delay changes between responses."""
+        header = ctx.header
+        data = encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        due_ns = time.perf_counter_ns() + delay_ms * 1_000_000
+        self._delayed.append((due_ns, data, ctx, response))
+        if self._delayed_timer is None:
+            self._arm_delayed(due_ns)
+
+    def _arm_delayed(self, due_ns: int) -> None:
+        # Timers may fire early (uvloop rounds to whole ms), so the due time is checked
+        # against perf_counter on firing and the timer re-armed for what is left.
+        wait_s = max(due_ns - time.perf_counter_ns(), 0) / 1e9 + 0.0005
+        self._delayed_timer = asyncio.get_running_loop().call_later(wait_s, self._write_delayed)
+
+    def _write_delayed(self) -> None:
+        self._delayed_timer = None
+        delayed = self._delayed
+        broker = self._broker
+        transport = self._transport
+        while delayed:
+            due_ns, data, ctx, response = delayed[0]
+            now = time.perf_counter_ns()
+            if due_ns > now:
+                self._arm_delayed(due_ns)
+                return
+            delayed.popleft()
+            if ctx is not None:
+                ctx.timing.send_start_ns = now
+            if transport is not None and not self._closed:
+                transport.write(data)
+            if ctx is not None:
+                ctx.timing.send_end_ns = time.perf_counter_ns()
+                broker.request_completed(ctx, response, len(data))
 
     def _write_raw(self, data: bytes) -> None:
         """Queue pre-encoded bytes behind every response still in flight."""

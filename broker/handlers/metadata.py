@@ -46,6 +46,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         controller_id=cluster.controller_id,
         topics=tuple(topics),
         cluster_authorized_operations=-2147483648,
+        error_code=ErrorCode.none,
     )
 
 

@@ -43,16 +43,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         retention = int(retention_time.total_seconds() * 1000) if retention_time is not None else -1
         if retention >= 0:
             expire = ctx.broker.clock.now_ms() + retention
-        errors = dict(
-            coordinator_of(ctx).handle_commit_offsets(
-                request.group_id,
-                request.member_id,
-                getattr(request, "group_instance_id", None),
-                int(generation),
-                offsets,
-                expire_timestamp_ms=expire,
-            )
+        committed = coordinator_of(ctx).handle_commit_offsets(
+            request.group_id,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            int(generation),
+            offsets,
+            expire_timestamp_ms=expire,
         )
+        errors = {(tp[0], tp[1]): code for tp, code in committed.items()}
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), code in errors.items():
         by_topic.setdefault(topic, []).append(

@@ -16,11 +16,18 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from broker.replica.leader_epoch_cache import LeaderEpochCache
 from broker.replica.producer_state import ProducerStateManager
-from protocol.record_batch import CorruptRecordError, RecordBatchHeader, validate_batches
+from protocol.record_batch import (
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordBatchHeader,
+    iter_batches,
+    validate_batches,
+)
 
 if TYPE_CHECKING:
-    from broker.log import PartitionLog
+    from broker.log import AppendInfo, PartitionLog
 
 TopicPartition = tuple[str, int]
 
@@ -52,6 +59,9 @@ class FollowerState:
     log_end_offset: int = 0
     last_caught_up_time_ms: int = 0
     last_fetch_time_ms: int = 0
+    # the leader's log end when this follower last fetched (Kafka's
+    # lastFetchLeaderLogEndOffset): reaching it by the next fetch counts as caught up
+    last_fetch_leader_log_end_offset: int = 0
 
 
 @dataclass
@@ -69,6 +79,7 @@ class Partition:
     high_watermark: int = 0
     followers: dict[int, FollowerState] = field(default_factory=dict)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+    epoch_cache: LeaderEpochCache = field(default_factory=LeaderEpochCache)
 
     @property
     def tp(self) -> TopicPartition:
@@ -96,7 +107,11 @@ class Partition:
         self.followers = {
             r: FollowerState(0, now_ms, now_ms) for r in replicas if r != self.broker_id
         }
-        self.high_watermark = max(self.high_watermark, self.log_start_offset)
+        # Batches we write from now on carry ``epoch``; it starts at our log end.
+        self.epoch_cache.assign(epoch, self.log_end_offset)
+        self.high_watermark = min(
+            max(self.high_watermark, self.log_start_offset), self.log_end_offset
+        )
         self.maybe_increment_high_watermark()
 
     def make_follower(self, leader: int, epoch: int, replicas: list[int], isr: list[int]) -> None:
@@ -114,6 +129,10 @@ class Partition:
             return AppendResult(ErrorCode.not_leader_or_follower)
         try:
             headers = validate_batches(records)
+        except InvalidRecordError as exc:
+            # Well-formed bytes breaking a rule (count vs lastOffsetDelta, codec id):
+            # Kafka's InvalidRecordException, answered INVALID_RECORD, not CORRUPT_MESSAGE.
+            return AppendResult(ErrorCode.invalid_record, error_message=str(exc))
         except CorruptRecordError as exc:
             return AppendResult(ErrorCode.corrupt_message, error_message=str(exc))
         for header in headers:
@@ -193,11 +212,117 @@ class Partition:
         state = self.followers.get(replica_id)
         if state is None:
             return False
-        state.log_end_offset = fetch_offset
-        state.last_fetch_time_ms = now_ms
         if fetch_offset >= self.log_end_offset:
             state.last_caught_up_time_ms = now_ms
+        elif fetch_offset >= state.last_fetch_leader_log_end_offset:
+            # It has what we had at its previous fetch: it was caught up back then.
+            state.last_caught_up_time_ms = max(
+                state.last_caught_up_time_ms, state.last_fetch_time_ms
+            )
+        state.log_end_offset = fetch_offset
+        state.last_fetch_time_ms = now_ms
+        state.last_fetch_leader_log_end_offset = self.log_end_offset
         return self.maybe_increment_high_watermark()
+
+    # -- ISR (leader side) -------------------------------------------------------------
+
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[int]:
+        """ISR followers not caught up within ``replica.lag.time.max.ms`` (to shrink)."""
+        if not self.is_leader:
+            return []
+        lagging = []
+        for replica in self.isr:
+            state = self.followers.get(replica)
+            if replica == self.broker_id or state is None:
+                continue
+            if now_ms - state.last_caught_up_time_ms > max_lag_ms:
+                lagging.append(replica)
+        return lagging
+
+    def should_join_isr(self, replica_id: int) -> bool:
+        """A follower outside the ISR has reached the HW in the current epoch (to expand).
+
+        Kafka's rule: its log end is at least the high watermark and at least the start
+        offset of the leader's epoch, so it holds every committed record of this epoch.
+        """
+        if not self.is_leader or replica_id in self.isr:
+            return False
+        state = self.followers.get(replica_id)
+        if state is None:
+            return False
+        epoch_start = self.epoch_cache.latest_start_offset
+        return (
+            state.log_end_offset >= self.high_watermark and state.log_end_offset >= epoch_start
+        )
+
+    # -- follower path -----------------------------------------------------------------
+
+    def append_records_as_follower(self, records: bytes, leader_high_watermark: int) -> AppendInfo:
+        """Store the leader's batches as they are; learn the HW from the leader.
+
+        Raises the log's UnexpectedAppendOffsetError when the batches do not follow our
+        log end (the fetcher then truncates and starts over).
+        """
+        info = self.log.append_as_follower(records)
+        for header in info.batches:
+            self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        self._record_producers(info.batches)
+        self.update_follower_high_watermark(leader_high_watermark)
+        return info
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        """A follower's HW is the leader's, bounded by what it has itself."""
+        if leader_high_watermark >= 0:
+            self.high_watermark = min(leader_high_watermark, self.log_end_offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop records at and above ``offset`` (they diverge from the leader's log)."""
+        if offset >= self.log_end_offset:
+            return
+        self.log.truncate_to(offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.rebuild_from_log()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and restart it at ``offset`` (below the leader's log start)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.high_watermark = offset
+        self.epoch_cache.clear()
+        self.producers.clear()
+
+    def rebuild_from_log(self) -> None:
+        """Rebuild the epoch cache and producer state from the batches in the log.
+
+        Kafka keeps both in checkpoint files and snapshots; reading the batch headers
+        once when a partition opens (and after a truncation) gives the same state.
+        """
+        self.epoch_cache.clear()
+        self.producers.clear()
+        offset = self.log_start_offset
+        end = self.log_end_offset
+        while offset < end:
+            chunk = self.log.read(offset, 1 << 20, max_offset=end, min_one_batch=True)
+            headers = [h for _, h in iter_batches(chunk, allow_partial_tail=True)]
+            if not headers:
+                break
+            for header in headers:
+                self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            self._record_producers(headers)
+            offset = headers[-1].last_offset + 1
+
+    def last_offset_for_leader_epoch(
+        self, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """OffsetForLeaderEpoch on the leader: ``(error, epoch, end_offset)``."""
+        if not self.is_leader:
+            return ErrorCode.not_leader_or_follower, -1, -1
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < self.leader_epoch:
+                return ErrorCode.fenced_leader_epoch, -1, -1
+            if current_leader_epoch > self.leader_epoch:
+                return ErrorCode.unknown_leader_epoch, -1, -1
+        epoch, end = self.epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+        return ErrorCode.none, epoch, end
 
     # -- reads -------------------------------------------------------------------------
 

@@ -1,0 +1,580 @@
+"""Hostile and odd input on raw TCP connections: the broker refuses it and lives on.
+
+A peer's bad bytes are that peer's problem: the broker answers with Kafka's error code
+where the protocol has one, or closes that one connection, and every other client goes
+on working. Each test ends with an aiokafka produce/consume round trip on the same
+broker to prove it. Requests are built with our own codec (``protocol.codec``) so that
+the bytes are exactly what the test means to send, and then corrupted on purpose.
+
+Also here, because they need raw connections too: pipelining (responses leave in
+request order even when a later one is ready first, and an acks=0 produce answers
+nothing but keeps its place) and many concurrent connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import struct
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from kio.schema.errors import ErrorCode
+
+from broker.app import MiniKafka
+from protocol.builders import request_builder
+from protocol.codec import decode_response, encode_request
+from protocol.frames import FrameDecoder
+from protocol.record_batch import build_record_batch
+from tests.integration.conftest import BrokerProcess, running_cluster
+
+pytestmark = pytest.mark.asyncio
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 0, 1, 2, 3, 18
+PRODUCE_V, FETCH_V, LIST_OFFSETS_V, METADATA_V, API_VERSIONS_V = 9, 11, 7, 9, 3
+SMALL_REQUEST_LIMIT = 4096  # socket.request.max.bytes for these tests
+TIMEOUT = 10.0
+
+
+# ------------------------------------------------------------------------ raw client
+
+
+class RawConnection:
+    """One TCP connection where the test decides every byte."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self._decoder = FrameDecoder()
+        self._frames: list[bytes] = []
+        self._correlation = itertools.count(1)
+
+    @classmethod
+    async def open(cls, bootstrap: str) -> RawConnection:
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        return cls(reader, writer)
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except ConnectionError:
+            pass
+
+    def write(self, data: bytes) -> None:
+        self.writer.write(data)
+
+    def send(self, api_key: int, version: int, message: str, **fields: Any) -> int:
+        """Write a request without waiting for anything; return its correlation id."""
+        payload = getattr(request_builder(api_key, version), message)(**fields)
+        correlation_id = next(self._correlation)
+        self.write(encode_request(api_key, version, correlation_id, "bad-input", payload))
+        return correlation_id
+
+    async def frame(self) -> bytes:
+        """The next response frame (length prefix removed)."""
+        while not self._frames:
+            data = await asyncio.wait_for(self.reader.read(65536), timeout=TIMEOUT)
+            assert data, "the broker closed the connection"
+            self._frames.extend(self._decoder.feed(data))
+        return self._frames.pop(0)
+
+    async def call(self, api_key: int, version: int, message: str, **fields: Any) -> Any:
+        correlation_id = self.send(api_key, version, message, **fields)
+        got, response = decode_response(api_key, version, await self.frame())
+        assert got == correlation_id
+        return response
+
+    async def closed_by_broker(self) -> bool:
+        """True once the broker has closed the connection (EOF or reset)."""
+        try:
+            while True:
+                data = await asyncio.wait_for(self.reader.read(65536), timeout=TIMEOUT)
+                if not data:
+                    return True
+                self._frames.extend(self._decoder.feed(data))
+        except ConnectionError:
+            return True
+        except TimeoutError:
+            return False
+
+
+@pytest.fixture
+async def small_kafka() -> AsyncIterator[MiniKafka]:
+    """A broker that refuses requests above SMALL_REQUEST_LIMIT bytes."""
+    async with running_cluster(**{"socket.request.max.bytes": str(SMALL_REQUEST_LIMIT)}) as app:
+        yield app
+
+
+@pytest.fixture
+async def raw(small_kafka: MiniKafka) -> AsyncIterator[RawConnection]:
+    connection = await RawConnection.open(small_kafka.bootstrap)
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+async def assert_others_still_served(bootstrap: str, topic: str = "survivor") -> None:
+    """Another client's produce and consume on the same broker still work."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        md = await producer.send_and_wait(topic, b"still here", partition=0)
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=100
+    )
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, md.offset)
+        record = await asyncio.wait_for(consumer.getone(), timeout=TIMEOUT)
+    finally:
+        await consumer.stop()
+    assert record.value == b"still here"
+
+
+# ------------------------------------------------------------------- request builders
+
+
+def _batch(value: bytes = b"v", count: int = 1) -> bytes:
+    return build_record_batch([(None, value, ())] * count, timestamp_ms=1_700_000_000_000)
+
+
+def _produce_fields(
+    topic: str, records: bytes | None, *, partition: int = 0, acks: int = 1
+) -> dict[str, Any]:
+    b = request_builder(PRODUCE, PRODUCE_V)
+    return {
+        "transactional_id": None,
+        "acks": acks,
+        "timeout": 5000,
+        "topic_data": (
+            b.TopicProduceData(
+                name=topic,
+                partition_data=(b.PartitionProduceData(index=partition, records=records),),
+            ),
+        ),
+    }
+
+
+async def _produce(raw: RawConnection, topic: str, records: bytes | None, **kw: Any) -> Any:
+    response = await raw.call(
+        PRODUCE, PRODUCE_V, "ProduceRequest", **_produce_fields(topic, records, **kw)
+    )
+    (topic_response,) = response.responses
+    (partition,) = topic_response.partition_responses
+    return partition
+
+
+async def _latest(raw: RawConnection, topic: str) -> int:
+    b = request_builder(LIST_OFFSETS, LIST_OFFSETS_V)
+    response = await raw.call(
+        LIST_OFFSETS,
+        LIST_OFFSETS_V,
+        "ListOffsetsRequest",
+        replica_id=-1,
+        isolation_level=0,
+        topics=(
+            b.ListOffsetsTopic(
+                name=topic, partitions=(b.ListOffsetsPartition(partition_index=0, timestamp=-1),)
+            ),
+        ),
+    )
+    partition = response.topics[0].partitions[0]
+    assert partition.error_code == ErrorCode.none
+    return int(partition.offset)
+
+
+def _fetch_fields(topic: str, offset: int, max_wait_ms: int) -> dict[str, Any]:
+    b = request_builder(FETCH, FETCH_V)
+    return {
+        "replica_id": -1,
+        "max_wait": max_wait_ms,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": (
+            b.FetchTopic(
+                topic=topic,
+                partitions=(
+                    b.FetchPartition(
+                        partition=0,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    ),
+                ),
+            ),
+        ),
+        "forgotten_topics_data": (),
+        "rack_id": "",
+    }
+
+
+def _metadata_fields(*topics: str) -> dict[str, Any]:
+    b = request_builder(METADATA, METADATA_V)
+    return {
+        "topics": tuple(b.MetadataRequestTopic(name=t) for t in topics),
+        "allow_auto_topic_creation": True,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False,
+    }
+
+
+_API_VERSIONS_FIELDS = {"client_software_name": "bad-input", "client_software_version": "1"}
+
+
+def _header_only(api_key: int, version: int, correlation_id: int, body: bytes = b"") -> bytes:
+    """A framed request with header v1 (no client id) and whatever body we like."""
+    payload = struct.pack(">hhih", api_key, version, correlation_id, -1) + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+# ------------------------------------------------------------------------ framing
+
+
+@pytest.mark.parametrize("seed", range(5))
+async def test_random_bytes_do_not_hurt_the_broker(small_kafka: MiniKafka, seed: int) -> None:
+    rng = random.Random(seed)
+    stream = await RawConnection.open(small_kafka.bootstrap)
+    stream.write(rng.randbytes(2000))  # a random "length prefix" and whatever follows
+    await stream.close()
+    framed = await RawConnection.open(small_kafka.bootstrap)
+    body = rng.randbytes(rng.randrange(1, 500))
+    framed.write(struct.pack(">i", len(body)) + body)  # a whole frame of garbage
+    await framed.close()
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_length_prefix_over_the_limit_closes_at_once(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    # Only the prefix is sent: the broker must not wait for a body it will not take.
+    raw.write(struct.pack(">i", SMALL_REQUEST_LIMIT + 1))
+    assert await raw.closed_by_broker()
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_negative_length_prefix_closes(small_kafka: MiniKafka, raw: RawConnection) -> None:
+    raw.write(struct.pack(">i", -5) + b"xxxx")
+    assert await raw.closed_by_broker()
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_requests_before_a_bad_prefix_are_answered(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    """Whole requests that arrived ahead of the bad frame in the same read get answers."""
+    payload = request_builder(API_VERSIONS, API_VERSIONS_V).ApiVersionsRequest(
+        **_API_VERSIONS_FIELDS
+    )
+    good = encode_request(API_VERSIONS, API_VERSIONS_V, 77, "x", payload)
+    raw.write(good + struct.pack(">i", SMALL_REQUEST_LIMIT * 10))
+    correlation_id, response = decode_response(API_VERSIONS, API_VERSIONS_V, await raw.frame())
+    assert correlation_id == 77
+    assert response.error_code == ErrorCode.none
+    assert await raw.closed_by_broker()
+
+
+async def test_truncated_frame_then_close(small_kafka: MiniKafka) -> None:
+    conn = await RawConnection.open(small_kafka.bootstrap)
+    conn.write(struct.pack(">i", 1000) + _header_only(METADATA, 9, 1)[4:])
+    await conn.close()
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_huge_array_count_is_refused_not_allocated(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    """A Metadata v1 request claiming 2**31-1 topics in 4 bytes: close, do not allocate."""
+    raw.write(_header_only(METADATA, 1, 1, struct.pack(">i", 0x7FFFFFFF)))
+    assert await raw.closed_by_broker()
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+# --------------------------------------------------------------- keys and versions
+
+
+async def test_unknown_api_key_closes(small_kafka: MiniKafka, raw: RawConnection) -> None:
+    raw.write(_header_only(9999, 0, 1))
+    assert await raw.closed_by_broker()
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_unsupported_version_of_a_normal_api_closes(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    raw.write(_header_only(METADATA, 99, 1))
+    assert await raw.closed_by_broker()
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_unsupported_api_versions_version_gets_the_v0_answer(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    raw.write(_header_only(API_VERSIONS, 99, 4242, b"\x00\x00\x00"))
+    correlation_id, response = decode_response(API_VERSIONS, 0, await raw.frame())
+    assert correlation_id == 4242
+    assert response.error_code == ErrorCode.unsupported_version
+    listed = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
+    expected = {s.api_key: (s.min_version, s.max_version) for s in small_kafka.brokers[0].api_specs()}
+    assert listed == expected
+    assert listed[API_VERSIONS][0] == 0
+    # The connection stays open so the client can retry with a version we speak.
+    retry = await raw.call(API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS)
+    assert retry.error_code == ErrorCode.none
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+# ------------------------------------------------------------------- produce errors
+
+
+async def test_wrong_crc_is_corrupt_message_and_nothing_is_appended(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    small_kafka.cluster.create_topic("crc", 1, 1, {})
+    good = await _produce(raw, "crc", _batch(b"good"))
+    assert (good.error_code, good.base_offset) == (ErrorCode.none, 0)
+    bad = bytearray(_batch(b"evil"))
+    bad[-1] ^= 0xFF  # a flipped bit in the value: the CRC no longer matches
+    answer = await _produce(raw, "crc", bytes(bad))
+    assert answer.error_code == ErrorCode.corrupt_message
+    assert await _latest(raw, "crc") == 1
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+@pytest.mark.parametrize(
+    ("name", "records", "expected"),
+    [
+        ("truncated batch", _batch()[:-3], ErrorCode.corrupt_message),
+        ("batch length past the end", _batch()[:8] + struct.pack(">i", 5000) + _batch()[12:],
+         ErrorCode.corrupt_message),
+        ("old magic", _batch()[:16] + b"\x01" + _batch()[17:], None),
+        ("empty records", b"", None),
+        ("null records", None, None),
+        ("garbage", b"\x00" * 70, None),
+    ],
+)
+async def test_malformed_records_are_refused_and_nothing_appended(
+    small_kafka: MiniKafka,
+    raw: RawConnection,
+    name: str,
+    records: bytes | None,
+    expected: ErrorCode | None,
+) -> None:
+    small_kafka.cluster.create_topic("malformed", 1, 1, {})
+    answer = await _produce(raw, "malformed", records)
+    refused = {ErrorCode.corrupt_message, ErrorCode.invalid_record}
+    assert answer.error_code in ({expected} if expected is not None else refused), name
+    assert answer.base_offset == -1
+    assert await _latest(raw, "malformed") == 0
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_inconsistent_record_count_is_invalid_record(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    """lastOffsetDelta says 1000 records, the batch holds one: Kafka's INVALID_RECORD."""
+    batch = build_record_batch([(None, b"x", ())], timestamp_ms=1_700_000_000_000)
+    forged = bytearray(batch)
+    struct.pack_into(">i", forged, 23, 999)  # lastOffsetDelta
+    from protocol.record_batch import compute_crc
+
+    struct.pack_into(">I", forged, 17, compute_crc(forged))
+    small_kafka.cluster.create_topic("forged", 1, 1, {})
+    answer = await _produce(raw, "forged", bytes(forged))
+    assert answer.error_code == ErrorCode.invalid_record
+    assert await _latest(raw, "forged") == 0
+
+
+async def test_batch_over_max_message_bytes_is_message_too_large(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    small_kafka.cluster.create_topic("capped", 1, 1, {"max.message.bytes": "1000"})
+    fits = await _produce(raw, "capped", _batch(b"s" * 500))
+    assert fits.error_code == ErrorCode.none
+    answer = await _produce(raw, "capped", _batch(b"L" * 2000))
+    assert answer.error_code == ErrorCode.message_too_large
+    assert await _latest(raw, "capped") == 1
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+@pytest.mark.parametrize("topic", ["bad topic", "..", "a" * 250, "slash/name", ""])
+async def test_invalid_topic_name(small_kafka: MiniKafka, raw: RawConnection, topic: str) -> None:
+    answer = await _produce(raw, topic, _batch())
+    assert answer.error_code == ErrorCode.invalid_topic_exception
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+@pytest.mark.parametrize("acks", [2, -2, 5])
+async def test_invalid_acks(small_kafka: MiniKafka, raw: RawConnection, acks: int) -> None:
+    small_kafka.cluster.create_topic("acks", 1, 1, {})
+    answer = await _produce(raw, "acks", _batch(), acks=acks)
+    assert answer.error_code == ErrorCode.invalid_required_acks
+    assert await _latest(raw, "acks") == 0
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_unknown_partition_and_unknown_topic(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    small_kafka.cluster.create_topic("one-partition", 1, 1, {})
+    answer = await _produce(raw, "one-partition", _batch(), partition=5)
+    assert answer.error_code == ErrorCode.unknown_topic_or_partition
+    # Produce never creates topics (only Metadata does, with auto-create).
+    missing = await _produce(raw, "never-created", _batch())
+    assert missing.error_code == ErrorCode.unknown_topic_or_partition
+    assert "never-created" not in small_kafka.cluster.topics
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+async def test_error_in_an_acks_0_produce_closes_the_connection(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    """The client reads no answer to an acks=0 produce: Kafka closes to tell it."""
+    small_kafka.cluster.create_topic("noack", 1, 1, {})
+    bad = bytearray(_batch())
+    bad[-1] ^= 1
+    raw.send(PRODUCE, PRODUCE_V, "ProduceRequest", **_produce_fields("noack", bytes(bad), acks=0))
+    assert await raw.closed_by_broker()
+    await assert_others_still_served(small_kafka.bootstrap)
+
+
+# -------------------------------------------------------- the process stays alive
+
+
+def test_broker_process_survives_a_barrage(broker_process: type[BrokerProcess]) -> None:
+    """The same abuse against ``minikafka serve``: the process is alive afterwards."""
+    proc = broker_process(["--override", f"socket.request.max.bytes={SMALL_REQUEST_LIMIT}"])
+
+    async def barrage() -> None:
+        rng = random.Random(7)
+        attacks = [
+            rng.randbytes(5000),
+            struct.pack(">i", SMALL_REQUEST_LIMIT + 1),
+            struct.pack(">i", 1000) + b"short",
+            _header_only(9999, 0, 1),
+            _header_only(METADATA, 99, 1),
+            _header_only(METADATA, 1, 1, struct.pack(">i", 0x7FFFFFFF)),
+            _header_only(METADATA, 12, 1, b"\x00\xff\xff\xff\xff\x0f"),  # compact count 2**32
+        ]
+        for attack in attacks:
+            conn = await RawConnection.open(proc.bootstrap)
+            conn.write(attack)
+            await conn.close()
+        await assert_others_still_served(proc.bootstrap)
+
+    asyncio.run(barrage())
+    assert proc.proc.poll() is None, "the broker process died"
+
+
+# ------------------------------------------------------------------------ pipelining
+
+
+async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> None:
+    """A parked Fetch holds back the answers to later requests that were ready first;
+    an acks=0 produce among them answers nothing and does not disturb the order."""
+    kafka.cluster.create_topic("pipe-wait", 1, 1, {})
+    kafka.cluster.create_topic("pipe-noack", 1, 1, {})
+    fetch_purgatory = kafka.brokers[0].purgatories["Fetch"]
+    conn = await RawConnection.open(kafka.bootstrap)
+    try:
+        sent = [
+            (FETCH, FETCH_V, conn.send(FETCH, FETCH_V, "FetchRequest",
+                                       **_fetch_fields("pipe-wait", 0, 30_000))),
+            (METADATA, METADATA_V, conn.send(METADATA, METADATA_V, "MetadataRequest",
+                                             **_metadata_fields("pipe-wait"))),
+            (API_VERSIONS, API_VERSIONS_V, conn.send(API_VERSIONS, API_VERSIONS_V,
+                                                     "ApiVersionsRequest",
+                                                     **_API_VERSIONS_FIELDS)),
+        ]
+        conn.send(
+            PRODUCE, PRODUCE_V, "ProduceRequest",
+            **_produce_fields("pipe-noack", _batch(b"fire and forget"), acks=0),
+        )
+        sent.append(
+            (API_VERSIONS, API_VERSIONS_V, conn.send(API_VERSIONS, API_VERSIONS_V,
+                                                     "ApiVersionsRequest",
+                                                     **_API_VERSIONS_FIELDS))
+        )
+        # When the acks=0 record is in the log, every request before it has been handled
+        # (a connection handles its requests in arrival order) while the fetch still waits.
+        noack_log = kafka.brokers[0].replica_manager.partitions[("pipe-noack", 0)].log
+        for _ in range(500):
+            if noack_log.log_end_offset == 1:
+                break
+            await asyncio.sleep(0.01)
+        assert noack_log.log_end_offset == 1
+        assert fetch_purgatory.num_delayed() == 1, "the fetch should still be parked"
+
+        # Now a record for the fetch, from another client: it completes the fetch.
+        producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap)
+        await producer.start()
+        try:
+            await producer.send_and_wait("pipe-wait", b"wake up", partition=0)
+        finally:
+            await producer.stop()
+
+        answers = []
+        for api_key, version, _ in sent:
+            answers.append(decode_response(api_key, version, await conn.frame()))
+    finally:
+        await conn.close()
+    assert [cid for cid, _ in answers] == [cid for _, _, cid in sent]
+    fetch_response = answers[0][1]
+    partition = fetch_response.responses[0].partitions[0]
+    assert partition.error_code == ErrorCode.none
+    assert b"wake up" in bytes(partition.records)
+    assert answers[1][1].topics[0].name == "pipe-wait"
+    assert fetch_purgatory.expired_count == 0
+
+
+# ------------------------------------------------------------------ many connections
+
+
+async def test_fifty_concurrent_connections(kafka: MiniKafka) -> None:
+    kafka.cluster.create_topic("crowd", 1, 1, {})
+    clients = 50
+
+    async def one(i: int) -> int:
+        conn = await RawConnection.open(kafka.bootstrap)
+        try:
+            metadata = await conn.call(
+                METADATA, METADATA_V, "MetadataRequest", **_metadata_fields("crowd")
+            )
+            assert metadata.topics[0].error_code == ErrorCode.none
+            answer = await _produce(conn, "crowd", _batch(f"client-{i}".encode()))
+            assert answer.error_code == ErrorCode.none
+            return int(answer.base_offset)
+        finally:
+            await conn.close()
+
+    offsets = await asyncio.gather(*(one(i) for i in range(clients)))
+    assert sorted(offsets) == list(range(clients))
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tp = TopicPartition("crowd", 0)
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        values: list[bytes] = []
+        for _ in range(100):
+            batch = await consumer.getmany(timeout_ms=200)
+            values.extend(r.value for records in batch.values() for r in records)
+            if len(values) >= clients:
+                break
+    finally:
+        await consumer.stop()
+    assert sorted(values) == sorted(f"client-{i}".encode() for i in range(clients))
