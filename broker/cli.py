@@ -2,7 +2,8 @@
 
 The shape of ``serve`` is relied on by other tools and tests: when every listener is up
 it prints exactly one line ``minikafka ready: bootstrap=HOST:PORT[,HOST:PORT...]`` on
-stdout, then serves until SIGINT or SIGTERM and exits 0. A bad config stops it at once
+stdout (followed by `` control=http://HOST:PORT`` when ``--control-port`` is given),
+then serves until SIGINT or SIGTERM and exits 0. A bad config stops it at once
 with exit code 2 and a message naming the key.
 """
 
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -45,13 +48,116 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a Kafka broker config, e.g. num.partitions=3 (repeatable)",
     )
+    _add_control_options(serve)
+    _add_fault_parser(sub)
     return parser
+
+
+# -- control endpoint and fault injection (broker/control/) ------------------------------
+
+
+def _add_control_options(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--control-port",
+        type=int,
+        default=None,
+        help="run the HTTP control endpoint on this port (0: a free port); off by default",
+    )
+    serve.add_argument(
+        "--control-host", default="127.0.0.1", help="control endpoint address (127.0.0.1)"
+    )
+
+
+def _add_fault_parser(sub: Any) -> None:
+    fault = sub.add_parser("fault", help="inject faults through a running control endpoint")
+    fault.add_argument(
+        "--control",
+        default=os.environ.get("MINIKAFKA_CONTROL"),
+        help="control endpoint URL, e.g. http://127.0.0.1:9000 (env MINIKAFKA_CONTROL)",
+    )
+    actions = fault.add_subparsers(dest="fault_command", required=True)
+    actions.add_parser("status", help="health, brokers and the faults in force")
+    for name, text in (
+        ("stop-broker", "stop a broker"),
+        ("start-broker", "start a stopped broker"),
+        ("pause-replication", "pause a broker's replica fetchers"),
+        ("resume-replication", "resume a broker's replica fetchers"),
+    ):
+        actions.add_parser(name, help=text).add_argument("broker_id", type=int)
+    delay = actions.add_parser("delay-replication", help="delay a broker's replica fetches")
+    delay.add_argument("broker_id", type=int)
+    delay.add_argument("ms", type=int)
+    latency = actions.add_parser("latency", help="delay every response of a broker (0: off)")
+    latency.add_argument("broker_id", type=int)
+    latency.add_argument("ms", type=int)
+    fail = actions.add_parser("fail", help="fail a broker's next N requests of an API")
+    fail.add_argument("--broker", type=int, required=True, help="broker id")
+    fail.add_argument("--api-key", required=True, help="API key or name (0 or Produce)")
+    fail.add_argument(
+        "--error", required=True, help="error code or name (6 or NOT_LEADER_OR_FOLLOWER)"
+    )
+    fail.add_argument("--count", type=int, default=1, help="how many requests (1)")
+    fail.add_argument("--topic", default=None, help="only requests naming this topic")
+    fail.add_argument("--partition", type=int, default=None, help="... and this partition")
+    clear = actions.add_parser("clear", help="clear faults of one broker, or of all")
+    clear.add_argument("broker_id", type=int, nargs="?", default=None)
+
+
+def _int_or_name(value: str) -> int | str:
+    text = value.strip()
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _fault(args: argparse.Namespace) -> int:
+    """One call on the control endpoint; prints its JSON answer, exit 1 on an error."""
+    from broker.control.client import ControlClient, ControlClientError
+
+    if not args.control:
+        print("minikafka fault: --control URL is required", file=sys.stderr)
+        return 2
+    client = ControlClient(args.control)
+    command = args.fault_command
+    calls: dict[str, Callable[[], Any]] = {
+        "status": lambda: {
+            "health": client.health(),
+            "brokers": client.cluster()["brokers"],
+            "faults": client.faults(),
+        },
+        "stop-broker": lambda: client.stop_broker(args.broker_id),
+        "start-broker": lambda: client.start_broker(args.broker_id),
+        "pause-replication": lambda: client.replication(args.broker_id, "pause"),
+        "resume-replication": lambda: client.replication(args.broker_id, "resume"),
+        "delay-replication": lambda: client.replication(args.broker_id, "delay", args.ms),
+        "latency": lambda: client.latency(args.broker_id, args.ms),
+        "fail": lambda: client.fail(
+            args.broker,
+            _int_or_name(args.api_key),
+            _int_or_name(args.error),
+            args.count,
+            args.topic,
+            args.partition,
+        ),
+        "clear": lambda: client.clear(args.broker_id),
+    }
+    try:
+        answer = calls[command]()
+    except ControlClientError as exc:
+        print(f"minikafka fault {command}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(answer, indent=2, sort_keys=True))
+    return 0
 
 
 async def _serve(args: argparse.Namespace) -> int:
     config = load_config(args.config, parse_overrides(args.override))
     app = MiniKafka(
-        config, brokers=args.brokers, host=args.host, port=args.port, data_dir=args.data_dir
+        config,
+        brokers=args.brokers,
+        host=args.host,
+        port=args.port,
+        data_dir=args.data_dir,
+        control_port=args.control_port,
+        control_host=args.control_host,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -63,7 +169,8 @@ async def _serve(args: argparse.Namespace) -> int:
         print(f"minikafka: cannot listen: {exc}", file=sys.stderr)
         await app.stop()
         return 1
-    print(f"minikafka ready: bootstrap={app.bootstrap}", flush=True)
+    control = f" control={app.control_url}" if app.control_url is not None else ""
+    print(f"minikafka ready: bootstrap={app.bootstrap}{control}", flush=True)
     await stop.wait()
     log.info("shutting down")
     await app.stop()
@@ -91,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return run_async(lambda: _serve(args))
+        if args.command == "fault":
+            return _fault(args)
     except ConfigError as exc:
         print(f"minikafka: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -256,7 +256,12 @@ def _find_coordinator(ctx: RequestContext, b: Builder, request: Any, error: Erro
         throttle_time=0,
         coordinators=tuple(
             b.Coordinator(
-                key=key, node_id=-1, host="", port=-1, error_code=error, error_message=_message(error)
+                key=key,
+                node_id=-1,
+                host="",
+                port=-1,
+                error_code=error,
+                error_message=_message(error),
             )
             for key in keys
         ),

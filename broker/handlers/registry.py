@@ -33,6 +33,7 @@ from broker.handlers import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sync_group,
 )
@@ -65,6 +66,7 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     list_groups,
     delete_groups,
     offset_delete,
+    offset_for_leader_epoch,
 )
 
 

@@ -251,9 +251,7 @@ class Partition:
         if state is None:
             return False
         epoch_start = self.epoch_cache.latest_start_offset
-        return (
-            state.log_end_offset >= self.high_watermark and state.log_end_offset >= epoch_start
-        )
+        return state.log_end_offset >= self.high_watermark and state.log_end_offset >= epoch_start
 
     # -- follower path -----------------------------------------------------------------
 

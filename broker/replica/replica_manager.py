@@ -9,6 +9,8 @@ follower's fetch, a leadership change.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import TopicInfo
+from broker.controller import Controller
 from broker.log import LogConfig, LogManager, PartitionLog
 from broker.replica.delayed_fetch import (
     DelayedFetch,
@@ -26,6 +29,7 @@ from broker.replica.delayed_fetch import (
 )
 from broker.replica.delayed_produce import DelayedProduce, ProducePartitionStatus, ProduceStatuses
 from broker.replica.partition import AppendResult, Partition, ReadResult, TopicPartition
+from broker.replica.replica_fetcher import ReplicaFetcherManager
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -45,11 +49,25 @@ def wall_clock_ms() -> int:
 
 
 class ReplicaManager:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        controller: Controller | None = None,
+        log_manager: LogManager | None = None,
+    ) -> None:
         self.broker = broker
         self.broker_id = broker.broker_id
         self.partitions: dict[TopicPartition, Partition] = {}
-        self.log_manager = LogManager(broker.data_dir)
+        # A restarted broker without a data dir gets its memory logs back (its "disk").
+        self.log_manager = log_manager or LogManager(broker.data_dir)
+        self.controller = controller or Controller(broker.cluster)
+        self.fetcher_manager = ReplicaFetcherManager(broker, self)
+        self._isr_task: asyncio.Task[None] | None = None
+        # Kafka's IsrShrinksPerSec / IsrExpandsPerSec, as counts (for metrics).
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+        # acks=all produces that really waited in the Produce purgatory.
+        self.delayed_produces = 0
         self.fetch_purgatory = broker.purgatories["Fetch"]
         self.produce_purgatory = broker.purgatories["Produce"]
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
@@ -69,9 +87,18 @@ class ReplicaManager:
             if tp not in self.partitions:
                 stray.close()
         self._existing_logs = {}
+        self._isr_task = asyncio.get_running_loop().create_task(
+            self._isr_expiration_loop(), name=f"isr-expiration-{self.broker_id}"
+        )
 
     async def stop(self) -> None:
         self.broker.cluster.unsubscribe(self._on_metadata_change)
+        if self._isr_task is not None:
+            self._isr_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._isr_task
+            self._isr_task = None
+        await self.fetcher_manager.stop()
         for partition in self.partitions.values():
             partition.log.close()
         self.partitions.clear()
@@ -100,15 +127,31 @@ class ReplicaManager:
                 partition = self._create_partition(topic, state.partition)
             if state.leader == self.broker_id:
                 if not partition.is_leader or partition.leader_epoch != state.leader_epoch:
+                    self.fetcher_manager.remove_partitions([tp])
                     partition.make_leader(state.leader_epoch, state.replicas, state.isr, now)
-                else:
+                    self.complete_delayed_requests(tp)
+                elif partition.isr != state.isr or partition.replicas != state.replicas:
+                    # An ISR change: a shrink may move the HW (and fail acks=all produces
+                    # that now lack min.insync.replicas); check what waits either way.
                     partition.replicas = list(state.replicas)
                     partition.isr = list(state.isr)
+                    partition.maybe_increment_high_watermark()
+                    self.complete_delayed_requests(tp)
             else:
                 was_leader = partition.is_leader
+                new_role = (
+                    was_leader
+                    or partition.leader_id != state.leader
+                    or partition.leader_epoch != state.leader_epoch
+                    or tp not in self.fetcher_manager.following()
+                )
                 partition.make_follower(state.leader, state.leader_epoch, state.replicas, state.isr)
                 if was_leader:
                     self.complete_delayed_requests(tp)
+                if state.leader < 0:
+                    self.fetcher_manager.remove_partitions([tp])
+                elif new_role:
+                    self.fetcher_manager.add_partition(tp, state.leader, state.leader_epoch)
 
     def _create_partition(self, topic: TopicInfo, index: int) -> Partition:
         tp = (topic.name, index)
@@ -125,10 +168,13 @@ class ReplicaManager:
             log_append_time=config.message_timestamp_type == "LogAppendTime",
             high_watermark=partition_log.log_end_offset,
         )
+        if partition_log.log_end_offset > partition_log.log_start_offset:
+            partition.rebuild_from_log()  # epochs and producers of a reopened log
         self.partitions[tp] = partition
         return partition
 
     def _remove_partition(self, tp: TopicPartition, delete: bool) -> None:
+        self.fetcher_manager.remove_partitions([tp])
         partition = self.partitions.pop(tp)
         partition.log.close()
         if delete:
@@ -202,7 +248,8 @@ class ReplicaManager:
         operation = DelayedProduce(
             timeout_ms, statuses, self, self.min_insync_replicas, respond, ctx
         )
-        self.produce_purgatory.try_complete_else_watch(operation, list(statuses))
+        if not self.produce_purgatory.try_complete_else_watch(operation, list(statuses)):
+            self.delayed_produces += 1
 
     # -- fetch -------------------------------------------------------------------------
 
@@ -241,6 +288,61 @@ class ReplicaManager:
                 continue
             if partition.update_follower(replica_id, status.fetch_offset, now):
                 self.complete_delayed_requests(status.tp)
+            if partition.should_join_isr(replica_id):
+                self._alter_isr(partition, [*partition.isr, replica_id], expand=True)
+
+    # -- ISR ---------------------------------------------------------------------------
+
+    def _alter_isr(self, partition: Partition, new_isr: list[int], *, expand: bool) -> None:
+        """Ask the controller for a new ISR; the change comes back as metadata."""
+        error = self.controller.alter_partition_isr(
+            partition.topic, partition.partition, self.broker_id, partition.leader_epoch, new_isr
+        )
+        if error is ErrorCode.none:
+            if expand:
+                self.isr_expands += 1
+            else:
+                self.isr_shrinks += 1
+        else:
+            log.debug("ISR change of %s refused: %s", partition.tp, error)
+
+    def maybe_shrink_isr(self) -> None:
+        """Drop followers that have not caught up within ``replica.lag.time.max.ms``."""
+        now = self.broker.clock.now_ms()
+        max_lag = self.broker.config.replica_lag_time_max_ms
+        for partition in list(self.partitions.values()):
+            lagging = partition.out_of_sync_replicas(now, max_lag)
+            if lagging:
+                log.info(
+                    "broker %d: shrinking ISR of %s-%d: %s out of sync",
+                    self.broker_id,
+                    partition.topic,
+                    partition.partition,
+                    lagging,
+                )
+                new_isr = [r for r in partition.isr if r not in lagging]
+                self._alter_isr(partition, new_isr, expand=False)
+
+    async def _isr_expiration_loop(self) -> None:
+        """Kafka's isr-expiration task: every ``replica.lag.time.max.ms / 2``."""
+        interval = max(self.broker.config.replica_lag_time_max_ms / 2, 1) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.maybe_shrink_isr()
+            except Exception:
+                log.exception("ISR expiration check failed")
+
+    # -- OffsetForLeaderEpoch ----------------------------------------------------------
+
+    def last_offset_for_leader_epoch(
+        self, tp: TopicPartition, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """``(error, epoch, end_offset)`` for OffsetForLeaderEpoch (leader only)."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return _unknown_or_not_leader(self, tp), -1, -1
+        return partition.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -261,6 +363,10 @@ class ReplicaManager:
             if partition is None:
                 results.append((status, ReadResult(_unknown_or_not_leader(self, status.tp))))
                 continue
+            fenced = _check_leader_epoch(partition, status.current_leader_epoch)
+            if fenced is not None:
+                results.append((status, ReadResult(fenced)))
+                continue
             limit = min(status.partition_max_bytes, max(remaining, 0))
             result = partition.read(
                 status.fetch_offset, limit, up_to_log_end=follower, min_one=min_one
@@ -270,6 +376,17 @@ class ReplicaManager:
                 min_one = False
             results.append((status, result))
         return results
+
+
+def _check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode | None:
+    """KIP-320: a fetch naming an older epoch is fenced, a newer one is unknown yet."""
+    if current_leader_epoch < 0 or not partition.is_leader:
+        return None
+    if current_leader_epoch < partition.leader_epoch:
+        return ErrorCode.fenced_leader_epoch
+    if current_leader_epoch > partition.leader_epoch:
+        return ErrorCode.unknown_leader_epoch
+    return None
 
 
 def _unknown_or_not_leader(manager: ReplicaManager, tp: TopicPartition) -> ErrorCode:

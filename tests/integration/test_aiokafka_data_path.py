@@ -15,11 +15,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import OffsetOutOfRangeError
 from aiokafka.structs import ConsumerRecord
 
 from broker.app import MiniKafka
-
-pytestmark = pytest.mark.asyncio
 
 CREATE_TIME, LOG_APPEND_TIME = 0, 1
 
@@ -133,7 +132,7 @@ async def test_every_acks_setting_delivers(kafka: MiniKafka, acks: int | str) ->
     try:
         # acks=0 gives no completion signal: wait for the log end to show every record.
         async def all_landed() -> bool:
-            return (await consumer.end_offsets([tp]))[tp] == 20
+            return bool((await consumer.end_offsets([tp]))[tp] == 20)
 
         await _until(all_landed, "20 records at the log end")
         consumer.assign([tp])
@@ -293,7 +292,7 @@ async def test_fetch_past_the_end_is_reset_latest(
 
         async def reset() -> bool:
             await consumer.getmany(timeout_ms=50)
-            return await consumer.position(tp) == 3
+            return bool(await consumer.position(tp) == 3)
 
         await _until(reset, "position reset to the log end")
         await producer.send_and_wait("oor-latest", b"new", partition=0)
@@ -306,8 +305,6 @@ async def test_fetch_past_the_end_is_reset_latest(
 async def test_fetch_past_the_end_without_reset_raises(
     kafka: MiniKafka, producer: AIOKafkaProducer
 ) -> None:
-    from aiokafka.errors import OffsetOutOfRangeError
-
     await producer.send_and_wait("oor-none", b"x", partition=0)
     tp = TopicPartition("oor-none", 0)
     consumer = _consumer(kafka, auto_offset_reset="none")

@@ -14,6 +14,7 @@ nothing but keeps its place) and many concurrent connections.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
 import struct
@@ -26,12 +27,11 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from protocol.builders import request_builder
-from protocol.codec import decode_response, encode_request
+from protocol.codec import decode_response as _decode_response
+from protocol.codec import encode_request
 from protocol.frames import FrameDecoder
-from protocol.record_batch import build_record_batch
+from protocol.record_batch import build_record_batch, compute_crc
 from tests.integration.conftest import BrokerProcess, running_cluster
-
-pytestmark = pytest.mark.asyncio
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 0, 1, 2, 3, 18
 PRODUCE_V, FETCH_V, LIST_OFFSETS_V, METADATA_V, API_VERSIONS_V = 9, 11, 7, 9, 3
@@ -60,10 +60,8 @@ class RawConnection:
 
     async def close(self) -> None:
         self.writer.close()
-        try:
+        with contextlib.suppress(ConnectionError):
             await self.writer.wait_closed()
-        except ConnectionError:
-            pass
 
     def write(self, data: bytes) -> None:
         self.writer.write(data)
@@ -106,7 +104,8 @@ class RawConnection:
 @pytest.fixture
 async def small_kafka() -> AsyncIterator[MiniKafka]:
     """A broker that refuses requests above SMALL_REQUEST_LIMIT bytes."""
-    async with running_cluster(**{"socket.request.max.bytes": str(SMALL_REQUEST_LIMIT)}) as app:
+    limit = {"socket.request.max.bytes": str(SMALL_REQUEST_LIMIT)}
+    async with running_cluster(1, None, **limit) as app:
         yield app
 
 
@@ -142,6 +141,12 @@ async def assert_others_still_served(bootstrap: str, topic: str = "survivor") ->
 
 
 # ------------------------------------------------------------------- request builders
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
+    """``protocol.codec.decode_response`` with the payload typed loosely for tests."""
+    correlation_id, payload = _decode_response(api_key, version, frame)
+    return correlation_id, payload
 
 
 def _batch(value: bytes = b"v", count: int = 1) -> bytes:
@@ -328,11 +333,15 @@ async def test_unsupported_api_versions_version_gets_the_v0_answer(
     assert correlation_id == 4242
     assert response.error_code == ErrorCode.unsupported_version
     listed = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
-    expected = {s.api_key: (s.min_version, s.max_version) for s in small_kafka.brokers[0].api_specs()}
+    expected = {
+        s.api_key: (s.min_version, s.max_version) for s in small_kafka.brokers[0].api_specs()
+    }
     assert listed == expected
     assert listed[API_VERSIONS][0] == 0
     # The connection stays open so the client can retry with a version we speak.
-    retry = await raw.call(API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS)
+    retry = await raw.call(
+        API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS
+    )
     assert retry.error_code == ErrorCode.none
     await assert_others_still_served(small_kafka.bootstrap)
 
@@ -358,8 +367,11 @@ async def test_wrong_crc_is_corrupt_message_and_nothing_is_appended(
     ("name", "records", "expected"),
     [
         ("truncated batch", _batch()[:-3], ErrorCode.corrupt_message),
-        ("batch length past the end", _batch()[:8] + struct.pack(">i", 5000) + _batch()[12:],
-         ErrorCode.corrupt_message),
+        (
+            "batch length past the end",
+            _batch()[:8] + struct.pack(">i", 5000) + _batch()[12:],
+            ErrorCode.corrupt_message,
+        ),
         ("old magic", _batch()[:16] + b"\x01" + _batch()[17:], None),
         ("empty records", b"", None),
         ("null records", None, None),
@@ -389,8 +401,6 @@ async def test_inconsistent_record_count_is_invalid_record(
     batch = build_record_batch([(None, b"x", ())], timestamp_ms=1_700_000_000_000)
     forged = bytearray(batch)
     struct.pack_into(">i", forged, 23, 999)  # lastOffsetDelta
-    from protocol.record_batch import compute_crc
-
     struct.pack_into(">I", forged, 17, compute_crc(forged))
     small_kafka.cluster.create_topic("forged", 1, 1, {})
     answer = await _produce(raw, "forged", bytes(forged))
@@ -491,22 +501,38 @@ async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> N
     conn = await RawConnection.open(kafka.bootstrap)
     try:
         sent = [
-            (FETCH, FETCH_V, conn.send(FETCH, FETCH_V, "FetchRequest",
-                                       **_fetch_fields("pipe-wait", 0, 30_000))),
-            (METADATA, METADATA_V, conn.send(METADATA, METADATA_V, "MetadataRequest",
-                                             **_metadata_fields("pipe-wait"))),
-            (API_VERSIONS, API_VERSIONS_V, conn.send(API_VERSIONS, API_VERSIONS_V,
-                                                     "ApiVersionsRequest",
-                                                     **_API_VERSIONS_FIELDS)),
+            (
+                FETCH,
+                FETCH_V,
+                conn.send(FETCH, FETCH_V, "FetchRequest", **_fetch_fields("pipe-wait", 0, 30_000)),
+            ),
+            (
+                METADATA,
+                METADATA_V,
+                conn.send(METADATA, METADATA_V, "MetadataRequest", **_metadata_fields("pipe-wait")),
+            ),
+            (
+                API_VERSIONS,
+                API_VERSIONS_V,
+                conn.send(
+                    API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS
+                ),
+            ),
         ]
         conn.send(
-            PRODUCE, PRODUCE_V, "ProduceRequest",
+            PRODUCE,
+            PRODUCE_V,
+            "ProduceRequest",
             **_produce_fields("pipe-noack", _batch(b"fire and forget"), acks=0),
         )
         sent.append(
-            (API_VERSIONS, API_VERSIONS_V, conn.send(API_VERSIONS, API_VERSIONS_V,
-                                                     "ApiVersionsRequest",
-                                                     **_API_VERSIONS_FIELDS))
+            (
+                API_VERSIONS,
+                API_VERSIONS_V,
+                conn.send(
+                    API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS
+                ),
+            )
         )
         # When the acks=0 record is in the log, every request before it has been handled
         # (a connection handles its requests in arrival order) while the fetch still waits.

@@ -1,0 +1,113 @@
+"""A tiny client of the control endpoint, for ``minikafka fault ...`` and scripts.
+
+Plain ``urllib``: the command line should not need an event loop to flip a switch.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+__all__ = ["ControlClient", "ControlClientError"]
+
+
+class ControlClientError(Exception):
+    """The endpoint answered an error (``status`` >= 400) or could not be reached
+    (``status`` 0); the message is the endpoint's own."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status = status
+        self.message = message
+
+
+class ControlClient:
+    """Calls on one control endpoint; every method returns the decoded JSON answer."""
+
+    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"} if data is not None else {},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                raw = resp.read()
+                content_type = resp.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                message = str(json.loads(raw)["error"])
+            except (ValueError, KeyError, TypeError):
+                message = raw.decode(errors="replace") or str(exc.reason)
+            raise ControlClientError(exc.code, message) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ControlClientError(0, f"cannot reach {self.url}: {reason}") from None
+        if "json" in content_type:
+            return json.loads(raw)
+        return raw.decode()
+
+    # -- the endpoint's operations -------------------------------------------------------
+
+    def health(self) -> Any:
+        return self.request("GET", "/health")
+
+    def cluster(self) -> Any:
+        return self.request("GET", "/cluster")
+
+    def stop_broker(self, broker_id: int) -> Any:
+        return self.request("POST", f"/brokers/{broker_id}/stop")
+
+    def start_broker(self, broker_id: int) -> Any:
+        return self.request("POST", f"/brokers/{broker_id}/start")
+
+    def replication(self, broker_id: int, action: str, delay_ms: int | None = None) -> Any:
+        body: dict[str, Any] = {"action": action}
+        if delay_ms is not None:
+            body["delay_ms"] = delay_ms
+        return self.request("POST", f"/brokers/{broker_id}/replication", body)
+
+    def latency(self, broker_id: int, ms: int) -> Any:
+        return self.request("POST", f"/brokers/{broker_id}/latency", {"ms": ms})
+
+    def fail(
+        self,
+        broker_id: int,
+        api_key: int | str,
+        error_code: int | str,
+        count: int,
+        topic: str | None = None,
+        partition: int | None = None,
+    ) -> Any:
+        body: dict[str, Any] = {
+            "broker": broker_id,
+            "api_key": api_key,
+            "error_code": error_code,
+            "count": count,
+        }
+        if topic is not None:
+            body["topic"] = topic
+        if partition is not None:
+            body["partition"] = partition
+        return self.request("POST", "/faults", body)
+
+    def faults(self) -> Any:
+        return self.request("GET", "/faults")
+
+    def clear(self, broker_id: int | None = None) -> Any:
+        return self.request("DELETE", "/faults" if broker_id is None else f"/faults/{broker_id}")
+
+    def metrics(self) -> str:
+        return str(self.request("GET", "/metrics"))
+
+    def purgatory(self) -> Any:
+        return self.request("GET", "/purgatory")

@@ -1,0 +1,412 @@
+"""The control endpoint: HTTP + JSON on its own port, in the brokers' event loop.
+
+It runs in the same loop as the brokers, so every handler here reads and changes
+cluster state between two requests of the brokers, never in the middle of one. Every
+request is validated completely before anything changes: a bad one is answered 4xx with
+``{"error": "..."}`` naming the problem and leaves the cluster as it was.
+
+Routes::
+
+    GET    /health                   liveness, broker counts
+    GET    /cluster                  brokers (alive, ports), topics with leaders and ISR
+    POST   /brokers/{id}/stop        MiniKafka.stop_broker (replication engineer's)
+    POST   /brokers/{id}/start       MiniKafka.start_broker
+    POST   /brokers/{id}/replication {"action": "pause"|"resume"|"delay", "delay_ms": N}
+    POST   /brokers/{id}/latency     {"ms": N}: delay every response of that broker
+    POST   /faults                   {"broker", "api_key", "error_code", "count",
+                                      "topic"?, "partition"?}: fail the next N requests
+    GET    /faults                   injected latency and pending failures
+    DELETE /faults[/{broker}]        clear faults (latency and failures)
+    GET    /metrics                  Prometheus text (broker/metrics.py)
+    GET    /purgatory                operations waiting now, per broker and purgatory
+
+Hooks another part of the cluster may not have yet (stop/start, replication control)
+answer 501 with a message saying what is missing.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from broker.control.faults import MAX_LATENCY_MS, FaultError
+from broker.metrics import render_prometheus
+
+if TYPE_CHECKING:
+    from broker.app import MiniKafka
+    from broker.broker import Broker
+
+log = logging.getLogger("broker.control")
+
+__all__ = ["ControlError", "ControlServer"]
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_FAULT_FIELDS = frozenset({"broker", "api_key", "error_code", "count", "topic", "partition"})
+_REPLICATION_ACTIONS = ("pause", "resume", "delay")
+
+
+class ControlError(Exception):
+    """A control request that cannot be done; becomes ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure answers JSON, aiohttp's own 404/405 included."""
+    try:
+        return await handler(request)
+    except ControlError as exc:
+        return _error(exc.status, exc.message)
+    except FaultError as exc:
+        return _error(400, str(exc))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _error(exc.status, f"{exc.reason}: {request.method} {request.path}")
+    except Exception as exc:  # pragma: no cover - a bug; say so rather than hang up
+        log.exception("control request %s %s failed", request.method, request.path)
+        return _error(500, f"internal error: {exc!r}")
+
+
+def _int(value: object, what: str, minimum: int = 0, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ControlError(400, f"{what} must be an integer, not {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = "" if maximum is None else f"..{maximum}"
+        raise ControlError(400, f"{what} must be in {minimum}{upper}, not {value}")
+    return value
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ControlError(400, f"request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ControlError(400, f"request body must be a JSON object, not {type(body).__name__}")
+    return body
+
+
+def _unknown_fields(body: dict[str, Any], allowed: frozenset[str] | set[str]) -> None:
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ControlError(
+            400, f"unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(allowed))}"
+        )
+
+
+async def _maybe_await(result: object) -> object:
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+class ControlServer:
+    """The aiohttp control endpoint of one ``MiniKafka``."""
+
+    def __init__(self, app: MiniKafka, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._app = app
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def build_app(self) -> web.Application:
+        web_app = web.Application(middlewares=[_json_errors])
+        web_app.add_routes(
+            [
+                web.get("/health", self.health),
+                web.get("/cluster", self.cluster),
+                web.post("/brokers/{broker_id}/stop", self.stop_broker),
+                web.post("/brokers/{broker_id}/start", self.start_broker),
+                web.post("/brokers/{broker_id}/replication", self.replication),
+                web.post("/brokers/{broker_id}/latency", self.latency),
+                web.get("/faults", self.get_faults),
+                web.post("/faults", self.add_fault),
+                web.delete("/faults", self.clear_faults),
+                web.delete("/faults/{broker_id}", self.clear_broker_faults),
+                web.get("/metrics", self.metrics),
+                web.get("/purgatory", self.purgatory),
+            ]
+        )
+        return web_app
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.build_app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+        log.info("control endpoint on %s", self.url)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- lookups --------------------------------------------------------------------------
+
+    def _brokers(self) -> list[Broker]:
+        return list(self._app.brokers)
+
+    def _broker_id(self, request: web.Request, raw: object | None = None) -> int:
+        """The broker id from the path (or ``raw``), 404 when no such broker."""
+        value = request.match_info.get("broker_id") if raw is None else raw
+        if isinstance(value, str):
+            if not value.strip().lstrip("-").isdigit():
+                raise ControlError(400, f"broker id must be an integer, not {value!r}")
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ControlError(400, f"broker id must be an integer, not {value!r}")
+        if value not in self._known_ids():
+            known = ", ".join(str(b) for b in sorted(self._known_ids()))
+            raise ControlError(404, f"unknown broker id {value} (brokers: {known})")
+        return value
+
+    def _known_ids(self) -> set[int]:
+        return {b.broker_id for b in self._brokers()} | set(self._app.cluster.brokers)
+
+    def _broker(self, broker_id: int) -> Broker | None:
+        for broker in self._brokers():
+            if broker.broker_id == broker_id:
+                return broker
+        return None
+
+    def _alive(self, broker_id: int) -> bool:
+        endpoint = self._app.cluster.brokers.get(broker_id)
+        return endpoint is not None and endpoint.alive
+
+    # -- routes ---------------------------------------------------------------------------
+
+    async def health(self, request: web.Request) -> web.Response:
+        cluster = self._app.cluster
+        return web.json_response(
+            {
+                "status": "ok",
+                "brokers": len(self._known_ids()),
+                "alive": len(cluster.alive_brokers()),
+                "bootstrap": self._app.bootstrap,
+            }
+        )
+
+    async def cluster(self, request: web.Request) -> web.Response:
+        cluster = self._app.cluster
+        return web.json_response(
+            {
+                "cluster_id": cluster.cluster_id,
+                "controller": cluster.controller_id,
+                "brokers": [
+                    {
+                        "id": endpoint.broker_id,
+                        "host": endpoint.host,
+                        "port": endpoint.port,
+                        "alive": endpoint.alive,
+                    }
+                    for endpoint in sorted(cluster.brokers.values(), key=lambda e: e.broker_id)
+                ],
+                "topics": {
+                    name: {
+                        "topic_id": str(topic.topic_id),
+                        "partitions": [state.to_json() for state in topic.partitions],
+                    }
+                    for name, topic in sorted(cluster.topics.items())
+                },
+            }
+        )
+
+    async def _lifecycle(self, request: web.Request, action: str) -> web.Response:
+        broker_id = self._broker_id(request)
+        await _body(request)  # a body is not needed, but a malformed one is an error
+        method = getattr(self._app, f"{action}_broker", None)
+        if method is None:
+            raise ControlError(
+                501, f"{action} is not available: MiniKafka.{action}_broker is not implemented"
+            )
+        try:
+            await _maybe_await(method(broker_id))
+        except (ValueError, RuntimeError) as exc:
+            raise ControlError(409, f"cannot {action} broker {broker_id}: {exc}") from None
+        return web.json_response({"broker": broker_id, "alive": self._alive(broker_id)})
+
+    async def stop_broker(self, request: web.Request) -> web.Response:
+        return await self._lifecycle(request, "stop")
+
+    async def start_broker(self, request: web.Request) -> web.Response:
+        return await self._lifecycle(request, "start")
+
+    def _replication_hook(self, broker_id: int, name: str) -> Callable[..., object] | None:
+        """The replication engineer's hook, wherever it lives: on MiniKafka (taking the
+        broker id), on the Broker, or on its replica fetcher (manager)."""
+        app_hook = getattr(self._app, name, None)
+        if callable(app_hook):
+            return lambda *args: app_hook(broker_id, *args)
+        broker = self._broker(broker_id)
+        candidates: list[object] = [broker]
+        for attr in ("replica_fetcher_manager", "replica_fetcher", "fetcher_manager", "fetcher"):
+            candidates.append(getattr(broker, attr, None))
+        manager = getattr(broker, "replica_manager", None)
+        candidates.append(manager)
+        candidates.append(getattr(manager, "replica_fetcher_manager", None))
+        for candidate in candidates:
+            hook = getattr(candidate, name, None) if candidate is not None else None
+            if callable(hook):
+                return hook
+        return None
+
+    async def replication(self, request: web.Request) -> web.Response:
+        broker_id = self._broker_id(request)
+        body = await _body(request)
+        _unknown_fields(body, {"action", "delay_ms"})
+        action = body.get("action")
+        if action not in _REPLICATION_ACTIONS:
+            raise ControlError(
+                400, f"action must be one of {', '.join(_REPLICATION_ACTIONS)}, not {action!r}"
+            )
+        args: tuple[int, ...] = ()
+        if action == "delay":
+            if "delay_ms" not in body:
+                raise ControlError(400, "action delay needs delay_ms")
+            args = (_int(body["delay_ms"], "delay_ms", 0, MAX_LATENCY_MS),)
+        elif "delay_ms" in body:
+            raise ControlError(400, f"delay_ms is only for action delay, not {action}")
+        name = {
+            "pause": "pause_replication",
+            "resume": "resume_replication",
+            "delay": "set_replication_delay_ms",
+        }[action]
+        hook = self._replication_hook(broker_id, name)
+        if hook is None:
+            raise ControlError(
+                501,
+                f"replication control is not available: no {name}() hook for broker "
+                f"{broker_id} yet",
+            )
+        try:
+            await _maybe_await(hook(*args))
+        except (ValueError, RuntimeError) as exc:
+            raise ControlError(409, f"cannot {action} replication on {broker_id}: {exc}") from None
+        answer: dict[str, object] = {"broker": broker_id, "action": action}
+        if args:
+            answer["delay_ms"] = args[0]
+        return web.json_response(answer)
+
+    async def latency(self, request: web.Request) -> web.Response:
+        broker_id = self._broker_id(request)
+        body = await _body(request)
+        _unknown_fields(body, {"ms"})
+        if "ms" not in body:
+            raise ControlError(400, 'latency needs {"ms": N}')
+        ms = _int(body["ms"], "ms", 0, MAX_LATENCY_MS)
+        self._app.faults.set_latency(broker_id, ms)
+        return web.json_response({"broker": broker_id, "latency_ms": ms})
+
+    async def get_faults(self, request: web.Request) -> web.Response:
+        return web.json_response(self._app.faults.to_json())
+
+    async def add_fault(self, request: web.Request) -> web.Response:
+        body = await _body(request)
+        _unknown_fields(body, _FAULT_FIELDS)
+        missing = [name for name in ("broker", "api_key", "error_code") if name not in body]
+        if missing:
+            raise ControlError(400, f"missing field(s) {', '.join(missing)}")
+        broker_id = self._broker_id(request, body["broker"])
+        rule = self._app.faults.add_failure(
+            broker_id,
+            body["api_key"],
+            body["error_code"],
+            body.get("count", 1),
+            body.get("topic"),
+            body.get("partition"),
+        )
+        return web.json_response(rule.to_json(), status=201)
+
+    async def clear_faults(self, request: web.Request) -> web.Response:
+        self._app.faults.clear()
+        return web.json_response(self._app.faults.to_json())
+
+    async def clear_broker_faults(self, request: web.Request) -> web.Response:
+        broker_id = self._broker_id(request)
+        self._app.faults.clear(broker_id)
+        return web.json_response(self._app.faults.to_json())
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        app = self._app
+        text = render_prometheus(
+            lambda: list(app.brokers), app.request_metrics, lambda: app.faults.injected
+        )
+        return web.Response(body=text, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def purgatory(self, request: web.Request) -> web.Response:
+        wanted = request.query.get("broker")
+        only = self._broker_id(request, wanted) if wanted is not None else None
+        out = []
+        for broker in sorted(self._brokers(), key=lambda b: b.broker_id):
+            if only is not None and broker.broker_id != only:
+                continue
+            now = broker.clock.now_ms()
+            purgatories: dict[str, object] = {}
+            for name, purgatory in broker.purgatories.purgatories.items():
+                operations = []
+                for op in purgatory.delayed_operations():
+                    deadline = op.deadline_ms
+                    operations.append(
+                        {
+                            "kind": type(op).__name__,
+                            "keys": [_key_json(key) for key in op.watch_keys],
+                            "delay_ms": op.delay_ms,
+                            "deadline_ms": deadline,
+                            "remaining_ms": None if deadline is None else deadline - now,
+                        }
+                    )
+                purgatories[name] = {
+                    "purgatory_size": purgatory.watched(),
+                    "num_delayed_operations": purgatory.num_delayed(),
+                    "expirations": purgatory.expired_count,
+                    "operations": operations,
+                }
+            out.append(
+                {
+                    "broker": broker.broker_id,
+                    "alive": self._alive(broker.broker_id),
+                    "now_ms": now,
+                    "purgatories": purgatories,
+                }
+            )
+        return web.json_response({"brokers": out})
+
+
+def _key_json(key: object) -> object:
+    """A watch key as JSON: a topic-partition tuple becomes ``"topic-3"`` as Kafka
+    prints it; anything else its ``str``."""
+    if (
+        isinstance(key, tuple)
+        and len(key) == 2
+        and isinstance(key[0], str)
+        and isinstance(key[1], int)
+    ):
+        return f"{key[0]}-{key[1]}"
+    return str(key)

@@ -1,0 +1,46 @@
+"""OffsetForLeaderEpoch (key 23): where did a leader epoch end in the leader's log?
+
+Followers ask it after a leader change to truncate exactly the records the new leader
+does not have (KIP-101); consumers (librdkafka, KIP-320) ask it to check that their
+position is still on the leader's log after a failover. The answer for epoch E is the
+start offset of the first epoch after E (or the log end offset for the current epoch),
+with the largest epoch <= E the leader knows.
+
+Differences from Kafka: only the leader answers (Kafka also lets a follower answer the
+debug replica id -2); versions 0 and 1 are not served (kio cannot decode them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from protocol.builders import response_builder
+
+API_KEY = 23
+MIN_VERSION = 2
+MAX_VERSION = 4
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    manager = ctx.broker.replica_manager
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            error, epoch, end_offset = manager.last_offset_for_leader_epoch(
+                (topic.topic, int(p.partition)),
+                int(p.current_leader_epoch),
+                int(p.leader_epoch),
+            )
+            partitions.append(
+                b.EpochEndOffset(
+                    error_code=error,
+                    partition=int(p.partition),
+                    leader_epoch=epoch,
+                    end_offset=end_offset,
+                )
+            )
+        topics.append(b.OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(partitions)))
+    return b.OffsetForLeaderEpochResponse(throttle_time=0, topics=tuple(topics))

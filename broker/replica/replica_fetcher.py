@@ -1,0 +1,496 @@
+"""Followers replicate by fetching from their leader over TCP (Kafka's ReplicaFetcherThread).
+
+Each broker has a ``ReplicaFetcherManager`` with one ``ReplicaFetcher`` per leader
+broker it follows partitions of (Kafka's ``num.replica.fetchers=1``). A fetcher is an
+asyncio task with its own connection to the leader and one request in flight:
+
+1. Partitions that have just become followers (or whose fetch hit a divergence) first
+   *truncate*: OffsetForLeaderEpoch asks the leader where our latest epoch ends in
+   its log, and we cut everything above it (KIP-101). Without an epoch to ask about we
+   fall back to the pre-KIP-101 rule: truncate to our high watermark.
+2. Then a Fetch with our broker id as replica id, ``replica.fetch.wait.max.ms``,
+   ``replica.fetch.min.bytes`` and ``replica.fetch.max.bytes``: the leader parks it in
+   its Fetch purgatory until new data arrives, so replication is push-like without
+   polling. The fetch offset is our log end — which is how the leader learns what we
+   have, moves its high watermark, and completes acks=all produces.
+3. The batches are appended as they are (``append_as_follower``) and the leader's high
+   watermark is adopted, bounded by our log end.
+
+Fault injection (the control endpoint calls these): ``pause_replication`` stops
+sending fetches (for the broker or one partition) so the leader sees the follower lag
+and, after ``replica.lag.time.max.ms``, drops it from the ISR; ``resume_replication``
+undoes it; ``set_replication_delay_ms`` spaces a partition's fetches at least that far
+apart, which makes the follower slow instead of stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.log import UnexpectedAppendOffsetError
+from broker.log.errors import LogError
+from broker.replica.leader_epoch_cache import UNDEFINED_EPOCH
+from broker.replica.partition import TopicPartition
+from protocol.builders import request_builder
+from protocol.codec import decode_response, encode_request
+from protocol.frames import FrameDecoder
+from protocol.record_batch import CorruptRecordError
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+    from broker.replica.replica_manager import ReplicaManager
+
+log = logging.getLogger("broker.replica.fetcher")
+
+FETCH = 1
+OFFSET_FOR_LEADER_EPOCH = 23
+FETCH_VERSION = 12  # replica_id is a field of the request (v15+ moves it to replica_state)
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3  # the first with replica_id
+# Kafka's replica.fetch.backoff.ms is 1000; a simulator wants failovers to settle fast.
+FETCH_BACKOFF_MS = 100
+# A leader that does not answer within this long is treated as gone (reconnect).
+REQUEST_TIMEOUT_MS = 30000
+
+_RETRY_LATER = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_leader_epoch,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.leader_not_available,
+    }
+)
+
+
+class LeaderConnection:
+    """One TCP connection to a leader, one request at a time, with our own codec."""
+
+    def __init__(self, host: str, port: int, client_id: str) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._decoder = FrameDecoder()
+        self._frames: list[bytes] = []
+        self._correlation = itertools.count(1)
+
+    async def request(self, api_key: int, version: int, payload: Any) -> Any:
+        if self._writer is None:
+            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        assert self._reader is not None and self._writer is not None
+        correlation_id = next(self._correlation)
+        frame = encode_request(api_key, version, correlation_id, self.client_id, payload)
+        self._writer.write(frame)
+        await self._writer.drain()
+        while not self._frames:
+            data = await asyncio.wait_for(self._reader.read(1 << 20), REQUEST_TIMEOUT_MS / 1000)
+            if not data:
+                raise ConnectionError(f"leader {self.host}:{self.port} closed the connection")
+            self._frames.extend(self._decoder.feed(data))
+        got, response = decode_response(api_key, version, self._frames.pop(0))
+        if got != correlation_id:
+            raise ConnectionError(f"correlation id {got}, expected {correlation_id}")
+        return response
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+        self._decoder = FrameDecoder()
+        self._frames = []
+
+
+@dataclass(slots=True, eq=False)
+class PartitionFetchState:
+    """One followed partition in a fetcher (Kafka's PartitionFetchState)."""
+
+    tp: TopicPartition
+    leader_epoch: int
+    truncating: bool = True
+    not_before_ms: int = 0  # backoff after an error, or the replication delay
+
+
+class ReplicaFetcher:
+    """Fetches every partition this broker follows from one leader broker."""
+
+    def __init__(self, manager: ReplicaFetcherManager, leader_id: int) -> None:
+        self.manager = manager
+        self.leader_id = leader_id
+        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._connection: LeaderConnection | None = None
+        self.fetches_sent = 0
+        self.truncations = 0
+
+    @property
+    def broker(self) -> Broker:
+        return self.manager.broker
+
+    def start(self) -> None:
+        name = f"ReplicaFetcher-{self.broker.broker_id}-{self.leader_id}"
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=name)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # -- the loop ----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._do_work()
+            except asyncio.CancelledError:
+                raise
+            except (OSError, ConnectionError, TimeoutError) as exc:
+                log.debug("fetcher %d -> %d: %s", self.broker.broker_id, self.leader_id, exc)
+                self._drop_connection()
+                await self._sleep(FETCH_BACKOFF_MS)
+            except Exception:
+                log.exception("fetcher %d -> %d failed", self.broker.broker_id, self.leader_id)
+                self._drop_connection()
+                await self._sleep(FETCH_BACKOFF_MS)
+
+    async def _sleep(self, ms: int | None) -> None:
+        """Wait ``ms`` (forever if None) or until woken by a change of partitions/flags."""
+        self._wake.clear()
+        if ms is None:
+            await self._wake.wait()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), ms / 1000)
+
+    def _drop_connection(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _leader_connection(self) -> LeaderConnection:
+        if self._connection is None:
+            endpoint = self.broker.cluster.brokers.get(self.leader_id)
+            if endpoint is None:
+                raise ConnectionError(f"leader {self.leader_id} is not registered")
+            self._connection = LeaderConnection(
+                endpoint.host, endpoint.port, f"replica-fetcher-{self.broker.broker_id}"
+            )
+        return self._connection
+
+    async def _do_work(self) -> None:
+        now = self.broker.clock.now_ms()
+        manager = self.manager
+        ready: list[PartitionFetchState] = []
+        next_ms: int | None = None
+        for state in self.partitions.values():
+            if manager.is_paused(state.tp):
+                continue
+            if state.not_before_ms > now:
+                wait = state.not_before_ms - now
+                next_ms = wait if next_ms is None else min(next_ms, wait)
+                continue
+            ready.append(state)
+        if not ready:
+            await self._sleep(next_ms)
+            return
+        truncating = [s for s in ready if s.truncating]
+        if truncating:
+            await self._truncate(truncating)
+            return
+        await self._fetch(ready)
+
+    # -- truncation (OffsetForLeaderEpoch) ---------------------------------------------
+
+    async def _truncate(self, states: list[PartitionFetchState]) -> None:
+        rm = self.manager.replica_manager
+        asked: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        no_epoch: list[PartitionFetchState] = []
+        for state in states:
+            partition = rm.online_partition(state.tp)
+            if partition is None:
+                continue
+            epoch = partition.epoch_cache.latest_epoch
+            if epoch == UNDEFINED_EPOCH:
+                no_epoch.append(state)
+            else:
+                asked[state.tp] = (state, epoch)
+        for state in no_epoch:
+            # Pre-KIP-101: keep only what we know is committed.
+            partition = rm.online_partition(state.tp)
+            if partition is not None:
+                self._truncate_partition(state, partition.high_watermark)
+        if not asked:
+            return
+        b = request_builder(OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION)
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index), (state, epoch) in asked.items():
+            by_topic.setdefault(topic, []).append(
+                b.OffsetForLeaderPartition(
+                    partition=index, current_leader_epoch=state.leader_epoch, leader_epoch=epoch
+                )
+            )
+        request = b.OffsetForLeaderEpochRequest(
+            replica_id=self.broker.broker_id,
+            topics=tuple(
+                b.OffsetForLeaderTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+            ),
+        )
+        response = await self._leader_connection().request(
+            OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, request
+        )
+        now = self.broker.clock.now_ms()
+        for topic_result in response.topics:
+            for result in topic_result.partitions:
+                tp = (topic_result.topic, int(result.partition))
+                entry = asked.get(tp)
+                if entry is None or self.partitions.get(tp) is not entry[0]:
+                    continue  # removed or re-added while we asked
+                state, our_epoch = entry
+                partition = rm.online_partition(tp)
+                if partition is None or partition.is_leader:
+                    continue
+                error = result.error_code
+                if error is not ErrorCode.none:
+                    state.not_before_ms = now + FETCH_BACKOFF_MS
+                    continue
+                leader_epoch, end_offset = int(result.leader_epoch), int(result.end_offset)
+                if end_offset < 0:
+                    target = partition.high_watermark  # the leader cannot tell: fall back
+                elif leader_epoch == our_epoch:
+                    target = end_offset
+                else:
+                    # The leader's epoch before ours: both logs agree up to where that
+                    # epoch ends in each of them.
+                    _, ours = partition.epoch_cache.end_offset_for(
+                        leader_epoch, partition.log_end_offset
+                    )
+                    target = min(end_offset, ours) if ours >= 0 else end_offset
+                self._truncate_partition(state, target)
+
+    def _truncate_partition(self, state: PartitionFetchState, offset: int) -> None:
+        partition = self.manager.replica_manager.online_partition(state.tp)
+        if partition is None:
+            return
+        if offset < partition.log_end_offset:
+            log.info(
+                "broker %d truncates %s-%d from %d to %d",
+                self.broker.broker_id,
+                *state.tp,
+                partition.log_end_offset,
+                offset,
+            )
+            self.truncations += 1
+            partition.truncate_to(offset)
+        state.truncating = False
+
+    # -- fetch -------------------------------------------------------------------------
+
+    async def _fetch(self, states: list[PartitionFetchState]) -> None:
+        rm = self.manager.replica_manager
+        config = self.broker.config
+        b = request_builder(FETCH, FETCH_VERSION)
+        sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        by_topic: dict[str, list[Any]] = {}
+        for state in states:
+            partition = rm.online_partition(state.tp)
+            if partition is None or partition.is_leader:
+                continue
+            offset = partition.log_end_offset
+            sent[state.tp] = (state, offset)
+            by_topic.setdefault(state.tp[0], []).append(
+                b.FetchPartition(
+                    partition=state.tp[1],
+                    current_leader_epoch=state.leader_epoch,
+                    fetch_offset=offset,
+                    last_fetched_epoch=-1,
+                    log_start_offset=partition.log_start_offset,
+                    partition_max_bytes=config.replica_fetch_max_bytes,
+                )
+            )
+        if not sent:
+            await self._sleep(FETCH_BACKOFF_MS)
+            return
+        request = b.FetchRequest(
+            cluster_id=None,
+            replica_id=self.broker.broker_id,
+            max_wait=config.replica_fetch_wait_max_ms,
+            min_bytes=config.replica_fetch_min_bytes,
+            max_bytes=config.replica_fetch_max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=tuple(b.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+        self.fetches_sent += 1
+        response = await self._leader_connection().request(FETCH, FETCH_VERSION, request)
+        now = self.broker.clock.now_ms()
+        for topic_response in response.responses:
+            for data in topic_response.partitions:
+                tp = (topic_response.topic, int(data.partition_index))
+                entry = sent.get(tp)
+                if entry is None or self.partitions.get(tp) is not entry[0]:
+                    continue
+                state, offset = entry
+                delay = self.manager.delay_ms(tp)
+                if delay > 0:
+                    state.not_before_ms = now + delay
+                if self.manager.is_paused(tp):
+                    continue  # paused while the fetch was parked: the data is not taken
+                self._apply(state, offset, data, now)
+
+    def _apply(self, state: PartitionFetchState, offset: int, data: Any, now: int) -> None:
+        partition = self.manager.replica_manager.online_partition(state.tp)
+        if (
+            partition is None
+            or partition.is_leader
+            or partition.leader_epoch != state.leader_epoch
+            or partition.log_end_offset != offset
+        ):
+            return
+        error = data.error_code
+        if error is ErrorCode.none:
+            records = bytes(data.records or b"")
+            try:
+                if records:
+                    partition.append_records_as_follower(records, int(data.high_watermark))
+                else:
+                    partition.update_follower_high_watermark(int(data.high_watermark))
+            except (UnexpectedAppendOffsetError, CorruptRecordError, LogError) as exc:
+                log.warning("broker %d: %s-%d: %s", self.broker.broker_id, *state.tp, exc)
+                state.truncating = True
+            return
+        if error is ErrorCode.offset_out_of_range:
+            leader_start = int(data.log_start_offset)
+            if leader_start >= 0 and offset < leader_start:
+                partition.truncate_fully_and_start_at(leader_start)
+            else:
+                state.truncating = True
+            return
+        if error not in _RETRY_LATER:
+            log.warning("broker %d: fetch %s-%d: %s", self.broker.broker_id, *state.tp, error)
+        state.not_before_ms = now + FETCH_BACKOFF_MS
+
+
+class ReplicaFetcherManager:
+    """A broker's fetchers, one per leader, and the replication fault hooks."""
+
+    def __init__(self, broker: Broker, replica_manager: ReplicaManager) -> None:
+        self.broker = broker
+        self.replica_manager = replica_manager
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._paused_all = False
+        self._paused: set[TopicPartition] = set()
+        self._delay_all_ms = 0
+        self._delays: dict[TopicPartition, int] = {}
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    # -- partitions --------------------------------------------------------------------
+
+    def add_partition(self, tp: TopicPartition, leader_id: int, leader_epoch: int) -> None:
+        """Follow ``tp`` from ``leader_id`` in ``leader_epoch``: truncate, then fetch."""
+        for current_leader, current in self.fetchers.items():
+            existing = current.partitions.get(tp)
+            if existing is None:
+                continue
+            if current_leader == leader_id and existing.leader_epoch == leader_epoch:
+                return
+            self.remove_partitions([tp])
+            break
+        fetcher = self.fetchers.get(leader_id)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(self, leader_id)
+            self.fetchers[leader_id] = fetcher
+            fetcher.start()
+        fetcher.partitions[tp] = PartitionFetchState(tp, leader_epoch)
+        fetcher.wake()
+
+    def remove_partitions(self, tps: list[TopicPartition]) -> None:
+        for leader_id, fetcher in list(self.fetchers.items()):
+            for tp in tps:
+                fetcher.partitions.pop(tp, None)
+            if not fetcher.partitions:
+                del self.fetchers[leader_id]
+                task = asyncio.get_running_loop().create_task(fetcher.stop())
+                self._stopping.add(task)
+                task.add_done_callback(self._stopping.discard)
+
+    def following(self) -> dict[TopicPartition, int]:
+        """Each followed partition and the leader it fetches from."""
+        return {tp: lid for lid, f in self.fetchers.items() for tp in f.partitions}
+
+    async def stop(self) -> None:
+        fetchers = list(self.fetchers.values())
+        self.fetchers.clear()
+        for fetcher in fetchers:
+            await fetcher.stop()
+        for task in list(self._stopping):
+            await task
+
+    # -- fault injection ---------------------------------------------------------------
+
+    def pause_replication(self, tp: TopicPartition | None = None) -> None:
+        """Stop fetching (every partition, or ``tp``) until resumed; the ISR will shrink."""
+        if tp is None:
+            self._paused_all = True
+        else:
+            self._paused.add(tp)
+
+    def resume_replication(self, tp: TopicPartition | None = None) -> None:
+        """Fetch again (``tp=None`` clears the broker-wide pause and every per-partition one)."""
+        if tp is None:
+            self._paused_all = False
+            self._paused.clear()
+        else:
+            self._paused.discard(tp)
+        self._wake_all()
+
+    def set_replication_delay_ms(self, ms: int, tp: TopicPartition | None = None) -> None:
+        """Space each partition's fetches at least ``ms`` apart (0 removes the delay)."""
+        if ms < 0:
+            raise ValueError("replication delay must be >= 0")
+        if tp is None:
+            self._delay_all_ms = ms
+            if ms == 0:
+                self._delays.clear()
+        elif ms == 0:
+            self._delays.pop(tp, None)
+        else:
+            self._delays[tp] = ms
+        if ms == 0:
+            for fetcher in self.fetchers.values():
+                for state in fetcher.partitions.values():
+                    if tp is None or state.tp == tp:
+                        state.not_before_ms = 0
+        self._wake_all()
+
+    def is_paused(self, tp: TopicPartition) -> bool:
+        return self._paused_all or tp in self._paused
+
+    def delay_ms(self, tp: TopicPartition) -> int:
+        return max(self._delay_all_ms, self._delays.get(tp, 0))
+
+    @property
+    def replication_paused(self) -> bool:
+        return self._paused_all
+
+    def _wake_all(self) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.wake()

@@ -1,0 +1,279 @@
+"""Fault injection without a network: rules, validation, and the error responses.
+
+Every error response is encoded and decoded again for every version kio knows of each
+API, so a version whose shape differs (FindCoordinator v4, OffsetFetch v8, Produce
+v13's topic ids) cannot break only at run time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import types
+import typing
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import ClusterMetadata
+from broker.context import ConnectionInfo, RequestContext
+from broker.control.error_responses import ERROR_RESPONSE_API_KEYS, build_error_response
+from broker.control.faults import (
+    FaultError,
+    FaultInjector,
+    NoFaults,
+    parse_api_key,
+    parse_error_code,
+)
+from protocol.api_registry import KIO_VERSIONS, request_class
+from protocol.codec import RequestHeader, decode_response, encode_response
+
+TOPIC = "orders"
+
+
+class _Broker:
+    """What the fault path reads of a broker: its id and the cluster metadata."""
+
+    def __init__(self, broker_id: int = 0) -> None:
+        self.broker_id = broker_id
+        self.cluster = ClusterMetadata()
+        self.cluster.register_broker(0, "127.0.0.1", 9092)
+
+
+def _ctx(api_key: int, version: int, broker: _Broker | None = None) -> RequestContext:
+    closed: list[str] = []
+    info = ConnectionInfo("c", "127.0.0.1", 1, 9092, close=closed.append)
+    ctx = RequestContext(RequestHeader(api_key, version, 7, "test"), info, broker or _Broker())  # type: ignore[arg-type]
+    return ctx
+
+
+def _fill(cls: type[Any], topic: str = TOPIC, partition: int = 2) -> Any:
+    """An instance of a kio request class: required fields get a plain value, every
+    nested list one element (topic ``topic``, partition ``partition``)."""
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            continue
+        kwargs[f.name] = _value(hints[f.name], f.name, topic, partition)
+    return cls(**kwargs)
+
+
+def _value(tp: Any, name: str, topic: str, partition: int) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        (inner,) = [a for a in args if a is not type(None)]
+        return _value(inner, name, topic, partition)
+    if origin is tuple:
+        return (_value(args[0], name, topic, partition),)
+    if dataclasses.is_dataclass(tp):
+        return _fill(typing.cast(type[Any], tp), topic, partition)
+    mro = getattr(tp, "__mro__", (tp,))
+    if ErrorCode in mro:
+        return ErrorCode.none
+    if bool in mro:
+        return False
+    if uuid.UUID in mro:
+        return uuid.UUID(int=0)
+    if datetime.timedelta in mro:
+        return datetime.timedelta(0)
+    if bytes in mro:
+        return b""
+    if str in mro:
+        return topic
+    if int in mro:
+        return partition if "partition" in name else 0
+    raise AssertionError(f"no value for {name}: {tp}")
+
+
+def _versions() -> Iterator[tuple[int, int]]:
+    for key in sorted(ERROR_RESPONSE_API_KEYS):
+        spec = KIO_VERSIONS[key]
+        for version in range(spec.min_version, spec.max_version + 1):
+            yield key, version
+
+
+def _errors_in(obj: Any) -> list[ErrorCode]:
+    """Every error code anywhere in a decoded response."""
+    found: list[ErrorCode] = []
+    if isinstance(obj, ErrorCode):
+        found.append(obj)
+    elif isinstance(obj, tuple):
+        for item in obj:
+            found.extend(_errors_in(item))
+    elif dataclasses.is_dataclass(obj):
+        for f in dataclasses.fields(obj):
+            found.extend(_errors_in(getattr(obj, f.name)))
+    return found
+
+
+@pytest.mark.parametrize(("api_key", "version"), list(_versions()))
+def test_error_response_round_trips_for_every_version(api_key: int, version: int) -> None:
+    request = _fill(request_class(api_key, version))
+    ctx = _ctx(api_key, version)
+    ctx.broker.cluster.create_topic(TOPIC, 3, 1, {})
+    response = build_error_response(ctx, request, ErrorCode.not_coordinator)
+    frame = encode_response(api_key, version, 7, response)
+    correlation_id, decoded = decode_response(api_key, version, frame[4:])
+    assert correlation_id == 7
+    assert ErrorCode.not_coordinator in _errors_in(decoded)
+
+
+def test_produce_error_names_each_partition_of_the_request() -> None:
+    request = _fill(request_class(0, 9), partition=4)
+    response = build_error_response(_ctx(0, 9), request, ErrorCode.not_leader_or_follower)
+    (topic,) = response.responses
+    (part,) = topic.partition_responses
+    assert (topic.name, part.index, part.error_code) == (
+        TOPIC,
+        4,
+        ErrorCode.not_leader_or_follower,
+    )
+    assert part.base_offset == -1
+
+
+# -- parsing ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("NOT_LEADER_OR_FOLLOWER", ErrorCode.not_leader_or_follower),
+        ("not_leader_or_follower", ErrorCode.not_leader_or_follower),
+        (6, ErrorCode.not_leader_or_follower),
+        ("6", ErrorCode.not_leader_or_follower),
+        (-1, ErrorCode.unknown_server_error),
+        ("TOPIC_AUTHORIZATION_FAILED", ErrorCode.topic_authorization_failed),
+    ],
+)
+def test_error_codes_by_number_or_kafka_name(value: object, expected: ErrorCode) -> None:
+    assert parse_error_code(value) is expected
+
+
+@pytest.mark.parametrize("value", ["NO_SUCH_ERROR", 9999, 0, "NONE", True, None, 1.5, [6]])
+def test_bad_error_codes_are_refused(value: object) -> None:
+    with pytest.raises(FaultError):
+        parse_error_code(value)
+
+
+def test_api_keys_by_number_or_name() -> None:
+    assert parse_api_key("Produce") == 0
+    assert parse_api_key("listoffsets") == 2
+    assert parse_api_key(3) == 3
+    assert parse_api_key("12") == 12
+    for bad in ("NoSuchApi", 18, 99, True, None):  # 18 ApiVersions: no error response
+        with pytest.raises(FaultError):
+            parse_api_key(bad)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"count": 0},
+        {"count": -1},
+        {"count": "3"},
+        {"count": True},
+        {"topic": ""},
+        {"topic": 5},
+        {"partition": 1},  # partition without topic
+        {"topic": TOPIC, "partition": -1},
+        {"api_key": 12, "topic": TOPIC},  # Heartbeat names no topic
+        {"error": "BOGUS"},
+        {"api_key": "Bogus"},
+    ],
+)
+def test_a_bad_failure_rule_changes_nothing(kwargs: dict[str, Any]) -> None:
+    faults = FaultInjector()
+    faults.add_failure(0, 0, 6, 1)
+    before = faults.to_json()
+    args: dict[str, Any] = {"api_key": 0, "error": 6, "count": 1, **kwargs}
+    with pytest.raises(FaultError):
+        faults.add_failure(0, **args)
+    assert faults.to_json() == before
+
+
+def test_bad_latency_is_refused() -> None:
+    faults = FaultInjector()
+    for bad in (-1, 600_001, "5", 1.5, True):
+        with pytest.raises(FaultError):
+            faults.set_latency(0, bad)  # type: ignore[arg-type]
+    assert faults.response_delay_ms(0) == 0
+
+
+# -- the request path ---------------------------------------------------------------------
+
+
+def test_a_rule_fails_exactly_count_requests_then_goes() -> None:
+    faults = FaultInjector()
+    faults.add_failure(0, "Produce", "NOT_LEADER_OR_FOLLOWER", 2)
+    request = _fill(request_class(0, 9))
+    answers = [faults.intercept(_ctx(0, 9), request) for _ in range(3)]
+    assert [a is not None for a in answers] == [True, True, False]
+    assert faults.rules() == []
+    assert faults.injected == {0: 2}
+
+
+def test_rules_are_per_broker_and_per_api() -> None:
+    faults = FaultInjector()
+    faults.add_failure(1, 0, 6, 1)
+    produce = _fill(request_class(0, 9))
+    assert faults.intercept(_ctx(0, 9, _Broker(0)), produce) is None
+    assert faults.intercept(_ctx(1, 12, _Broker(1)), _fill(request_class(1, 12))) is None
+    assert faults.intercept(_ctx(0, 9, _Broker(1)), produce) is not None
+
+
+def test_a_topic_partition_rule_matches_only_requests_naming_it() -> None:
+    faults = FaultInjector()
+    faults.add_failure(0, 0, 6, 5, topic=TOPIC, partition=1)
+    assert faults.intercept(_ctx(0, 9), _fill(request_class(0, 9), partition=0)) is None
+    assert faults.intercept(_ctx(0, 9), _fill(request_class(0, 9), topic="other")) is None
+    assert faults.intercept(_ctx(0, 9), _fill(request_class(0, 9), partition=1)) is not None
+    assert faults.rules()[0].remaining == 4
+
+
+def test_a_topic_rule_finds_topics_named_by_id() -> None:
+    """Produce v13 names topics by id only."""
+    broker = _Broker()
+    topic = broker.cluster.create_topic(TOPIC, 3, 1, {})
+    request = _fill(request_class(0, 13))
+    request = dataclasses.replace(
+        request, topic_data=(dataclasses.replace(request.topic_data[0], topic_id=topic.topic_id),)
+    )
+    faults = FaultInjector()
+    faults.add_failure(0, 0, 6, 1, topic=TOPIC)
+    assert faults.intercept(_ctx(0, 13, broker), request) is not None
+
+
+def test_a_failed_acks0_produce_closes_the_connection() -> None:
+    """Kafka answers nothing to acks=0 and closes the connection on an error."""
+    faults = FaultInjector()
+    faults.add_failure(0, 0, 6, 1)
+    closed: list[str] = []
+    ctx = _ctx(0, 9)
+    ctx.connection.close = closed.append
+    request = dataclasses.replace(_fill(request_class(0, 9)), acks=0)
+    assert faults.intercept(ctx, request) is not None
+    assert closed
+
+
+def test_clear_one_broker_or_all() -> None:
+    faults = FaultInjector()
+    faults.add_failure(0, 0, 6, 1)
+    faults.add_failure(1, 0, 6, 1)
+    faults.set_latency(1, 50)
+    faults.clear(1)
+    assert [r.broker_id for r in faults.rules()] == [0]
+    assert faults.response_delay_ms(1) == 0
+    faults.set_latency(0, 10)
+    faults.clear()
+    assert faults.rules() == [] and faults.response_delay_ms(0) == 0
+
+
+def test_the_default_injector_never_intervenes() -> None:
+    none = NoFaults()
+    assert none.intercept(_ctx(0, 9), _fill(request_class(0, 9))) is None
+    assert none.response_delay_ms(0) == 0
