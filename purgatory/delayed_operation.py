@@ -23,13 +23,30 @@ from typing import Protocol
 
 from purgatory.timer_task import TimerTask
 
-__all__ = ["DelayedOperation"]
+__all__ = ["DelayedOperation", "OperationListener"]
+
+
+class OperationListener(Protocol):
+    """Told of every watched operation's life: for a capture or a trace, not for logic.
+
+    Set one on a purgatory (``DelayedOperationPurgatory.listener``). Operations that
+    complete on their first check are never watched and are not reported. Calls happen
+    on the thread completing the operation, after ``on_complete``; a listener must not
+    raise and should be quick.
+    """
+
+    def on_watch(self, operation: DelayedOperation, keys: tuple[Hashable, ...]) -> None: ...
+
+    def on_complete(self, operation: DelayedOperation) -> None: ...
+
+    def on_expire(self, operation: DelayedOperation) -> None: ...
 
 
 class _ExpirationListener(Protocol):
-    """What an operation tells its purgatory when it expires (its expiry counter)."""
+    """What an operation tells its purgatory when it ends (expiry counter, listener)."""
 
     expired_count: int
+    listener: OperationListener | None
 
 
 class DelayedOperation(TimerTask):
@@ -66,11 +83,24 @@ class DelayedOperation(TimerTask):
         True only for the one caller that completed it; that caller's call cancels the
         timer entry (so the timer forgets it at once) and runs ``on_complete``.
         """
+        return self._finish(expired=False)
+
+    def _finish(self, expired: bool) -> bool:
         if self._completed:
             return False
         self._completed = True
         self.cancel()
         self.on_complete()
+        purgatory = self._purgatory
+        if purgatory is not None:
+            if expired:
+                purgatory.expired_count += 1
+            listener = purgatory.listener  # None unless someone listens: one read
+            if listener is not None:
+                if expired:
+                    listener.on_expire(self)
+                else:
+                    listener.on_complete(self)
         return True
 
     def safe_try_complete(self) -> bool:
@@ -81,10 +111,7 @@ class DelayedOperation(TimerTask):
 
     def run(self) -> None:
         """The expiry path, called by the timer."""
-        if self.force_complete():
-            purgatory = self._purgatory
-            if purgatory is not None:
-                purgatory.expired_count += 1
+        if self._finish(expired=True):
             self.on_expiration()
 
     def debug_info(self) -> dict[str, object]:

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Generic, Protocol, TypeVar
 
-from purgatory.delayed_operation import DelayedOperation
+from purgatory.delayed_operation import DelayedOperation, OperationListener
 from purgatory.timer_task import TimerTask
 
-__all__ = ["DelayedOperationPurgatory", "OperationTimer"]
+__all__ = ["DelayedOperationPurgatory", "OperationListener", "OperationTimer"]
 
 Op = TypeVar("Op", bound=DelayedOperation)
 
@@ -57,6 +57,8 @@ class DelayedOperationPurgatory(Generic[Op]):
         """Operations that completed by expiring (Kafka's expiration meters)."""
         self.purged_count = 0
         """Completed watcher entries removed by purges (for tests and metrics)."""
+        self.listener: OperationListener | None = None
+        """Told when an operation is watched, completes or expires (capture); optional."""
 
     # -- the request path -------------------------------------------------------------
 
@@ -73,6 +75,8 @@ class DelayedOperationPurgatory(Generic[Op]):
         watch_keys = tuple(keys)
         operation.watch_keys = watch_keys
         operation._purgatory = self
+        if self.listener is not None:
+            self.listener.on_watch(operation, watch_keys)
         if watch_keys:
             watchers_by_key = self._watchers_by_key
             op_id = id(operation)

@@ -296,6 +296,7 @@ class ReplicaFetcher:
                 offset,
             )
             self.truncations += 1
+            self.manager.truncations += 1
             partition.truncate_to(offset)
         state.truncating = False
 
@@ -401,6 +402,7 @@ class ReplicaFetcherManager:
         self._delay_all_ms = 0
         self._delays: dict[TopicPartition, int] = {}
         self._stopping: set[asyncio.Task[None]] = set()
+        self.truncations = 0  # divergent tails cut after a leader change (for metrics)
 
     # -- partitions --------------------------------------------------------------------
 

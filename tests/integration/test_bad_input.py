@@ -604,3 +604,67 @@ async def test_fifty_concurrent_connections(kafka: MiniKafka) -> None:
     finally:
         await consumer.stop()
     assert sorted(values) == sorted(f"client-{i}".encode() for i in range(clients))
+
+
+# ------------------------------------------------------------- fetch and list offsets
+
+
+@pytest.mark.parametrize(
+    ("topic", "offset", "expected"),
+    [
+        ("nope", 0, ErrorCode.unknown_topic_or_partition),
+        ("fetched", -1, ErrorCode.offset_out_of_range),
+        ("fetched", 10, ErrorCode.offset_out_of_range),
+        ("fetched", 1, ErrorCode.none),
+    ],
+)
+async def test_fetch_errors_are_per_partition(
+    small_kafka: MiniKafka, raw: RawConnection, topic: str, offset: int, expected: ErrorCode
+) -> None:
+    small_kafka.cluster.create_topic("fetched", 1, 1, {})
+    for i in range(3):
+        await _produce(raw, "fetched", _batch(f"f{i}".encode()))
+    response = await raw.call(FETCH, FETCH_V, "FetchRequest", **_fetch_fields(topic, offset, 0))
+    assert response.error_code == ErrorCode.none
+    partition = response.responses[0].partitions[0]
+    assert partition.error_code == expected
+    if expected is ErrorCode.none:
+        assert b"f1" in bytes(partition.records) and b"f0" not in bytes(partition.records)
+    else:
+        assert not partition.records
+    assert "nope" not in small_kafka.cluster.topics  # Fetch never creates topics
+
+
+async def test_fetch_naming_an_unknown_session_is_refused(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    fields = _fetch_fields("fetched", 0, 0)
+    fields["session_id"] = 1234
+    response = await raw.call(FETCH, FETCH_V, "FetchRequest", **fields)
+    assert response.error_code == ErrorCode.fetch_session_id_not_found
+
+
+async def test_list_offsets_of_an_unknown_partition(
+    small_kafka: MiniKafka, raw: RawConnection
+) -> None:
+    small_kafka.cluster.create_topic("listed", 1, 1, {})
+    b = request_builder(LIST_OFFSETS, LIST_OFFSETS_V)
+    response = await raw.call(
+        LIST_OFFSETS,
+        LIST_OFFSETS_V,
+        "ListOffsetsRequest",
+        replica_id=-1,
+        isolation_level=0,
+        topics=tuple(
+            b.ListOffsetsTopic(
+                name=name, partitions=(b.ListOffsetsPartition(partition_index=p, timestamp=-1),)
+            )
+            for name, p in (("listed", 3), ("nope", 0), ("listed", 0))
+        ),
+    )
+    errors = [t.partitions[0].error_code for t in response.topics]
+    assert errors == [
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.none,
+    ]

@@ -36,9 +36,12 @@ def run_group_members(make_member, count: int, stop: threading.Event) -> list[se
 
 async def wait_split(assignments: list[set[int]], total: int) -> None:
     for _ in range(600):
-        if all(assignments) and sum(len(a) for a in assignments) == total:
-            if len(set().union(*assignments)) == total:
-                return
+        if (
+            all(assignments)
+            and sum(len(a) for a in assignments) == total
+            and len(set().union(*assignments)) == total
+        ):
+            return
         await asyncio.sleep(0.05)
     raise AssertionError(f"no split: {assignments}")
 

@@ -56,7 +56,10 @@ def _fill(cls: type[Any], topic: str = TOPIC, partition: int = 2) -> Any:
     hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+        has_default = (
+            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        )
+        if has_default and typing.get_origin(hints[f.name]) is not tuple:
             continue
         kwargs[f.name] = _value(hints[f.name], f.name, topic, partition)
     return cls(**kwargs)
@@ -86,7 +89,9 @@ def _value(tp: Any, name: str, topic: str, partition: int) -> Any:
     if str in mro:
         return topic
     if int in mro:
-        return partition if "partition" in name else 0
+        if name == "acks":
+            return 1
+        return partition if "partition" in name or name == "index" else 0
     raise AssertionError(f"no value for {name}: {tp}")
 
 
