@@ -24,6 +24,7 @@ from broker.replica.replica_manager import ReplicaManager
 from purgatory import LoopClock
 
 if TYPE_CHECKING:
+    from broker.capture import CaptureSet
     from broker.control.server import ControlServer
 
 log = logging.getLogger("broker.app")
@@ -42,6 +43,7 @@ class MiniKafka:
         data_dir: Path | None = None,
         control_port: int | None = None,
         control_host: str = "127.0.0.1",
+        capture_dir: Path | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")
@@ -68,6 +70,10 @@ class MiniKafka:
         self.faults = FaultInjector()
         self.request_metrics: dict[int, RequestMetrics] = {}
         self._control: ControlServer | None = None
+        # Capture (broker/capture.py): every request and delayed-operation event of every
+        # broker, into rolling files under capture_dir; off when None.
+        self.capture_dir = capture_dir
+        self.captures: CaptureSet | None = None
 
     def _build_broker(self, broker_id: int, port: int | None = None) -> Broker:
         loop = asyncio.get_running_loop()
@@ -90,6 +96,12 @@ class MiniKafka:
         broker.observers.append(
             self.request_metrics.setdefault(broker_id, RequestMetrics(broker_id))
         )
+        if self.capture_dir is not None:
+            if self.captures is None:
+                from broker.capture import CaptureSet
+
+                self.captures = CaptureSet(self.capture_dir)
+            self.captures.attach(broker)
         return broker
 
     async def start(self) -> None:
@@ -101,6 +113,8 @@ class MiniKafka:
             self.cluster.register_broker(broker.broker_id, broker.host, broker.port)
         for broker in self.brokers:
             await broker.start()
+        if self.captures is not None:
+            self.captures.start()
         if self.control_port is not None:
             from broker.control.server import ControlServer  # aiohttp only when asked
 
@@ -115,6 +129,9 @@ class MiniKafka:
         for broker in reversed(self.brokers):
             if broker.broker_id not in self.stopped_brokers:
                 await broker.stop()
+        if self.captures is not None:
+            await self.captures.stop()
+            self.captures = None
         self._started = False
 
     async def stop_broker(self, broker_id: int) -> None:

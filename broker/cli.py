@@ -50,7 +50,84 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_control_options(serve)
     _add_fault_parser(sub)
+    _add_capture_options(serve)
+    _add_workload_parser(sub)
+    _add_spark_job_parsers(sub)
     return parser
+
+
+# -- capture, workload, and the Spark jobs (broker/capture.py, broker/workload.py) ------
+
+#: ``minikafka replay|report ARGS`` run ``python -m spark_jobs.<job> ARGS`` in a child
+#: process: the broker package must not import spark_jobs (import-linter contract), and
+#: a child keeps the JVM out of this process. Arguments pass through untouched; see
+#: ``python -m spark_jobs.replay --help`` and ``python -m spark_jobs.report --help``.
+SPARK_JOBS = {"replay": "spark_jobs.replay", "report": "spark_jobs.report"}
+
+
+def _add_capture_options(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--capture-dir",
+        type=Path,
+        default=None,
+        help="capture every request and delayed-operation event into this directory",
+    )
+
+
+def _add_workload_parser(sub: Any) -> None:
+    workload = sub.add_parser(
+        "workload", help="drive a broker with a realistic client mix (aiokafka)"
+    )
+    workload.add_argument("--bootstrap", required=True, help="HOST:PORT[,HOST:PORT...]")
+    workload.add_argument("--duration", type=float, default=10.0, help="seconds (10)")
+    workload.add_argument("--topic", default="workload", help="topic name (workload)")
+    workload.add_argument("--group", default="workload-group", help="consumer group")
+    workload.add_argument(
+        "--replication-factor",
+        type=int,
+        default=None,
+        help="of the topic; default min(3, brokers in the cluster)",
+    )
+
+
+def _add_spark_job_parsers(sub: Any) -> None:
+    for name, module in SPARK_JOBS.items():
+        # Listed for --help only: main() hands the arguments over before parsing.
+        sub.add_parser(name, help=f"run {module} (Spark; see python -m {module} --help)")
+
+
+def _spark_job(argv: Sequence[str]) -> tuple[str, list[str]] | None:
+    """(module, its arguments) when ``argv`` names a Spark job, else None."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] == "--log-level" else 1
+    if i < len(argv) and argv[i] in SPARK_JOBS:
+        return SPARK_JOBS[argv[i]], list(argv[i + 1 :])
+    return None
+
+
+def _run_spark_job(module: str, args: list[str]) -> int:
+    import subprocess
+
+    return subprocess.call([sys.executable, "-m", module, *args])
+
+
+def _workload(args: argparse.Namespace) -> int:
+    from broker.workload import WorkloadConfig, run_workload
+
+    config = WorkloadConfig(
+        bootstrap=args.bootstrap,
+        duration_s=args.duration,
+        topic=args.topic,
+        group_id=args.group,
+        replication_factor=args.replication_factor,
+    )
+
+    async def go() -> int:
+        print(await run_workload(config), flush=True)
+        return 0
+
+    return run_async(go)
 
 
 # -- control endpoint and fault injection (broker/control/) ------------------------------
@@ -158,6 +235,7 @@ async def _serve(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         control_port=args.control_port,
         control_host=args.control_host,
+        capture_dir=args.capture_dir,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -188,6 +266,9 @@ def run_async(factory: Callable[[], Coroutine[Any, Any, int]]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    job = _spark_job(sys.argv[1:] if argv is None else argv)
+    if job is not None:
+        return _run_spark_job(*job)
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -200,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_async(lambda: _serve(args))
         if args.command == "fault":
             return _fault(args)
+        if args.command == "workload":
+            return _workload(args)
     except ConfigError as exc:
         print(f"minikafka: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -433,5 +433,5 @@ def render_prometheus(
 ) -> bytes:
     """The Prometheus text exposition (format 0.0.4) of the cluster's metrics."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(MetricsCollector(brokers, request_metrics, injected))  # type: ignore[arg-type]
+    registry.register(MetricsCollector(brokers, request_metrics, injected))
     return generate_latest(registry)

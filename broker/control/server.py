@@ -270,9 +270,10 @@ class ControlServer:
             candidates.append(getattr(broker, attr, None))
         manager = getattr(broker, "replica_manager", None)
         candidates.append(manager)
-        candidates.append(getattr(manager, "replica_fetcher_manager", None))
+        for attr in ("fetcher_manager", "replica_fetcher_manager"):
+            candidates.append(getattr(manager, attr, None))
         for candidate in candidates:
-            hook = getattr(candidate, name, None) if candidate is not None else None
+            hook: object = getattr(candidate, name, None) if candidate is not None else None
             if callable(hook):
                 return hook
         return None

@@ -91,7 +91,10 @@ class LeaderConnection:
         self._writer.write(frame)
         await self._writer.drain()
         while not self._frames:
-            data = await asyncio.wait_for(self._reader.read(1 << 20), REQUEST_TIMEOUT_MS / 1000)
+            # asyncio.timeout, not wait_for: wait_for (3.11) can swallow a cancel that
+            # lands as the read completes, and stop() must always end the task.
+            async with asyncio.timeout(REQUEST_TIMEOUT_MS / 1000):
+                data = await self._reader.read(1 << 20)
             if not data:
                 raise ConnectionError(f"leader {self.host}:{self.port} closed the connection")
             self._frames.extend(self._decoder.feed(data))
@@ -176,7 +179,8 @@ class ReplicaFetcher:
             await self._wake.wait()
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), ms / 1000)
+            async with asyncio.timeout(ms / 1000):
+                await self._wake.wait()
 
     def _drop_connection(self) -> None:
         if self._connection is not None:

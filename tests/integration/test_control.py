@@ -33,8 +33,10 @@ TIMEOUT_S = 20.0
 
 
 @contextlib.asynccontextmanager
-async def control_cluster(brokers: int = 1) -> AsyncIterator[tuple[MiniKafka, Http]]:
-    config = BrokerConfig.model_validate(FAST_GROUPS)
+async def control_cluster(
+    brokers: int = 1, **overrides: str
+) -> AsyncIterator[tuple[MiniKafka, Http]]:
+    config = BrokerConfig.model_validate({**FAST_GROUPS, **overrides})
     app = MiniKafka(config, brokers=brokers, port=0, control_port=0)
     await app.start()
     try:
@@ -87,13 +89,17 @@ async def end_offset(app: MiniKafka, topic: str) -> int:
         await consumer.stop()
 
 
-def metric(text: str, family: str, sample: str, **labels: str) -> float:
+def metric(
+    text: str, family: str, sample: str, default: float | None = None, **labels: str
+) -> float:
     for fam in text_string_to_metric_families(text):
         if fam.name != family:
             continue
         for s in fam.samples:
             if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items()):
                 return float(s.value)
+    if default is not None:
+        return default
     raise AssertionError(f"no {sample}{labels} in /metrics")
 
 
@@ -250,7 +256,9 @@ async def test_latency_keeps_response_order_and_shows_in_total_time() -> None:
         await http.ok("POST", "/brokers/0/latency", {"ms": 120})
         text = await http.ok("GET", "/metrics")
         family = "kafka_network_requestmetrics_totaltimems"
-        fast = metric(text, family, family + "_bucket", request="Produce", broker="0", le="100.0")
+        fast = metric(
+            text, family, family + "_bucket", 0.0, request="Produce", broker="0", le="100.0"
+        )
         producer = AIOKafkaProducer(bootstrap_servers=app.bootstrap)
         await producer.start()
         try:
@@ -304,9 +312,8 @@ async def test_purgatory_lists_a_parked_fetch_until_a_produce_completes_it() -> 
             text = await http.ok("GET", "/metrics")
             delayed = "kafka_server_delayedoperationpurgatory_numdelayedoperations"
             size = "kafka_server_delayedoperationpurgatory_purgatorysize"
-            labels = {"delayedOperation": "Fetch", "broker": "0"}
-            assert metric(text, delayed, delayed, **labels) >= 1
-            assert metric(text, size, size, **labels) >= 1
+            assert metric(text, delayed, delayed, delayedOperation="Fetch", broker="0") >= 1
+            assert metric(text, size, size, delayedOperation="Fetch", broker="0") >= 1
             for name in ("Produce", "Heartbeat", "Rebalance"):
                 metric(text, delayed, delayed, delayedOperation=name, broker="0")
 
@@ -381,7 +388,7 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
 
 
 async def test_bad_control_requests_get_4xx_and_change_nothing() -> None:
-    async with control_cluster(brokers=2) as (app, http):
+    async with control_cluster(brokers=2) as (_app, http):
         await http.ok(
             "POST", "/faults", {"broker": 1, "api_key": "Fetch", "error_code": 6, "count": 2}
         )
@@ -398,30 +405,78 @@ async def test_bad_control_requests_get_4xx_and_change_nothing() -> None:
             assert await http.ok("GET", "/cluster") == cluster_before, (method, path)
 
 
-async def test_hooks_of_replication_answer_or_say_what_is_missing() -> None:
-    async with control_cluster(brokers=2) as (app, http):
-        status, answer = await http.call("POST", "/brokers/1/replication", {"action": "pause"})
-        assert status in (200, 501), answer
-        if status == 501:
-            assert "pause_replication" in answer["error"]
-        else:
-            await http.ok("POST", "/brokers/1/replication", {"action": "resume"})
+async def _metrics_value(http: Http, family: str, sample: str, broker: int) -> float:
+    text = await http.ok("GET", "/metrics")
+    return metric(text, family, sample, 0.0, broker=str(broker))
 
-        if not hasattr(app, "stop_broker"):
-            status, answer = await http.call("POST", "/brokers/1/stop")
-            assert status == 501 and "stop_broker" in answer["error"]
-            return
 
-        await http.ok("POST", "/brokers/1/stop")
+async def test_paused_replication_shrinks_the_isr_and_resume_expands_it() -> None:
+    overrides = {"replica.lag.time.max.ms": "300", "default.replication.factor": "2"}
+    async with control_cluster(brokers=2, **overrides) as (app, http):
+        producer = AIOKafkaProducer(bootstrap_servers=app.bootstrap, acks=1)
+        await producer.start()
+        try:
+            await producer.send_and_wait("replicated", b"0")
+            (state,) = (await http.ok("GET", "/cluster"))["topics"]["replicated"]["partitions"]
+            leader = state["leader"]
+            (follower,) = [r for r in state["replicas"] if r != leader]
+
+            async def isr() -> list[int]:
+                cluster = await http.ok("GET", "/cluster")
+                return list(cluster["topics"]["replicated"]["partitions"][0]["isr"])
+
+            async def full() -> bool:
+                return sorted(await isr()) == [0, 1]
+
+            await poll(full, "both replicas in the ISR")
+            answer = await http.ok("POST", f"/brokers/{follower}/replication", {"action": "pause"})
+            assert answer == {"broker": follower, "action": "pause"}
+            await producer.send_and_wait("replicated", b"1")
+
+            under = "kafka_server_replicamanager_underreplicatedpartitions"
+            shrinks = "kafka_server_replicamanager_isrshrinkspersec"
+            expands = "kafka_server_replicamanager_isrexpandspersec"
+
+            async def shrunk() -> bool:
+                return await isr() == [leader] and (
+                    await _metrics_value(http, under, under, leader) == 1
+                )
+
+            await poll(shrunk, "the paused follower to leave the ISR")
+            assert await _metrics_value(http, shrinks, shrinks + "_total", leader) >= 1
+
+            await http.ok("POST", f"/brokers/{follower}/replication", {"action": "resume"})
+            await poll(full, "the resumed follower to rejoin the ISR")
+            assert await _metrics_value(http, expands, expands + "_total", leader) >= 1
+            assert await _metrics_value(http, under, under, leader) == 0
+
+            answer = await http.ok(
+                "POST", f"/brokers/{follower}/replication", {"action": "delay", "delay_ms": 5}
+            )
+            assert answer == {"broker": follower, "action": "delay", "delay_ms": 5}
+        finally:
+            await producer.stop()
+
+
+async def test_stop_and_start_a_broker_through_the_endpoint() -> None:
+    async with control_cluster(brokers=2) as (_app, http):
+        assert await http.ok("POST", "/brokers/1/stop") == {"broker": 1, "alive": False}
+        assert await http.ok("POST", "/brokers/1/stop") == {"broker": 1, "alive": False}
         cluster = await http.ok("GET", "/cluster")
         assert [b["alive"] for b in cluster["brokers"]] == [True, False]
-        await http.ok("POST", "/brokers/1/start")
+        assert (await http.ok("GET", "/health"))["alive"] == 1
+        assert await _metrics_value(http, "minikafka_broker_up", "minikafka_broker_up", 1) == 0
 
-        async def back() -> bool:
-            cluster = await http.ok("GET", "/cluster")
-            return bool(cluster["brokers"][1]["alive"])
-
-        await poll(back, "broker 1 to be alive again")
+        assert await http.ok("POST", "/brokers/1/start") == {"broker": 1, "alive": True}
+        cluster = await http.ok("GET", "/cluster")
+        assert [b["alive"] for b in cluster["brokers"]] == [True, True]
+        # The restarted broker serves clients again.
+        producer = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{cluster['brokers'][1]['port']}")
+        await producer.start()
+        try:
+            await producer.send_and_wait("after-restart", b"x")
+        finally:
+            await producer.stop()
 
 
 async def test_health_and_cluster() -> None:

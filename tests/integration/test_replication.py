@@ -186,7 +186,7 @@ async def test_acks_all_is_answered_only_once_both_followers_have_the_batch() ->
 
 
 async def test_paused_follower_times_out_acks_all_until_it_leaves_the_isr() -> None:
-    async with running_cluster(3, **{"replica.lag.time.max.ms": "2000"}) as app:
+    async with running_cluster(3, None, **{"replica.lag.time.max.ms": "2000"}) as app:
         app.cluster.create_topic("lag", 1, 3, {"min.insync.replicas": "2"})
         leader_id = leader_of(app, "lag")
         leader = app.brokers[leader_id]
@@ -218,7 +218,7 @@ async def test_paused_follower_times_out_acks_all_until_it_leaves_the_isr() -> N
 
 
 async def test_not_enough_replicas_with_followers_stopped_or_dropping_out() -> None:
-    async with running_cluster(3, **{"replica.lag.time.max.ms": "1000"}) as app:
+    async with running_cluster(3, None, **{"replica.lag.time.max.ms": "1000"}) as app:
         app.cluster.create_topic("few", 1, 3, {"min.insync.replicas": "2"})
         app.cluster.create_topic("shrinking", 1, 3, {"min.insync.replicas": "2"})
         leader_id = leader_of(app, "shrinking")
@@ -236,9 +236,10 @@ async def test_not_enough_replicas_with_followers_stopped_or_dropping_out() -> N
             # Now the ISR is too small before the append: refused at once, not written.
             error, _ = await raw.produce("shrinking", 0, b"refused")
             assert error is ErrorCode.not_enough_replicas
-            assert app.brokers[leader_id].replica_manager.partitions[
-                ("shrinking", 0)
-            ].log_end_offset == 1
+            assert (
+                app.brokers[leader_id].replica_manager.partitions[("shrinking", 0)].log_end_offset
+                == 1
+            )
         finally:
             await raw.close()
 
@@ -282,7 +283,7 @@ async def test_replication_delay_hook_slows_a_follower_without_stopping_it() -> 
 
 def _confluent_metadata_and_produce(bootstrap: str, topic: str) -> dict[str, Any]:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient
 
     quiet = {"log_level": 0}
     admin = AdminClient({"bootstrap.servers": bootstrap, **quiet})
@@ -325,8 +326,7 @@ def _kafka_python_metadata_and_produce(bootstrap: str, topic: str) -> dict[str, 
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     try:
         offsets = [
-            producer.send(topic, b"kp%d" % i, partition=0).get(timeout=20).offset
-            for i in range(10)
+            producer.send(topic, b"kp%d" % i, partition=0).get(timeout=20).offset for i in range(10)
         ]
     finally:
         producer.close()
@@ -356,9 +356,8 @@ async def test_blocking_clients_see_the_cluster_and_produce_acks_all(
         assert result["replicas"] == [0, 1, 2]
         assert result["isr"] == [0, 1, 2]
         assert not result.get("errors")
-        offsets = result.get("delivered", result.get("offsets"))
+        offsets = result["delivered"] if "delivered" in result else result["offsets"]
         assert sorted(offsets) == list(range(10))
         assert leader.replica_manager.delayed_produces >= 1
         for broker in app.brokers:
             assert broker.replica_manager.partitions[("others", 0)].log_end_offset == 10
-

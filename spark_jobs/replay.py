@@ -1,0 +1,259 @@
+"""Replay a capture against a broker (cluster) from Spark executors; results to Parquet.
+
+Entry point of ``minikafka replay`` and of ``spark-submit spark_jobs/replay.py``::
+
+    replay --capture DIR --bootstrap HOST:PORT --out DIR [--speed F] [--master URL]
+           [--start-delay-s S] [--partitions N]
+
+How the work is cut. The capture is read with its explicit schema
+(``read_capture_requests_df``), repartitioned by (broker id, connection id) so that all
+of a connection's requests land in one task, and sorted within partitions by
+connection and sequence: each task then sees each of its connections whole and in
+order, on any cluster. The partitions are materialised (``persist`` + ``count``) before
+the clock starts, so reading and shuffling the capture does not eat into the schedule.
+There are at most as many partitions as task slots (``defaultParallelism``): every
+connection must be live at once, and a second wave of tasks would start late.
+
+The driver asks ``--bootstrap`` for the cluster's brokers (Metadata) and sends each
+captured broker's connections to the broker with the same id. The replay stage runs in
+barrier mode: its tasks start together, agree (``allGather``) on a start instant
+``--start-delay-s`` after the last one is ready, and send each request at its captured
+offset from the capture's first request divided by ``--speed`` (see
+``replay_client``). Barrier mode also makes a cluster without enough free slots fail
+at once instead of replaying connections in late waves.
+
+Executors open their own TCP connections to the brokers, so the brokers must be
+reachable from them, and the capture directory must be readable at the same path.
+On a cluster, ship this project's ``protocol`` and ``spark_jobs`` (done here with
+``addPyFile`` for non-local masters) and install kio, pydantic and crc32c on the
+executors.
+
+Progress: a driver thread polls Spark's status tracker and prints completed tasks.
+Output: Parquet with ``spark_jobs.schema.RESULT_SCHEMA`` in ``--out``; a summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["ReplaySummary", "main", "parse_args", "run_replay"]
+
+
+class ReplaySummary:
+    """What a replay did, for the caller and the summary line."""
+
+    def __init__(self, out: Path, requests: int, connections: int, errors: dict[str, int]):
+        self.out = out
+        self.requests = requests
+        self.connections = connections
+        self.errors = errors
+
+    def __str__(self) -> str:
+        errs = ", ".join(f"{k}: {v}" for k, v in sorted(self.errors.items())) or "none"
+        return (
+            f"replayed {self.requests} requests on {self.connections} connections "
+            f"into {self.out} (replay errors: {errs})"
+        )
+
+
+def _ship_packages(sc: SparkContext) -> None:
+    """Zip our two packages the executors need and add them to the job."""
+    root = Path(__file__).resolve().parent.parent
+    fd, name = tempfile.mkstemp(prefix="minikafka-replay-", suffix=".zip")
+    os.close(fd)
+    with zipfile.ZipFile(name, "w") as zf:
+        for package in ("protocol", "spark_jobs"):
+            for path in (root / package).rglob("*.py"):
+                zf.write(path, path.relative_to(root).as_posix())
+    sc.addPyFile(name)
+
+
+class _Progress(threading.Thread):
+    """Prints "replay: N/M tasks" while the replay stage runs (the status tracker)."""
+
+    def __init__(self, sc: SparkContext, group: str, interval_s: float = 2.0) -> None:
+        super().__init__(name="replay-progress", daemon=True)
+        self._sc = sc
+        self._group = group
+        self._interval_s = interval_s
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        tracker = self._sc.statusTracker()
+        last = ""
+        while not self._stop_event.wait(self._interval_s):
+            done = total = 0
+            for job_id in tracker.getJobIdsForGroup(self._group):
+                job = tracker.getJobInfo(job_id)
+                if job is None:
+                    continue
+                for stage_id in job.stageIds:
+                    stage = tracker.getStageInfo(stage_id)
+                    if stage is not None:
+                        done += stage.numCompletedTasks
+                        total += stage.numTasks
+            line = f"replay: {done}/{total} tasks done"
+            if total and line != last:
+                print(line, flush=True)
+                last = line
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+def run_replay(
+    spark: SparkSession,
+    capture: str | Path,
+    bootstrap: str,
+    out: str | Path,
+    *,
+    speed: float = 1.0,
+    start_delay_s: float = 0.5,
+    partitions: int | None = None,
+    response_timeout_s: float = 60.0,
+) -> ReplaySummary:
+    """Replay ``capture`` against ``bootstrap``; write RESULT_SCHEMA Parquet to ``out``."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.captures import read_capture_requests_df
+    from spark_jobs.replay_client import (
+        REPLAY_COLUMNS,
+        ReplaySchedule,
+        fetch_broker_addresses,
+        replay_rows,
+    )
+    from spark_jobs.schema import RESULT_SCHEMA
+
+    if speed <= 0:
+        raise ValueError(f"--speed must be positive, got {speed}")
+    sc = spark.sparkContext
+    addresses = fetch_broker_addresses(bootstrap)
+    requests = read_capture_requests_df(spark, capture).select(*REPLAY_COLUMNS)
+    stats = requests.agg(
+        F.min("received_unix_us").alias("first"),
+        F.count(F.lit(1)).alias("n"),
+        F.countDistinct("broker_id", "connection_id").alias("connections"),
+    ).first()
+    assert stats is not None
+    out_path = Path(out)
+    if not stats["n"]:
+        spark.createDataFrame([], RESULT_SCHEMA).write.mode("overwrite").parquet(str(out_path))
+        return ReplaySummary(out_path, 0, 0, {})
+    connections = int(stats["connections"])
+    n_parts = partitions or max(1, min(connections, sc.defaultParallelism))
+    ordered: DataFrame = requests.repartition(n_parts, "broker_id", "connection_id")
+    ordered = ordered.sortWithinPartitions("broker_id", "connection_id", "sequence").persist()
+    ordered.count()  # shuffle and cache now, before the clock starts
+
+    schedule = ReplaySchedule(
+        addresses=addresses,
+        start_unix_s=time.time() + start_delay_s,
+        first_received_us=int(stats["first"]),
+        speed=speed,
+        response_timeout_s=response_timeout_s,
+    )
+
+    def replay_partition(rows: Iterator[Any]) -> Iterator[tuple[Any, ...]]:
+        # Barrier stage: every task is running before any sends; they agree on a start
+        # instant start_delay_s after the last of them got here, so a task whose
+        # Python worker started late does not begin the schedule late.
+        from pyspark import BarrierTaskContext
+
+        materialised = [row.asDict() for row in rows]
+        arrived = BarrierTaskContext.get().allGather(repr(time.time()))
+        start = max(float(t) for t in arrived) + start_delay_s
+        return replay_rows(materialised, dataclasses.replace(schedule, start_unix_s=start))
+
+    group = f"minikafka-replay-{os.getpid()}-{time.time_ns()}"
+    sc.setJobGroup(group, "minikafka replay")
+    progress = _Progress(sc, group)
+    progress.start()
+    try:
+        results = spark.createDataFrame(
+            ordered.rdd.barrier().mapPartitions(replay_partition), RESULT_SCHEMA
+        )
+        results.write.mode("overwrite").parquet(str(out_path))
+    finally:
+        progress.stop()
+        ordered.unpersist()
+    written = spark.read.schema(RESULT_SCHEMA).parquet(str(out_path))
+    errors = {
+        str(row["kind"]): int(row["count"])
+        for row in written.where(F.col("replay_error").isNotNull())
+        .groupBy(F.regexp_extract("replay_error", r"^([^:]*)", 1).alias("kind"))
+        .count()
+        .collect()
+    }
+    return ReplaySummary(out_path, int(stats["n"]), connections, errors)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="minikafka replay",
+        description="Replay a capture against a broker from Spark; results as Parquet.",
+    )
+    parser.add_argument("--capture", required=True, help="capture directory (or file)")
+    parser.add_argument("--bootstrap", required=True, help="HOST:PORT[,...] of the target")
+    parser.add_argument("--out", required=True, help="results directory (Parquet)")
+    parser.add_argument("--speed", type=float, default=1.0, help="time factor: 2 = twice as fast")
+    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument(
+        "--start-delay-s",
+        type=float,
+        default=0.5,
+        help="lead time from the moment every task is ready to the first send (0.5)",
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=None, help="replay tasks (default: task slots)"
+    )
+    parser.add_argument(
+        "--response-timeout-s", type=float, default=60.0, help="give up on an answer after (60)"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the replay; joins an already active SparkSession (and leaves it running)."""
+    args = parse_args(argv)
+    from pyspark.sql import SparkSession
+
+    from spark_jobs.session import build_spark_session, is_local_master
+
+    active = SparkSession.getActiveSession()
+    spark = active or build_spark_session("minikafka-replay", args.master)
+    try:
+        if not is_local_master(spark.sparkContext.master):
+            _ship_packages(spark.sparkContext)
+        summary = run_replay(
+            spark,
+            args.capture,
+            args.bootstrap,
+            args.out,
+            speed=args.speed,
+            start_delay_s=args.start_delay_s,
+            partitions=args.partitions,
+            response_timeout_s=args.response_timeout_s,
+        )
+    finally:
+        if active is None:
+            spark.stop()
+    print(summary, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,371 @@
+"""The executor side of the replay: re-send captured connections over our own TCP sockets.
+
+One Spark task gets the requests of some connections, each connection's in its
+captured order. All its connections replay at once on one asyncio loop (they
+overlapped in time when captured, and a rebalance needs its members to overlap), each
+over its own TCP connection to the broker with the captured broker's id.
+
+Timing. Request *i* is sent at ``start + (received_i - first_received) / speed``: its
+captured offset from the capture's first request, the same clock for every task
+(``start`` is a wall-clock instant the driver picks a little ahead, so tasks that
+start at slightly different moments still share one schedule). Causality comes first:
+if request *j* of the same connection had been answered before request *i* arrived
+(``received_j + total_time_j <= received_i``), the client had that answer when it sent
+*i* (a SyncGroup needs the JoinGroup's member id), so *i* also waits for *j*'s
+replayed answer. Pipelined requests stay pipelined. What that costs shows as schedule
+lag (``actual_send_ms - planned_send_ms``).
+
+Each request is re-framed: a fresh correlation id per connection, and for the APIs
+that carry what a broker assigns, decoded, rewritten (``replay_rewrite``) and
+re-encoded. Responses come back in request order (Kafka's guarantee), so they are
+matched by position and checked by correlation id. An acks=0 Produce gets no answer.
+
+Spark-free: ``replay_rows`` takes plain dicts and returns plain tuples in
+``RESULT_SCHEMA`` order, so it is tested without a JVM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from protocol.codec import (
+    RequestHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+    parse_request_header,
+)
+from protocol.error_codes import error_codes
+from spark_jobs.replay_rewrite import DECODE_APIS, LEARN_APIS, PRODUCE, ReplayRewriter
+
+__all__ = [
+    "REPLAY_COLUMNS",
+    "ReplaySchedule",
+    "fetch_broker_addresses",
+    "replay_rows",
+]
+
+#: The capture columns the replay reads (a projection of CAPTURE_REQUEST_SCHEMA).
+REPLAY_COLUMNS: Final = (
+    "broker_id",
+    "connection_id",
+    "sequence",
+    "api_key",
+    "api_name",
+    "api_version",
+    "request",
+    "received_unix_us",
+    "total_time_ms",
+    "remote_time_ms",
+    "purgatory",
+    "purgatory_outcome",
+)
+
+_LENGTH = struct.Struct(">i")
+_CORRELATION_AT_4 = struct.Struct(">i")  # inside the frame, after api key and version
+_METADATA: Final = 3
+_METADATA_VERSION: Final = 4
+
+
+@dataclass(frozen=True)
+class ReplaySchedule:
+    """What every task shares: where brokers are, when the replay starts, how fast."""
+
+    addresses: Mapping[int, tuple[str, int]]
+    start_unix_s: float
+    first_received_us: int
+    speed: float = 1.0
+    response_timeout_s: float = 60.0
+    connect_timeout_s: float = 10.0
+
+
+@dataclass
+class _Inflight:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    request: Any
+    sent_at: float
+    row_index: int
+    captured_done_us: float
+    future: asyncio.Future[None]
+
+
+@dataclass
+class _Result:
+    planned_ms: float
+    actual_ms: float | None = None
+    response_ms: float | None = None
+    codes: list[int] | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Connection:
+    """One replayed connection: a socket, its queue of requests awaiting answers."""
+
+    broker_id: int
+    connection_id: str
+    schedule: ReplaySchedule
+    rewriter: ReplayRewriter
+    results: list[_Result] = field(default_factory=list)
+    reader: asyncio.StreamReader | None = None
+    writer: asyncio.StreamWriter | None = None
+    reader_task: asyncio.Task[None] | None = None
+    inflight: deque[_Inflight] = field(default_factory=deque)
+    next_correlation: int = 0
+    closed_reason: str | None = None
+
+    async def connect(self) -> None:
+        address = self.schedule.addresses.get(self.broker_id)
+        if address is None:
+            raise ConnectionError(f"no broker {self.broker_id} in the replay cluster")
+        self.reader, self.writer = await asyncio.wait_for(
+            asyncio.open_connection(*address), self.schedule.connect_timeout_s
+        )
+        sock = self.writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.closed_reason = None
+        self.reader_task = asyncio.get_running_loop().create_task(self._read_responses())
+
+    async def _read_responses(self) -> None:
+        assert self.reader is not None
+        reader = self.reader
+        try:
+            while True:
+                size_bytes = await reader.readexactly(4)
+                (size,) = _LENGTH.unpack(size_bytes)
+                frame = await reader.readexactly(size)
+                now = time.monotonic()
+                if not self.inflight:
+                    raise ConnectionError("response with no request waiting for it")
+                entry = self.inflight.popleft()
+                self._answered(entry, frame, now)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
+            self._fail_all(f"connection lost: {type(exc).__name__}")
+
+    def _answered(self, entry: _Inflight, frame: bytes, now: float) -> None:
+        result = self.results[entry.row_index]
+        result.response_ms = round((now - entry.sent_at) * 1000.0, 3)
+        try:
+            correlation_id, response = decode_response(entry.api_key, entry.api_version, frame)
+        except Exception as exc:  # a broker answering garbage is a finding, not a crash
+            result.error = f"undecodable response: {exc}"[:300]
+        else:
+            if correlation_id != entry.correlation_id:
+                result.error = (
+                    f"correlation id {correlation_id}, expected {entry.correlation_id}"
+                )
+            result.codes = error_codes(response)
+            if entry.api_key in LEARN_APIS:
+                self.rewriter.learn(self.connection_id, entry.api_key, entry.request, response)
+        if not entry.future.done():
+            entry.future.set_result(None)
+
+    def _fail_all(self, reason: str) -> None:
+        self.closed_reason = reason
+        while self.inflight:
+            entry = self.inflight.popleft()
+            result = self.results[entry.row_index]
+            if result.error is None:
+                result.error = reason
+            if not entry.future.done():
+                entry.future.set_result(None)
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+        if self.reader_task is not None:
+            self.reader_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self.reader_task
+        self._fail_all("no response before the replay ended")
+
+
+def _frame_with_correlation(frame: bytes, correlation_id: int) -> bytes:
+    """The captured frame, length-prefixed, with only its correlation id replaced."""
+    out = bytearray(_LENGTH.pack(len(frame)))
+    out += frame
+    _CORRELATION_AT_4.pack_into(out, 4 + 4, correlation_id)
+    return bytes(out)
+
+
+def _reframe(
+    conn: _Connection, header: RequestHeader, frame: bytes, body_offset: int
+) -> tuple[bytes | None, Any, bool, str | None]:
+    """(bytes to send or None, request sent, expects a response, skip reason)."""
+    correlation_id = conn.next_correlation
+    if header.api_key not in DECODE_APIS:
+        return _frame_with_correlation(frame, correlation_id), None, True, None
+    request = decode_request(header, frame, body_offset)
+    reason = ReplayRewriter.skip_reason(header.api_key, request)
+    if reason is not None:
+        return None, request, False, reason
+    rewritten = conn.rewriter.rewrite(conn.connection_id, header.api_key, request)
+    expects = not (header.api_key == PRODUCE and int(rewritten.acks) == 0)
+    if rewritten is request:
+        data = _frame_with_correlation(frame, correlation_id)
+    else:
+        data = encode_request(
+            header.api_key, header.api_version, correlation_id, header.client_id, rewritten
+        )
+    return data, rewritten, expects, None
+
+
+async def _replay_connection(conn: _Connection, rows: list[dict[str, Any]]) -> None:
+    schedule = conn.schedule
+    loop = asyncio.get_running_loop()
+    # The shared wall-clock start, on this process's monotonic clock.
+    start_mono = time.monotonic() + (schedule.start_unix_s - time.time())
+    waiting: list[_Inflight] = []  # sent, answered or not, for the causality rule
+    for index, row in enumerate(rows):
+        offset_s = (row["received_unix_us"] - schedule.first_received_us) / 1e6 / schedule.speed
+        result = _Result(planned_ms=round(offset_s * 1000.0, 3))
+        conn.results.append(result)
+        received_us = float(row["received_unix_us"])
+        # Causality: wait for answers the client had before it sent this request.
+        must_wait = [e for e in waiting if e.captured_done_us <= received_us]
+        if must_wait:
+            waiting = [e for e in waiting if e.captured_done_us > received_us]
+            pending = [e.future for e in must_wait if not e.future.done()]
+            if pending:
+                await asyncio.wait(pending, timeout=schedule.response_timeout_s)
+        delay = start_mono + offset_s - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        frame = bytes(row["request"])
+        try:
+            header, body_offset = parse_request_header(frame)
+            data, request, expects, reason = _reframe(conn, header, frame, body_offset)
+        except Exception as exc:
+            result.error = f"cannot re-frame the captured request: {exc}"[:300]
+            continue
+        if reason is not None:
+            result.error = reason
+            continue
+        assert data is not None
+        if conn.writer is None or conn.closed_reason is not None:
+            try:
+                if conn.writer is not None:
+                    await conn.close()
+                await conn.connect()
+            except (OSError, ConnectionError, TimeoutError) as exc:
+                result.error = f"cannot connect: {exc}"[:300]
+                continue
+        assert conn.writer is not None
+        sent_at = time.monotonic()
+        result.actual_ms = round((sent_at - start_mono) * 1000.0, 3)
+        conn.next_correlation += 1
+        if expects:
+            entry = _Inflight(
+                api_key=header.api_key,
+                api_version=header.api_version,
+                correlation_id=conn.next_correlation - 1,
+                request=request,
+                sent_at=sent_at,
+                row_index=index,
+                captured_done_us=received_us + float(row["total_time_ms"]) * 1000.0,
+                future=loop.create_future(),
+            )
+            conn.inflight.append(entry)
+            waiting.append(entry)
+        else:
+            result.codes = []
+        conn.writer.write(data)
+    pending = [e.future for e in conn.inflight if not e.future.done()]
+    if pending:
+        await asyncio.wait(pending, timeout=schedule.response_timeout_s)
+    await conn.close()
+
+
+async def _replay_all(
+    groups: list[tuple[int, str, list[dict[str, Any]]]], schedule: ReplaySchedule
+) -> list[_Connection]:
+    rewriter = ReplayRewriter()  # one per task: member ids learned are shared
+    conns = [_Connection(b, c, schedule, rewriter) for b, c, _ in groups]
+    await asyncio.gather(
+        *(_replay_connection(conn, rows) for conn, (_, _, rows) in zip(conns, groups, strict=True))
+    )
+    return conns
+
+
+def replay_rows(rows: Iterable[Mapping[str, Any]], schedule: ReplaySchedule) -> Iterator[tuple[Any, ...]]:
+    """Replay ``rows`` (``REPLAY_COLUMNS``, each connection's rows together and in
+    sequence order) and yield one ``RESULT_SCHEMA`` tuple per row."""
+    groups: list[tuple[int, str, list[dict[str, Any]]]] = []
+    for row in rows:
+        key = (int(row["broker_id"]), str(row["connection_id"]))
+        if not groups or (groups[-1][0], groups[-1][1]) != key:
+            groups.append((key[0], key[1], []))
+        groups[-1][2].append(dict(row))
+    if not groups:
+        return
+    conns = asyncio.run(_replay_all(groups, schedule))
+    for conn, (_, _, conn_rows) in zip(conns, groups, strict=True):
+        for row, result in zip(conn_rows, conn.results, strict=False):
+            yield (
+                int(row["api_key"]),
+                str(row["api_name"]),
+                int(row["api_version"]),
+                conn.connection_id,
+                int(row["sequence"]),
+                row["purgatory"],
+                row["purgatory_outcome"],
+                float(row["total_time_ms"]),
+                float(row["remote_time_ms"]),
+                result.planned_ms,
+                result.actual_ms,
+                result.response_ms,
+                result.codes,
+                result.error,
+            )
+
+
+# -- the driver's one look at the target cluster ------------------------------------
+
+
+def fetch_broker_addresses(bootstrap: str, timeout_s: float = 10.0) -> dict[int, tuple[str, int]]:
+    """Broker id -> (host, port) from a Metadata request to the first reachable
+    bootstrap server."""
+    from protocol.builders import request_builder
+
+    request = request_builder(_METADATA, _METADATA_VERSION).MetadataRequest(
+        topics=(), allow_auto_topic_creation=False
+    )
+    frame = encode_request(_METADATA, _METADATA_VERSION, 1, "minikafka-replay", request)
+    errors: list[str] = []
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+                sock.sendall(frame)
+                size = _LENGTH.unpack(_recv_exactly(sock, 4))[0]
+                _, response = decode_response(
+                    _METADATA, _METADATA_VERSION, _recv_exactly(sock, size)
+                )
+        except (OSError, ValueError) as exc:
+            errors.append(f"{server}: {exc}")
+            continue
+        return {int(b.node_id): (str(b.host), int(b.port)) for b in response.brokers}
+    raise ConnectionError(f"no bootstrap server answered Metadata: {'; '.join(errors)}")
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise ConnectionError("connection closed mid-response")
+        chunks += chunk
+    return bytes(chunks)

@@ -1,0 +1,253 @@
+"""What a replay must change in a captured request before a new broker can answer it.
+
+A fresh broker assigns its own member ids, generation ids and producer ids, so a
+request that repeats a captured one word for word would be answered UNKNOWN_MEMBER_ID,
+ILLEGAL_GENERATION or UNKNOWN_PRODUCER_ID. The capture holds requests but not response
+bodies, so the mapping is learned the only way it can be: a captured value seen for the
+first time after an answer of the new broker is mapped to the value that answer gave.
+
+* JoinGroup answers give a member id (also with MEMBER_ID_REQUIRED) and, on success, a
+  generation. The next unmapped captured member id of that group is mapped to the
+  member id learned; the next unmapped generation to the generation learned. The
+  mapped ids then replace the captured ones in JoinGroup, SyncGroup (its own and,
+  where known, the leader's assignments), Heartbeat, OffsetCommit and LeaveGroup.
+* InitProducerId answers give a producer id and epoch; the next unmapped captured
+  producer id found in a Produce batch (or an InitProducerId that names one) is mapped
+  to them. Producer id and epoch sit under the batch CRC, so it is recomputed.
+
+Member ids are unique strings, so the member map may be shared by all connections of a
+replay task (a leader's SyncGroup then also rewrites the other members it knows);
+generations are per group. Inter-broker requests (follower Fetch and
+OffsetForLeaderEpoch, with a replica id >= 0) are not replayed: the new cluster's own
+followers fetch for themselves, and a fake follower would move its ISR and high
+watermark. ``skip_reason`` says so.
+
+Sans-IO and Spark-free, so the rules are tested without a broker or a JVM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from protocol.record_batch import compute_crc, iter_batches
+
+__all__ = [
+    "FETCH",
+    "INIT_PRODUCER_ID",
+    "JOIN_GROUP",
+    "PRODUCE",
+    "ReplayRewriter",
+    "rewrite_producer_in_batches",
+]
+
+PRODUCE: Final = 0
+FETCH: Final = 1
+OFFSET_COMMIT: Final = 8
+JOIN_GROUP: Final = 11
+HEARTBEAT: Final = 12
+LEAVE_GROUP: Final = 13
+SYNC_GROUP: Final = 14
+INIT_PRODUCER_ID: Final = 22
+OFFSET_FOR_LEADER_EPOCH: Final = 23
+
+#: APIs whose requests may need decoding (the others only get a new correlation id).
+DECODE_APIS: Final = frozenset(
+    {
+        PRODUCE,
+        FETCH,
+        OFFSET_COMMIT,
+        JOIN_GROUP,
+        HEARTBEAT,
+        LEAVE_GROUP,
+        SYNC_GROUP,
+        INIT_PRODUCER_ID,
+        OFFSET_FOR_LEADER_EPOCH,
+    }
+)
+#: APIs whose responses teach the rewriter something.
+LEARN_APIS: Final = frozenset({JOIN_GROUP, INIT_PRODUCER_ID})
+
+_PRODUCER_ID_POS: Final = 43  # int64, then the int16 epoch: both under the CRC
+_PRODUCER = struct.Struct(">qh")
+_CRC_POS: Final = 17
+_UINT32 = struct.Struct(">I")
+
+
+def rewrite_producer_in_batches(
+    records: bytes, mapping: dict[int, tuple[int, int]]
+) -> tuple[bytes, list[int]]:
+    """Batches with producer ids in ``mapping`` re-stamped (id, epoch) and their CRC
+    recomputed; also the producer ids (>= 0) found that ``mapping`` lacks."""
+    out: bytearray | None = None
+    unknown: list[int] = []
+    for pos, header in iter_batches(records, allow_partial_tail=True):
+        pid = header.producer_id
+        if pid < 0:
+            continue
+        target = mapping.get(pid)
+        if target is None:
+            unknown.append(pid)
+            continue
+        if target == (pid, header.producer_epoch):
+            continue
+        if out is None:
+            out = bytearray(records)
+        _PRODUCER.pack_into(out, pos + _PRODUCER_ID_POS, target[0], target[1])
+        crc = compute_crc(memoryview(out)[pos : pos + header.size])
+        _UINT32.pack_into(out, pos + _CRC_POS, crc)
+    return (records if out is None else bytes(out)), unknown
+
+
+@dataclass
+class _GroupState:
+    """What one connection learned about one group."""
+
+    learned_member_id: str | None = None
+    learned_generation: int | None = None
+    generations: dict[int, int] = field(default_factory=dict)
+
+
+class ReplayRewriter:
+    """Rewrites requests of the connections of one replay task (see module doc)."""
+
+    def __init__(self) -> None:
+        #: captured member id -> new member id (shared by the task's connections).
+        self.member_ids: dict[str, str] = {}
+        #: captured producer id -> (new producer id, new epoch).
+        self.producers: dict[int, tuple[int, int]] = {}
+        self._learned_producer: dict[str, tuple[int, int]] = {}  # per connection
+        self._groups: dict[tuple[str, str], _GroupState] = {}
+        # A client may ask for its producer id on one connection and produce on another.
+        self._last_learned_producer: tuple[int, int] | None = None
+
+    # -- requests -------------------------------------------------------------------
+
+    @staticmethod
+    def skip_reason(api_key: int, request: Any) -> str | None:
+        """Why a request is not to be replayed, or None."""
+        if api_key in (FETCH, OFFSET_FOR_LEADER_EPOCH):
+            replica_id = getattr(request, "replica_id", None)
+            state = getattr(request, "replica_state", None)
+            if replica_id is None and state is not None:
+                replica_id = getattr(state, "replica_id", -1)
+            if replica_id is not None and int(replica_id) >= 0:
+                return "skipped: inter-broker request (replica id >= 0)"
+        return None
+
+    def rewrite(self, connection: str, api_key: int, request: Any) -> Any:
+        """The request to send in place of the captured one (maybe the same object)."""
+        if api_key == PRODUCE:
+            return self._rewrite_produce(connection, request)
+        if api_key == INIT_PRODUCER_ID:
+            pid = getattr(request, "producer_id", -1)
+            if pid is not None and pid >= 0 and pid in self.producers:
+                new_pid, new_epoch = self.producers[pid]
+                return dataclasses.replace(request, producer_id=new_pid, producer_epoch=new_epoch)
+            return request
+        group_id = getattr(request, "group_id", None)
+        if group_id is None or api_key not in (
+            JOIN_GROUP,
+            SYNC_GROUP,
+            HEARTBEAT,
+            OFFSET_COMMIT,
+            LEAVE_GROUP,
+        ):
+            return request
+        state = self._group(connection, str(group_id))
+        changes: dict[str, Any] = {}
+        member_id = getattr(request, "member_id", None)
+        if member_id:
+            new_member = self._map_member(state, member_id)
+            if new_member != member_id:
+                changes["member_id"] = new_member
+        for name in ("generation_id", "generation_id_or_member_epoch"):
+            generation = getattr(request, name, None)
+            if generation is not None and generation >= 0:
+                new_generation = self._map_generation(state, int(generation))
+                if new_generation != generation:
+                    changes[name] = type(generation)(new_generation)
+        if api_key == SYNC_GROUP and request.assignments:
+            assignments = tuple(
+                dataclasses.replace(a, member_id=self.member_ids[a.member_id])
+                if a.member_id in self.member_ids
+                else a
+                for a in request.assignments
+            )
+            changes["assignments"] = assignments
+        if api_key == LEAVE_GROUP and getattr(request, "members", None):
+            changes["members"] = tuple(
+                dataclasses.replace(m, member_id=self._map_member(state, m.member_id))
+                if m.member_id
+                else m
+                for m in request.members
+            )
+        return dataclasses.replace(request, **changes) if changes else request
+
+    def _group(self, connection: str, group_id: str) -> _GroupState:
+        key = (connection, group_id)
+        state = self._groups.get(key)
+        if state is None:
+            state = self._groups[key] = _GroupState()
+        return state
+
+    def _map_member(self, state: _GroupState, captured: str) -> str:
+        mapped = self.member_ids.get(captured)
+        if mapped is not None:
+            return mapped
+        if state.learned_member_id is not None and state.learned_member_id not in set(
+            self.member_ids.values()
+        ):
+            self.member_ids[captured] = state.learned_member_id
+            return state.learned_member_id
+        return captured
+
+    def _map_generation(self, state: _GroupState, captured: int) -> int:
+        mapped = state.generations.get(captured)
+        if mapped is not None:
+            return mapped
+        if state.learned_generation is not None:
+            state.generations[captured] = state.learned_generation
+            return state.learned_generation
+        return captured
+
+    def _rewrite_produce(self, connection: str, request: Any) -> Any:
+        topics = []
+        changed = False
+        for topic in request.topic_data:
+            partitions = []
+            for partition in topic.partition_data:
+                records = partition.records
+                if records:
+                    new_records, unknown = rewrite_producer_in_batches(records, self.producers)
+                    learned = self._learned_producer.get(connection, self._last_learned_producer)
+                    if unknown and learned is not None:
+                        for pid in unknown:
+                            self.producers.setdefault(pid, learned)
+                        new_records, _ = rewrite_producer_in_batches(records, self.producers)
+                    if new_records is not records:
+                        partition = dataclasses.replace(partition, records=new_records)
+                        changed = True
+                partitions.append(partition)
+            topics.append(dataclasses.replace(topic, partition_data=tuple(partitions)))
+        if not changed:
+            return request
+        return dataclasses.replace(request, topic_data=tuple(topics))
+
+    # -- responses ------------------------------------------------------------------
+
+    def learn(self, connection: str, api_key: int, request: Any, response: Any) -> None:
+        """Remember what the new broker assigned in ``response`` to ``request``."""
+        if api_key == JOIN_GROUP:
+            state = self._group(connection, str(request.group_id))
+            member_id = getattr(response, "member_id", "")
+            if member_id:
+                state.learned_member_id = str(member_id)
+            if int(response.error_code) == 0 and response.generation_id >= 0:
+                state.learned_generation = int(response.generation_id)
+        elif api_key == INIT_PRODUCER_ID and int(response.error_code) == 0:
+            learned = (int(response.producer_id), int(response.producer_epoch))
+            self._learned_producer[connection] = learned
+            self._last_learned_producer = learned
