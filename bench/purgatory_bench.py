@@ -644,6 +644,8 @@ class HeapTimer:
                 task = heapq.heappop(heap)[2]
                 if task.delay_ms >= 0:
                     task.run()
+            if counter[0] >= target:
+                break
             delay = heap[0][0] - self.loop.time() if heap else _MIN_SLEEP
             await asyncio.sleep(_MIN_SLEEP if 0 < delay < _MIN_SLEEP else max(delay, 0))
 

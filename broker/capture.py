@@ -35,14 +35,16 @@ import logging
 import time
 from collections.abc import Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from protocol.capture import (
     DELAYED_OPERATION_KINDS,
     CaptureRequest,
     DelayedOperationEvent,
     DelayedOperationKind,
+    OperationEvent,
     PurgatoryName,
+    PurgatoryOutcome,
 )
 from protocol.capture_files import DEFAULT_FLUSH_INTERVAL_MS, DEFAULT_ROLL_BYTES, CaptureWriter
 from protocol.error_codes import error_codes
@@ -76,7 +78,7 @@ def operation_kind(cls: type, purgatory: str) -> DelayedOperationKind:
     kind = _DEFAULT_KIND.get(purgatory, "DelayedFetch")
     for base in cls.__mro__:
         if base.__name__ in DELAYED_OPERATION_KINDS:
-            kind = base.__name__  # type: ignore[assignment]
+            kind = base.__name__
             break
     _kind_cache[(cls, purgatory)] = kind
     return kind
@@ -170,8 +172,8 @@ class BrokerCapture:
                 response_queue_time_ms=b["response_queue_ms"],
                 response_send_time_ms=b["send_ms"],
                 total_time_ms=b["total_ms"],
-                purgatory=timing.purgatory,
-                purgatory_outcome=timing.purgatory_outcome,
+                purgatory=cast(PurgatoryName | None, timing.purgatory),
+                purgatory_outcome=cast(PurgatoryOutcome | None, timing.purgatory_outcome),
                 error_codes=error_codes(response),
             )
             self._write(record)
@@ -184,7 +186,7 @@ class BrokerCapture:
         self,
         operation: DelayedOperation,
         purgatory: PurgatoryName,
-        event: str,
+        event: OperationEvent,
         keys: tuple[Hashable, ...] | None,
     ) -> None:
         try:

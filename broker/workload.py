@@ -102,7 +102,9 @@ class _RawClient:
     async def call(self, api_key: int, version: int, request: Any) -> Any:
         assert self.reader is not None and self.writer is not None
         self._correlation += 1
-        self.writer.write(encode_request(api_key, version, self._correlation, self.client_id, request))
+        self.writer.write(
+            encode_request(api_key, version, self._correlation, self.client_id, request)
+        )
         (size,) = _LENGTH.unpack(await self.reader.readexactly(4))
         _, response = decode_response(api_key, version, await self.reader.readexactly(size))
         return response
@@ -142,7 +144,9 @@ async def _dying_member(config: WorkloadConfig, group_id: str) -> tuple[_RawClie
             member_id=member_id,
             group_instance_id=None,
             protocol_type="consumer",
-            protocols=(b.JoinGroupRequestProtocol(name="range", metadata=_subscription(config.topic)),),
+            protocols=(
+                b.JoinGroupRequestProtocol(name="range", metadata=_subscription(config.topic)),
+            ),
         )
         joined = await client.call(JOIN_GROUP, 5, join)
         member_id = joined.member_id
@@ -162,7 +166,9 @@ async def _dying_member(config: WorkloadConfig, group_id: str) -> tuple[_RawClie
     return client, member_id
 
 
-async def _produce(config: WorkloadConfig, acks: int | str, deadline: float, counts: dict[str, int]) -> None:
+async def _produce(
+    config: WorkloadConfig, acks: int | str, deadline: float, counts: dict[str, int]
+) -> None:
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(
@@ -174,7 +180,9 @@ async def _produce(config: WorkloadConfig, acks: int | str, deadline: float, cou
     try:
         i = 0
         while time.monotonic() < deadline:
-            await producer.send_and_wait(config.topic, f"{key}-{i}".encode(), key=str(i % 7).encode())
+            await producer.send_and_wait(
+                config.topic, f"{key}-{i}".encode(), key=str(i % 7).encode()
+            )
             counts[key] += 1
             i += 1
             await asyncio.sleep(config.produce_interval_s)
@@ -182,7 +190,9 @@ async def _produce(config: WorkloadConfig, acks: int | str, deadline: float, cou
         await producer.stop()
 
 
-async def _consume(config: WorkloadConfig, name: str, deadline: float, summary: WorkloadSummary) -> None:
+async def _consume(
+    config: WorkloadConfig, name: str, deadline: float, summary: WorkloadSummary
+) -> None:
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(
@@ -218,7 +228,9 @@ async def run_workload(config: WorkloadConfig) -> WorkloadSummary:
             asyncio.create_task(_consume(config, "workload-consumer-1", deadline, summary)),
         ]
         await asyncio.sleep(min(1.0, config.duration_s / 4))
-        tasks.append(asyncio.create_task(_consume(config, "workload-consumer-2", deadline, summary)))
+        tasks.append(
+            asyncio.create_task(_consume(config, "workload-consumer-2", deadline, summary))
+        )
         await asyncio.gather(*tasks)
     finally:
         await dying.close()

@@ -37,8 +37,8 @@ _ARRAY: Final = 2
 def _unwrap(tp: Any) -> tuple[Any, bool]:
     """(type without ``| None``, whether it is a ``tuple[X, ...]``)."""
     if typing.get_origin(tp) in (types.UnionType, typing.Union):
-        args = [arg for arg in typing.get_args(tp) if arg is not type(None)]
-        tp = args[0] if len(args) == 1 else tp
+        members = [arg for arg in typing.get_args(tp) if arg is not type(None)]
+        tp = members[0] if len(members) == 1 else tp
     if typing.get_origin(tp) is tuple:
         args = typing.get_args(tp)
         return (args[0] if args else Any), True

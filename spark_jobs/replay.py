@@ -11,8 +11,9 @@ of a connection's requests land in one task, and sorted within partitions by
 connection and sequence: each task then sees each of its connections whole and in
 order, on any cluster. The partitions are materialised (``persist`` + ``count``) before
 the clock starts, so reading and shuffling the capture does not eat into the schedule.
-There are at most as many partitions as task slots (``defaultParallelism``): every
-connection must be live at once, and a second wave of tasks would start late.
+There are as many partitions as task slots (``defaultParallelism``, or
+``--partitions``): every connection must be live at once, and a second wave of tasks
+would start late.
 
 The driver asks ``--bootstrap`` for the cluster's brokers (Metadata) and sends each
 captured broker's connections to the broker with the same id. The replay stage runs in
@@ -42,7 +43,7 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -143,7 +144,12 @@ def run_replay(
     sc = spark.sparkContext
     addresses = fetch_broker_addresses(bootstrap)
     requests = read_capture_requests_df(spark, capture).select(*REPLAY_COLUMNS)
-    stats = requests.agg(
+    # One read of the capture: shuffled into per-connection order and cached, and the
+    # figures below computed from the cache, all before the clock starts.
+    n_parts = partitions or max(1, sc.defaultParallelism)
+    ordered: DataFrame = requests.repartition(n_parts, "broker_id", "connection_id")
+    ordered = ordered.sortWithinPartitions("broker_id", "connection_id", "sequence").persist()
+    stats = ordered.agg(
         F.min("received_unix_us").alias("first"),
         F.count(F.lit(1)).alias("n"),
         F.countDistinct("broker_id", "connection_id").alias("connections"),
@@ -151,13 +157,10 @@ def run_replay(
     assert stats is not None
     out_path = Path(out)
     if not stats["n"]:
+        ordered.unpersist()
         spark.createDataFrame([], RESULT_SCHEMA).write.mode("overwrite").parquet(str(out_path))
         return ReplaySummary(out_path, 0, 0, {})
     connections = int(stats["connections"])
-    n_parts = partitions or max(1, min(connections, sc.defaultParallelism))
-    ordered: DataFrame = requests.repartition(n_parts, "broker_id", "connection_id")
-    ordered = ordered.sortWithinPartitions("broker_id", "connection_id", "sequence").persist()
-    ordered.count()  # shuffle and cache now, before the clock starts
 
     schedule = ReplaySchedule(
         addresses=addresses,
@@ -167,7 +170,7 @@ def run_replay(
         response_timeout_s=response_timeout_s,
     )
 
-    def replay_partition(rows: Iterator[Any]) -> Iterator[tuple[Any, ...]]:
+    def replay_partition(rows: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
         # Barrier stage: every task is running before any sends; they agree on a start
         # instant start_delay_s after the last of them got here, so a task whose
         # Python worker started late does not begin the schedule late.
@@ -236,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     active = SparkSession.getActiveSession()
     spark = active or build_spark_session("minikafka-replay", args.master)
     try:
-        if not is_local_master(spark.sparkContext.master):
+        if not is_local_master(spark.sparkContext.master or "local"):
             _ship_packages(spark.sparkContext)
         summary = run_replay(
             spark,

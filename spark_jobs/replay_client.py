@@ -131,7 +131,7 @@ class _Connection:
         self.reader, self.writer = await asyncio.wait_for(
             asyncio.open_connection(*address), self.schedule.connect_timeout_s
         )
-        sock = self.writer.get_extra_info("socket")
+        sock = self.writer.get_extra_info("socket") if self.writer is not None else None
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.closed_reason = None
@@ -162,9 +162,7 @@ class _Connection:
             result.error = f"undecodable response: {exc}"[:300]
         else:
             if correlation_id != entry.correlation_id:
-                result.error = (
-                    f"correlation id {correlation_id}, expected {entry.correlation_id}"
-                )
+                result.error = f"correlation id {correlation_id}, expected {entry.correlation_id}"
             result.codes = error_codes(response)
             if entry.api_key in LEARN_APIS:
                 self.rewriter.learn(self.connection_id, entry.api_key, entry.request, response)
@@ -300,7 +298,9 @@ async def _replay_all(
     return conns
 
 
-def replay_rows(rows: Iterable[Mapping[str, Any]], schedule: ReplaySchedule) -> Iterator[tuple[Any, ...]]:
+def replay_rows(
+    rows: Iterable[Mapping[str, Any]], schedule: ReplaySchedule
+) -> Iterator[tuple[Any, ...]]:
     """Replay ``rows`` (``REPLAY_COLUMNS``, each connection's rows together and in
     sequence order) and yield one ``RESULT_SCHEMA`` tuple per row."""
     groups: list[tuple[int, str, list[dict[str, Any]]]] = []
@@ -357,7 +357,8 @@ def fetch_broker_addresses(bootstrap: str, timeout_s: float = 10.0) -> dict[int,
         except (OSError, ValueError) as exc:
             errors.append(f"{server}: {exc}")
             continue
-        return {int(b.node_id): (str(b.host), int(b.port)) for b in response.brokers}
+        brokers: Any = getattr(response, "brokers", ())
+        return {int(b.node_id): (str(b.host), int(b.port)) for b in brokers}
     raise ConnectionError(f"no bootstrap server answered Metadata: {'; '.join(errors)}")
 
 

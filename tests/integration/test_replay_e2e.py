@@ -41,9 +41,24 @@ class Cluster:
     def __init__(self, log: Path, *args: str) -> None:
         self.log = open(log, "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--log-level", "WARNING", "serve", "--port", "0",
-             "--brokers", "3", "--override", "group.initial.rebalance.delay.ms=0", *args],
-            stdout=subprocess.PIPE, stderr=self.log, text=True,
+            [
+                sys.executable,
+                "-m",
+                "broker",
+                "--log-level",
+                "WARNING",
+                "serve",
+                "--port",
+                "0",
+                "--brokers",
+                "3",
+                "--override",
+                "group.initial.rebalance.delay.ms=0",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         assert self.proc.stdout is not None
@@ -84,9 +99,21 @@ def test_capture_replay_report(spark: SparkSession, tmp_path: Path) -> None:
     captured = Cluster(tmp_path / "capture-broker.log", "--capture-dir", str(capture_dir))
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "broker", "--log-level", "ERROR", "workload",
-             "--bootstrap", captured.bootstrap, "--duration", str(WORKLOAD_S)],
-            capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "broker",
+                "--log-level",
+                "ERROR",
+                "workload",
+                "--bootstrap",
+                captured.bootstrap,
+                "--duration",
+                str(WORKLOAD_S),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert run.returncode == 0, run.stderr
     finally:
@@ -95,17 +122,28 @@ def test_capture_replay_report(spark: SparkSession, tmp_path: Path) -> None:
     records = list(read_capture(capture_dir))
     requests = [r for r in records if isinstance(r, CaptureRequest)]
     events = [r for r in records if isinstance(r, DelayedOperationEvent)]
-    heartbeat_expiries = [e for e in events if e.kind == "DelayedHeartbeat" and e.event == "expired"]
+    heartbeat_expiries = [
+        e for e in events if e.kind == "DelayedHeartbeat" and e.event == "expired"
+    ]
     assert heartbeat_expiries, "the dying member's session should have expired"
     assert {e.purgatory for e in events} == {"Produce", "Fetch", "Rebalance", "Heartbeat"}
 
     fresh = Cluster(tmp_path / "replay-broker.log")
     results_dir = tmp_path / "results"
     try:
-        assert replay.main(
-            ["--capture", str(capture_dir), "--bootstrap", fresh.bootstrap,
-             "--out", str(results_dir)]
-        ) == 0
+        assert (
+            replay.main(
+                [
+                    "--capture",
+                    str(capture_dir),
+                    "--bootstrap",
+                    fresh.bootstrap,
+                    "--out",
+                    str(results_dir),
+                ]
+            )
+            == 0
+        )
     finally:
         fresh.stop()
     rows: list[dict[str, Any]] = pq.read_table(results_dir).to_pylist()
@@ -137,14 +175,21 @@ def test_capture_replay_report(spark: SparkSession, tmp_path: Path) -> None:
             assert UNKNOWN_MEMBER_ID not in r["error_codes"], r
             assert ILLEGAL_GENERATION not in r["error_codes"], r
     # Each group's session completes on the fresh cluster: a successful SyncGroup.
-    synced = {r["connection_id"] for r in replayed if r["api_name"] == "SyncGroup" and r["error_codes"] == [0]}
+    synced = {
+        r["connection_id"]
+        for r in replayed
+        if r["api_name"] == "SyncGroup" and r["error_codes"] == [0]
+    }
     joined = {r["connection_id"] for r in replayed if r["api_name"] == "JoinGroup"}
     assert joined and joined == synced
 
     report_dir = tmp_path / "report"
-    assert report.main(
-        ["--results", str(results_dir), "--capture", str(capture_dir), "--out", str(report_dir)]
-    ) == 0
+    assert (
+        report.main(
+            ["--results", str(results_dir), "--capture", str(capture_dir), "--out", str(report_dir)]
+        )
+        == 0
+    )
     tables = report_dir / "tables"
     by_purgatory = json.loads((tables / "latency_by_purgatory.json").read_text())
     kinds = {(row["purgatory"], row["source"]) for row in by_purgatory}
@@ -154,6 +199,8 @@ def test_capture_replay_report(spark: SparkSession, tmp_path: Path) -> None:
     produce_remote = [r["captured_remote_ms"] for r in rows if r["purgatory"] == "Produce"]
     fetch_remote = [r["captured_remote_ms"] for r in rows if r["purgatory"] == "Fetch"]
     assert max(produce_remote) > 0 and max(fetch_remote) > 0
-    delayed = {row["kind"]: row for row in json.loads((tables / "delayed_operations.json").read_text())}
+    delayed = {
+        row["kind"]: row for row in json.loads((tables / "delayed_operations.json").read_text())
+    }
     assert delayed["DelayedHeartbeat"]["expired"] >= 1
     assert set(delayed) >= {"DelayedProduce", "DelayedFetch", "DelayedJoin", "DelayedHeartbeat"}

@@ -14,10 +14,24 @@ def test_produce_response_codes_in_schema_order() -> None:
             b.TopicProduceResponse(
                 name="t",
                 partition_responses=(
-                    partition(index=0, error_code=0, base_offset=0, log_append_time=None,
-                              log_start_offset=0, record_errors=(), error_message=None),
-                    partition(index=1, error_code=6, base_offset=-1, log_append_time=None,
-                              log_start_offset=-1, record_errors=(), error_message=None),
+                    partition(
+                        index=0,
+                        error_code=0,
+                        base_offset=0,
+                        log_append_time=None,
+                        log_start_offset=0,
+                        record_errors=(),
+                        error_message=None,
+                    ),
+                    partition(
+                        index=1,
+                        error_code=6,
+                        base_offset=-1,
+                        log_append_time=None,
+                        log_start_offset=-1,
+                        record_errors=(),
+                        error_message=None,
+                    ),
                 ),
             ),
         ),
@@ -35,6 +49,8 @@ def test_top_level_code_comes_first_and_codes_are_plain_ints() -> None:
 def test_none_and_classes_without_codes() -> None:
     assert error_codes(None) == []
     b = response_builder(3, 4)  # Metadata v4: codes only in topics and partitions
-    response = b.MetadataResponse(throttle_time=0, brokers=(), cluster_id=None, controller_id=0, topics=())
+    response = b.MetadataResponse(
+        throttle_time=0, brokers=(), cluster_id=None, controller_id=0, topics=()
+    )
     assert error_codes(response) == []
     assert error_codes_walker(type(response)) is not None

@@ -94,17 +94,29 @@ def test_producer_id_rewritten_with_a_valid_crc() -> None:
 def test_produce_learns_producer_from_init_producer_id() -> None:
     rw = ReplayRewriter()
     init = request_builder(INIT_PRODUCER_ID, 4).InitProducerIdRequest(
-        transactional_id=None, transaction_timeout=timedelta(seconds=60),
-        producer_id=-1, producer_epoch=-1,
+        transactional_id=None,
+        transaction_timeout=timedelta(seconds=60),
+        producer_id=-1,
+        producer_epoch=-1,
     )
-    rw.learn(CONN, INIT_PRODUCER_ID, init, response_builder(INIT_PRODUCER_ID, 4).InitProducerIdResponse(
-        throttle_time=timedelta(0), error_code=0, producer_id=77, producer_epoch=0
-    ))
+    rw.learn(
+        CONN,
+        INIT_PRODUCER_ID,
+        init,
+        response_builder(INIT_PRODUCER_ID, 4).InitProducerIdResponse(
+            throttle_time=timedelta(0), error_code=0, producer_id=77, producer_epoch=0
+        ),
+    )
     b = request_builder(PRODUCE, 9)
     produce = b.ProduceRequest(
-        transactional_id=None, acks=-1, timeout=timedelta(seconds=30),
-        topic_data=(b.TopicProduceData(name="t", partition_data=(
-            b.PartitionProduceData(index=0, records=_batch(5, 0)),)),),
+        transactional_id=None,
+        acks=-1,
+        timeout=timedelta(seconds=30),
+        topic_data=(
+            b.TopicProduceData(
+                name="t", partition_data=(b.PartitionProduceData(index=0, records=_batch(5, 0)),)
+            ),
+        ),
     )
     out = rw.rewrite(CONN, PRODUCE, produce)
     header = parse_batch_header(out.topic_data[0].partition_data[0].records)
