@@ -64,7 +64,7 @@ async def _produce_rate(capture_dir: Path | None, requests: int) -> float:
     per_task = requests // 8
 
     async def sender() -> None:
-        for i in range(per_task):
+        for _ in range(per_task):
             await producer.send_and_wait("bench", b"x" * 100, partition=0)
 
     started = time.perf_counter()
@@ -83,8 +83,10 @@ def bench_capture(requests: int, rounds: int = 3) -> Path:
         without.append(asyncio.run(_produce_rate(None, requests)))
         with_capture.append(asyncio.run(_produce_rate(keep / f"round{r}", requests)))
     a, b = statistics.median(without), statistics.median(with_capture)
-    print(f"produce req/s without capture: {a:,.0f} (rounds {[round(x) for x in without]})")
-    print(f"produce req/s with capture:    {b:,.0f} (rounds {[round(x) for x in with_capture]})")
+    print(f"produced messages/s without capture: {a:,.0f} (rounds {[round(x) for x in without]})")
+    print(
+        f"produced messages/s with capture:    {b:,.0f} (rounds {[round(x) for x in with_capture]})"
+    )
     print(f"capture overhead: {(1 - b / a) * 100:.1f}% of throughput")
     return keep / "round1"
 

@@ -150,3 +150,56 @@ async def test_restarted_old_leader_truncates_its_unreplicated_tail_and_rejoins(
         assert _values(app, old, "tr") == _values(app, new, "tr")
         assert _values(app, new, "tr") == [(0, 0), (1, 0), (2, 0)] + [(3 + i, 1) for i in range(4)]
         assert app.brokers[new].replica_manager.isr_expands >= 1
+
+
+def _confluent_produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "log_level": 0}
+    )
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(20) == 0
+
+
+def _confluent_consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CkTopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "failover-check",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
+    try:
+        consumer.assign([CkTopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        for _ in range(40):  # bounded: each poll waits at most 0.5 s
+            for message in consumer.consume(100, 0.5):
+                assert message.error() is None, message.error()
+                value = message.value()
+                assert value is not None
+                got.append(value)
+            if len(got) >= count:
+                break
+        return got
+    finally:
+        consumer.close()
+
+
+async def test_librdkafka_produces_across_a_failover_and_reads_everything() -> None:
+    async with running_cluster(3) as app:
+        app.cluster.create_topic("ckfo", 1, 3, {"min.insync.replicas": "2"})
+        values = [b"%d" % i for i in range(40)]
+        await asyncio.to_thread(_confluent_produce, app.bootstrap, "ckfo", values[:20])
+        old = leader_of(app, "ckfo")
+        await app.stop_broker(old)
+        await asyncio.to_thread(_confluent_produce, app.bootstrap, "ckfo", values[20:])
+        assert await asyncio.to_thread(_confluent_consume, app.bootstrap, "ckfo", 40) == values
+        await app.start_broker(old)
+        await wait_until(lambda: old in isr(app, "ckfo"), "the old leader to rejoin the ISR")
+        assert leader_of(app, "ckfo") != old  # no preferred-leader election
