@@ -13,8 +13,6 @@ Kafka broker gives its GroupCoordinator:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -25,6 +23,7 @@ from broker.group.coordinator import GroupCoordinator
 from broker.group.group_config import GroupConfig
 from broker.group.group_log import KeyValue
 from broker.group.partition_hash import partition_for
+from broker.periodic import PeriodicTask
 from protocol.record_batch import build_record_batch, iter_batches, iter_records
 
 if TYPE_CHECKING:
@@ -70,7 +69,11 @@ class GroupCoordinatorService:
             group_log=OffsetsTopicLog(self),
         )
         self._loaded: set[int] = set()
-        self._expiry_task: asyncio.Task[None] | None = None
+        self._offset_expiry = PeriodicTask(
+            f"offset-expiry-{broker.broker_id}",
+            config.offsets_retention_check_interval_ms,
+            self._expire_offsets,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -80,29 +83,16 @@ class GroupCoordinatorService:
             self.num_partitions = len(topic.partitions)
         self.broker.cluster.subscribe(self._on_metadata_change)
         self._load_led_partitions()
-        self._expiry_task = asyncio.get_running_loop().create_task(
-            self._expire_offsets_periodically(), name=f"offset-expiry-{self.broker.broker_id}"
-        )
+        self._offset_expiry.start()
 
     async def stop(self) -> None:
         self.broker.cluster.unsubscribe(self._on_metadata_change)
-        if self._expiry_task is not None:
-            self._expiry_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._expiry_task
-            self._expiry_task = None
+        await self._offset_expiry.stop()
 
-    async def _expire_offsets_periodically(self) -> None:
-        interval = self.broker.config.offsets_retention_check_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                removed = self.coordinator.expire_offsets()
-            except Exception:  # housekeeping must never kill the broker
-                log.exception("offset expiry failed")
-                continue
-            if removed:
-                log.info("expired %d committed offsets", removed)
+    def _expire_offsets(self) -> None:
+        removed = self.coordinator.expire_offsets()
+        if removed:
+            log.info("expired %d committed offsets", removed)
 
     # -- coordinator placement ---------------------------------------------------------
 

@@ -9,8 +9,6 @@ follower's fetch, a leadership change.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -21,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import TopicInfo
 from broker.controller import Controller
 from broker.log import LogConfig, LogManager, PartitionLog
+from broker.periodic import PeriodicTask
 from broker.replica.delayed_fetch import (
     DelayedFetch,
     FetchParams,
@@ -62,7 +61,20 @@ class ReplicaManager:
         self.log_manager = log_manager or LogManager(broker.data_dir)
         self.controller = controller or Controller(broker.cluster)
         self.fetcher_manager = ReplicaFetcherManager(broker, self)
-        self._isr_task: asyncio.Task[None] | None = None
+        config = broker.config
+        self._housekeeping = [
+            # Kafka's isr-expiration task runs every replica.lag.time.max.ms / 2.
+            PeriodicTask(
+                f"isr-expiration-{self.broker_id}",
+                config.replica_lag_time_max_ms / 2,
+                self.maybe_shrink_isr,
+            ),
+            PeriodicTask(
+                f"log-retention-{self.broker_id}",
+                config.log_retention_check_interval_ms,
+                self.apply_retention,
+            ),
+        ]
         # Kafka's IsrShrinksPerSec / IsrExpandsPerSec, as counts (for metrics).
         self.isr_shrinks = 0
         self.isr_expands = 0
@@ -87,17 +99,13 @@ class ReplicaManager:
             if tp not in self.partitions:
                 stray.close()
         self._existing_logs = {}
-        self._isr_task = asyncio.get_running_loop().create_task(
-            self._isr_expiration_loop(), name=f"isr-expiration-{self.broker_id}"
-        )
+        for job in self._housekeeping:
+            job.start()
 
     async def stop(self) -> None:
         self.broker.cluster.unsubscribe(self._on_metadata_change)
-        if self._isr_task is not None:
-            self._isr_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._isr_task
-            self._isr_task = None
+        for job in self._housekeeping:
+            await job.stop()
         await self.fetcher_manager.stop()
         for partition in self.partitions.values():
             partition.log.close()
@@ -125,6 +133,8 @@ class ReplicaManager:
             partition = self.partitions.get(tp)
             if partition is None:
                 partition = self._create_partition(topic, state.partition)
+            else:
+                self._apply_topic_config(partition, topic)
             if state.leader == self.broker_id:
                 if not partition.is_leader or partition.leader_epoch != state.leader_epoch:
                     self.fetcher_manager.remove_partitions([tp])
@@ -172,6 +182,14 @@ class ReplicaManager:
             partition.rebuild_from_log()  # epochs and producers of a reopened log
         self.partitions[tp] = partition
         return partition
+
+    def _apply_topic_config(self, partition: Partition, topic: TopicInfo) -> None:
+        """Topic config changes (AlterConfigs) reach partitions that already exist."""
+        config = self._topic_log_config(topic)
+        if partition.log.config != config:
+            partition.log.config = config
+            partition.max_message_bytes = config.max_message_bytes
+            partition.log_append_time = config.message_timestamp_type == "LogAppendTime"
 
     def _remove_partition(self, tp: TopicPartition, delete: bool) -> None:
         self.fetcher_manager.remove_partitions([tp])
@@ -323,15 +341,22 @@ class ReplicaManager:
                 new_isr = [r for r in partition.isr if r not in lagging]
                 self._alter_isr(partition, new_isr, expand=False)
 
-    async def _isr_expiration_loop(self) -> None:
-        """Kafka's isr-expiration task: every ``replica.lag.time.max.ms / 2``."""
-        interval = max(self.broker.config.replica_lag_time_max_ms / 2, 1) / 1000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                self.maybe_shrink_isr()
-            except Exception:
-                log.exception("ISR expiration check failed")
+    def apply_retention(self) -> int:
+        """Kafka's log retention check: delete what ``retention.ms``/``.bytes`` allow.
+
+        Never at or above the high watermark. A log whose start moved may wake a fetch
+        parked at an offset that no longer exists.
+        """
+        now = self.wall_clock_ms()
+        deleted = 0
+        for tp, partition in list(self.partitions.items()):
+            start = partition.log_start_offset
+            deleted += partition.log.apply_retention(now, high_watermark=partition.high_watermark)
+            if partition.log_start_offset != start:
+                self.complete_delayed_requests(tp)
+        if deleted:
+            log.info("retention deleted %d bytes", deleted)
+        return deleted
 
     # -- OffsetForLeaderEpoch ----------------------------------------------------------
 
