@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BROKERS ?= 3
+CONTROL_PORT ?= 9990
+# A 3-broker cluster is only interesting when topics are replicated: acks=all then waits.
+RUN_OVERRIDES ?= --override default.replication.factor=$(BROKERS)
 ARGS ?=
 
 .PHONY: run test install install-dev lint typecheck imports unit integration bench clean
@@ -22,9 +25,10 @@ install: $(VENV)/.base-installed
 
 install-dev: $(VENV)/.dev-installed
 
-## make run: set up and start a local cluster (Ctrl-C stops it).
+## make run: set up and start a local cluster with its control endpoint (Ctrl-C stops it).
 run: install
-	$(VENV)/bin/minikafka serve --brokers $(BROKERS) --port 9092 $(ARGS)
+	$(VENV)/bin/minikafka serve --brokers $(BROKERS) --port 9092 \
+		--control-port $(CONTROL_PORT) $(RUN_OVERRIDES) $(ARGS)
 
 ## make test: set up everything (dev and Spark extras) and run lint, types, import rules, tests.
 test: install-dev lint typecheck imports
