@@ -139,7 +139,7 @@ def broker_under_test(args: argparse.Namespace) -> Iterator[str]:
     if args.bootstrap:
         yield args.bootstrap
         return
-    extra: list[str] = []
+    extra: list[str] = ["--brokers", str(args.brokers)]
     if args.data_dir:
         extra += ["--data-dir", str(args.data_dir)]
     broker = BrokerSubprocess(args.profile, extra)
@@ -154,12 +154,12 @@ def broker_under_test(args: argparse.Namespace) -> Iterator[str]:
 # ---------------------------------------------------------------------------- phases
 
 
-async def create_topics(bootstrap: str, names: list[str]) -> None:
+async def create_topics(bootstrap: str, names: list[str], replication_factor: int = 1) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
         await admin.create_topics(
-            [NewTopic(n, num_partitions=1, replication_factor=1) for n in names]
+            [NewTopic(n, num_partitions=1, replication_factor=replication_factor) for n in names]
         )
     finally:
         await admin.close()
@@ -267,7 +267,7 @@ async def run(bootstrap: str, args: argparse.Namespace) -> list[Figure]:
     topics = {
         key: f"bench-{run_id}-{key}" for key in ("sync1", "syncall", "batch1", "batchall", "e2e")
     }
-    await create_topics(bootstrap, list(topics.values()))
+    await create_topics(bootstrap, list(topics.values()), args.replication_factor)
     n, size = args.messages, args.size
     sync_n = args.sync_messages if args.sync_messages is not None else max(1, n // 4)
     figures = [
@@ -336,6 +336,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--size", type=int, default=100, help="value size in bytes (100)")
     p.add_argument("--linger-ms", type=int, default=5, help="linger for batched sends (5)")
     p.add_argument("--latency-samples", type=int, default=1000, help="end-to-end samples")
+    p.add_argument("--brokers", type=int, default=1, help="minikafka brokers to start (1)")
+    p.add_argument(
+        "--replication-factor",
+        type=int,
+        default=1,
+        help="of the bench topics; 3 with --brokers 3 makes acks=all wait for followers",
+    )
     p.add_argument("--data-dir", type=Path, default=None, help="minikafka on disk, not memory")
     p.add_argument("--profile", type=Path, default=None, help="cProfile the broker to FILE")
     p.add_argument("--profile-top", type=int, default=25, help="functions to print (25)")
