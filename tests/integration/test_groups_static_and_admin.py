@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -28,10 +27,8 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
-from protocol.builders import request_builder
-from protocol.codec import decode_response, encode_request
-from protocol.frames import FrameDecoder
 from tests.integration.conftest import running_cluster
+from tests.integration.raw_client import RawClient
 
 TOPIC = "events"
 JOIN_GROUP, HEARTBEAT, SYNC_GROUP = 11, 12, 14
@@ -108,38 +105,6 @@ async def stop_all(consumers: list[AIOKafkaConsumer]) -> None:
             await asyncio.wait_for(c.stop(), 10)
 
 
-class RawClient:
-    """One TCP connection for requests no installed client sends (fenced static ids)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-        self.decoder = FrameDecoder()
-        self.frames: list[bytes] = []
-        self.correlation = itertools.count(1)
-
-    @classmethod
-    async def open(cls, app: MiniKafka) -> RawClient:
-        host, port = app.bootstrap.split(",")[0].rsplit(":", 1)
-        return cls(*await asyncio.open_connection(host, int(port)))
-
-    async def call(self, api_key: int, version: int, message: str, **fields: Any) -> Any:
-        payload = getattr(request_builder(api_key, version), message)(**fields)
-        correlation_id = next(self.correlation)
-        self.writer.write(encode_request(api_key, version, correlation_id, "raw", payload))
-        while not self.frames:
-            data = await asyncio.wait_for(self.reader.read(65536), 10)
-            assert data, "the broker closed the connection"
-            self.frames.extend(self.decoder.feed(data))
-        got, response = decode_response(api_key, version, self.frames.pop(0))
-        assert got == correlation_id
-        return response
-
-    async def close(self) -> None:
-        self.writer.close()
-        with contextlib.suppress(ConnectionError):
-            await self.writer.wait_closed()
-
-
 # ----------------------------------------------------------------- static membership
 
 
@@ -177,9 +142,9 @@ async def test_restarted_static_member_takes_its_place_back_without_a_rebalance(
             assert group.current_static_member_id(instance) == new_member_id
 
             # The old member id is fenced for every request that names the instance.
-            raw = await RawClient.open(app)
+            raw = await RawClient.connect(app.bootstrap)
             try:
-                beat = await raw.call(
+                beat = await raw.request(
                     HEARTBEAT,
                     4,
                     "HeartbeatRequest",
@@ -189,7 +154,7 @@ async def test_restarted_static_member_takes_its_place_back_without_a_rebalance(
                     group_instance_id=instance,
                 )
                 assert beat.error_code is ErrorCode.fenced_instance_id
-                sync = await raw.call(
+                sync = await raw.request(
                     SYNC_GROUP,
                     3,
                     "SyncGroupRequest",

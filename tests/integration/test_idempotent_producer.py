@@ -9,8 +9,6 @@ OUT_OF_ORDER_SEQUENCE_NUMBER.
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,50 +19,14 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from protocol.builders import request_builder
-from protocol.codec import decode_response, encode_request
-from protocol.frames import FrameDecoder
 from protocol.record_batch import build_record_batch
 from tests.integration.conftest import running_cluster
+from tests.integration.raw_client import RawClient
 
 pytestmark = pytest.mark.asyncio
 
 PRODUCE, LIST_OFFSETS, CREATE_TOPICS, INIT_PRODUCER_ID = 0, 2, 19, 22
 LATEST = -1
-
-
-class RawClient:
-    """One TCP connection speaking Kafka's protocol with our own codec, for tests."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._decoder = FrameDecoder()
-        self._frames: list[bytes] = []
-        self._correlation = itertools.count(1)
-
-    @classmethod
-    async def connect(cls, bootstrap: str) -> RawClient:
-        host, port = bootstrap.split(",")[0].rsplit(":", 1)
-        reader, writer = await asyncio.open_connection(host, int(port))
-        return cls(reader, writer)
-
-    async def close(self) -> None:
-        self._writer.close()
-        await self._writer.wait_closed()
-
-    async def request(self, api_key: int, version: int, message: str, **fields: Any) -> Any:
-        """Send ``message`` (a kio request class name) built from ``fields``; await its answer."""
-        payload = getattr(request_builder(api_key, version), message)(**fields)
-        correlation_id = next(self._correlation)
-        self._writer.write(encode_request(api_key, version, correlation_id, "raw-test", payload))
-        await self._writer.drain()
-        while not self._frames:
-            data = await asyncio.wait_for(self._reader.read(65536), timeout=10)
-            assert data, "broker closed the connection"
-            self._frames.extend(self._decoder.feed(data))
-        got, response = decode_response(api_key, version, self._frames.pop(0))
-        assert got == correlation_id
-        return response
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ ISR shrinking after ``replica.lag.time.max.ms``) are awaited by bounded polling.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,10 +20,9 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.context import RequestContext
 from protocol.builders import request_builder
-from protocol.codec import decode_response, encode_request
-from protocol.frames import FrameDecoder
 from protocol.record_batch import build_record_batch
 from tests.integration.conftest import running_cluster
+from tests.integration.raw_client import RawClient
 
 pytestmark = pytest.mark.asyncio
 
@@ -42,37 +40,8 @@ async def wait_until(
     raise AssertionError(f"timed out waiting for {what}")
 
 
-class RawClient:
-    """One TCP connection speaking Kafka's protocol with our own codec (to see codes)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._decoder = FrameDecoder()
-        self._frames: list[bytes] = []
-        self._correlation = itertools.count(1)
-
-    @classmethod
-    async def connect(cls, host: str, port: int) -> RawClient:
-        reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer)
-
-    async def close(self) -> None:
-        self._writer.close()
-        await self._writer.wait_closed()
-
-    async def request(self, api_key: int, version: int, message: str, **fields: Any) -> Any:
-        payload = getattr(request_builder(api_key, version), message)(**fields)
-        correlation_id = next(self._correlation)
-        self._writer.write(encode_request(api_key, version, correlation_id, "raw", payload))
-        await self._writer.drain()
-        while not self._frames:
-            data = await asyncio.wait_for(self._reader.read(65536), timeout=30)
-            assert data, "broker closed the connection"
-            self._frames.extend(self._decoder.feed(data))
-        got, response = decode_response(api_key, version, self._frames.pop(0))
-        assert got == correlation_id
-        return response
+class ProduceClient(RawClient):
+    """A raw connection that produces with our own codec, to see the error codes."""
 
     async def produce(
         self, topic: str, partition: int, value: bytes, *, acks: int = -1, timeout_ms: int = 10000
@@ -101,11 +70,11 @@ class RawClient:
         return part.error_code, int(part.base_offset)
 
 
-async def raw_to_leader(app: MiniKafka, topic: str, partition: int) -> RawClient:
+async def raw_to_leader(app: MiniKafka, topic: str, partition: int) -> ProduceClient:
     state = app.cluster.partition_state(topic, partition)
     assert state is not None
     endpoint = app.cluster.brokers[state.leader]
-    return await RawClient.connect(endpoint.host, endpoint.port)
+    return await ProduceClient.connect(endpoint.host, endpoint.port)
 
 
 def isr(app: MiniKafka, topic: str, partition: int = 0) -> list[int]:
