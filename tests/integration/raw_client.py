@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from typing import Any
+from typing import Any, Self
 
 from protocol.builders import request_builder
 from protocol.codec import decode_response, encode_request
@@ -26,7 +26,7 @@ class RawClient:
         self._correlation = itertools.count(1)
 
     @classmethod
-    async def connect(cls, host_or_bootstrap: str, port: int | None = None) -> RawClient:
+    async def connect(cls, host_or_bootstrap: str, port: int | None = None) -> Self:
         """``connect("h:p,h2:p2")`` (the first broker) or ``connect(host, port)``."""
         if port is None:
             host, raw_port = host_or_bootstrap.split(",")[0].rsplit(":", 1)
