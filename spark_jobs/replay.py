@@ -6,11 +6,15 @@ Entry point of ``minikafka replay`` and of ``spark-submit spark_jobs/replay.py``
            [--start-delay-s S] [--partitions N]
 
 How the work is cut. The capture is read with its explicit schema
-(``read_capture_requests_df``), repartitioned by (broker id, connection id) so that all
-of a connection's requests land in one task, and sorted within partitions by
-connection and sequence: each task then sees each of its connections whole and in
-order, on any cluster. The partitions are materialised (``persist`` + ``count``) before
-the clock starts, so reading and shuffling the capture does not eat into the schedule.
+(``read_capture_requests_df``), repartitioned by client (``replay_client.client_key``
+of each connection: its client id, else the connection) so that all of a client's
+connections land in one task, and sorted within partitions by connection and sequence:
+each task then sees each of its connections whole and in order, on any cluster. A
+client's connections must share a task because they depend on each other (a
+FindCoordinator answer on one broker decides where the JoinGroup goes) and only one
+task can make one wait for another's answer; tasks start apart. The partitions are
+materialised (``persist`` + ``count``) before the clock starts, so reading and
+shuffling the capture does not eat into the schedule.
 There are as many partitions as task slots (``defaultParallelism``, or
 ``--partitions``): every connection must be live at once, and a second wave of tasks
 would start late.
@@ -128,6 +132,7 @@ def run_replay(
     response_timeout_s: float = 60.0,
 ) -> ReplaySummary:
     """Replay ``capture`` against ``bootstrap``; write RESULT_SCHEMA Parquet to ``out``."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from spark_jobs.captures import read_capture_requests_df
@@ -147,7 +152,14 @@ def run_replay(
     # One read of the capture: shuffled into per-connection order and cached, and the
     # figures below computed from the cache, all before the clock starts.
     n_parts = partitions or max(1, sc.defaultParallelism)
-    ordered: DataFrame = requests.repartition(n_parts, "broker_id", "connection_id")
+    # The client of a connection as replay_client.client_key names it (min ignores nulls).
+    connection = Window.partitionBy("broker_id", "connection_id")
+    client = F.coalesce(
+        F.concat(F.lit("client:"), F.min("client_id").over(connection)),
+        F.concat(F.lit("connection:"), F.col("broker_id"), F.lit("/"), F.col("connection_id")),
+    )
+    ordered: DataFrame = requests.withColumn("_client", client).repartition(n_parts, "_client")
+    ordered = ordered.drop("_client")
     ordered = ordered.sortWithinPartitions("broker_id", "connection_id", "sequence").persist()
     stats = ordered.agg(
         F.min("received_unix_us").alias("first"),

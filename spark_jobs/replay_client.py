@@ -1,19 +1,29 @@
 """The executor side of the replay: re-send captured connections over our own TCP sockets.
 
-One Spark task gets the requests of some connections, each connection's in its
-captured order. All its connections replay at once on one asyncio loop (they
-overlapped in time when captured, and a rebalance needs its members to overlap), each
-over its own TCP connection to the broker with the captured broker's id.
+One Spark task gets the requests of some clients: every connection of a client (by
+its client id, see ``client_key``) and each connection's requests in captured order.
+All its connections replay at once on one asyncio loop (they overlapped in time when
+captured, and a rebalance needs its members to overlap), each over its own TCP
+connection to the broker with the captured broker's id.
 
 Timing. Request *i* is sent at ``start + (received_i - first_received) / speed``: its
 captured offset from the capture's first request, the same clock for every task
 (``start`` is a wall-clock instant the driver picks a little ahead, so tasks that
 start at slightly different moments still share one schedule). Causality comes first:
-if request *j* of the same connection had been answered before request *i* arrived
+if request *j* of the same client had been answered before request *i* arrived
 (``received_j + total_time_j <= received_i``), the client had that answer when it sent
-*i* (a SyncGroup needs the JoinGroup's member id), so *i* also waits for *j*'s
-replayed answer. Pipelined requests stay pipelined. What that costs shows as schedule
-lag (``actual_send_ms - planned_send_ms``).
+*i*, so *i* also waits for *j*'s replayed answer (``causal_prerequisites``). That holds
+across the client's connections, not only within one: a client sends its JoinGroup to
+the coordinator only after the FindCoordinator answer from another broker, and on a
+fresh cluster that first FindCoordinator is what creates ``__consumer_offsets``; a
+JoinGroup that overtakes it is answered COORDINATOR_NOT_AVAILABLE without a member id,
+so the rewriter learns none and the client's next JoinGroup carries the captured,
+unknown member id (UNKNOWN_MEMBER_ID). Tasks start up to hundreds of milliseconds apart
+on a busy machine, hence one task per client. Pipelined requests stay pipelined. What
+waiting costs shows as schedule lag (``actual_send_ms - planned_send_ms``). Requests
+of different clients are only ordered by the schedule. The client id is all the
+capture says of a client, so clients that share one (a library's default) are ordered
+as one: more waiting, never a broken dependency.
 
 Each request is re-framed: a fresh correlation id per connection, and for the APIs
 that carry what a broker assigns, decoded, rewritten (``replay_rewrite``) and
@@ -31,8 +41,9 @@ import contextlib
 import socket
 import struct
 import time
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from bisect import bisect_right
+from collections import defaultdict, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -48,7 +59,10 @@ from spark_jobs.replay_rewrite import DECODE_APIS, LEARN_APIS, PRODUCE, ReplayRe
 
 __all__ = [
     "REPLAY_COLUMNS",
+    "CapturedTiming",
     "ReplaySchedule",
+    "causal_prerequisites",
+    "client_key",
     "fetch_broker_addresses",
     "replay_rows",
 ]
@@ -61,6 +75,7 @@ REPLAY_COLUMNS: Final = (
     "api_key",
     "api_name",
     "api_version",
+    "client_id",
     "request",
     "received_unix_us",
     "total_time_ms",
@@ -87,6 +102,64 @@ class ReplaySchedule:
     connect_timeout_s: float = 10.0
 
 
+# -- causality: what a client had been answered before it sent a request ------------
+
+
+def client_key(broker_id: int, connection_id: str, client_ids: Iterable[str | None]) -> str:
+    """Which client a connection belongs to: the smallest client id its requests carry
+    (one in practice), else the connection itself. ``replay`` partitions by the same
+    rule, so every connection of a client lands in one task."""
+    named = [c for c in client_ids if c is not None]
+    return f"client:{min(named)}" if named else f"connection:{broker_id}/{connection_id}"
+
+
+@dataclass(frozen=True)
+class CapturedTiming:
+    """What the causality rule reads of one captured request (microseconds, wall)."""
+
+    client: str
+    connection: int
+    received_us: float
+    done_us: float  # received + total time: the answer had left the broker
+
+
+def causal_prerequisites(requests: Sequence[CapturedTiming]) -> list[list[int]]:
+    """For each request, the requests it must wait for, by index in ``requests``.
+
+    ``requests`` holds each connection's requests together and in sequence order.
+    Request *i* waits for every request *j* of its client that had been answered when
+    *i* arrived (``done_j <= received_i``), on any of the client's connections, except
+    one of another connection received at the same instant (no answer can have gone
+    between them). Each list holds only what is new since the connection's previous
+    request (it waited for the rest already), so the plan is linear in size.
+    """
+    by_client: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for index, request in enumerate(requests):
+        by_client[request.client].append((request.done_us, index))
+    for answered in by_client.values():
+        answered.sort()
+    done_keys = {client: [d for d, _ in answered] for client, answered in by_client.items()}
+    cursors: dict[int, int] = {}
+    plan: list[list[int]] = []
+    for index, request in enumerate(requests):
+        answered = by_client[request.client]
+        start = cursors.get(request.connection, 0)
+        end = bisect_right(done_keys[request.client], request.received_us)
+        cursors[request.connection] = max(start, end)
+        plan.append(
+            [
+                j
+                for _, j in answered[start:end]
+                if j != index
+                and (
+                    requests[j].received_us < request.received_us
+                    or (requests[j].connection == request.connection and j < index)
+                )
+            ]
+        )
+    return plan
+
+
 @dataclass
 class _Inflight:
     api_key: int
@@ -95,8 +168,7 @@ class _Inflight:
     request: Any
     sent_at: float
     row_index: int
-    captured_done_us: float
-    future: asyncio.Future[None]
+    future: asyncio.Future[None]  # the row's "settled" future, done on its answer
 
 
 @dataclass
@@ -221,24 +293,44 @@ def _reframe(
     return data, rewritten, expects, None
 
 
-async def _replay_connection(conn: _Connection, rows: list[dict[str, Any]]) -> None:
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _replay_connection(
+    conn: _Connection,
+    rows: list[dict[str, Any]],
+    settled: Sequence[asyncio.Future[None]],
+    prerequisites: Sequence[Sequence[asyncio.Future[None]]],
+) -> None:
+    """Replay one connection's ``rows``. ``settled[i]`` is done once row *i* is answered
+    (or will never be: skipped, acks=0, failed); ``prerequisites[i]`` are the settled
+    futures of the requests, of any connection of the client, row *i* waits for."""
+    try:
+        await _replay_rows_of(conn, rows, settled, prerequisites)
+    finally:
+        for future in settled:  # whatever happened, nobody waits on this connection
+            _settle(future)
+
+
+async def _replay_rows_of(
+    conn: _Connection,
+    rows: list[dict[str, Any]],
+    settled: Sequence[asyncio.Future[None]],
+    prerequisites: Sequence[Sequence[asyncio.Future[None]]],
+) -> None:
     schedule = conn.schedule
-    loop = asyncio.get_running_loop()
     # The shared wall-clock start, on this process's monotonic clock.
     start_mono = time.monotonic() + (schedule.start_unix_s - time.time())
-    waiting: list[_Inflight] = []  # sent, answered or not, for the causality rule
     for index, row in enumerate(rows):
         offset_s = (row["received_unix_us"] - schedule.first_received_us) / 1e6 / schedule.speed
         result = _Result(planned_ms=round(offset_s * 1000.0, 3))
         conn.results.append(result)
-        received_us = float(row["received_unix_us"])
-        # Causality: wait for answers the client had before it sent this request.
-        must_wait = [e for e in waiting if e.captured_done_us <= received_us]
-        if must_wait:
-            waiting = [e for e in waiting if e.captured_done_us > received_us]
-            pending = [e.future for e in must_wait if not e.future.done()]
-            if pending:
-                await asyncio.wait(pending, timeout=schedule.response_timeout_s)
+        # Causality: wait for the answers the client had before it sent this request.
+        pending = [f for f in prerequisites[index] if not f.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=schedule.response_timeout_s)
         delay = start_mono + offset_s - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
@@ -248,9 +340,11 @@ async def _replay_connection(conn: _Connection, rows: list[dict[str, Any]]) -> N
             data, request, expects, reason = _reframe(conn, header, frame, body_offset)
         except Exception as exc:
             result.error = f"cannot re-frame the captured request: {exc}"[:300]
+            _settle(settled[index])
             continue
         if reason is not None:
             result.error = reason
+            _settle(settled[index])
             continue
         assert data is not None
         if conn.writer is None or conn.closed_reason is not None:
@@ -260,26 +354,27 @@ async def _replay_connection(conn: _Connection, rows: list[dict[str, Any]]) -> N
                 await conn.connect()
             except (OSError, ConnectionError, TimeoutError) as exc:
                 result.error = f"cannot connect: {exc}"[:300]
+                _settle(settled[index])
                 continue
         assert conn.writer is not None
         sent_at = time.monotonic()
         result.actual_ms = round((sent_at - start_mono) * 1000.0, 3)
         conn.next_correlation += 1
         if expects:
-            entry = _Inflight(
-                api_key=header.api_key,
-                api_version=header.api_version,
-                correlation_id=conn.next_correlation - 1,
-                request=request,
-                sent_at=sent_at,
-                row_index=index,
-                captured_done_us=received_us + float(row["total_time_ms"]) * 1000.0,
-                future=loop.create_future(),
+            conn.inflight.append(
+                _Inflight(
+                    api_key=header.api_key,
+                    api_version=header.api_version,
+                    correlation_id=conn.next_correlation - 1,
+                    request=request,
+                    sent_at=sent_at,
+                    row_index=index,
+                    future=settled[index],
+                )
             )
-            conn.inflight.append(entry)
-            waiting.append(entry)
         else:
             result.codes = []
+            _settle(settled[index])
         conn.writer.write(data)
     pending = [e.future for e in conn.inflight if not e.future.done()]
     if pending:
@@ -292,9 +387,28 @@ async def _replay_all(
 ) -> list[_Connection]:
     rewriter = ReplayRewriter()  # one per task: member ids learned are shared
     conns = [_Connection(b, c, schedule, rewriter) for b, c, _ in groups]
-    await asyncio.gather(
-        *(_replay_connection(conn, rows) for conn, (_, _, rows) in zip(conns, groups, strict=True))
-    )
+    timings: list[CapturedTiming] = []
+    for position, (broker_id, connection_id, rows) in enumerate(groups):
+        client = client_key(broker_id, connection_id, (r.get("client_id") for r in rows))
+        timings.extend(
+            CapturedTiming(
+                client=client,
+                connection=position,
+                received_us=float(row["received_unix_us"]),
+                done_us=float(row["received_unix_us"]) + float(row["total_time_ms"]) * 1000.0,
+            )
+            for row in rows
+        )
+    loop = asyncio.get_running_loop()
+    settled: list[asyncio.Future[None]] = [loop.create_future() for _ in timings]
+    waits = [[settled[j] for j in plan] for plan in causal_prerequisites(timings)]
+    replays = []
+    first = 0
+    for conn, (_, _, rows) in zip(conns, groups, strict=True):
+        last = first + len(rows)
+        replays.append(_replay_connection(conn, rows, settled[first:last], waits[first:last]))
+        first = last
+    await asyncio.gather(*replays)
     return conns
 
 
@@ -302,7 +416,8 @@ def replay_rows(
     rows: Iterable[Mapping[str, Any]], schedule: ReplaySchedule
 ) -> Iterator[tuple[Any, ...]]:
     """Replay ``rows`` (``REPLAY_COLUMNS``, each connection's rows together and in
-    sequence order) and yield one ``RESULT_SCHEMA`` tuple per row."""
+    sequence order, every connection of a client in the same call) and yield one
+    ``RESULT_SCHEMA`` tuple per row."""
     groups: list[tuple[int, str, list[dict[str, Any]]]] = []
     for row in rows:
         key = (int(row["broker_id"]), str(row["connection_id"]))

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import struct
+import time
 from datetime import timedelta
+from typing import Any
 
 from protocol.builders import request_builder, response_builder
+from protocol.codec import decode_request, encode_request, encode_response, parse_request_header
 from protocol.record_batch import build_record_batch, iter_batches, parse_batch_header
+from spark_jobs.replay_client import (
+    CapturedTiming,
+    ReplaySchedule,
+    causal_prerequisites,
+    replay_rows,
+)
 from spark_jobs.replay_rewrite import (
     HEARTBEAT,
     INIT_PRODUCER_ID,
@@ -121,3 +132,136 @@ def test_produce_learns_producer_from_init_producer_id() -> None:
     out = rw.rewrite(CONN, PRODUCE, produce)
     header = parse_batch_header(out.topic_data[0].partition_data[0].records)
     assert header.producer_id == 77
+
+
+# -- causality across a client's connections ------------------------------------------
+
+
+def test_a_request_waits_for_what_its_client_was_answered_on_other_connections() -> None:
+    # The dying member: FindCoordinator on broker 0, then its JoinGroups on broker 1.
+    find = CapturedTiming("client:dying", connection=0, received_us=1000, done_us=1100)
+    join_1 = CapturedTiming("client:dying", connection=1, received_us=1200, done_us=1300)
+    join_2 = CapturedTiming("client:dying", connection=1, received_us=1400, done_us=1500)
+    # Another client, sent after the FindCoordinator was answered: not its answer.
+    other = CapturedTiming("client:other", connection=2, received_us=1250, done_us=1260)
+    # Pipelined on one connection: sent before the previous answer, so no wait.
+    pipelined = CapturedTiming("client:dying", connection=0, received_us=1050, done_us=1600)
+    plan = causal_prerequisites([find, pipelined, join_1, join_2, other])
+    assert plan == [[], [], [0], [2], []]
+
+
+def test_no_wait_on_a_request_of_another_connection_received_at_the_same_instant() -> None:
+    # Answered in no time, both at one instant: neither can have caused the other, and
+    # waiting both ways would deadlock.
+    a = CapturedTiming("client:c", connection=0, received_us=5, done_us=5)
+    b = CapturedTiming("client:c", connection=1, received_us=5, done_us=5)
+    assert causal_prerequisites([a, b]) == [[], []]
+
+
+FIND_COORDINATOR, API_VERSIONS = 10, 18
+COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID, MEMBER_ID_REQUIRED = 15, 25, 79
+
+
+class _FreshCluster:
+    """Two fake brokers that answer like a fresh minikafka cluster: a JoinGroup before any
+    FindCoordinator has created ``__consumer_offsets`` gets COORDINATOR_NOT_AVAILABLE, an
+    id the group never issued UNKNOWN_MEMBER_ID. To play a replay task that runs late, broker
+    0 handles the first FindCoordinator only once a request of client "other" has come."""
+
+    def __init__(self) -> None:
+        self.offsets_topic = False
+        self.other_arrived = asyncio.Event()
+        self.issued: set[str] = set()
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                (size,) = struct.unpack(">i", await reader.readexactly(4))
+                frame = await reader.readexactly(size)
+                header, offset = parse_request_header(frame)
+                request = decode_request(header, frame, offset)
+                response = await self._answer(header.api_key, header.client_id, request)
+                writer.write(
+                    encode_response(
+                        header.api_key, header.api_version, header.correlation_id, response
+                    )
+                )
+        except asyncio.IncompleteReadError:
+            writer.close()
+
+    async def _answer(self, api_key: int, client_id: str | None, request: Any) -> Any:
+        if client_id == "other":
+            self.other_arrived.set()
+        if api_key == API_VERSIONS:
+            return response_builder(API_VERSIONS, 0).ApiVersionsResponse(error_code=0, api_keys=())
+        if api_key == FIND_COORDINATOR:
+            await self.other_arrived.wait()
+            self.offsets_topic = True
+            return response_builder(FIND_COORDINATOR, 1).FindCoordinatorResponse(
+                throttle_time=timedelta(0),
+                error_code=0,
+                error_message=None,
+                node_id=1,
+                host="127.0.0.1",
+                port=0,
+            )
+        assert api_key == JOIN_GROUP
+        if not self.offsets_topic:
+            return _join_response("", COORDINATOR_NOT_AVAILABLE, -1)
+        if not request.member_id:
+            self.issued.add(f"new-{len(self.issued) + 1}")
+            return _join_response(f"new-{len(self.issued)}", MEMBER_ID_REQUIRED, -1)
+        if request.member_id not in self.issued:
+            return _join_response("", UNKNOWN_MEMBER_ID, -1)
+        return _join_response(request.member_id, 0, 1)
+
+
+def _row(broker: int, connection: str, seq: int, client: str, at_ms: float, frame: bytes) -> Any:
+    header, _ = parse_request_header(frame[4:])
+    return {
+        "broker_id": broker,
+        "connection_id": connection,
+        "sequence": seq,
+        "api_key": header.api_key,
+        "api_name": str(header.api_key),
+        "api_version": header.api_version,
+        "client_id": client,
+        "request": frame[4:],  # captured frames carry no length prefix
+        "received_unix_us": int(at_ms * 1000),
+        "total_time_ms": 0.5,
+        "remote_time_ms": 0.0,
+        "purgatory": None,
+        "purgatory_outcome": None,
+    }
+
+
+async def test_join_group_is_not_sent_before_the_find_coordinator_answer_of_its_client() -> None:
+    """The flaky e2e replay: the dying member's FindCoordinator (broker 0) and JoinGroups
+    (broker 1) are two connections of one client. Replayed independently, the JoinGroup
+    overtook the late FindCoordinator, got COORDINATOR_NOT_AVAILABLE without a member id,
+    and the rejoin then carried the captured member id: UNKNOWN_MEMBER_ID."""
+    cluster = _FreshCluster()
+    servers = [await asyncio.start_server(cluster.serve, "127.0.0.1", 0) for _ in range(2)]
+    addresses = {i: server.sockets[0].getsockname()[:2] for i, server in enumerate(servers)}
+    find = request_builder(FIND_COORDINATOR, 1).FindCoordinatorRequest(key="g", key_type=0)
+    versions = request_builder(API_VERSIONS, 0).ApiVersionsRequest()
+    rows = [
+        _row(0, "find", 0, "dying", 0.0, encode_request(FIND_COORDINATOR, 1, 1, "dying", find)),
+        _row(1, "join", 0, "dying", 2.0, encode_request(JOIN_GROUP, 5, 2, "dying", _join(""))),
+        _row(1, "join", 1, "dying", 3.0, encode_request(JOIN_GROUP, 5, 3, "dying", _join("old"))),
+        # Another client, later on the schedule: its arrival lets broker 0 answer.
+        _row(0, "other", 0, "other", 30.0, encode_request(API_VERSIONS, 0, 1, "other", versions)),
+    ]
+    schedule = ReplaySchedule(
+        addresses=addresses,
+        start_unix_s=time.time(),
+        first_received_us=0,
+        response_timeout_s=10.0,
+    )
+    try:
+        results = await asyncio.to_thread(lambda: list(replay_rows(rows, schedule)))
+    finally:
+        for server in servers:
+            server.close()
+    joins = [(r[4], r[12], r[13]) for r in results if r[0] == JOIN_GROUP]
+    assert joins == [(0, [MEMBER_ID_REQUIRED], None), (1, [0], None)]
