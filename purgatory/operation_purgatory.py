@@ -50,7 +50,10 @@ class DelayedOperationPurgatory(Generic[Op]):
         self.name = name
         self.timer = timer
         self.purge_interval = purge_interval
-        self._watchers_by_key: dict[Hashable, dict[int, Op]] = {}
+        # Plain lists: appending and rebuilding a list is the cheapest scan in CPython.
+        # A completed operation leaves the list of the key it completed through at
+        # once, and its other keys' lists at their next check or at the next purge.
+        self._watchers_by_key: dict[Hashable, list[Op]] = {}
         self._estimated_total_operations = 0
         self._watched_since_purge_check = 0
         self.expired_count = 0
@@ -79,12 +82,12 @@ class DelayedOperationPurgatory(Generic[Op]):
             self.listener.on_watch(operation, watch_keys)
         if watch_keys:
             watchers_by_key = self._watchers_by_key
-            op_id = id(operation)
             for key in watch_keys:
                 watchers = watchers_by_key.get(key)
                 if watchers is None:
-                    watchers = watchers_by_key[key] = {}
-                watchers[op_id] = operation
+                    watchers_by_key[key] = [operation]
+                else:
+                    watchers.append(operation)
             self._estimated_total_operations += 1
             self._watched_since_purge_check += 1
             if self._watched_since_purge_check >= self.purge_interval:
@@ -100,18 +103,29 @@ class DelayedOperationPurgatory(Generic[Op]):
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try to complete every operation watching ``key``; how many completed."""
-        watchers = self._watchers_by_key.get(key)
+        watchers_by_key = self._watchers_by_key
+        # Take the list out while scanning: an operation completed here may watch new
+        # operations on the same key (re-entrantly); they go to a fresh list, merged
+        # back below, so nothing is lost and nothing is scanned twice.
+        watchers = watchers_by_key.pop(key, None)
         if watchers is None:
             return 0
         completed = 0
-        for op_id, operation in tuple(watchers.items()):
+        keep: list[Op] = []
+        for operation in watchers:
             if operation._completed:
-                watchers.pop(op_id, None)
-            elif operation.safe_try_complete():
-                watchers.pop(op_id, None)
+                continue
+            if operation.try_complete():
                 completed += 1
-        if not watchers:
-            self._remove_key_if_empty(key, watchers)
+            elif not operation._completed:
+                keep.append(operation)
+        added = watchers_by_key.get(key)
+        if added is not None:
+            keep.extend(added)
+        if keep:
+            watchers_by_key[key] = keep
+        elif added is not None:
+            del watchers_by_key[key]
         return completed
 
     def cancel_for_key(self, key: Hashable) -> list[Op]:
@@ -124,8 +138,10 @@ class DelayedOperationPurgatory(Generic[Op]):
         if watchers is None:
             return []
         cancelled: list[Op] = []
-        for operation in watchers.values():
-            if not operation._completed:
+        seen: set[int] = set()
+        for operation in watchers:
+            if not operation._completed and id(operation) not in seen:
+                seen.add(id(operation))
                 operation.cancel()
                 cancelled.append(operation)
         return cancelled
@@ -152,9 +168,9 @@ class DelayedOperationPurgatory(Generic[Op]):
         """
         seen: dict[int, Op] = {}
         for watchers in self._watchers_by_key.values():
-            for op_id, operation in watchers.items():
+            for operation in watchers:
                 if not operation._completed:
-                    seen[op_id] = operation
+                    seen[id(operation)] = operation
         ops = list(seen.values())
         ops.sort(key=lambda op: (op.deadline_ms is None, op.deadline_ms or 0))
         return ops
@@ -171,21 +187,16 @@ class DelayedOperationPurgatory(Generic[Op]):
         """Drop completed operations from every watch list, and empty keys; returns
         the number of watcher entries removed."""
         purged = 0
-        for key, watchers in list(self._watchers_by_key.items()):
-            done = [op_id for op_id, operation in watchers.items() if operation._completed]
-            for op_id in done:
-                del watchers[op_id]
-            purged += len(done)
-            if not watchers:
-                self._remove_key_if_empty(key, watchers)
+        watchers_by_key = self._watchers_by_key
+        for key, watchers in list(watchers_by_key.items()):
+            live = [operation for operation in watchers if not operation._completed]
+            purged += len(watchers) - len(live)
+            if live:
+                watchers_by_key[key] = live
+            else:
+                del watchers_by_key[key]
         self.purged_count += purged
         return purged
-
-    def _remove_key_if_empty(self, key: Hashable, watchers: dict[int, Op]) -> None:
-        # Only if the list is still the one registered: a re-entrant watch may have
-        # replaced it meanwhile.
-        if not watchers and self._watchers_by_key.get(key) is watchers:
-            del self._watchers_by_key[key]
 
     def __repr__(self) -> str:
         return (
