@@ -44,11 +44,15 @@ class MiniKafka:
         control_port: int | None = None,
         control_host: str = "127.0.0.1",
         capture_dir: Path | None = None,
+        advertised_host: str | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")
         self.config = config or BrokerConfig.model_validate({})
         self.host = host
+        # What Metadata tells clients (Kafka's advertised.listeners): by default the
+        # listen address; a container listening on 0.0.0.0 advertises its service name.
+        self.advertised_host = advertised_host or host
         self.base_port = port
         self.data_dir = data_dir
         if data_dir is None and self.config.log_dirs:
@@ -84,6 +88,7 @@ class MiniKafka:
         broker = Broker(
             broker_id, self.host, port, config, self.cluster, LoopClock(loop.time), broker_dir
         )
+        broker.advertised_host = self.advertised_host
         replica_manager = ReplicaManager(broker, self.controller, self._memory_logs.get(broker_id))
         if self.data_dir is None:
             self._memory_logs[broker_id] = replica_manager.log_manager
@@ -110,7 +115,7 @@ class MiniKafka:
             self.brokers.append(broker)
         # Register every broker before any starts, so placement sees the whole cluster.
         for broker in self.brokers:
-            self.cluster.register_broker(broker.broker_id, broker.host, broker.port)
+            self.cluster.register_broker(broker.broker_id, broker.advertised_host, broker.port)
         for broker in self.brokers:
             await broker.start()
         if self.captures is not None:
@@ -166,7 +171,7 @@ class MiniKafka:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"{b.host}:{b.port}" for b in self.brokers)
+        return ",".join(f"{b.advertised_host}:{b.port}" for b in self.brokers)
 
     @property
     def control_url(self) -> str | None:

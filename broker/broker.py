@@ -84,6 +84,7 @@ class Broker:
     ) -> None:
         self.broker_id = broker_id
         self.host = host
+        self.advertised_host = host  # what Metadata advertises; see MiniKafka
         self.port = port
         self.config = config
         self.cluster = cluster
@@ -118,7 +119,7 @@ class Broker:
         )
         sock = self._server.sockets[0]
         self.port = int(sock.getsockname()[1])
-        self.cluster.register_broker(self.broker_id, self.host, self.port)
+        self.cluster.register_broker(self.broker_id, self.advertised_host, self.port)
         log.info("broker %d listening on %s:%d", self.broker_id, self.host, self.port)
 
     async def stop(self) -> None:

@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=int, default=9092, help="port of broker 0; broker i uses port+i; 0: free"
     )
+    serve.add_argument(
+        "--advertised-host",
+        default=None,
+        help="host name Metadata gives clients (default: --host), like Kafka's "
+        "advertised.listeners; e.g. a container listening on 0.0.0.0",
+    )
     serve.add_argument("--data-dir", type=Path, default=None, help="keep logs here (memory)")
     serve.add_argument("--config", type=Path, default=None, help="a Kafka server.properties")
     serve.add_argument(
@@ -236,6 +242,7 @@ async def _serve(args: argparse.Namespace) -> int:
         control_port=args.control_port,
         control_host=args.control_host,
         capture_dir=args.capture_dir,
+        advertised_host=args.advertised_host,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

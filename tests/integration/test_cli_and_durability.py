@@ -110,3 +110,23 @@ def test_acknowledged_records_survive_kill_9(
 
     assert asyncio.run(consume(second.bootstrap)) == [f"r{i}".encode() for i in range(55)]
     assert second.terminate() == 0
+
+
+def test_advertised_host_is_what_metadata_tells_clients(
+    broker_process: type[BrokerProcess],
+) -> None:
+    """Listen on one address, advertise another (Kafka's advertised.listeners)."""
+    proc = broker_process(["--host", "127.0.0.1", "--advertised-host", "localhost"])
+    assert proc.bootstrap.startswith("localhost:")
+    port = int(proc.bootstrap.split(":")[1])
+
+    async def advertised() -> set[str]:
+        producer = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
+        await producer.start()
+        try:
+            return {b.host for b in producer.client.cluster.brokers()}
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(advertised()) == {"localhost"}
+    assert proc.terminate() == 0

@@ -71,12 +71,29 @@ def command(service: dict[str, Any]) -> str:
 
 
 def test_commands(compose: dict[str, Any]) -> None:
+    """Every minikafka command in the file is one our CLI accepts, with these values."""
+    from broker.cli import build_parser
+
     s = compose["services"]
-    assert command(s["broker"]) == (
-        "minikafka serve --brokers 3 --host 0.0.0.0 --port 9092 "
-        "--capture-dir /captures --control-port 9999"
-    )
-    assert "--capture-dir" not in command(s["replay-broker"])
+    parser = build_parser()
+
+    def parse(service: str) -> Any:
+        argv = command(s[service]).split()
+        assert argv[0] == "minikafka"
+        return parser.parse_args(argv[1:])
+
+    for service, advertised in (("broker", "broker"), ("replay-broker", "replay-broker")):
+        serve = parse(service)
+        assert (serve.command, serve.brokers, serve.host, serve.port) == (
+            "serve",
+            3,
+            "0.0.0.0",
+            9092,
+        )
+        # Clients in other containers must be told a name they can reach, not 0.0.0.0.
+        assert serve.advertised_host == advertised
+    assert str(parse("broker").capture_dir) == "/captures"
+    assert parse("replay-broker").capture_dir is None
     assert command(s["workload"]) == "minikafka workload --bootstrap broker:9092 --duration 30"
     assert command(s["replay"]) == (
         "minikafka replay --capture /captures --bootstrap replay-broker:9092 "
