@@ -4,9 +4,12 @@ An operation is watched on one or more keys (for example topic-partitions); what
 changes a key's state calls ``check_and_complete(key)``, which tries to complete every
 operation watching it. An operation not completed in time is expired by the timer.
 
-Watch lists are insertion-ordered dicts keyed by ``id(op)`` (O(1) add and removal, and
-no demand that operation classes be hashable). Iteration is over a snapshot, so an
-``on_complete`` that watches or checks again (re-entrancy on one thread) is safe.
+Watch lists are plain lists (no demand that operation classes be hashable), taken out
+of the map while their key is scanned, so an ``on_complete`` that watches or checks
+again (re-entrancy on one thread) is safe. A ``check_and_complete`` of the key being
+scanned, made from inside the scan (an ``on_complete`` that changed that key's state),
+makes the running scan go over the key's list once more when it ends: it reaches the
+operations the scan had already passed, as Kafka's nested scan of the same list does.
 
 Purging follows Kafka. An operation completed through key A is removed from A's list
 at once, but stays in the lists of its other keys (and an expired one in all its lists)
@@ -62,6 +65,10 @@ class DelayedOperationPurgatory(Generic[Op]):
         """Completed watcher entries removed by purges (for tests and metrics)."""
         self.listener: OperationListener | None = None
         """Told when an operation is watched, completes or expires (capture); optional."""
+        # Keys whose list a check_and_complete is scanning now, and those of them checked
+        # again from inside that scan (the scan then goes over the list once more).
+        self._scanning: set[Hashable] = set()
+        self._rescan: set[Hashable] = set()
 
     # -- the request path -------------------------------------------------------------
 
@@ -102,30 +109,55 @@ class DelayedOperationPurgatory(Generic[Op]):
         return False
 
     def check_and_complete(self, key: Hashable) -> int:
-        """Try to complete every operation watching ``key``; how many completed."""
+        """Try to complete every operation watching ``key``; how many completed.
+
+        Called from inside a scan of ``key`` (an operation's completion changed the
+        key's state), it only asks that scan to go over the list again, and returns 0:
+        the operations it completes are counted by the scan already running.
+        """
         watchers_by_key = self._watchers_by_key
         # Take the list out while scanning: an operation completed here may watch new
         # operations on the same key (re-entrantly); they go to a fresh list, merged
-        # back below, so nothing is lost and nothing is scanned twice.
+        # back below, so nothing is lost.
         watchers = watchers_by_key.pop(key, None)
+        scanning = self._scanning
+        if scanning and key in scanning:
+            # Nested in a scan of this key: leave the fresh list where the scan merges it.
+            if watchers is not None:
+                watchers_by_key[key] = watchers
+            self._rescan.add(key)
+            return 0
         if watchers is None:
             return 0
         completed = 0
-        keep: list[Op] = []
-        for operation in watchers:
-            if operation._completed:
-                continue
-            if operation.try_complete():
-                completed += 1
-            elif not operation._completed:
-                keep.append(operation)
-        added = watchers_by_key.get(key)
-        if added is not None:
-            keep.extend(added)
+        scanning.add(key)
+        try:
+            while True:
+                completed_before = completed
+                keep: list[Op] = []
+                for operation in watchers:
+                    if operation._completed:
+                        continue
+                    if operation.try_complete():
+                        completed += 1
+                    elif not operation._completed:
+                        keep.append(operation)
+                added = watchers_by_key.pop(key, None)
+                if added is not None:
+                    keep.extend(added)
+                rescan = self._rescan
+                if not rescan or key not in rescan:
+                    break
+                rescan.discard(key)
+                if completed == completed_before:
+                    break  # nothing completed, so no state change to look at again
+                watchers = keep
+        finally:
+            scanning.discard(key)
+            if self._rescan:
+                self._rescan.discard(key)
         if keep:
             watchers_by_key[key] = keep
-        elif added is not None:
-            del watchers_by_key[key]
         return completed
 
     def cancel_for_key(self, key: Hashable) -> list[Op]:
