@@ -4,45 +4,38 @@ Kafka's format: 8-byte entries, relative offset int32 (offset - segment base off
 and position int32, big-endian, one entry about every index.interval.bytes of log.
 As in Kafka, an entry's offset is the *last* offset of the batch that starts at the
 position, and a lookup gives the greatest entry at or below the target, from where
-the segment is scanned forward.
-
-Kafka memory-maps a preallocated file; we keep the entries in arrays (loaded once;
-the index is small: one entry per 4 KiB of log) and append each entry to the file
-with a write, so the file on disk is always exactly the entries written.
+the segment is scanned forward. File handling: ``index_file.py``.
 """
 
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from array import array
 from pathlib import Path
 
-ENTRY = struct.Struct(">ii")
+from broker.log.index_file import IndexCorruptError, IndexFile
+
+__all__ = ["IndexCorruptError", "OffsetIndex"]
 
 
-class IndexCorruptError(ValueError):
-    """The index file does not hold valid entries; the segment rebuilds it."""
+class OffsetIndex(IndexFile):
+    ENTRY = struct.Struct(">ii")
 
-
-class OffsetIndex:
     def __init__(self, path: Path, base_offset: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
+        super().__init__(path, base_offset)
         self._offsets = array("q")  # absolute offsets, increasing
         self._positions = array("q")
-        self._fd: int | None = None
+
+    def _columns(self) -> tuple[array[int], array[int]]:
+        return self._offsets, self._positions
 
     @classmethod
     def load(cls, path: Path, base_offset: int) -> OffsetIndex:
         """Read an existing index; IndexCorruptError if its entries are not valid."""
         index = cls(path, base_offset)
-        data = path.read_bytes()
-        if len(data) % ENTRY.size:
-            raise IndexCorruptError(f"{path}: size {len(data)} is not a multiple of 8")
         last_rel = last_pos = -1
-        for rel, pos in ENTRY.iter_unpack(data):
+        for rel, pos in index._read_entries():
             if rel <= last_rel or pos <= last_pos or rel < 0:
                 raise IndexCorruptError(f"{path}: entries are not increasing")
             index._offsets.append(base_offset + rel)
@@ -69,40 +62,12 @@ class OffsetIndex:
             return
         self._offsets.append(offset)
         self._positions.append(position)
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._fd, ENTRY.pack(offset - self.base_offset, position))
+        self._write_entry(offset - self.base_offset, position)
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries whose offset is >= `offset` (the batches they name are gone)."""
-        keep = bisect.bisect_left(self._offsets, offset)
-        self._truncate_entries(keep)
+        self._truncate_entries(bisect.bisect_left(self._offsets, offset))
 
     def truncate_to_position(self, position: int) -> None:
         """Drop entries pointing at or past `position`."""
-        keep = bisect.bisect_left(self._positions, position)
-        self._truncate_entries(keep)
-
-    def _truncate_entries(self, keep: int) -> None:
-        if keep >= len(self._offsets):
-            return
-        del self._offsets[keep:]
-        del self._positions[keep:]
-        self.close()
-        os.truncate(self.path, keep * ENTRY.size)
-
-    def reset(self) -> None:
-        """Empty the index (before a rebuild)."""
-        self.close()
-        self._offsets = array("q")
-        self._positions = array("q")
-        self.path.write_bytes(b"")
-
-    def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._truncate_entries(bisect.bisect_left(self._positions, position))

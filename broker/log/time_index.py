@@ -5,40 +5,36 @@ added beside offset-index entries, only when the segment's running maximum times
 has grown, so timestamps increase along the file. An entry (T, O) says: the largest
 timestamp up to offset O is T, and O's batch is where T first appeared. Hence every
 batch before O's holds only timestamps below T, and a search for the first timestamp
->= ts may start at the batch of the last entry with T <= ts.
-
-As with the offset index, the entries live in arrays and are appended to the file.
+>= ts may start at the batch of the last entry with T <= ts. File handling:
+``index_file.py``.
 """
 
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from array import array
 from pathlib import Path
 
-from broker.log.offset_index import IndexCorruptError
-
-ENTRY = struct.Struct(">qi")
+from broker.log.index_file import IndexCorruptError, IndexFile
 
 
-class TimeIndex:
+class TimeIndex(IndexFile):
+    ENTRY = struct.Struct(">qi")
+
     def __init__(self, path: Path, base_offset: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
+        super().__init__(path, base_offset)
         self._timestamps = array("q")
         self._offsets = array("q")
-        self._fd: int | None = None
+
+    def _columns(self) -> tuple[array[int], array[int]]:
+        return self._timestamps, self._offsets
 
     @classmethod
     def load(cls, path: Path, base_offset: int) -> TimeIndex:
         index = cls(path, base_offset)
-        data = path.read_bytes()
-        if len(data) % ENTRY.size:
-            raise IndexCorruptError(f"{path}: size {len(data)} is not a multiple of 12")
         last_ts = last_rel = -(2**63)
-        for ts, rel in ENTRY.iter_unpack(data):
+        for ts, rel in index._read_entries():
             if ts <= last_ts or rel < last_rel or rel < 0:
                 raise IndexCorruptError(f"{path}: entries are not increasing")
             index._timestamps.append(ts)
@@ -70,31 +66,8 @@ class TimeIndex:
             return
         self._timestamps.append(ts_ms)
         self._offsets.append(offset)
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._fd, ENTRY.pack(ts_ms, offset - self.base_offset))
+        self._write_entry(ts_ms, offset - self.base_offset)
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries whose offset is >= `offset`."""
-        keep = bisect.bisect_left(self._offsets, offset)
-        if keep >= len(self._offsets):
-            return
-        del self._timestamps[keep:]
-        del self._offsets[keep:]
-        self.close()
-        os.truncate(self.path, keep * ENTRY.size)
-
-    def reset(self) -> None:
-        self.close()
-        self._timestamps = array("q")
-        self._offsets = array("q")
-        self.path.write_bytes(b"")
-
-    def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._truncate_entries(bisect.bisect_left(self._offsets, offset))
