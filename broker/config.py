@@ -79,6 +79,10 @@ class BrokerConfig(BaseModel):
     offsets_retention_check_interval_ms: int = Field(
         600000, alias="offsets.retention.check.interval.ms", ge=1
     )
+    # Offset commits and group metadata wait for the offsets topic's ISR (acks=all) up to
+    # this long, as Kafka's coordinator does; the timeout answers COORDINATOR_NOT_AVAILABLE.
+    offsets_commit_timeout_ms: int = Field(5000, alias="offsets.commit.timeout.ms", ge=1)
+    offsets_commit_required_acks: int = Field(-1, alias="offsets.commit.required.acks", ge=-1, le=1)
 
     transactional_id_expiration_ms: int = Field(
         604800000, alias="transactional.id.expiration.ms", ge=1

@@ -14,15 +14,20 @@ Every state change that can satisfy a parked operation calls ``check_and_complet
 its key at once (a join, a leave, a sync, a heartbeat, a removal); a forgotten call
 would leave the operation waiting for its timeout.
 
-Calling convention for handlers: JoinGroup and SyncGroup take a ``response_callback``
-that is called exactly once, possibly during the call (answered at once) and possibly
-later from the timer or another request (parked). The handler layer turns it into an
-``asyncio.Future``. Callbacks must not call back into the coordinator synchronously.
-Everything else returns its answer directly.
+Calling convention for handlers: JoinGroup, SyncGroup and OffsetCommit take a
+``response_callback`` that is called exactly once, possibly during the call (answered at
+once) and possibly later from the timer, another request or the offsets topic's
+replication (parked). The handler layer turns it into an ``asyncio.Future``. Callbacks
+must not call back into the coordinator synchronously. Everything else returns its
+answer directly.
 
 Persistence: records for ``__consumer_offsets`` go to an injected
 :class:`~broker.group.group_log.GroupLog` (see that module for the encoding) and are
-replayed with :meth:`GroupCoordinator.load`.
+replayed with :meth:`GroupCoordinator.load`. As in Kafka, commits and group metadata are
+appended with acks=all and the coordinator acts on them only when the log calls back:
+committed offsets enter the cache, and a SyncGroup's assignment is handed out, only once
+the in-sync replicas have the records; a failed append is answered with Kafka's mapped
+error (:func:`commit_error`, :func:`store_group_error`).
 
 Where this differs from Kafka (all deliberate, all small):
 
@@ -32,8 +37,11 @@ Where this differs from Kafka (all deliberate, all small):
   its connection's response order): a member removed while its SyncGroup is parked gets
   UNKNOWN_MEMBER_ID, and a JoinGroup/SyncGroup superseded by a retry of the same
   member gets REBALANCE_IN_PROGRESS. Kafka drops those callbacks.
-* Appending to the log is synchronous; a failed append answers
-  COORDINATOR_NOT_AVAILABLE (commits) or fails the sync and rebalances (group).
+* Offsets waiting for their append are not tracked as "pending" (Kafka's
+  ``pendingOffsetCommits``): OffsetFetch shows the last replicated commit and never
+  answers UNSTABLE_OFFSET_COMMIT; commits to one partition complete in append order.
+* A ``GroupLog`` that raises (a bug, not an append error) counts as an append that
+  failed with UNKNOWN_SERVER_ERROR.
 * No coordinator loading/emigration (one coordinator owns all groups), no
   transactional offset commits, no KIP-848 consumer groups.
 """
@@ -71,6 +79,7 @@ from broker.group.partition_hash import partition_for
 from broker.group.results import (
     NO_PROTOCOL,
     UNKNOWN_MEMBER_ID,
+    CommitCallback,
     GroupOverview,
     GroupSummary,
     JoinCallback,
@@ -90,6 +99,43 @@ E = ErrorCode
 
 # What a commit carries per partition: (offset, leader_epoch, metadata).
 CommitValue = tuple[int, int, str | None]
+
+
+def commit_error(append_error: ErrorCode) -> ErrorCode:
+    """OffsetCommit's error for a failed append to ``__consumer_offsets`` (Kafka's
+    ``storeOffsets``): the client retries or rediscovers the coordinator on these."""
+    if append_error is E.none:
+        return E.none
+    if append_error in (
+        E.unknown_topic_or_partition,
+        E.not_enough_replicas,
+        E.not_enough_replicas_after_append,
+        E.request_timed_out,
+    ):
+        return E.coordinator_not_available
+    if append_error in (E.not_leader_or_follower, E.kafka_storage_error):
+        return E.not_coordinator
+    if append_error in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+        return E.invalid_commit_offset_size
+    return E.unknown_server_error
+
+
+def store_group_error(append_error: ErrorCode) -> ErrorCode:
+    """SyncGroup's (and a static rejoin's) error for a failed group-metadata append
+    (Kafka's ``storeGroup``): a timeout asks the members to rejoin."""
+    if append_error in (
+        E.unknown_topic_or_partition,
+        E.not_enough_replicas,
+        E.not_enough_replicas_after_append,
+    ):
+        return E.coordinator_not_available
+    if append_error in (E.not_leader_or_follower, E.kafka_storage_error):
+        return E.not_coordinator
+    if append_error is E.request_timed_out:
+        return E.rebalance_in_progress
+    if append_error in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+        return E.unknown_server_error
+    return append_error
 
 
 class GroupCoordinator:
@@ -503,64 +549,75 @@ class GroupCoordinator:
                     "Static member which joins during Stable stage and doesn't affect "
                     "selectProtocol will not trigger rebalance."
                 )
-                error = self._store_group(
-                    group, {m.member_id: m.assignment for m in group.all_member_metadata}
-                )
-                if error is not E.none:
-                    log.warning(
-                        "Failed to persist metadata for group %s: %s", group.group_id, error
-                    )
-                    group.update_member(
-                        member,
-                        old_protocols,
-                        old_rebalance_timeout_ms,
-                        old_session_timeout_ms,
-                        None,
-                    )
-                    old = group.replace_static_member(
-                        group_instance_id, new_member_id, old_member_id
-                    )
-                    self._complete_and_schedule_next_heartbeat_expiration(group, old)
-                    callback(
-                        JoinGroupResult(
-                            member_id=UNKNOWN_MEMBER_ID,
-                            error=error,
-                            generation_id=group.generation_id,
-                            protocol_type=group.protocol_type,
-                            protocol_name=group.protocol_name,
-                            leader_id=current_leader,
+
+                # Answered once the new member id is replicated (Kafka answers from
+                # storeGroup's callback too).
+                def on_stored(error: ErrorCode) -> None:
+                    if error is not E.none:
+                        log.warning(
+                            "Failed to persist metadata for group %s: %s", group.group_id, error
                         )
-                    )
-                elif support_skipping_assignment:
-                    # JoinGroup v9+: tell the leader it leads, but that it must not assign.
-                    is_leader = group.is_leader(new_member_id)
-                    group.maybe_invoke_join_callback(
-                        member,
-                        JoinGroupResult(
-                            member_id=new_member_id,
-                            error=E.none,
-                            generation_id=group.generation_id,
-                            protocol_type=group.protocol_type,
-                            protocol_name=group.protocol_name,
-                            leader_id=group.leader_or_empty,
-                            skip_assignment=is_leader,
-                            members=group.current_member_metadata() if is_leader else [],
-                        ),
-                    )
-                else:
-                    # Older clients: report the *old* leader id, so a returning leader does
-                    # not think it leads and run an assignment the group would ignore.
-                    group.maybe_invoke_join_callback(
-                        member,
-                        JoinGroupResult(
-                            member_id=new_member_id,
-                            error=E.none,
-                            generation_id=group.generation_id,
-                            protocol_type=group.protocol_type,
-                            protocol_name=group.protocol_name,
-                            leader_id=current_leader,
-                        ),
-                    )
+                        if group.current_static_member_id(group_instance_id) != new_member_id:
+                            # Replaced or removed while the append waited: nothing to undo.
+                            callback(JoinGroupResult(member_id=UNKNOWN_MEMBER_ID, error=error))
+                            return
+                        group.update_member(
+                            member,
+                            old_protocols,
+                            old_rebalance_timeout_ms,
+                            old_session_timeout_ms,
+                            None,
+                        )
+                        old = group.replace_static_member(
+                            group_instance_id, new_member_id, old_member_id
+                        )
+                        self._complete_and_schedule_next_heartbeat_expiration(group, old)
+                        callback(
+                            JoinGroupResult(
+                                member_id=UNKNOWN_MEMBER_ID,
+                                error=error,
+                                generation_id=group.generation_id,
+                                protocol_type=group.protocol_type,
+                                protocol_name=group.protocol_name,
+                                leader_id=current_leader,
+                            )
+                        )
+                    elif support_skipping_assignment:
+                        # JoinGroup v9+: tell the leader it leads, but that it must not assign.
+                        is_leader = group.is_leader(new_member_id)
+                        group.maybe_invoke_join_callback(
+                            member,
+                            JoinGroupResult(
+                                member_id=new_member_id,
+                                error=E.none,
+                                generation_id=group.generation_id,
+                                protocol_type=group.protocol_type,
+                                protocol_name=group.protocol_name,
+                                leader_id=group.leader_or_empty,
+                                skip_assignment=is_leader,
+                                members=group.current_member_metadata() if is_leader else [],
+                            ),
+                        )
+                    else:
+                        # Older clients: report the *old* leader id, so a returning leader does
+                        # not think it leads and run an assignment the group would ignore.
+                        group.maybe_invoke_join_callback(
+                            member,
+                            JoinGroupResult(
+                                member_id=new_member_id,
+                                error=E.none,
+                                generation_id=group.generation_id,
+                                protocol_type=group.protocol_type,
+                                protocol_name=group.protocol_name,
+                                leader_id=current_leader,
+                            ),
+                        )
+
+                self._store_group(
+                    group,
+                    {m.member_id: m.assignment for m in group.all_member_metadata},
+                    on_stored,
+                )
             else:
                 self._maybe_prepare_rebalance(
                     group,
@@ -697,11 +754,13 @@ class GroupCoordinator:
                 GROUP_METADATA_TOPIC_NAME,
                 self.partition_for(group.group_id),
             )
-            error = self._store_group(group, {})
-            if error is not E.none:
-                log.warning(
-                    "Failed to write empty metadata for group %s: %s", group.group_id, error
-                )
+            group_id = group.group_id
+
+            def on_stored(error: ErrorCode) -> None:
+                if error is not E.none:
+                    log.warning("Failed to write empty metadata for group %s: %s", group_id, error)
+
+            self._store_group(group, {}, on_stored)
             return
 
         log.info(
@@ -782,18 +841,28 @@ class GroupCoordinator:
                         group.group_id,
                         group.generation_id,
                     )
-                store_error = self._store_group(group, assignment)
-                # Storing is synchronous here, so the group cannot have moved meanwhile.
-                if store_error is not E.none:
-                    self._reset_and_propagate_assignment_error(group, store_error)
-                    self._maybe_prepare_rebalance(
-                        group,
-                        f"Error {store_error.name} when storing group assignment during "
-                        f"SyncGroup (member: {member_id})",
-                    )
-                else:
-                    self._set_and_propagate_assignment(group, assignment)
-                    group.transition_to(GroupState.STABLE)
+                generation = group.generation_id
+
+                def on_stored(store_error: ErrorCode) -> None:
+                    # Members may have joined or left while the ISR caught up: only the
+                    # rebalance this assignment belongs to may complete with it.
+                    if not (
+                        group.is_in(GroupState.COMPLETING_REBALANCE)
+                        and group.generation_id == generation
+                    ):
+                        return
+                    if store_error is not E.none:
+                        self._reset_and_propagate_assignment_error(group, store_error)
+                        self._maybe_prepare_rebalance(
+                            group,
+                            f"Error {store_error.name} when storing group assignment during "
+                            f"SyncGroup (member: {member_id})",
+                        )
+                    else:
+                        self._set_and_propagate_assignment(group, assignment)
+                        group.transition_to(GroupState.STABLE)
+
+                self._store_group(group, assignment, on_stored)
         elif state is GroupState.STABLE:
             self._remove_pending_sync_member(group, member_id)
             member = group.get(member_id)
@@ -1092,13 +1161,18 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
         offsets: Mapping[tuple[str, int], CommitValue],
+        response_callback: CommitCallback,
         *,
         expire_timestamp_ms: int | None = None,
-    ) -> dict[TopicPartition, ErrorCode]:
+    ) -> None:
         """OffsetCommit. Members commit with their generation; a consumer using
         ``assign()`` commits with generation -1 and member id "" (accepted while the group
         has no members; that creates the group). ``expire_timestamp_ms`` is for
-        OffsetCommit v2-v4 clients that set a retention time."""
+        OffsetCommit v2-v4 clients that set a retention time.
+
+        ``response_callback`` gets an error per partition: at once when the commit is
+        refused, else when the offsets topic's in-sync replicas have the commit (or the
+        append failed), which may also be during this call."""
         tps = [TopicPartition(*tp) for tp in offsets]
         group = self._groups.get(group_id)
         if group is None:
@@ -1106,19 +1180,22 @@ class GroupCoordinator:
                 log.info("Creating simple consumer group %s via manual offset commit.", group_id)
                 group = self._new_group(group_id)
             else:
-                return dict.fromkeys(tps, E.illegal_generation)
+                response_callback(dict.fromkeys(tps, E.illegal_generation))
+                return
         error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
         if error is not None:
-            return dict.fromkeys(tps, error)
+            response_callback(dict.fromkeys(tps, error))
+            return
         state = group.state
         if state is GroupState.COMPLETING_REBALANCE:
             # The member knows the new generation but has no assignment yet.
-            return dict.fromkeys(tps, E.rebalance_in_progress)
+            response_callback(dict.fromkeys(tps, E.rebalance_in_progress))
+            return
         if state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             # Commits count as a sign of life; during PreparingRebalance they are still
             # accepted (the heartbeat response tells the member to rejoin).
             self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
-        return self._store_offsets(group, offsets, expire_timestamp_ms)
+        self._store_offsets(group, offsets, expire_timestamp_ms, response_callback)
 
     def _validate_offset_commit(
         self,
@@ -1148,7 +1225,9 @@ class GroupCoordinator:
         group: GroupMetadata,
         offsets: Mapping[tuple[str, int], CommitValue],
         expire_timestamp_ms: int | None,
-    ) -> dict[TopicPartition, ErrorCode]:
+        response_callback: CommitCallback,
+    ) -> None:
+        """Kafka's ``storeOffsets``: the cache changes only once the append succeeded."""
         now = self.clock.now_ms()
         results: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -1165,17 +1244,32 @@ class GroupCoordinator:
                 commit_timestamp=now,
                 expire_timestamp=expire_timestamp_ms,
             )
-        if accepted:
-            records: list[Record] = [
-                OffsetCommitRecord(group.group_id, tp.topic, tp.partition, om)
-                for tp, om in accepted.items()
-            ]
-            error = self._append(group.group_id, records)
+        if not accepted:
+            response_callback(results)
+            return
+        records: list[Record] = [
+            OffsetCommitRecord(group.group_id, tp.topic, tp.partition, om)
+            for tp, om in accepted.items()
+        ]
+
+        def on_appended(append_error: ErrorCode) -> None:
+            error = commit_error(append_error)
             if error is E.none:
-                group.offsets.update(accepted)
+                # A group deleted meanwhile stays deleted (its tombstone came first).
+                if not group.is_in(GroupState.DEAD):
+                    group.offsets.update(accepted)
+            else:
+                log.debug(
+                    "Offset commit of group %s failed when appending to %s: %s",
+                    group.group_id,
+                    GROUP_METADATA_TOPIC_NAME,
+                    append_error.name,
+                )
             for tp in accepted:
                 results[tp] = error
-        return results
+            response_callback(results)
+
+        self._append(group.group_id, records, on_appended)
 
     # ============================================================ OffsetFetch
     def handle_fetch_offsets(
@@ -1351,20 +1445,46 @@ class GroupCoordinator:
             self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
 
     # ============================================================ persistence
-    def _append(self, group_id: str, records: list[Record]) -> ErrorCode:
+    def _append(
+        self,
+        group_id: str,
+        records: list[Record],
+        on_done: Callable[[ErrorCode], None] | None,
+    ) -> None:
+        """Hand ``records`` to the log; ``on_done`` (if any) gets the append's own error
+        exactly once, now or when the offsets topic's ISR has the records."""
         if self.group_log is None or not records:
-            return E.none
+            if on_done is not None:
+                on_done(E.none)
+            return
+        answered = False
+
+        def once(error: ErrorCode) -> None:
+            nonlocal answered
+            if not answered:
+                answered = True
+                assert on_done is not None
+                on_done(error)
+
         try:
-            self.group_log.append_to_log(group_id, [encode_record(r) for r in records])
+            self.group_log.append_to_log(
+                group_id, [encode_record(r) for r in records], once if on_done else None
+            )
         except Exception:
             log.exception(
                 "Appending to %s failed for group %s", GROUP_METADATA_TOPIC_NAME, group_id
             )
-            return E.coordinator_not_available
-        return E.none
+            if on_done is not None:
+                once(E.unknown_server_error)
 
-    def _store_group(self, group: GroupMetadata, assignment: Mapping[str, bytes]) -> ErrorCode:
-        """Persist the group's generation and members (Kafka's ``storeGroup``)."""
+    def _store_group(
+        self,
+        group: GroupMetadata,
+        assignment: Mapping[str, bytes],
+        on_stored: Callable[[ErrorCode], None],
+    ) -> None:
+        """Persist the group's generation and members (Kafka's ``storeGroup``);
+        ``on_stored`` gets SyncGroup's error for the append (:func:`store_group_error`)."""
         protocol = group.protocol_name
         members = [
             MemberRecord(
@@ -1389,7 +1509,11 @@ class GroupCoordinator:
             ),
             members=members,
         )
-        return self._append(group.group_id, [GroupMetadataRecord(group.group_id, value)])
+        self._append(
+            group.group_id,
+            [GroupMetadataRecord(group.group_id, value)],
+            lambda append_error: on_stored(store_group_error(append_error)),
+        )
 
     def _write_tombstones(
         self, group: GroupMetadata, removed: Iterable[TopicPartition], *, group_tombstone: bool
@@ -1399,9 +1523,8 @@ class GroupCoordinator:
         ]
         if group_tombstone:
             records.append(GroupMetadataRecord(group.group_id, None))
-        error = self._append(group.group_id, records)
-        if error is not E.none:
-            log.warning("Failed to write tombstones for group %s: %s", group.group_id, error)
+        # Kafka's cleanup appends on the leader and waits for no one.
+        self._append(group.group_id, records, None)
 
     def load(self, records: Iterable[KeyValue]) -> None:
         """Rebuild groups and offsets from ``__consumer_offsets`` records (at start).

@@ -3,8 +3,11 @@
 The coordinator core (``coordinator.py``) does no IO. This component gives it what a
 Kafka broker gives its GroupCoordinator:
 - a ``GroupLog`` that appends commits and group metadata to the internal topic
-  ``__consumer_offsets``, partition ``partition_for(group_id)``, so they survive a
-  restart when the broker has a data directory;
+  ``__consumer_offsets``, partition ``partition_for(group_id)``, through the replica
+  manager with ``offsets.commit.required.acks`` (acks=all) and
+  ``offsets.commit.timeout.ms``, as Kafka's ``appendForGroup`` does: the append waits
+  in the Produce purgatory until the partition's in-sync replicas have it, so a commit
+  is acknowledged only once it survives the loss of its leader;
 - the load of those partitions when this broker leads them (at start, and when it
   becomes their leader after a failover);
 - the periodic offset expiry (``offsets.retention.check.interval.ms``);
@@ -21,21 +24,18 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import OFFSETS_TOPIC, BrokerEndpoint, TopicInfo
 from broker.group.coordinator import GroupCoordinator
 from broker.group.group_config import GroupConfig
-from broker.group.group_log import KeyValue
+from broker.group.group_log import AppendCallback, KeyValue
 from broker.group.partition_hash import partition_for
 from broker.periodic import PeriodicTask
 from protocol.record_batch import build_record_batch, iter_batches, iter_records
 
 if TYPE_CHECKING:
     from broker.broker import Broker
+    from broker.replica.delayed_produce import ProduceStatuses
 
 log = logging.getLogger("broker.group")
 
 _LOAD_CHUNK_BYTES = 4 * 1024 * 1024
-
-
-class GroupLogAppendError(RuntimeError):
-    """The offsets topic refused an append (not leader, no partition)."""
 
 
 class OffsetsTopicLog:
@@ -44,15 +44,35 @@ class OffsetsTopicLog:
     def __init__(self, service: GroupCoordinatorService) -> None:
         self._service = service
 
-    def append_to_log(self, group_id: str, records: list[KeyValue]) -> None:
+    def append_to_log(
+        self, group_id: str, records: list[KeyValue], on_done: AppendCallback | None = None
+    ) -> None:
         broker = self._service.broker
+        manager = broker.replica_manager
         tp = (OFFSETS_TOPIC, self._service.partition_for(group_id))
         batch = build_record_batch(
             [(key, value, []) for key, value in records], timestamp_ms=broker.clock.now_ms()
         )
-        result = broker.replica_manager.append_to_leader(tp, batch, required_acks=1)
-        if result.error is not ErrorCode.none:
-            raise GroupLogAppendError(f"append to {tp} failed: {result.error.name}")
+        if on_done is None:
+            # Tombstones: Kafka's cleanup writes them on the leader and waits for no one.
+            result = manager.append_to_leader(tp, batch, required_acks=1)
+            if result.error is not ErrorCode.none:
+                log.warning("append to %s failed: %s", tp, result.error.name)
+            return
+
+        def respond(statuses: ProduceStatuses) -> None:
+            on_done(statuses[tp].result.error)
+
+        # No request context: the handler waiting on the coordinator accounts for the
+        # time it spends parked (this append may serve a commit or a SyncGroup).
+        config = broker.config
+        manager.append_records(
+            config.offsets_commit_timeout_ms,
+            config.offsets_commit_required_acks,
+            {tp: batch},
+            respond,
+            None,
+        )
 
 
 class GroupCoordinatorService:

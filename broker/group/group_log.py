@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from kio.schema.errors import ErrorCode
 
 from broker.group.offsets import OffsetAndMetadata
 from broker.group.partition_hash import partition_for
@@ -51,11 +53,26 @@ OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 
 
-class GroupLog(Protocol):
-    """Where the coordinator's records go. ``append_to_log`` returns once they are
-    durable (or raises; the coordinator then answers with COORDINATOR_NOT_AVAILABLE)."""
+AppendCallback = Callable[[ErrorCode], None]
 
-    def append_to_log(self, group_id: str, records: list[KeyValue]) -> None: ...
+
+class GroupLog(Protocol):
+    """Where the coordinator's records go.
+
+    With ``on_done``, the append is Kafka's ``appendForGroup``: written with
+    ``offsets.commit.required.acks`` (acks=all) and ``on_done`` is called exactly once
+    with the append's own error — NONE once the in-sync replicas have the records, or
+    e.g. NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER. It may be called
+    before ``append_to_log`` returns (a single replica: the high watermark moves with
+    the append). The coordinator maps the error to its API's and changes its state only
+    in the callback, which is why a commit is never visible before it is replicated.
+
+    Without ``on_done`` nobody waits: Kafka writes its cleanup tombstones that way.
+    """
+
+    def append_to_log(
+        self, group_id: str, records: list[KeyValue], on_done: AppendCallback | None = None
+    ) -> None: ...
 
 
 # --------------------------------------------------------------------- records
@@ -318,14 +335,22 @@ class InMemoryGroupLog:
     def __init__(self, num_partitions: int = 50) -> None:
         self.num_partitions = num_partitions
         self._entries: list[tuple[int, bytes, bytes | None]] = []
-        self.fail_next: Exception | None = None  # tests: make the next append raise
+        # Tests: the next append fails with this append error (nothing is written), or
+        # raises this exception.
+        self.fail_next: ErrorCode | Exception | None = None
 
-    def append_to_log(self, group_id: str, records: list[KeyValue]) -> None:
-        if self.fail_next is not None:
-            exc, self.fail_next = self.fail_next, None
-            raise exc
-        partition = partition_for(group_id, self.num_partitions)
-        self._entries.extend((partition, k, v) for k, v in records)
+    def append_to_log(
+        self, group_id: str, records: list[KeyValue], on_done: AppendCallback | None = None
+    ) -> None:
+        """Completes at once: there are no other replicas to wait for."""
+        failure, self.fail_next = self.fail_next, None
+        if isinstance(failure, Exception):
+            raise failure
+        if failure is None:
+            partition = partition_for(group_id, self.num_partitions)
+            self._entries.extend((partition, k, v) for k, v in records)
+        if on_done is not None:
+            on_done(ErrorCode.none if failure is None else failure)
 
     def records(self, partition: int | None = None) -> list[KeyValue]:
         """Every appended key/value in append order (optionally of one partition)."""

@@ -63,6 +63,8 @@ class SyncGroupResult:
 
 JoinCallback = Callable[[JoinGroupResult], None]
 SyncCallback = Callable[[SyncGroupResult], None]
+# OffsetCommit's answer: an error per partition.
+CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,12 @@
 """OffsetCommit (key 8): commits from group members and from ``assign()`` consumers.
 
-A commit from a member also counts as a heartbeat. Differences from Kafka: the commit
-is written to ``__consumer_offsets`` with the leader's acknowledgement only (Kafka waits
-for the offsets topic's ISR: acks=all).
+A commit from a member also counts as a heartbeat. As in Kafka, the commit is appended
+to ``__consumer_offsets`` with acks=all (``offsets.commit.required.acks``) and answered
+only once the partition's in-sync replicas have it, so an acknowledged commit survives
+the loss of the coordinator's broker. Meanwhile the request waits in the Produce
+purgatory; a failed or timed-out append (``offsets.commit.timeout.ms``) is answered
+with Kafka's mapped error, COORDINATOR_NOT_AVAILABLE for most, and the committed offset
+stays what it was.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.group_common import coordinator_of
+from broker.group import TopicPartition
+from broker.handlers.group_common import answer_when_called, coordinator_of
 from protocol.builders import response_builder
 
 API_KEY = 8
@@ -30,37 +35,44 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 int(getattr(p, "committed_leader_epoch", -1)),
                 p.committed_metadata,
             )
+
+    def build(errors: dict[TopicPartition, ErrorCode]) -> Any:
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), code in errors.items():
+            by_topic.setdefault(topic, []).append(
+                b.OffsetCommitResponsePartition(partition_index=partition, error_code=code)
+            )
+        return b.OffsetCommitResponse(
+            throttle_time=0,
+            topics=tuple(
+                b.OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
+
     generation = getattr(request, "generation_id_or_member_epoch", None)
     if generation is None:
         generation = request.generation_id
     error = ctx.broker.group_service.check_coordinator(request.group_id)
-    errors: dict[tuple[str, int], ErrorCode]
     if error is not ErrorCode.none:
-        errors = dict.fromkeys(offsets, error)
-    else:
-        expire: int | None = None
-        retention_time = getattr(request, "retention_time", None)
-        retention = int(retention_time.total_seconds() * 1000) if retention_time is not None else -1
-        if retention >= 0:
-            expire = ctx.broker.clock.now_ms() + retention
-        committed = coordinator_of(ctx).handle_commit_offsets(
+        return build({TopicPartition(*tp): error for tp in offsets})
+    expire: int | None = None
+    retention_time = getattr(request, "retention_time", None)
+    retention = int(retention_time.total_seconds() * 1000) if retention_time is not None else -1
+    if retention >= 0:
+        expire = ctx.broker.clock.now_ms() + retention
+    # Parked (in Kafka's Produce purgatory, a DelayedProduce) while the ISR catches up.
+    return answer_when_called(
+        ctx,
+        "Produce",
+        lambda callback: coordinator_of(ctx).handle_commit_offsets(
             request.group_id,
             request.member_id,
             getattr(request, "group_instance_id", None),
             int(generation),
             offsets,
+            callback,
             expire_timestamp_ms=expire,
-        )
-        errors = {(tp[0], tp[1]): code for tp, code in committed.items()}
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, partition), code in errors.items():
-        by_topic.setdefault(topic, []).append(
-            b.OffsetCommitResponsePartition(partition_index=partition, error_code=code)
-        )
-    return b.OffsetCommitResponse(
-        throttle_time=0,
-        topics=tuple(
-            b.OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
-            for name, parts in by_topic.items()
         ),
+        build,
     )

@@ -142,6 +142,21 @@ class Harness:
         self.coord.handle_sync_group(group, generation, member_id, instance, assignments or {}, box)
         return box
 
+    def commit(
+        self,
+        group: str,
+        member_id: str,
+        instance: str | None,
+        generation: int,
+        offsets: dict[tuple[str, int], tuple[int, int, str | None]],
+        **kw: Any,
+    ) -> dict[Any, ErrorCode]:
+        """OffsetCommit through the in-memory log, which answers at once."""
+        box = Box()
+        self.coord.handle_commit_offsets(group, member_id, instance, generation, offsets, box, **kw)
+        result: dict[Any, ErrorCode] = box.result
+        return result
+
     def heartbeat_(
         self, member_id: str, generation: int, group: str = "g", instance: str | None = None
     ) -> ErrorCode:

@@ -74,7 +74,7 @@ def test_offset_commits_count_as_heartbeats() -> None:
     (a,), generation = h.stable_group(1, session_ms=10_000)
     for i in range(6):
         h.advance(8_000)
-        errors = h.coord.handle_commit_offsets("g", a, None, generation, {("t", 0): (i, -1, "")})
+        errors = h.commit("g", a, None, generation, {("t", 0): (i, -1, "")})
         assert errors == {("t", 0): E.none}
     assert h.state() is S.STABLE
     h.advance(10_000)
@@ -242,9 +242,7 @@ def test_static_member_rejoin_replaces_member_id_without_rebalance_and_fences_ol
     assert (
         h.sync(old_id, generation, instance=follower_instance).result.error is E.fenced_instance_id
     )
-    commit = h.coord.handle_commit_offsets(
-        "g", old_id, follower_instance, generation, {("t", 0): (1, -1, "")}
-    )
+    commit = h.commit("g", old_id, follower_instance, generation, {("t", 0): (1, -1, "")})
     assert commit == {("t", 0): E.fenced_instance_id}
     assert h.join(old_id, instance=follower_instance).result.error is E.fenced_instance_id
     # The new member id was persisted.

@@ -26,19 +26,11 @@ def test_member_commits_are_checked_against_generation_and_membership() -> None:
     h = Harness()
     (a, b), generation = h.stable_group(2)
     tp = ("orders", 0)
-    assert h.coord.handle_commit_offsets("g", a, None, generation, {tp: (10, 3, "m")}) == {
-        tp: E.none
-    }
-    assert h.coord.handle_commit_offsets("g", a, None, generation - 1, {tp: (11, 3, "")}) == {
-        tp: E.illegal_generation
-    }
-    assert h.coord.handle_commit_offsets("g", "x", None, generation, {tp: (12, 3, "")}) == {
-        tp: E.unknown_member_id
-    }
+    assert h.commit("g", a, None, generation, {tp: (10, 3, "m")}) == {tp: E.none}
+    assert h.commit("g", a, None, generation - 1, {tp: (11, 3, "")}) == {tp: E.illegal_generation}
+    assert h.commit("g", "x", None, generation, {tp: (12, 3, "")}) == {tp: E.unknown_member_id}
     # A simple (generation -1) commit is refused while the group has members.
-    assert h.coord.handle_commit_offsets("g", "", None, -1, {tp: (13, 3, "")}) == {
-        tp: E.unknown_member_id
-    }
+    assert h.commit("g", "", None, -1, {tp: (13, 3, "")}) == {tp: E.unknown_member_id}
     _, offsets = h.coord.handle_fetch_offsets("g", [tp, ("orders", 1)])
     assert offsets == {
         tp: OffsetFetchPartition(10, 3, "m", E.none),
@@ -47,14 +39,12 @@ def test_member_commits_are_checked_against_generation_and_membership() -> None:
     # PreparingRebalance still takes commits of the old generation ...
     h.join(a)
     assert h.state() is S.PREPARING_REBALANCE
-    assert h.coord.handle_commit_offsets("g", b, None, generation, {tp: (20, 3, "")}) == {
-        tp: E.none
-    }
+    assert h.commit("g", b, None, generation, {tp: (20, 3, "")}) == {tp: E.none}
     # ... CompletingRebalance does not (the member has no assignment yet).
     box = h.join(b)
     assert box.done and h.state() is S.COMPLETING_REBALANCE
     new_generation = box.result.generation_id
-    assert h.coord.handle_commit_offsets("g", b, None, new_generation, {tp: (21, 3, "")}) == {
+    assert h.commit("g", b, None, new_generation, {tp: (21, 3, "")}) == {
         tp: E.rebalance_in_progress
     }
     assert fetch(h, "g", tp) == {tp: 20}
@@ -63,11 +53,9 @@ def test_member_commits_are_checked_against_generation_and_membership() -> None:
 def test_simple_consumer_commits_create_an_empty_group() -> None:
     h = Harness()
     tp = ("orders", 2)
-    assert h.coord.handle_commit_offsets("solo", "", None, 5, {tp: (1, -1, "")}) == {
-        tp: E.illegal_generation
-    }
+    assert h.commit("solo", "", None, 5, {tp: (1, -1, "")}) == {tp: E.illegal_generation}
     assert h.coord.get_group("solo") is None
-    assert h.coord.handle_commit_offsets("solo", "", None, -1, {tp: (7, -1, None)}) == {tp: E.none}
+    assert h.commit("solo", "", None, -1, {tp: (7, -1, None)}) == {tp: E.none}
     assert h.state("solo") is S.EMPTY
     assert fetch(h, "solo") == {tp: 7}
     assert fetch(h, "unknown-group", tp) == {tp: -1}
@@ -78,22 +66,18 @@ def test_simple_consumer_commits_create_an_empty_group() -> None:
 def test_oversized_metadata_and_failed_appends_are_reported_per_partition() -> None:
     h = Harness(offset_metadata_max_bytes=4)
     ok, big = ("t", 0), ("t", 1)
-    errors = h.coord.handle_commit_offsets(
-        "s", "", None, -1, {ok: (1, -1, "1234"), big: (1, -1, "12345")}
-    )
+    errors = h.commit("s", "", None, -1, {ok: (1, -1, "1234"), big: (1, -1, "12345")})
     assert errors == {ok: E.none, big: E.offset_metadata_too_large}
-    h.log.fail_next = OSError("disk full")
-    assert h.coord.handle_commit_offsets("s", "", None, -1, {ok: (2, -1, "")}) == {
-        ok: E.coordinator_not_available
-    }
+    h.log.fail_next = E.not_enough_replicas
+    assert h.commit("s", "", None, -1, {ok: (2, -1, "")}) == {ok: E.coordinator_not_available}
     assert fetch(h, "s", ok, big) == {ok: 1, big: -1}
 
 
 def test_simple_group_offsets_expire_after_retention_and_the_group_goes() -> None:
     h = Harness()
-    h.coord.handle_commit_offsets("s", "", None, -1, {("t", 0): (1, -1, "")})
+    h.commit("s", "", None, -1, {("t", 0): (1, -1, "")})
     h.clock.advance(RETENTION_MS // 2)
-    h.coord.handle_commit_offsets("s", "", None, -1, {("t", 1): (1, -1, "")})
+    h.commit("s", "", None, -1, {("t", 1): (1, -1, "")})
     h.clock.advance(RETENTION_MS // 2 - 1)
     assert h.coord.expire_offsets() == 0
     h.clock.advance(1)
@@ -109,7 +93,7 @@ def test_simple_group_offsets_expire_after_retention_and_the_group_goes() -> Non
 def test_empty_consumer_group_offsets_expire_counting_from_when_it_emptied() -> None:
     h = Harness()
     (a,), generation = h.stable_group(1, protocols=SUB)
-    h.coord.handle_commit_offsets("g", a, None, generation, {("orders", 0): (5, -1, "")})
+    h.commit("g", a, None, generation, {("orders", 0): (5, -1, "")})
     # While a consumes "orders", its offsets never expire (it heartbeats throughout).
     for _ in range(8):
         h.clock.advance(RETENTION_MS // 8)
@@ -128,9 +112,7 @@ def test_empty_consumer_group_offsets_expire_counting_from_when_it_emptied() -> 
 def test_live_consumer_group_expires_only_offsets_of_topics_it_no_longer_reads() -> None:
     h = Harness()
     (a,), generation = h.stable_group(1, protocols=SUB)
-    h.coord.handle_commit_offsets(
-        "g", a, None, generation, {("orders", 0): (5, -1, ""), ("old-topic", 0): (9, -1, "")}
-    )
+    h.commit("g", a, None, generation, {("orders", 0): (5, -1, ""), ("old-topic", 0): (9, -1, "")})
     h.clock.advance(RETENTION_MS)
     h.heartbeat_(a, generation)
     assert h.coord.expire_offsets() == 1
@@ -140,7 +122,7 @@ def test_live_consumer_group_expires_only_offsets_of_topics_it_no_longer_reads()
 def test_delete_groups_only_deletes_empty_groups() -> None:
     h = Harness()
     h.stable_group(1, group="busy")
-    h.coord.handle_commit_offsets("idle", "", None, -1, {("t", 0): (1, -1, "")})
+    h.commit("idle", "", None, -1, {("t", 0): (1, -1, "")})
     errors = h.coord.handle_delete_groups(["busy", "idle", "ghost"])
     assert errors == {
         "busy": E.non_empty_group,
@@ -156,9 +138,7 @@ def test_delete_groups_only_deletes_empty_groups() -> None:
 def test_offset_delete_refuses_topics_the_group_consumes() -> None:
     h = Harness()
     (a,), generation = h.stable_group(1, protocols=SUB)
-    h.coord.handle_commit_offsets(
-        "g", a, None, generation, {("orders", 0): (5, -1, ""), ("other", 0): (9, -1, "")}
-    )
+    h.commit("g", a, None, generation, {("orders", 0): (5, -1, ""), ("other", 0): (9, -1, "")})
     error, per_partition = h.coord.handle_offset_delete("g", [("orders", 0), ("other", 0)])
     assert error is E.none
     assert per_partition == {("orders", 0): E.group_subscribed_to_topic, ("other", 0): E.none}
@@ -191,11 +171,11 @@ def test_replay_rebuilds_groups_and_offsets() -> None:
     log = InMemoryGroupLog()
     h = Harness(log=log)
     (a, b), generation = h.stable_group(2, protocols=SUB)
-    h.coord.handle_commit_offsets("g", a, None, generation, {("orders", 0): (100, 4, "x")})
-    h.coord.handle_commit_offsets("g", b, None, generation, {("orders", 1): (200, 4, "")})
-    h.coord.handle_commit_offsets("g", b, None, generation, {("orders", 1): (250, 5, "")})
-    h.coord.handle_commit_offsets("s", "", None, -1, {("t", 0): (1, -1, "")})
-    h.coord.handle_commit_offsets("gone", "", None, -1, {("t", 0): (1, -1, "")})
+    h.commit("g", a, None, generation, {("orders", 0): (100, 4, "x")})
+    h.commit("g", b, None, generation, {("orders", 1): (200, 4, "")})
+    h.commit("g", b, None, generation, {("orders", 1): (250, 5, "")})
+    h.commit("s", "", None, -1, {("t", 0): (1, -1, "")})
+    h.commit("gone", "", None, -1, {("t", 0): (1, -1, "")})
     h.coord.handle_delete_groups(["gone"])
 
     # A broker restart: a new coordinator replays the topic.

@@ -1,0 +1,153 @@
+"""OffsetCommit waits for the offsets topic's in-sync replicas, as in Kafka (acks=all).
+
+Three brokers, ``__consumer_offsets`` with replication factor 3. A follower of the
+group's offsets partition stops replicating: the commit stays parked in the leader's
+Produce purgatory (unanswered, not yet visible) until the follower resumes, or is
+answered COORDINATOR_NOT_AVAILABLE when ``offsets.commit.timeout.ms`` runs out first —
+the committed offset then stays what it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.app import MiniKafka
+from broker.broker import Broker
+from broker.cluster_metadata import OFFSETS_TOPIC
+from broker.context import RequestContext
+from protocol.builders import request_builder
+from tests.integration.conftest import running_cluster
+from tests.integration.raw_client import RawClient
+
+pytestmark = pytest.mark.asyncio
+
+OFFSET_COMMIT = 8
+GROUP = "replicated-commits"
+
+
+async def wait_until(condition: Any, what: str, attempts: int = 200) -> None:
+    for _ in range(attempts):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class CommitObserver:
+    """Keeps the request context of every OffsetCommit a broker answered."""
+
+    def __init__(self) -> None:
+        self.commits: list[RequestContext] = []
+
+    def request_received(self, ctx: RequestContext, request: Any, frame: bytes) -> None:
+        pass
+
+    def request_completed(self, ctx: RequestContext, response: Any, size: int) -> None:
+        if ctx.header.api_key == OFFSET_COMMIT:
+            self.commits.append(ctx)
+
+
+async def commit(raw: RawClient, offset: int) -> ErrorCode:
+    """A simple (generation -1) commit of events-0, OffsetCommit v8."""
+    b = request_builder(OFFSET_COMMIT, 8)
+    response = await raw.request(
+        OFFSET_COMMIT,
+        8,
+        "OffsetCommitRequest",
+        group_id=GROUP,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=(
+            b.OffsetCommitRequestTopic(
+                name="events",
+                partitions=(
+                    b.OffsetCommitRequestPartition(
+                        partition_index=0,
+                        committed_offset=offset,
+                        committed_leader_epoch=-1,
+                        committed_metadata="",
+                    ),
+                ),
+            ),
+        ),
+    )
+    error: ErrorCode = response.topics[0].partitions[0].error_code
+    return error
+
+
+def committed(coordinator: Broker) -> int:
+    _, offsets = coordinator.group_service.coordinator.handle_fetch_offsets(GROUP, [("events", 0)])
+    return next(iter(offsets.values())).offset
+
+
+async def coordinator_and_followers(app: MiniKafka) -> tuple[Broker, list[Broker], Any]:
+    """The group's coordinator once it has loaded, its followers in the ISR."""
+    app.brokers[0].group_service.ensure_offsets_topic()
+    tp = (OFFSETS_TOPIC, app.brokers[0].group_service.partition_for(GROUP))
+    state = app.cluster.partition_state(*tp)
+    assert state is not None and len(state.replicas) == 3
+    leader = app.brokers[state.leader]
+    await wait_until(
+        lambda: leader.group_service.check_coordinator(GROUP) is ErrorCode.none, "coordinator load"
+    )
+    await wait_until(
+        lambda: len(app.cluster.partition_state(*tp).isr) == 3,  # type: ignore[union-attr]
+        "full ISR",
+    )
+    return leader, [b for b in app.brokers if b is not leader], tp
+
+
+async def test_a_commit_is_answered_only_once_both_followers_have_it() -> None:
+    async with running_cluster(3) as app:
+        leader, followers, tp = await coordinator_and_followers(app)
+        observer = CommitObserver()
+        leader.observers.append(observer)
+        raw = await RawClient.connect(leader.advertised_host, leader.port)
+        try:
+            assert await commit(raw, 3) is ErrorCode.none
+            lagging = followers[0]
+            lagging.replica_manager.fetcher_manager.pause_replication(tp)
+            parked_before = leader.replica_manager.delayed_produces
+
+            pending = asyncio.create_task(commit(raw, 7))
+            await wait_until(
+                lambda: leader.replica_manager.delayed_produces > parked_before, "a parked commit"
+            )
+            await asyncio.sleep(0.2)  # the other follower has it by now; still unanswered
+            assert not pending.done()
+            assert committed(leader) == 3  # not visible before it is replicated
+
+            lagging.replica_manager.fetcher_manager.resume_replication(tp)
+            assert await asyncio.wait_for(pending, 10) is ErrorCode.none
+            assert committed(leader) == 7
+            leader_end = leader.replica_manager.partitions[tp].log_end_offset
+            for follower in followers:
+                assert follower.replica_manager.partitions[tp].log_end_offset == leader_end
+        finally:
+            await raw.close()
+        # Like an acks=all produce, the commit waited in the Produce purgatory.
+        last = observer.commits[-1].timing
+        assert (last.purgatory, last.purgatory_outcome) == ("Produce", "completed")
+
+
+async def test_a_commit_the_isr_does_not_get_in_time_is_refused_and_not_applied() -> None:
+    async with running_cluster(3, None, **{"offsets.commit.timeout.ms": "300"}) as app:
+        leader, followers, tp = await coordinator_and_followers(app)
+        raw = await RawClient.connect(leader.advertised_host, leader.port)
+        try:
+            assert await commit(raw, 3) is ErrorCode.none
+            followers[1].replica_manager.fetcher_manager.pause_replication(tp)
+            # REQUEST_TIMED_OUT of the append is COORDINATOR_NOT_AVAILABLE to the client,
+            # which retries (after rediscovering the coordinator).
+            assert await commit(raw, 7) is ErrorCode.coordinator_not_available
+            assert committed(leader) == 3
+            followers[1].replica_manager.fetcher_manager.resume_replication(tp)
+            assert await commit(raw, 8) is ErrorCode.none
+            assert committed(leader) == 8
+        finally:
+            await raw.close()
