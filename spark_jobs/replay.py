@@ -21,11 +21,19 @@ would start late.
 
 The driver asks ``--bootstrap`` for the cluster's brokers (Metadata) and sends each
 captured broker's connections to the broker with the same id. The replay stage runs in
-barrier mode: its tasks start together, agree (``allGather``) on a start instant
-``--start-delay-s`` after the last one is ready, and send each request at its captured
-offset from the capture's first request divided by ``--speed`` (see
-``replay_client``). Barrier mode also makes a cluster without enough free slots fail
-at once instead of replaying connections in late waves.
+barrier mode: its tasks start together, warm up (codecs, every connection open: see
+``replay_client``), agree (``allGather`` of their ready instants) on a shared start
+(``shared_start_unix_s``) and send each request at its captured offset from the
+capture's first request divided by ``--speed``. Barrier mode also makes a cluster
+without enough free slots fail at once instead of replaying connections in late waves.
+
+Spark does not release a barrier the moment the last task arrives: each task's JVM
+side polls for the answer once a second (``BarrierTaskContext.runBarrier`` sleeps
+1000 ms between checks), so a task returns from ``allGather`` up to a second after
+the last arrival -- the last task itself typically a full second after its call.
+The start therefore lies ``BARRIER_RELEASE_S`` plus ``--start-delay-s`` after the last
+ready instant; with only ``--start-delay-s`` (0.5 s) one task regularly began its
+schedule ~0.5 s late. A task released after the start anyway says so on stderr.
 
 Executors open their own TCP connections to the brokers, so the brokers must be
 reachable from them, and the capture directory must be readable at the same path.
@@ -40,7 +48,6 @@ Output: Parquet with ``spark_jobs.schema.RESULT_SCHEMA`` in ``--out``; a summary
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import tempfile
@@ -49,13 +56,44 @@ import time
 import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["ReplaySummary", "main", "parse_args", "run_replay"]
+__all__ = [
+    "BARRIER_RELEASE_S",
+    "ReplaySummary",
+    "main",
+    "parse_args",
+    "run_replay",
+    "shared_start_unix_s",
+]
+
+#: How long after the last task arrives Spark can take to release every task of a
+#: barrier: its tasks poll the coordinator's answer every 1000 ms (Spark 3.0 to 4.x).
+BARRIER_RELEASE_S: Final = 1.0
+
+
+def shared_start_unix_s(
+    ready_unix_s: Iterable[float],
+    start_delay_s: float,
+    barrier_release_s: float = BARRIER_RELEASE_S,
+) -> float:
+    """The instant every replay task starts its schedule (wall clock, seconds).
+
+    ``ready_unix_s`` holds each task's ready instant, as the barrier gathered them;
+    every task computes the same answer from the same list. The start is
+    ``start_delay_s`` after the barrier can have released the last task: any earlier
+    and a task still waiting for Spark's next poll would begin its schedule late.
+    """
+    ready = list(ready_unix_s)
+    if not ready:
+        raise ValueError("no task is ready: nothing to agree on")
+    if start_delay_s < 0 or barrier_release_s < 0:
+        raise ValueError("the start delay and barrier release time must not be negative")
+    return max(ready) + barrier_release_s + start_delay_s
 
 
 class ReplaySummary:
@@ -176,22 +214,36 @@ def run_replay(
 
     schedule = ReplaySchedule(
         addresses=addresses,
-        start_unix_s=time.time() + start_delay_s,
+        start_unix_s=time.time() + start_delay_s,  # each task's agree_start replaces it
         first_received_us=int(stats["first"]),
         speed=speed,
         response_timeout_s=response_timeout_s,
     )
 
     def replay_partition(rows: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
-        # Barrier stage: every task is running before any sends; they agree on a start
-        # instant start_delay_s after the last of them got here, so a task whose
-        # Python worker started late does not begin the schedule late.
+        # Barrier stage: every task is running, and warmed up (replay_rows calls
+        # agree_start once its connections are open), before any sends; they agree on
+        # one start after the barrier can have released the last of them, so a task
+        # whose Python worker started late does not begin the schedule late.
         from pyspark import BarrierTaskContext
 
+        context = BarrierTaskContext.get()
+
+        def agree_start(ready_unix_s: float) -> float:
+            arrived = context.allGather(repr(ready_unix_s))
+            start = shared_start_unix_s((float(t) for t in arrived), start_delay_s)
+            late_ms = (time.time() - start) * 1000.0
+            if late_ms > 0:
+                print(
+                    f"minikafka replay: task {context.partitionId()} released by the "
+                    f"barrier {late_ms:.0f} ms after the shared start",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return start
+
         materialised = [row.asDict() for row in rows]
-        arrived = BarrierTaskContext.get().allGather(repr(time.time()))
-        start = max(float(t) for t in arrived) + start_delay_s
-        return replay_rows(materialised, dataclasses.replace(schedule, start_unix_s=start))
+        return replay_rows(materialised, schedule, agree_start)
 
     group = f"minikafka-replay-{os.getpid()}-{time.time_ns()}"
     sc.setJobGroup(group, "minikafka replay")
@@ -230,7 +282,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--start-delay-s",
         type=float,
         default=0.5,
-        help="lead time from the moment every task is ready to the first send (0.5)",
+        help="margin from the barrier releasing the last ready task to the first send "
+        f"(0.5; the start is {BARRIER_RELEASE_S:g} s + this after the last task is ready)",
     )
     parser.add_argument(
         "--partitions", type=int, default=None, help="replay tasks (default: task slots)"

@@ -8,8 +8,11 @@ connection to the broker with the captured broker's id.
 
 Timing. Request *i* is sent at ``start + (received_i - first_received) / speed``: its
 captured offset from the capture's first request, the same clock for every task
-(``start`` is a wall-clock instant the driver picks a little ahead, so tasks that
-start at slightly different moments still share one schedule). Causality comes first:
+(``start`` is a wall-clock instant all tasks share, so tasks that start at slightly
+different moments still share one schedule). A task does everything that takes time
+before it says it is ready (``replay_rows``' ``agree_start``): its event loop, the kio
+codecs of every API and version it will send, every TCP connection, the causal plan.
+Whatever is left for the schedule is re-framing and writing. Causality comes first:
 if request *j* of the same client had been answered before request *i* arrived
 (``received_j + total_time_j <= received_i``), the client had that answer when it sent
 *i*, so *i* also waits for *j*'s replayed answer (``causal_prerequisites``). That holds
@@ -43,10 +46,11 @@ import struct
 import time
 from bisect import bisect_right
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from protocol.api_registry import response_class
 from protocol.codec import (
     RequestHeader,
     decode_request,
@@ -92,7 +96,9 @@ _METADATA_VERSION: Final = 4
 
 @dataclass(frozen=True)
 class ReplaySchedule:
-    """What every task shares: where brokers are, when the replay starts, how fast."""
+    """What every task shares: where brokers are, when the replay starts, how fast.
+
+    ``start_unix_s`` is the start unless ``replay_rows`` is given an ``agree_start``."""
 
     addresses: Mapping[int, tuple[str, int]]
     start_unix_s: float
@@ -303,12 +309,14 @@ async def _replay_connection(
     rows: list[dict[str, Any]],
     settled: Sequence[asyncio.Future[None]],
     prerequisites: Sequence[Sequence[asyncio.Future[None]]],
+    start_mono: float,
 ) -> None:
-    """Replay one connection's ``rows``. ``settled[i]`` is done once row *i* is answered
-    (or will never be: skipped, acks=0, failed); ``prerequisites[i]`` are the settled
-    futures of the requests, of any connection of the client, row *i* waits for."""
+    """Replay one connection's ``rows`` from ``start_mono`` (``time.monotonic``).
+    ``settled[i]`` is done once row *i* is answered (or will never be: skipped, acks=0,
+    failed); ``prerequisites[i]`` are the settled futures of the requests, of any
+    connection of the client, row *i* waits for."""
     try:
-        await _replay_rows_of(conn, rows, settled, prerequisites)
+        await _replay_rows_of(conn, rows, settled, prerequisites, start_mono)
     finally:
         for future in settled:  # whatever happened, nobody waits on this connection
             _settle(future)
@@ -319,10 +327,9 @@ async def _replay_rows_of(
     rows: list[dict[str, Any]],
     settled: Sequence[asyncio.Future[None]],
     prerequisites: Sequence[Sequence[asyncio.Future[None]]],
+    start_mono: float,
 ) -> None:
     schedule = conn.schedule
-    # The shared wall-clock start, on this process's monotonic clock.
-    start_mono = time.monotonic() + (schedule.start_unix_s - time.time())
     for index, row in enumerate(rows):
         offset_s = (row["received_unix_us"] - schedule.first_received_us) / 1e6 / schedule.speed
         result = _Result(planned_ms=round(offset_s * 1000.0, 3))
@@ -382,9 +389,43 @@ async def _replay_rows_of(
     await conn.close()
 
 
-async def _replay_all(
+@dataclass
+class _Prepared:
+    """A task ready to replay: connections open, codecs loaded, causal plan made."""
+
+    conns: list[_Connection]
+    rows: list[list[dict[str, Any]]]
+    settled: list[list[asyncio.Future[None]]]
+    waits: list[list[list[asyncio.Future[None]]]]
+
+
+def _warm_codecs(groups: Sequence[tuple[int, str, list[dict[str, Any]]]]) -> None:
+    """Load, before the schedule starts, the kio schemas and readers/writers of every
+    (api key, version) this task sends: the first decode of each costs milliseconds
+    (tens for a task), which would otherwise land on the first sends. Errors are left
+    for the send path to report."""
+    seen: set[tuple[int, int]] = set()
+    for _, _, rows in groups:
+        for row in rows:
+            kind = (int(row["api_key"]), int(row["api_version"]))
+            if kind in seen:
+                continue
+            seen.add(kind)
+            with contextlib.suppress(Exception):
+                frame = bytes(row["request"])
+                header, body_offset = parse_request_header(frame)
+                response_class(header.api_key, header.api_version)
+                if header.api_key in DECODE_APIS:
+                    request = decode_request(header, frame, body_offset)
+                    encode_request(header.api_key, header.api_version, 0, header.client_id, request)
+
+
+async def _prepare(
     groups: list[tuple[int, str, list[dict[str, Any]]]], schedule: ReplaySchedule
-) -> list[_Connection]:
+) -> _Prepared:
+    """Everything a task does before it says it is ready, so none of it eats into the
+    shared schedule: the causal plan, the codecs, and every connection opened (a
+    connection that cannot be opened now is retried, and reported, at its first send)."""
     rewriter = ReplayRewriter()  # one per task: member ids learned are shared
     conns = [_Connection(b, c, schedule, rewriter) for b, c, _ in groups]
     timings: list[CapturedTiming] = []
@@ -402,22 +443,52 @@ async def _replay_all(
     loop = asyncio.get_running_loop()
     settled: list[asyncio.Future[None]] = [loop.create_future() for _ in timings]
     waits = [[settled[j] for j in plan] for plan in causal_prerequisites(timings)]
-    replays = []
+    _warm_codecs(groups)
+    await asyncio.gather(*(_connect_early(conn) for conn in conns))
+    prepared = _Prepared(conns, [], [], [])
     first = 0
-    for conn, (_, _, rows) in zip(conns, groups, strict=True):
+    for _, _, rows in groups:
         last = first + len(rows)
-        replays.append(_replay_connection(conn, rows, settled[first:last], waits[first:last]))
+        prepared.rows.append(rows)
+        prepared.settled.append(settled[first:last])
+        prepared.waits.append(waits[first:last])
         first = last
-    await asyncio.gather(*replays)
-    return conns
+    return prepared
+
+
+async def _connect_early(conn: _Connection) -> None:
+    with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+        await conn.connect()
+
+
+async def _replay_prepared(prepared: _Prepared, start_unix_s: float) -> list[_Connection]:
+    # The shared wall-clock start, once, on this process's monotonic clock.
+    start_mono = time.monotonic() + (start_unix_s - time.time())
+    await asyncio.gather(
+        *(
+            _replay_connection(conn, rows, settled, waits, start_mono)
+            for conn, rows, settled, waits in zip(
+                prepared.conns, prepared.rows, prepared.settled, prepared.waits, strict=True
+            )
+        )
+    )
+    return prepared.conns
 
 
 def replay_rows(
-    rows: Iterable[Mapping[str, Any]], schedule: ReplaySchedule
+    rows: Iterable[Mapping[str, Any]],
+    schedule: ReplaySchedule,
+    agree_start: Callable[[float], float] | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """Replay ``rows`` (``REPLAY_COLUMNS``, each connection's rows together and in
     sequence order, every connection of a client in the same call) and yield one
-    ``RESULT_SCHEMA`` tuple per row."""
+    ``RESULT_SCHEMA`` tuple per row.
+
+    ``agree_start(ready_unix_s)`` is called exactly once (also with no rows: the other
+    tasks of a barrier wait for every one of them), when this task is fully warmed up
+    -- event loop running, codecs loaded, connections open -- with that instant; it
+    blocks until the tasks agree and returns the shared start (wall clock, seconds).
+    Without it the start is ``schedule.start_unix_s``."""
     groups: list[tuple[int, str, list[dict[str, Any]]]] = []
     for row in rows:
         key = (int(row["broker_id"]), str(row["connection_id"]))
@@ -425,8 +496,14 @@ def replay_rows(
             groups.append((key[0], key[1], []))
         groups[-1][2].append(dict(row))
     if not groups:
+        if agree_start is not None:
+            agree_start(time.time())
         return
-    conns = asyncio.run(_replay_all(groups, schedule))
+    # One loop for both phases: the connections opened while preparing stay open.
+    with asyncio.Runner() as runner:
+        prepared = runner.run(_prepare(groups, schedule))
+        start = schedule.start_unix_s if agree_start is None else agree_start(time.time())
+        conns = runner.run(_replay_prepared(prepared, start))
     for conn, (_, _, conn_rows) in zip(conns, groups, strict=True):
         for row, result in zip(conn_rows, conn.results, strict=False):
             yield (

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import threading
 from pathlib import Path
 
@@ -81,35 +83,45 @@ async def test_two_confluent_consumers_split_partitions() -> None:
 
 
 async def test_two_kafka_python_consumers_split_partitions() -> None:
-    from kafka import KafkaConsumer
-
     async with running_cluster() as app:
         await create_topic(app, "kp", 4)
-        stop = threading.Event()
-
-        def member(i: int, assignments: list[set[int]], stop: threading.Event) -> None:
-            c = KafkaConsumer(
+        member = Path(__file__).with_name("kafka_python_member.py")
+        procs = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(member),
+                app.bootstrap,
                 "kp",
-                bootstrap_servers=app.bootstrap,
-                group_id="kp-group",
-                session_timeout_ms=6000,
-                heartbeat_interval_ms=300,
-                auto_offset_reset="earliest",
+                "kp-group",
+                f"kp-{i}",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
             )
-            try:
-                while not stop.is_set():
-                    c.poll(timeout_ms=100)
-                    assignments[i] = {tp.partition for tp in c.assignment()}
-            finally:
-                c.close()
+            for i in range(2)
+        ]
+        assignments: list[set[int]] = [set(), set()]
 
-        assignments = run_group_members(member, 2, stop)
+        async def follow(i: int, proc: asyncio.subprocess.Process) -> None:
+            assert proc.stdout is not None
+            async for line in proc.stdout:
+                assignments[i] = set(json.loads(line))
+
+        readers = [asyncio.ensure_future(follow(i, p)) for i, p in enumerate(procs)]
         try:
             await wait_split(assignments, 4)
             assert sorted(len(a) for a in assignments) == [2, 2]
         finally:
-            stop.set()
-            await asyncio.sleep(0.5)
+            for proc in procs:
+                assert proc.stdin is not None
+                proc.stdin.close()
+            for proc in procs:
+                try:
+                    await asyncio.wait_for(proc.wait(), 20)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+            for reader in readers:
+                reader.cancel()
 
 
 async def test_committed_offsets_survive_a_restart(tmp_path: Path) -> None:
