@@ -33,11 +33,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import pstats
-import signal
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -48,6 +45,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from broker_process import BrokerSubprocess  # bench/ is on sys.path when run
 
 ROOT = Path(__file__).resolve().parent.parent
 # end-to-end round trips not measured: the first ones pay for the consumer's fetch that
@@ -101,39 +99,6 @@ def _round(value: float | None) -> float | None:
 # ---------------------------------------------------------------------------- broker
 
 
-class BrokerSubprocess:
-    """``python -m broker serve --port 0`` (optionally under cProfile) in a child."""
-
-    def __init__(self, profile: Path | None, extra: list[str]) -> None:
-        cmd = [sys.executable]
-        if profile is not None:
-            cmd += ["-m", "cProfile", "-o", str(profile)]
-        cmd += ["-m", "broker", "--log-level", "WARNING", "serve", "--port", "0", *extra]
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=None,  # the broker's warnings go to our stderr
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("minikafka ready: bootstrap="):
-            self.proc.kill()
-            raise RuntimeError(f"broker did not start: {line!r}")
-        self.bootstrap = line.split("bootstrap=", 1)[1].split()[0]
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-
-
 @contextmanager
 def broker_under_test(args: argparse.Namespace) -> Iterator[str]:
     if args.bootstrap:
@@ -142,7 +107,7 @@ def broker_under_test(args: argparse.Namespace) -> Iterator[str]:
     extra: list[str] = ["--brokers", str(args.brokers)]
     if args.data_dir:
         extra += ["--data-dir", str(args.data_dir)]
-    broker = BrokerSubprocess(args.profile, extra)
+    broker = BrokerSubprocess(extra, profile=args.profile)
     try:
         yield broker.bootstrap
     finally:

@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -42,6 +40,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from broker_process import BrokerSubprocess  # bench/ is on sys.path when run
 
 ROOT = Path(__file__).resolve().parent.parent
 POLL_S = 0.005  # how often the waits look at the consumers' state
@@ -76,45 +75,15 @@ class Figure:
 # ---------------------------------------------------------------------------- broker
 
 
-class BrokerSubprocess:
-    """``python -m broker serve --port 0`` with overrides, in a child process."""
-
-    def __init__(self, overrides: dict[str, str]) -> None:
-        cmd = [sys.executable, "-m", "broker", "--log-level", "WARNING", "serve", "--port", "0"]
-        for key, value in overrides.items():
-            cmd += ["--override", f"{key}={value}"]
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,  # member-failure warnings are expected here
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("minikafka ready: bootstrap="):
-            self.proc.kill()
-            raise RuntimeError(f"broker did not start: {line!r}")
-        self.bootstrap = line.split("bootstrap=", 1)[1].split()[0]
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-
-
 @contextlib.asynccontextmanager
 async def broker(args: argparse.Namespace, delay_ms: int) -> AsyncIterator[str]:
     if args.bootstrap:
         yield args.bootstrap
         return
     process = await asyncio.to_thread(
-        BrokerSubprocess, {"group.initial.rebalance.delay.ms": str(delay_ms)}
+        BrokerSubprocess,
+        ["--override", f"group.initial.rebalance.delay.ms={delay_ms}"],
+        stderr=subprocess.DEVNULL,  # member-failure warnings are expected here
     )
     try:
         yield process.bootstrap
