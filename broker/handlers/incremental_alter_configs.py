@@ -10,9 +10,8 @@ is UNKNOWN_TOPIC_OR_PARTITION; ``validate_only`` checks and changes nothing.
 
 Differences from Kafka: BROKER resources are refused with INVALID_REQUEST (there are no
 dynamic broker configs), other resource types too. No alter-config policy, no ACLs,
-throttle time 0. A new value reaches partitions that read it live
-(``min.insync.replicas``); the log settings of existing partitions are the replica
-manager's to refresh.
+throttle time 0. A new value reaches existing partitions at once: the replica
+manager re-applies topic configs on every metadata change.
 """
 
 from __future__ import annotations
