@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,17 +18,105 @@ from broker.cluster_metadata import ClusterMetadata
 from broker.config import BrokerConfig
 from broker.control.faults import FaultInjector
 from broker.controller import Controller
+from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
 from broker.group.coordinator_service import GroupCoordinatorService
+from broker.handlers.registry import api_specs, build_registry
 from broker.log import LogManager
 from broker.metrics import RequestMetrics
+from broker.purgatories import PurgatorySet
+from broker.replica.partition import Partition, TopicPartition
+from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
-from purgatory import LoopClock
+from broker.request_timing import RequestClock
+from broker.services import BrokerServices
+from purgatory import Clock, LoopClock
 
 if TYPE_CHECKING:
-    from broker.capture import CaptureSet
+    from broker.capture import BrokerCapture, CaptureSet
     from broker.control.server import ControlServer
 
 log = logging.getLogger("broker.app")
+
+
+def build_broker(
+    *,
+    broker_id: int,
+    config: BrokerConfig,
+    metadata: ClusterMetadata,
+    controller: Controller,
+    clock: Clock,
+    logs: LogManager,
+    faults: FaultPolicy,
+    request_metrics: RequestMetrics,
+    capture: BrokerCapture | None = None,
+    observers: Sequence[RequestObserver] = (),
+    host: str = "127.0.0.1",
+    port: int = 0,
+    advertised_host: str | None = None,
+    request_clock: RequestClock | None = None,
+) -> Broker:
+    """Build one broker whole: every part gets exactly what it uses, at construction.
+
+    The order is the order of dependence: purgatories (with capture's listeners), the
+    replica fetcher manager and the replica manager over one table of hosted partitions,
+    the group coordinator over the replica manager, the services handlers see, the
+    dispatcher, and the broker that starts them all.
+    """
+    request_clock = request_clock or RequestClock()
+    purgatories = PurgatorySet(
+        clock, config, capture.purgatory_listeners() if capture is not None else None
+    )
+    hosted: dict[TopicPartition, Partition] = {}
+    fetcher_manager = ReplicaFetcherManager(broker_id, config, metadata, clock, hosted)
+    replica_manager = ReplicaManager(
+        broker_id,
+        metadata,
+        config,
+        clock,
+        purgatories.produce,
+        purgatories.fetch,
+        logs,
+        controller,
+        fetcher_manager,
+        purgatories.scheduler_timer,
+        hosted,
+    )
+    group_coordinator = GroupCoordinatorService(
+        broker_id,
+        config,
+        clock,
+        metadata,
+        replica_manager,
+        purgatories.heartbeat,
+        purgatories.rebalance,
+        purgatories.scheduler_timer,
+    )
+    handlers = build_registry()
+    services = BrokerServices(
+        broker_id=broker_id,
+        config=config,
+        clock=clock,
+        metadata=metadata,
+        replica_manager=replica_manager,
+        group_coordinator=group_coordinator,
+        api_specs=api_specs(handlers),
+    )
+    everyone: list[RequestObserver] = [request_metrics, *observers]
+    if capture is not None:
+        everyone.append(capture)
+    dispatcher = RequestDispatcher(
+        handlers, services, faults, everyone, request_clock, purgatories.scheduler_timer
+    )
+    return Broker(
+        host=host,
+        port=port,
+        advertised_host=advertised_host or host,
+        metadata=metadata,
+        dispatcher=dispatcher,
+        purgatories=purgatories,
+        components=(replica_manager, group_coordinator),
+        request_clock=request_clock,
+    )
 
 
 class MiniKafka:
@@ -45,6 +134,7 @@ class MiniKafka:
         control_host: str = "127.0.0.1",
         capture_dir: Path | None = None,
         advertised_host: str | None = None,
+        observers: Sequence[RequestObserver] = (),
     ) -> None:
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")
@@ -58,6 +148,8 @@ class MiniKafka:
         if data_dir is None and self.config.log_dirs:
             self.data_dir = Path(self.config.log_dirs.split(",")[0])
         self.num_brokers = brokers
+        # Told of every request of every broker, besides metrics and capture (tools, tests).
+        self.observers = tuple(observers)
         self.cluster = ClusterMetadata(data_dir=self.data_dir)
         self.brokers: list[Broker] = []
         self._started = False
@@ -78,36 +170,33 @@ class MiniKafka:
         # broker, into rolling files under capture_dir; off when None.
         self.capture_dir = capture_dir
         self.captures: CaptureSet | None = None
+        if capture_dir is not None:
+            from broker.capture import CaptureSet
+
+            self.captures = CaptureSet(capture_dir)
 
     def _build_broker(self, broker_id: int, port: int | None = None) -> Broker:
-        loop = asyncio.get_running_loop()
         if port is None:
             port = 0 if self.base_port == 0 else self.base_port + broker_id
         broker_dir = self.data_dir / f"broker-{broker_id}" if self.data_dir is not None else None
-        config = self.config.model_copy(update={"broker_id": broker_id})
-        broker = Broker(
-            broker_id, self.host, port, config, self.cluster, LoopClock(loop.time), broker_dir
-        )
-        broker.advertised_host = self.advertised_host
-        replica_manager = ReplicaManager(broker, self.controller, self._memory_logs.get(broker_id))
+        logs = self._memory_logs.get(broker_id) or LogManager(broker_dir)
         if self.data_dir is None:
-            self._memory_logs[broker_id] = replica_manager.log_manager
-        broker.replica_manager = replica_manager
-        broker.components.append(replica_manager)
-        group_service = GroupCoordinatorService(broker)
-        broker.group_service = group_service
-        broker.components.append(group_service)
-        broker.faults = self.faults
-        broker.observers.append(
-            self.request_metrics.setdefault(broker_id, RequestMetrics(broker_id))
+            self._memory_logs[broker_id] = logs
+        return build_broker(
+            broker_id=broker_id,
+            config=self.config.model_copy(update={"broker_id": broker_id}),
+            metadata=self.cluster,
+            controller=self.controller,
+            clock=LoopClock(asyncio.get_running_loop().time),
+            logs=logs,
+            faults=self.faults,
+            request_metrics=self.request_metrics.setdefault(broker_id, RequestMetrics(broker_id)),
+            capture=self.captures.for_broker(broker_id) if self.captures is not None else None,
+            observers=self.observers,
+            host=self.host,
+            port=port,
+            advertised_host=self.advertised_host,
         )
-        if self.capture_dir is not None:
-            if self.captures is None:
-                from broker.capture import CaptureSet
-
-                self.captures = CaptureSet(self.capture_dir)
-            self.captures.attach(broker)
-        return broker
 
     async def start(self) -> None:
         for broker_id in range(self.num_brokers):
@@ -168,6 +257,27 @@ class MiniKafka:
         await broker.start()
         self.stopped_brokers.discard(broker_id)
         self.controller.on_broker_startup(broker_id)
+
+    # -- replication faults (the control endpoint's ClusterControl) ----------------------
+
+    def pause_replication(self, broker_id: int) -> None:
+        """Broker ``broker_id`` stops fetching as a follower; its leaders' ISRs shrink."""
+        self._fetchers(broker_id).pause_replication()
+
+    def resume_replication(self, broker_id: int) -> None:
+        """Undo ``pause_replication``."""
+        self._fetchers(broker_id).resume_replication()
+
+    def set_replication_delay_ms(self, broker_id: int, ms: int) -> None:
+        """Space every follower fetch of ``broker_id`` at least ``ms`` apart (0: none)."""
+        self._fetchers(broker_id).set_replication_delay_ms(ms)
+
+    def _fetchers(self, broker_id: int) -> ReplicaFetcherManager:
+        if not 0 <= broker_id < len(self.brokers):
+            raise ValueError(f"unknown broker id {broker_id}")
+        if broker_id in self.stopped_brokers:
+            raise RuntimeError(f"broker {broker_id} is stopped")
+        return self.brokers[broker_id].replica_manager.fetcher_manager
 
     @property
     def bootstrap(self) -> str:

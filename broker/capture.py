@@ -37,6 +37,9 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from broker.purgatories import ParkedRequest
+from broker.purgatories import PurgatoryName as BrokerPurgatoryName
+from protocol.api_registry import api_name
 from protocol.capture import (
     DELAYED_OPERATION_KINDS,
     CaptureRequest,
@@ -51,7 +54,6 @@ from protocol.error_codes import error_codes
 from purgatory.delayed_operation import DelayedOperation
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
     from broker.context import RequestContext
 
 __all__ = ["BrokerCapture", "CaptureSet", "PurgatoryEventListener", "operation_kind"]
@@ -115,7 +117,6 @@ class BrokerCapture:
         # id(op) -> (op, operation_id, keys as strings) for operations not yet ended.
         self._operations: dict[int, tuple[DelayedOperation, int, list[str]]] = {}
         self._operation_ids = itertools.count(1)
-        self._api_names: dict[int, str] = {}
         self.abandoned = 0
         """Requests received but never answered (connection dropped), seen at close."""
         self.failures = 0
@@ -128,12 +129,9 @@ class BrokerCapture:
 
     # -- wiring ------------------------------------------------------------------------
 
-    def attach(self, broker: Broker) -> None:
-        """Observe ``broker``'s requests and listen to its purgatories."""
-        self._api_names = {key: handler.name for key, handler in broker.handlers.items()}
-        broker.observers.append(self)
-        for name, purgatory in broker.purgatories.purgatories.items():
-            purgatory.listener = PurgatoryEventListener(self, name)  # type: ignore[arg-type]
+    def purgatory_listeners(self) -> dict[BrokerPurgatoryName, PurgatoryEventListener]:
+        """One listener per purgatory, for the composition root to build them with."""
+        return {name: PurgatoryEventListener(self, name.value) for name in BrokerPurgatoryName}
 
     # -- requests (Broker.observers) ---------------------------------------------------
 
@@ -156,7 +154,7 @@ class BrokerCapture:
                 connection_id=ctx.connection.connection_id,
                 sequence=sequence,
                 api_key=header.api_key,
-                api_name=self._api_names.get(header.api_key, str(header.api_key)),
+                api_name=api_name(header.api_key),
                 api_version=header.api_version,
                 correlation_id=header.correlation_id,
                 client_id=header.client_id,
@@ -200,7 +198,7 @@ class BrokerCapture:
                 if known is None:
                     return  # watched before the capture was attached
                 _, operation_id, key_strings = known
-            ctx = getattr(operation, "_ctx", None)
+            request: ParkedRequest | None = getattr(operation, "parked_request", None)
             mono_us = time.perf_counter_ns() // 1000
             wall_us = mono_us + self._wall_offset_us
             record = DelayedOperationEvent.model_construct(
@@ -213,8 +211,8 @@ class BrokerCapture:
                 at_unix_us=wall_us,
                 at_monotonic_us=mono_us,
                 delay_ms=operation.delay_ms,
-                connection_id=ctx.connection.connection_id if ctx is not None else None,
-                correlation_id=ctx.header.correlation_id if ctx is not None else None,
+                connection_id=request.connection_id if request is not None else None,
+                correlation_id=request.correlation_id if request is not None else None,
             )
             self._write(record)
         except Exception:
@@ -262,15 +260,15 @@ class CaptureSet:
         self.captures: dict[int, BrokerCapture] = {}
         self._task: asyncio.Task[None] | None = None
 
-    def attach(self, broker: Broker) -> BrokerCapture:
-        """Capture ``broker``; a restarted broker continues its predecessor's files."""
-        capture = self.captures.get(broker.broker_id)
+    def for_broker(self, broker_id: int) -> BrokerCapture:
+        """The capture of ``broker_id``; a restarted broker continues its predecessor's
+        files."""
+        capture = self.captures.get(broker_id)
         if capture is None:
             writer = CaptureWriter(
-                self.directory, broker.broker_id, self.roll_bytes, self.flush_interval_ms
+                self.directory, broker_id, self.roll_bytes, self.flush_interval_ms
             )
-            capture = self.captures[broker.broker_id] = BrokerCapture(writer, broker.broker_id)
-        capture.attach(broker)
+            capture = self.captures[broker_id] = BrokerCapture(writer, broker_id)
         return capture
 
     def start(self) -> None:

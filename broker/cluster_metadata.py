@@ -122,6 +122,12 @@ class ClusterMetadata:
     def register_broker(self, broker_id: int, host: str, port: int) -> None:
         self.brokers[broker_id] = BrokerEndpoint(broker_id, host, port, True)
 
+    def mark_broker_stopped(self, broker_id: int) -> None:
+        """The broker's listener closed; the controller fails its leaders over."""
+        endpoint = self.brokers.get(broker_id)
+        if endpoint is not None:
+            endpoint.alive = False
+
     def alive_brokers(self) -> list[BrokerEndpoint]:
         return [b for b in sorted(self.brokers.values(), key=lambda b: b.broker_id) if b.alive]
 

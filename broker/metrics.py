@@ -221,17 +221,6 @@ def _replica_id(request: Any) -> int:
 # -- scrape time ----------------------------------------------------------------------------
 
 
-def _int_attr(obj: object, *names: str) -> int | None:
-    """The first of ``names`` that ``obj`` has, as an int (called if callable)."""
-    for name in names:
-        value = getattr(obj, name, None)
-        if callable(value):
-            value = value()
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return int(value)
-    return None
-
-
 class MetricsCollector:
     """A prometheus-client collector reading a cluster's brokers at scrape time.
 
@@ -377,21 +366,16 @@ class MetricsCollector:
         )
         for broker in brokers:
             b = str(broker.broker_id)
-            cluster = broker.cluster
+            cluster = broker.services.metadata
             endpoint = cluster.brokers.get(broker.broker_id)
             alive = endpoint is not None and endpoint.alive
             hosted, led, short = _partition_counts(broker)
-            manager = getattr(broker, "replica_manager", None)
-            reported = _int_attr(manager, "under_replicated_partitions", "under_replicated_count")
-            under.add_metric([b], reported if reported is not None else short)
+            manager = broker.replica_manager
+            under.add_metric([b], short)
             leaders.add_metric([b], led)
             partitions.add_metric([b], hosted)
-            shrinks.add_metric(
-                [b], _int_attr(manager, "isr_shrinks", "isr_shrink_count", "isr_shrinks_count") or 0
-            )
-            expands.add_metric(
-                [b], _int_attr(manager, "isr_expands", "isr_expand_count", "isr_expands_count") or 0
-            )
+            shrinks.add_metric([b], manager.isr_shrinks)
+            expands.add_metric([b], manager.isr_expands)
             up.add_metric([b], 1 if alive else 0)
             is_controller = cluster.controller_id == broker.broker_id and alive
             active.add_metric([b], 1 if is_controller else 0)
@@ -404,7 +388,7 @@ def _partition_counts(broker: Broker) -> tuple[int, int, int]:
     """(hosted, led, led-and-under-replicated) from the cluster metadata, the
     controller's view of leaders and ISRs."""
     hosted = led = short = 0
-    for topic in broker.cluster.topics.values():
+    for topic in broker.services.metadata.topics.values():
         for state in topic.partitions:
             if broker.broker_id in state.replicas:
                 hosted += 1
@@ -416,7 +400,7 @@ def _partition_counts(broker: Broker) -> tuple[int, int, int]:
 
 
 def _offline_partitions(broker: Broker) -> int:
-    cluster = broker.cluster
+    cluster = broker.services.metadata
     alive = {b.broker_id for b in cluster.alive_brokers()}
     return sum(
         1

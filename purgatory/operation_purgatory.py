@@ -49,7 +49,13 @@ class OperationTimer(Protocol):
 class DelayedOperationPurgatory(Generic[Op]):
     """Watch operations by key until they complete or their timer expires them."""
 
-    def __init__(self, name: str, timer: OperationTimer, purge_interval: int = 1000) -> None:
+    def __init__(
+        self,
+        name: str,
+        timer: OperationTimer,
+        purge_interval: int = 1000,
+        listener: OperationListener | None = None,
+    ) -> None:
         self.name = name
         self.timer = timer
         self.purge_interval = purge_interval
@@ -63,7 +69,7 @@ class DelayedOperationPurgatory(Generic[Op]):
         """Operations that completed by expiring (Kafka's expiration meters)."""
         self.purged_count = 0
         """Completed watcher entries removed by purges (for tests and metrics)."""
-        self.listener: OperationListener | None = None
+        self.listener = listener
         """Told when an operation is watched, completes or expires (capture); optional."""
         # Keys whose list a check_and_complete is scanning now, and those of them checked
         # again from inside that scan (the scan then goes over the list once more).

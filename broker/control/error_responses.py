@@ -45,7 +45,7 @@ def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
         return str(name)
     topic_id = getattr(topic, "topic_id", None)
     if topic_id is not None and topic_id != _NO_UUID:
-        info = ctx.broker.cluster.topic_by_id(topic_id)
+        info = ctx.services.metadata.topic_by_id(topic_id)
         if info is not None:
             return info.name
     return None
@@ -144,7 +144,7 @@ def _list_offsets(ctx: RequestContext, b: Builder, request: Any, error: ErrorCod
 
 
 def _metadata(ctx: RequestContext, b: Builder, request: Any, error: ErrorCode) -> Any:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.metadata
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):
         names = sorted(cluster.topics)  # "all topics": each one carries the error
@@ -347,7 +347,7 @@ def request_topic_partitions(
             pairs.extend((name, int(p.partition_index)) for p in topic.partitions)
     elif api_key == 3:
         if request.topics is None or (ctx.api_version == 0 and not request.topics):
-            pairs.extend((name, None) for name in ctx.broker.cluster.topics)
+            pairs.extend((name, None) for name in ctx.services.metadata.topics)
         else:
             pairs.extend((_topic_name(ctx, topic), None) for topic in request.topics)
     elif api_key == 9:

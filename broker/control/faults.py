@@ -24,7 +24,6 @@ from kio.schema.errors import ErrorCode
 from broker.control.error_responses import (
     ERROR_RESPONSE_API_KEYS,
     TOPIC_API_KEYS,
-    build_error_response,
     request_topic_partitions,
 )
 from protocol.api_registry import KIO_VERSIONS, api_name
@@ -141,7 +140,7 @@ class FailureRule:
 class NoFaults:
     """The default injector of a broker built without one: never intervenes."""
 
-    def intercept(self, ctx: RequestContext, request: Any) -> Any | None:
+    def intercept(self, ctx: RequestContext, request: Any) -> ErrorCode | None:
         return None
 
     def response_delay_ms(self, broker_id: int) -> int:
@@ -160,8 +159,10 @@ class FaultInjector(NoFaults):
 
     # -- the request path ---------------------------------------------------------------
 
-    def intercept(self, ctx: RequestContext, request: Any) -> Any | None:
-        rules = self._rules.get(ctx.broker.broker_id)
+    def intercept(self, ctx: RequestContext, request: Any) -> ErrorCode | None:
+        """The error to answer ``request`` with instead of handling it, if a rule says so;
+        the dispatcher builds the answer with the API's own ``error_response``."""
+        rules = self._rules.get(ctx.services.broker_id)
         if not rules:
             return None
         api_key = ctx.header.api_key
@@ -173,7 +174,7 @@ class FaultInjector(NoFaults):
                     rules.remove(rule)
                 broker_id = rule.broker_id
                 self.injected[broker_id] = self.injected.get(broker_id, 0) + 1
-                return build_error_response(ctx, request, rule.error)
+                return rule.error
         return None
 
     def response_delay_ms(self, broker_id: int) -> int:

@@ -20,17 +20,17 @@ Routes::
     GET    /metrics                  Prometheus text (broker/metrics.py)
     GET    /purgatory                operations waiting now, per broker and purgatory
 
-Hooks another part of the cluster may not have yet (stop/start, replication control)
-answer 501 with a message saying what is missing.
+It sees the cluster through ``ClusterControl``, the narrow interface ``MiniKafka``
+implements: the brokers, the shared metadata, the fault injector and the lifecycle and
+replication controls, nothing else.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -39,8 +39,10 @@ from broker.control.faults import MAX_LATENCY_MS, FaultError
 from broker.metrics import render_prometheus
 
 if TYPE_CHECKING:
-    from broker.app import MiniKafka
     from broker.broker import Broker
+    from broker.cluster_metadata import ClusterMetadata
+    from broker.control.faults import FaultInjector
+    from broker.metrics import RequestMetrics
 
 log = logging.getLogger("broker.control")
 
@@ -50,6 +52,35 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _FAULT_FIELDS = frozenset({"broker", "api_key", "error_code", "count", "topic", "partition"})
 _REPLICATION_ACTIONS = ("pause", "resume", "delay")
+
+
+class ClusterControl(Protocol):
+    """What the control endpoint may see and do of a cluster (``MiniKafka``)."""
+
+    @property
+    def brokers(self) -> Sequence[Broker]: ...
+
+    @property
+    def cluster(self) -> ClusterMetadata: ...
+
+    @property
+    def faults(self) -> FaultInjector: ...
+
+    @property
+    def request_metrics(self) -> Mapping[int, RequestMetrics]: ...
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    async def stop_broker(self, broker_id: int) -> None: ...
+
+    async def start_broker(self, broker_id: int) -> None: ...
+
+    def pause_replication(self, broker_id: int) -> None: ...
+
+    def resume_replication(self, broker_id: int) -> None: ...
+
+    def set_replication_delay_ms(self, broker_id: int, ms: int) -> None: ...
 
 
 class ControlError(Exception):
@@ -113,16 +144,10 @@ def _unknown_fields(body: dict[str, Any], allowed: frozenset[str] | set[str]) ->
         )
 
 
-async def _maybe_await(result: object) -> object:
-    if inspect.isawaitable(result):
-        return await result
-    return result
-
-
 class ControlServer:
     """The aiohttp control endpoint of one ``MiniKafka``."""
 
-    def __init__(self, app: MiniKafka, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: ClusterControl, host: str = "127.0.0.1", port: int = 0) -> None:
         self._app = app
         self.host = host
         self.port = port
@@ -241,13 +266,9 @@ class ControlServer:
     async def _lifecycle(self, request: web.Request, action: str) -> web.Response:
         broker_id = self._broker_id(request)
         await _body(request)  # a body is not needed, but a malformed one is an error
-        method = getattr(self._app, f"{action}_broker", None)
-        if method is None:
-            raise ControlError(
-                501, f"{action} is not available: MiniKafka.{action}_broker is not implemented"
-            )
+        change = self._app.stop_broker if action == "stop" else self._app.start_broker
         try:
-            await _maybe_await(method(broker_id))
+            await change(broker_id)
         except (ValueError, RuntimeError) as exc:
             raise ControlError(409, f"cannot {action} broker {broker_id}: {exc}") from None
         return web.json_response({"broker": broker_id, "alive": self._alive(broker_id)})
@@ -257,26 +278,6 @@ class ControlServer:
 
     async def start_broker(self, request: web.Request) -> web.Response:
         return await self._lifecycle(request, "start")
-
-    def _replication_hook(self, broker_id: int, name: str) -> Callable[..., object] | None:
-        """The replication engineer's hook, wherever it lives: on MiniKafka (taking the
-        broker id), on the Broker, or on its replica fetcher (manager)."""
-        app_hook = getattr(self._app, name, None)
-        if callable(app_hook):
-            return lambda *args: app_hook(broker_id, *args)
-        broker = self._broker(broker_id)
-        candidates: list[object] = [broker]
-        for attr in ("replica_fetcher_manager", "replica_fetcher", "fetcher_manager", "fetcher"):
-            candidates.append(getattr(broker, attr, None))
-        manager = getattr(broker, "replica_manager", None)
-        candidates.append(manager)
-        for attr in ("fetcher_manager", "replica_fetcher_manager"):
-            candidates.append(getattr(manager, attr, None))
-        for candidate in candidates:
-            hook: object = getattr(candidate, name, None) if candidate is not None else None
-            if callable(hook):
-                return hook
-        return None
 
     async def replication(self, request: web.Request) -> web.Response:
         broker_id = self._broker_id(request)
@@ -294,20 +295,14 @@ class ControlServer:
             args = (_int(body["delay_ms"], "delay_ms", 0, MAX_LATENCY_MS),)
         elif "delay_ms" in body:
             raise ControlError(400, f"delay_ms is only for action delay, not {action}")
-        name = {
-            "pause": "pause_replication",
-            "resume": "resume_replication",
-            "delay": "set_replication_delay_ms",
-        }[action]
-        hook = self._replication_hook(broker_id, name)
-        if hook is None:
-            raise ControlError(
-                501,
-                f"replication control is not available: no {name}() hook for broker "
-                f"{broker_id} yet",
-            )
+        app = self._app
         try:
-            await _maybe_await(hook(*args))
+            if action == "pause":
+                app.pause_replication(broker_id)
+            elif action == "resume":
+                app.resume_replication(broker_id)
+            else:
+                app.set_replication_delay_ms(broker_id, args[0])
         except (ValueError, RuntimeError) as exc:
             raise ControlError(409, f"cannot {action} replication on {broker_id}: {exc}") from None
         answer: dict[str, object] = {"broker": broker_id, "action": action}
@@ -368,7 +363,7 @@ class ControlServer:
         for broker in sorted(self._brokers(), key=lambda b: b.broker_id):
             if only is not None and broker.broker_id != only:
                 continue
-            now = broker.clock.now_ms()
+            now = broker.services.clock.now_ms()
             purgatories: dict[str, object] = {}
             for name, purgatory in broker.purgatories.purgatories.items():
                 operations = []

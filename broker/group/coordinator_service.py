@@ -17,20 +17,22 @@ Kafka broker gives its GroupCoordinator:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC, BrokerEndpoint, TopicInfo
+from broker.cluster_metadata import OFFSETS_TOPIC, BrokerEndpoint, ClusterMetadata, TopicInfo
+from broker.config import BrokerConfig
 from broker.group.coordinator import GroupCoordinator
 from broker.group.group_config import GroupConfig
 from broker.group.group_log import AppendCallback, KeyValue
 from broker.group.partition_hash import partition_for
-from broker.periodic import PeriodicTask
+from broker.replica.replica_manager import ReplicaManager
+from broker.scheduler import PeriodicTask
 from protocol.record_batch import build_record_batch, iter_batches, iter_records
+from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
     from broker.replica.delayed_produce import ProduceStatuses
 
 log = logging.getLogger("broker.group")
@@ -47,11 +49,11 @@ class OffsetsTopicLog:
     def append_to_log(
         self, group_id: str, records: list[KeyValue], on_done: AppendCallback | None = None
     ) -> None:
-        broker = self._service.broker
-        manager = broker.replica_manager
-        tp = (OFFSETS_TOPIC, self._service.partition_for(group_id))
+        service = self._service
+        manager = service.replica_manager
+        tp = (OFFSETS_TOPIC, service.partition_for(group_id))
         batch = build_record_batch(
-            [(key, value, []) for key, value in records], timestamp_ms=broker.clock.now_ms()
+            [(key, value, []) for key, value in records], timestamp_ms=service.clock.now_ms()
         )
         if on_done is None:
             # Tombstones: Kafka's cleanup writes them on the leader and waits for no one.
@@ -65,7 +67,7 @@ class OffsetsTopicLog:
 
         # No request context: the handler waiting on the coordinator accounts for the
         # time it spends parked (this append may serve a commit or a SyncGroup).
-        config = broker.config
+        config = service.config
         manager.append_records(
             config.offsets_commit_timeout_ms,
             config.offsets_commit_required_acks,
@@ -76,21 +78,35 @@ class OffsetsTopicLog:
 
 
 class GroupCoordinatorService:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        config = broker.config
+    def __init__(
+        self,
+        broker_id: int,
+        config: BrokerConfig,
+        clock: Clock,
+        metadata: ClusterMetadata,
+        replica_manager: ReplicaManager,
+        heartbeat_purgatory: DelayedOperationPurgatory[Any],
+        rebalance_purgatory: DelayedOperationPurgatory[Any],
+        scheduler_timer: SystemTimer,
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.clock = clock
+        self.metadata = metadata
+        self.replica_manager = replica_manager
         self.num_partitions = config.offsets_topic_num_partitions
         self.coordinator = GroupCoordinator(
-            broker.clock,
-            broker.purgatories["Heartbeat"],
-            broker.purgatories["Rebalance"],
+            clock,
+            heartbeat_purgatory,
+            rebalance_purgatory,
             None,
             GroupConfig.from_broker_config(config),
             group_log=OffsetsTopicLog(self),
         )
         self._loaded: set[int] = set()
         self._offset_expiry = PeriodicTask(
-            f"offset-expiry-{broker.broker_id}",
+            scheduler_timer,
+            f"offset-expiry-{broker_id}",
             config.offsets_retention_check_interval_ms,
             self._expire_offsets,
         )
@@ -98,16 +114,16 @@ class GroupCoordinatorService:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        topic = self.broker.cluster.topics.get(OFFSETS_TOPIC)
+        topic = self.metadata.topics.get(OFFSETS_TOPIC)
         if topic is not None:
             self.num_partitions = len(topic.partitions)
-        self.broker.cluster.subscribe(self._on_metadata_change)
+        self.metadata.subscribe(self._on_metadata_change)
         self._load_led_partitions()
         self._offset_expiry.start()
 
     async def stop(self) -> None:
-        self.broker.cluster.unsubscribe(self._on_metadata_change)
-        await self._offset_expiry.stop()
+        self.metadata.unsubscribe(self._on_metadata_change)
+        self._offset_expiry.stop()
 
     def _expire_offsets(self) -> None:
         removed = self.coordinator.expire_offsets()
@@ -121,10 +137,10 @@ class GroupCoordinatorService:
 
     def ensure_offsets_topic(self) -> TopicInfo:
         """Create ``__consumer_offsets`` on first use, as Kafka does."""
-        cluster = self.broker.cluster
+        cluster = self.metadata
         topic = cluster.topics.get(OFFSETS_TOPIC)
         if topic is None:
-            config = self.broker.config
+            config = self.config
             alive = max(len(cluster.alive_brokers()), 1)
             topic = cluster.create_topic(
                 OFFSETS_TOPIC,
@@ -138,7 +154,7 @@ class GroupCoordinatorService:
     def coordinator_endpoint(self, group_id: str) -> tuple[ErrorCode, BrokerEndpoint | None]:
         topic = self.ensure_offsets_topic()
         state = topic.partitions[self.partition_for(group_id)]
-        endpoint = self.broker.cluster.brokers.get(state.leader)
+        endpoint = self.metadata.brokers.get(state.leader)
         if endpoint is None or not endpoint.alive:
             return ErrorCode.coordinator_not_available, None
         return ErrorCode.none, endpoint
@@ -147,11 +163,11 @@ class GroupCoordinatorService:
         """NONE when this broker coordinates ``group_id``, else Kafka's error for it."""
         if not group_id:
             return ErrorCode.invalid_group_id
-        topic = self.broker.cluster.topics.get(OFFSETS_TOPIC)
+        topic = self.metadata.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return ErrorCode.coordinator_not_available
         partition = self.partition_for(group_id)
-        if topic.partitions[partition].leader != self.broker.broker_id:
+        if topic.partitions[partition].leader != self.broker_id:
             return ErrorCode.not_coordinator
         if partition not in self._loaded:
             return ErrorCode.coordinator_load_in_progress
@@ -166,17 +182,17 @@ class GroupCoordinatorService:
             self._load_led_partitions()
 
     def _load_led_partitions(self) -> None:
-        topic = self.broker.cluster.topics.get(OFFSETS_TOPIC)
+        topic = self.metadata.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return
         for state in topic.partitions:
-            if state.leader == self.broker.broker_id and state.partition not in self._loaded:
+            if state.leader == self.broker_id and state.partition not in self._loaded:
                 self._load_partition(state.partition)
-            elif state.leader != self.broker.broker_id:
+            elif state.leader != self.broker_id:
                 self._loaded.discard(state.partition)
 
     def _load_partition(self, index: int) -> None:
-        partition = self.broker.replica_manager.online_partition((OFFSETS_TOPIC, index))
+        partition = self.replica_manager.online_partition((OFFSETS_TOPIC, index))
         if partition is None:
             return
         records: list[KeyValue] = []

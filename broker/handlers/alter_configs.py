@@ -34,7 +34,7 @@ MAX_VERSION = 2
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.metadata
     duplicates = duplicate_resources(
         (int(r.resource_type), r.resource_name) for r in request.resources
     )

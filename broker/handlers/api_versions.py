@@ -25,7 +25,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error_code=ErrorCode.none,
         api_keys=tuple(
             b.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
-            for s in ctx.broker.api_specs()
+            for s in ctx.services.api_specs
         ),
         throttle_time=0,
     )

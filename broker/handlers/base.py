@@ -14,10 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kio.schema.errors import ErrorCode
+
 from broker.context import RequestContext
 
 HandlerResult = Any | asyncio.Future[Any] | None
 Handle = Callable[[RequestContext, Any], HandlerResult]
+ErrorResponse = Callable[[RequestContext, Any, ErrorCode], Any]
 
 
 class HandlerModule(Protocol):
@@ -29,13 +32,18 @@ class HandlerModule(Protocol):
 
     def handle(self, ctx: RequestContext, request: Any) -> HandlerResult: ...
 
+    def error_response(self, ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+        """The API's answer to ``request`` carrying ``error`` everywhere it can go, built
+        without handling it (injected faults, and a handler that raised)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ApiHandler:
-    """A registered API: its key, the versions we serve, and the function."""
+    """A registered API: its key, the versions we serve, and its two functions."""
 
     api_key: int
     name: str
     min_version: int
     max_version: int
     handle: Handle
+    error_response: ErrorResponse

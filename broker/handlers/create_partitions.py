@@ -50,7 +50,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _create_partitions(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.metadata
     count = int(topic.count)
     assignment: list[list[int]] | None = None
     info = cluster.topics.get(topic.name)

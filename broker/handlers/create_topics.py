@@ -61,8 +61,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> TopicInfo:
-    broker = ctx.broker
-    cluster = broker.cluster
+    services = ctx.services
+    cluster = services.metadata
     name = topic.name
     validate_topic_name(name)
     if name not in cluster.topics:
@@ -80,9 +80,9 @@ def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> TopicInfo:
         assignment = _assignment(topic.assignments)
     else:
         if num_partitions == -1:
-            num_partitions = broker.config.num_partitions
+            num_partitions = services.config.num_partitions
         if replication_factor == -1:
-            replication_factor = broker.config.default_replication_factor
+            replication_factor = services.config.default_replication_factor
         if num_partitions < 1:
             raise MetadataError(
                 ErrorCode.invalid_partitions,
@@ -159,7 +159,7 @@ def _created(ctx: RequestContext, b: Builder, info: TopicInfo) -> Any:
                 config_source=int(entry.source),
                 is_sensitive=entry.is_sensitive,
             )
-            for entry in topic_config_entries(ctx.broker.config, info.configs)
+            for entry in topic_config_entries(ctx.services.config, info.configs)
         )
     return b.CreatableTopicResult(
         name=info.name,

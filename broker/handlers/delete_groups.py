@@ -17,7 +17,7 @@ MAX_VERSION = 2
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    service = ctx.broker.group_service
+    service = ctx.services.group_coordinator
     results: dict[str, ErrorCode] = {}
     ours = []
     for group_id in request.groups_names:

@@ -52,12 +52,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> tuple[ErrorCode, int]:
-    broker = ctx.broker
-    manager = broker.replica_manager
+    services = ctx.services
+    manager = services.replica_manager
     tp = (topic, index)
     partition = manager.online_partition(tp)
     if partition is None:
-        if broker.cluster.partition_state(topic, index) is None:
+        if services.metadata.partition_state(topic, index) is None:
             return ErrorCode.unknown_topic_or_partition, -1
         return ErrorCode.not_leader_or_follower, -1
     if not partition.is_leader:
@@ -81,8 +81,8 @@ def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> tuple[E
 
 def _deletes(ctx: RequestContext, topic: str) -> bool:
     """Whether the topic's cleanup.policy includes ``delete`` (Kafka's precondition)."""
-    info = ctx.broker.cluster.topics.get(topic)
-    policy: str = ctx.broker.config.log_cleanup_policy
+    info = ctx.services.metadata.topics.get(topic)
+    policy: str = ctx.services.config.log_cleanup_policy
     if info is not None:
         policy = info.configs.get("cleanup.policy", policy)
     return "delete" in [part.strip() for part in policy.split(",")]

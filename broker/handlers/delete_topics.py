@@ -63,8 +63,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID) -> tuple[str, uuid.UUID]:
-    cluster = ctx.broker.cluster
-    if not ctx.broker.config.delete_topic_enable:
+    cluster = ctx.services.metadata
+    if not ctx.services.config.delete_topic_enable:
         # Kafka: versions before 3 had no TOPIC_DELETION_DISABLED to answer with.
         code = (
             ErrorCode.topic_deletion_disabled if ctx.api_version >= 3 else ErrorCode.invalid_request

@@ -30,7 +30,7 @@ _UNKNOWN_OPERATIONS = -2147483648
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.metadata
     endpoint_type = int(getattr(request, "endpoint_type", BROKER_ENDPOINT))
     error, message = ErrorCode.none, None
     brokers: tuple[Any, ...] = ()

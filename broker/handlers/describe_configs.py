@@ -69,15 +69,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
-    broker = ctx.broker
+    services = ctx.services
     if kind == TOPIC:
         validate_topic_name(name)
-        info = broker.cluster.topics.get(name)
+        info = services.metadata.topics.get(name)
         if info is None:
             raise MetadataError(
                 ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist"
             )
-        return topic_config_entries(broker.config, info.configs)
+        return topic_config_entries(services.config, info.configs)
     if kind == BROKER:
         if name == "":
             return []
@@ -87,13 +87,13 @@ def _entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
             raise MetadataError(
                 ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}"
             ) from None
-        if broker_id != broker.broker_id:
+        if broker_id != services.broker_id:
             raise MetadataError(
                 ErrorCode.invalid_request,
-                f"Unexpected broker id, expected {broker.broker_id} or empty string, "
+                f"Unexpected broker id, expected {services.broker_id} or empty string, "
                 f"but received {name}",
             )
-        return broker_config_entries(broker.config)
+        return broker_config_entries(services.config)
     raise MetadataError(ErrorCode.invalid_request, f"Unsupported resource type {kind}")
 
 

@@ -53,7 +53,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         max_bytes=int(getattr(request, "max_bytes", 0x7FFFFFFF)),
         isolation_level=int(getattr(request, "isolation_level", 0)),
     )
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.metadata
     statuses: list[FetchPartitionStatus] = []
     unknown: list[tuple[str | None, uuid.UUID | None, int, ErrorCode]] = []
     topic_ids: dict[str, uuid.UUID] = {}
@@ -87,7 +87,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if not future.done():
             future.set_result(_response(ctx, results, unknown, topic_ids))
 
-    ctx.broker.replica_manager.fetch_messages(params, statuses, respond, ctx)
+    ctx.services.replica_manager.fetch_messages(params, statuses, respond, ctx)
     if future.done():
         return future.result()
     return future
@@ -100,7 +100,7 @@ def _response(
     topic_ids: dict[str, uuid.UUID],
 ) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.metadata
     by_topic: dict[str, list[Any]] = {}
     for status, result in results:
         hw = result.high_watermark

@@ -26,7 +26,7 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
         return ErrorCode.coordinator_not_available, "transactions are not supported", None
     if not key:
         return ErrorCode.invalid_request, "empty group id", None
-    error, endpoint = ctx.broker.group_service.coordinator_endpoint(key)
+    error, endpoint = ctx.services.group_coordinator.coordinator_endpoint(key)
     return error, None, endpoint
 
 

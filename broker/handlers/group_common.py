@@ -8,17 +8,18 @@ from typing import Any, TypeVar
 
 from broker.context import RequestContext
 from broker.group.coordinator import GroupCoordinator
+from broker.purgatories import PurgatoryName, PurgatoryOutcome
 
 T = TypeVar("T")
 
 
 def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.broker.group_service.coordinator
+    return ctx.services.group_coordinator.coordinator
 
 
 def answer_when_called(
     ctx: RequestContext,
-    purgatory: str,
+    purgatory: PurgatoryName,
     start: Callable[[Callable[[T], None]], None],
     build: Callable[[T], Any],
 ) -> Any:
@@ -37,5 +38,5 @@ def answer_when_called(
     if future.done():
         return future.result()
     ctx.parked_in(purgatory)
-    future.add_done_callback(lambda _f: ctx.purgatory_done("completed"))
+    future.add_done_callback(lambda _f: ctx.purgatory_done(PurgatoryOutcome.COMPLETED))
     return future

@@ -14,7 +14,7 @@ MAX_VERSION = 4
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    error = ctx.broker.group_service.check_coordinator(request.group_id)
+    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
     if error.value == 0:
         error = coordinator_of(ctx).handle_heartbeat(
             request.group_id,

@@ -41,7 +41,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.metadata
     duplicates = duplicate_resources(
         (int(r.resource_type), r.resource_name) for r in request.resources
     )
@@ -72,7 +72,7 @@ def _apply(ctx: RequestContext, info: TopicInfo, changes: Any) -> dict[str, str]
     if len(set(names)) != len(names):
         raise MetadataError(ErrorCode.invalid_request, "A config is named twice in the request")
     overrides = dict(info.configs)
-    defaults = broker_topic_defaults(ctx.broker.config)
+    defaults = broker_topic_defaults(ctx.services.config)
     for change in changes:
         name, operation, value = change.name, int(change.config_operation), change.value
         definition = TOPIC_CONFIG_DEFS.get(name)

@@ -41,6 +41,6 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return b.InitProducerIdResponse(
         throttle_time=0,
         error_code=ErrorCode.none,
-        producer_id=ctx.broker.cluster.next_producer_id(),
+        producer_id=ctx.services.metadata.next_producer_id(),
         producer_epoch=0,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.purgatories import PurgatoryName
 from broker.group import JoinGroupResult
 from broker.handlers.group_common import answer_when_called, coordinator_of
 from protocol.builders import response_builder
@@ -41,7 +42,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             ),
         )
 
-    error = ctx.broker.group_service.check_coordinator(request.group_id)
+    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
     if error.value != 0:
         return build(JoinGroupResult(member_id=request.member_id, error=error))
     session_ms = int(request.session_timeout.total_seconds() * 1000)
@@ -49,7 +50,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     rebalance_ms = int(rebalance.total_seconds() * 1000) if rebalance is not None else session_ms
     return answer_when_called(
         ctx,
-        "Rebalance",
+        PurgatoryName.REBALANCE,
         lambda callback: coordinator_of(ctx).handle_join_group(
             request.group_id,
             request.member_id,

@@ -19,7 +19,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         members = [(request.member_id, None)]
-    error = ctx.broker.group_service.check_coordinator(request.group_id)
+    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
     results: list[Any] = []
     if error.value == 0:
         outcome = coordinator_of(ctx).handle_leave_group(request.group_id, members)

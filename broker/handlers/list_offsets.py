@@ -28,7 +28,7 @@ LATEST_TIERED = -5
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    manager = ctx.broker.replica_manager
+    manager = ctx.services.replica_manager
     replica_id = int(request.replica_id)
     topics = []
     for topic in request.topics:
@@ -40,7 +40,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             if partition is None:
                 error = (
                     ErrorCode.unknown_topic_or_partition
-                    if ctx.broker.cluster.partition_state(topic.name, index) is None
+                    if ctx.services.metadata.partition_state(topic.name, index) is None
                     else ErrorCode.not_leader_or_follower
                 )
             elif not partition.is_leader:

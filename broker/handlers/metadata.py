@@ -24,8 +24,8 @@ _NO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    broker = ctx.broker
-    cluster = broker.cluster
+    services = ctx.services
+    cluster = services.metadata
     b = response_builder(API_KEY, ctx.api_version)
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):
@@ -51,7 +51,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _requested_topic(ctx: RequestContext, b: Builder, wanted: Any, auto_create: bool) -> Any:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.metadata
     topic_id = getattr(wanted, "topic_id", None)
     name = wanted.name
     if name is None and topic_id not in (None, _NO_UUID):
@@ -62,9 +62,9 @@ def _requested_topic(ctx: RequestContext, b: Builder, wanted: Any, auto_create: 
     if name is None:
         return _error_topic(b, None, None, ErrorCode.invalid_request)
     info = cluster.topics.get(name)
-    if info is None and auto_create and ctx.broker.config.auto_create_topics_enable:
+    if info is None and auto_create and ctx.services.config.auto_create_topics_enable:
         try:
-            info = ctx.broker.auto_create_topic(name)
+            info = ctx.services.auto_create_topic(name)
         except MetadataError as exc:
             return _error_topic(b, name, None, exc.error)
     if info is None:

@@ -16,6 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.purgatories import PurgatoryName
 from broker.group import TopicPartition
 from broker.handlers.group_common import answer_when_called, coordinator_of
 from protocol.builders import response_builder
@@ -53,18 +54,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     generation = getattr(request, "generation_id_or_member_epoch", None)
     if generation is None:
         generation = request.generation_id
-    error = ctx.broker.group_service.check_coordinator(request.group_id)
+    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return build({TopicPartition(*tp): error for tp in offsets})
     expire: int | None = None
     retention_time = getattr(request, "retention_time", None)
     retention = int(retention_time.total_seconds() * 1000) if retention_time is not None else -1
     if retention >= 0:
-        expire = ctx.broker.clock.now_ms() + retention
+        expire = ctx.services.clock.now_ms() + retention
     # Parked (in Kafka's Produce purgatory, a DelayedProduce) while the ISR catches up.
     return answer_when_called(
         ctx,
-        "Produce",
+        PurgatoryName.PRODUCE,
         lambda callback: coordinator_of(ctx).handle_commit_offsets(
             request.group_id,
             request.member_id,

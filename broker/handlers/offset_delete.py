@@ -19,7 +19,7 @@ MAX_VERSION = 0
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
-    error = ctx.broker.group_service.check_coordinator(request.group_id)
+    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
     per_partition: dict[Any, ErrorCode] = {}
     if error is ErrorCode.none:
         error, per_partition = coordinator_of(ctx).handle_offset_delete(request.group_id, wanted)

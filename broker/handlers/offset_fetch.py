@@ -28,7 +28,7 @@ def _fetch(
     wanted = None
     if topics is not None:
         wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
-    error = ctx.broker.group_service.check_coordinator(group_id)
+    error = ctx.services.group_coordinator.check_coordinator(group_id)
     if error is not ErrorCode.none:
         return error, {tp: OffsetFetchPartition(-1, -1, "", error) for tp in wanted or []}
     top, found = coordinator_of(ctx).handle_fetch_offsets(group_id, wanted)

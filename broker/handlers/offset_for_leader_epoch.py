@@ -24,7 +24,7 @@ MAX_VERSION = 4
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    manager = ctx.broker.replica_manager
+    manager = ctx.services.replica_manager
     topics = []
     for topic in request.topics:
         partitions = []

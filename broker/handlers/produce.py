@@ -27,7 +27,7 @@ MAX_VERSION = 12
 def handle(ctx: RequestContext, request: Any) -> Any:
     acks = int(request.acks)
     timeout_ms = int(request.timeout.total_seconds() * 1000)
-    manager = ctx.broker.replica_manager
+    manager = ctx.services.replica_manager
     entries: dict[tuple[str, int], bytes] = {}
     refused: ProduceStatuses = {}
     for topic in request.topic_data:

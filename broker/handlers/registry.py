@@ -8,6 +8,9 @@ cannot read.
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from broker.handlers import (
     alter_configs,
@@ -37,8 +40,9 @@ from broker.handlers import (
     produce,
     sync_group,
 )
+from broker.context import RequestContext
 from broker.handlers.base import ApiHandler
-from protocol.api_registry import KIO_VERSIONS, api_name
+from protocol.api_registry import KIO_VERSIONS, ApiSpec, api_name
 
 HANDLER_MODULES: tuple[ModuleType, ...] = (
     produce,
@@ -70,6 +74,12 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
 )
 
 
+def _central_error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    from broker.control.error_responses import build_error_response
+
+    return build_error_response(ctx, request, error)
+
+
 def build_registry(modules: tuple[ModuleType, ...] = HANDLER_MODULES) -> dict[int, ApiHandler]:
     registry: dict[int, ApiHandler] = {}
     for module in modules:
@@ -81,5 +91,14 @@ def build_registry(modules: tuple[ModuleType, ...] = HANDLER_MODULES) -> dict[in
             raise RuntimeError(f"{module.__name__}: no version in common with kio")
         if key in registry:
             raise RuntimeError(f"API key {key} registered twice")
-        registry[key] = ApiHandler(key, api_name(key), low, high, module.handle)
+        error_response = getattr(module, "error_response", None) or _central_error_response
+        registry[key] = ApiHandler(key, api_name(key), low, high, module.handle, error_response)
     return registry
+
+
+def api_specs(registry: dict[int, ApiHandler]) -> tuple[ApiSpec, ...]:
+    """What ApiVersions advertises: every registered API's range, by key."""
+    return tuple(
+        ApiSpec(h.api_key, h.name, h.min_version, h.max_version)
+        for h in sorted(registry.values(), key=lambda h: h.api_key)
+    )

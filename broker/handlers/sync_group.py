@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.purgatories import PurgatoryName
 from broker.group import SyncGroupResult
 from broker.handlers.group_common import answer_when_called, coordinator_of
 from protocol.builders import response_builder
@@ -26,13 +27,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             assignment=result.assignment,
         )
 
-    error = ctx.broker.group_service.check_coordinator(request.group_id)
+    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
     if error.value != 0:
         return build(SyncGroupResult(error=error))
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
     return answer_when_called(
         ctx,
-        "Rebalance",
+        PurgatoryName.REBALANCE,
         lambda callback: coordinator_of(ctx).handle_sync_group(
             request.group_id,
             int(request.generation_id),

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker.replica.partition import ReadResult, TopicPartition
+from broker.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
 
 if TYPE_CHECKING:
-    from broker.context import RequestContext
     from broker.replica.replica_manager import ReplicaManager
 
 
@@ -48,7 +48,7 @@ FetchResults = list[tuple[FetchPartitionStatus, ReadResult]]
 
 
 class DelayedFetch(DelayedOperation):
-    __slots__ = ("_ctx", "_params", "_replica_manager", "_respond", "_statuses")
+    __slots__ = ("_params", "_replica_manager", "_respond", "_statuses", "parked_request")
 
     def __init__(
         self,
@@ -56,14 +56,14 @@ class DelayedFetch(DelayedOperation):
         statuses: list[FetchPartitionStatus],
         replica_manager: ReplicaManager,
         respond: Callable[[FetchResults], None],
-        ctx: RequestContext | None,
+        parked_request: ParkedRequest | None,
     ) -> None:
         super().__init__(params.max_wait_ms)
         self._params = params
         self._statuses = statuses
         self._replica_manager = replica_manager
         self._respond = respond
-        self._ctx = ctx
+        self.parked_request = parked_request
 
     def try_complete(self) -> bool:
         params = self._params
@@ -87,10 +87,10 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self) -> None:
-        if self._ctx is not None:
-            self._ctx.purgatory_done("completed")
+        if self.parked_request is not None:
+            self.parked_request.purgatory_done(PurgatoryOutcome.COMPLETED)
         self._respond(self._replica_manager.read_from_local_log(self._params, self._statuses))
 
     def on_expiration(self) -> None:
-        if self._ctx is not None:
-            self._ctx.purgatory_done("expired")
+        if self.parked_request is not None:
+            self.parked_request.purgatory_done(PurgatoryOutcome.EXPIRED)

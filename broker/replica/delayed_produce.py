@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from broker.replica.partition import AppendResult, TopicPartition
+from broker.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
 
 if TYPE_CHECKING:
-    from broker.context import RequestContext
     from broker.replica.replica_manager import ReplicaManager
 
 
@@ -36,7 +36,7 @@ ProduceStatuses = dict[TopicPartition, ProducePartitionStatus]
 
 
 class DelayedProduce(DelayedOperation):
-    __slots__ = ("_ctx", "_min_isr", "_replica_manager", "_respond", "_statuses")
+    __slots__ = ("_min_isr", "_replica_manager", "_respond", "_statuses", "parked_request")
 
     def __init__(
         self,
@@ -45,14 +45,14 @@ class DelayedProduce(DelayedOperation):
         replica_manager: ReplicaManager,
         min_insync_replicas: Callable[[TopicPartition], int],
         respond: Callable[[ProduceStatuses], None],
-        ctx: RequestContext | None,
+        parked_request: ParkedRequest | None,
     ) -> None:
         super().__init__(timeout_ms)
         self._statuses = statuses
         self._replica_manager = replica_manager
         self._min_isr = min_insync_replicas
         self._respond = respond
-        self._ctx = ctx
+        self.parked_request = parked_request
 
     def try_complete(self) -> bool:
         pending = False
@@ -78,10 +78,10 @@ class DelayedProduce(DelayedOperation):
             if status.acks_pending:
                 status.result.error = ErrorCode.request_timed_out
                 status.acks_pending = False
-        if self._ctx is not None:
-            self._ctx.purgatory_done("completed")
+        if self.parked_request is not None:
+            self.parked_request.purgatory_done(PurgatoryOutcome.COMPLETED)
         self._respond(self._statuses)
 
     def on_expiration(self) -> None:
-        if self._ctx is not None:
-            self._ctx.purgatory_done("expired")
+        if self.parked_request is not None:
+            self.parked_request.purgatory_done(PurgatoryOutcome.EXPIRED)

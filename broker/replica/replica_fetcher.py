@@ -27,25 +27,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster_metadata import ClusterMetadata
+from broker.config import BrokerConfig
 from broker.log import UnexpectedAppendOffsetError
 from broker.log.errors import LogError
+from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.leader_epoch_cache import UNDEFINED_EPOCH
-from broker.replica.partition import TopicPartition
+from broker.replica.partition import Partition, TopicPartition
 from protocol.builders import request_builder
-from protocol.codec import decode_response, encode_request
-from protocol.frames import FrameDecoder
 from protocol.record_batch import CorruptRecordError
+from purgatory import Clock
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-    from broker.replica.replica_manager import ReplicaManager
 
 log = logging.getLogger("broker.replica.fetcher")
 
@@ -55,8 +54,6 @@ FETCH_VERSION = 12  # replica_id is a field of the request (v15+ moves it to rep
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3  # the first with replica_id
 # Kafka's replica.fetch.backoff.ms is 1000; a simulator wants failovers to settle fast.
 FETCH_BACKOFF_MS = 100
-# A leader that does not answer within this long is treated as gone (reconnect).
-REQUEST_TIMEOUT_MS = 30000
 
 _RETRY_LATER = frozenset(
     {
@@ -67,48 +64,6 @@ _RETRY_LATER = frozenset(
         ErrorCode.leader_not_available,
     }
 )
-
-
-class LeaderConnection:
-    """One TCP connection to a leader, one request at a time, with our own codec."""
-
-    def __init__(self, host: str, port: int, client_id: str) -> None:
-        self.host = host
-        self.port = port
-        self.client_id = client_id
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._decoder = FrameDecoder()
-        self._frames: list[bytes] = []
-        self._correlation = itertools.count(1)
-
-    async def request(self, api_key: int, version: int, payload: Any) -> Any:
-        if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-        assert self._reader is not None and self._writer is not None
-        correlation_id = next(self._correlation)
-        frame = encode_request(api_key, version, correlation_id, self.client_id, payload)
-        self._writer.write(frame)
-        await self._writer.drain()
-        while not self._frames:
-            # asyncio.timeout, not wait_for: wait_for (3.11) can swallow a cancel that
-            # lands as the read completes, and stop() must always end the task.
-            async with asyncio.timeout(REQUEST_TIMEOUT_MS / 1000):
-                data = await self._reader.read(1 << 20)
-            if not data:
-                raise ConnectionError(f"leader {self.host}:{self.port} closed the connection")
-            self._frames.extend(self._decoder.feed(data))
-        got, response = decode_response(api_key, version, self._frames.pop(0))
-        if got != correlation_id:
-            raise ConnectionError(f"correlation id {got}, expected {correlation_id}")
-        return response
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._reader = self._writer = None
-        self._decoder = FrameDecoder()
-        self._frames = []
 
 
 @dataclass(slots=True, eq=False)
@@ -130,16 +85,12 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._connection: LeaderConnection | None = None
+        self._connection: LeaderEndpoint | None = None
         self.fetches_sent = 0
         self.truncations = 0
 
-    @property
-    def broker(self) -> Broker:
-        return self.manager.broker
-
     def start(self) -> None:
-        name = f"ReplicaFetcher-{self.broker.broker_id}-{self.leader_id}"
+        name = f"ReplicaFetcher-{self.manager.broker_id}-{self.leader_id}"
         self._task = asyncio.get_running_loop().create_task(self._run(), name=name)
 
     async def stop(self) -> None:
@@ -164,11 +115,11 @@ class ReplicaFetcher:
             except asyncio.CancelledError:
                 raise
             except (OSError, ConnectionError, TimeoutError) as exc:
-                log.debug("fetcher %d -> %d: %s", self.broker.broker_id, self.leader_id, exc)
+                log.debug("fetcher %d -> %d: %s", self.manager.broker_id, self.leader_id, exc)
                 self._drop_connection()
                 await self._sleep(FETCH_BACKOFF_MS)
             except Exception:
-                log.exception("fetcher %d -> %d failed", self.broker.broker_id, self.leader_id)
+                log.exception("fetcher %d -> %d failed", self.manager.broker_id, self.leader_id)
                 self._drop_connection()
                 await self._sleep(FETCH_BACKOFF_MS)
 
@@ -187,18 +138,18 @@ class ReplicaFetcher:
             self._connection.close()
             self._connection = None
 
-    def _leader_connection(self) -> LeaderConnection:
+    def _leader_connection(self) -> LeaderEndpoint:
         if self._connection is None:
-            endpoint = self.broker.cluster.brokers.get(self.leader_id)
+            endpoint = self.manager.metadata.brokers.get(self.leader_id)
             if endpoint is None:
                 raise ConnectionError(f"leader {self.leader_id} is not registered")
-            self._connection = LeaderConnection(
-                endpoint.host, endpoint.port, f"replica-fetcher-{self.broker.broker_id}"
+            self._connection = LeaderEndpoint(
+                endpoint.host, endpoint.port, f"replica-fetcher-{self.manager.broker_id}"
             )
         return self._connection
 
     async def _do_work(self) -> None:
-        now = self.broker.clock.now_ms()
+        now = self.manager.clock.now_ms()
         manager = self.manager
         ready: list[PartitionFetchState] = []
         next_ms: int | None = None
@@ -222,11 +173,11 @@ class ReplicaFetcher:
     # -- truncation (OffsetForLeaderEpoch) ---------------------------------------------
 
     async def _truncate(self, states: list[PartitionFetchState]) -> None:
-        rm = self.manager.replica_manager
+        hosted = self.manager.partitions
         asked: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
         no_epoch: list[PartitionFetchState] = []
         for state in states:
-            partition = rm.online_partition(state.tp)
+            partition = hosted.get(state.tp)
             if partition is None:
                 continue
             epoch = partition.epoch_cache.latest_epoch
@@ -236,7 +187,7 @@ class ReplicaFetcher:
                 asked[state.tp] = (state, epoch)
         for state in no_epoch:
             # Pre-KIP-101: keep only what we know is committed.
-            partition = rm.online_partition(state.tp)
+            partition = hosted.get(state.tp)
             if partition is not None:
                 self._truncate_partition(state, partition.high_watermark)
         if not asked:
@@ -250,7 +201,7 @@ class ReplicaFetcher:
                 )
             )
         request = b.OffsetForLeaderEpochRequest(
-            replica_id=self.broker.broker_id,
+            replica_id=self.manager.broker_id,
             topics=tuple(
                 b.OffsetForLeaderTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()
             ),
@@ -258,7 +209,7 @@ class ReplicaFetcher:
         response = await self._leader_connection().request(
             OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, request
         )
-        now = self.broker.clock.now_ms()
+        now = self.manager.clock.now_ms()
         for topic_result in response.topics:
             for result in topic_result.partitions:
                 tp = (topic_result.topic, int(result.partition))
@@ -266,7 +217,7 @@ class ReplicaFetcher:
                 if entry is None or self.partitions.get(tp) is not entry[0]:
                     continue  # removed or re-added while we asked
                 state, our_epoch = entry
-                partition = rm.online_partition(tp)
+                partition = hosted.get(tp)
                 if partition is None or partition.is_leader:
                     continue
                 error = result.error_code
@@ -288,13 +239,13 @@ class ReplicaFetcher:
                 self._truncate_partition(state, target)
 
     def _truncate_partition(self, state: PartitionFetchState, offset: int) -> None:
-        partition = self.manager.replica_manager.online_partition(state.tp)
+        partition = self.manager.partitions.get(state.tp)
         if partition is None:
             return
         if offset < partition.log_end_offset:
             log.info(
                 "broker %d truncates %s-%d from %d to %d",
-                self.broker.broker_id,
+                self.manager.broker_id,
                 *state.tp,
                 partition.log_end_offset,
                 offset,
@@ -307,13 +258,13 @@ class ReplicaFetcher:
     # -- fetch -------------------------------------------------------------------------
 
     async def _fetch(self, states: list[PartitionFetchState]) -> None:
-        rm = self.manager.replica_manager
-        config = self.broker.config
+        hosted = self.manager.partitions
+        config = self.manager.config
         b = request_builder(FETCH, FETCH_VERSION)
         sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
         by_topic: dict[str, list[Any]] = {}
         for state in states:
-            partition = rm.online_partition(state.tp)
+            partition = hosted.get(state.tp)
             if partition is None or partition.is_leader:
                 continue
             offset = partition.log_end_offset
@@ -333,7 +284,7 @@ class ReplicaFetcher:
             return
         request = b.FetchRequest(
             cluster_id=None,
-            replica_id=self.broker.broker_id,
+            replica_id=self.manager.broker_id,
             max_wait=config.replica_fetch_wait_max_ms,
             min_bytes=config.replica_fetch_min_bytes,
             max_bytes=config.replica_fetch_max_bytes,
@@ -346,7 +297,7 @@ class ReplicaFetcher:
         )
         self.fetches_sent += 1
         response = await self._leader_connection().request(FETCH, FETCH_VERSION, request)
-        now = self.broker.clock.now_ms()
+        now = self.manager.clock.now_ms()
         for topic_response in response.responses:
             for data in topic_response.partitions:
                 tp = (topic_response.topic, int(data.partition_index))
@@ -362,7 +313,7 @@ class ReplicaFetcher:
                 self._apply(state, offset, data, now)
 
     def _apply(self, state: PartitionFetchState, offset: int, data: Any, now: int) -> None:
-        partition = self.manager.replica_manager.online_partition(state.tp)
+        partition = self.manager.partitions.get(state.tp)
         if (
             partition is None
             or partition.is_leader
@@ -379,7 +330,7 @@ class ReplicaFetcher:
                 else:
                     partition.update_follower_high_watermark(int(data.high_watermark))
             except (UnexpectedAppendOffsetError, CorruptRecordError, LogError) as exc:
-                log.warning("broker %d: %s-%d: %s", self.broker.broker_id, *state.tp, exc)
+                log.warning("broker %d: %s-%d: %s", self.manager.broker_id, *state.tp, exc)
                 state.truncating = True
             return
         if error is ErrorCode.offset_out_of_range:
@@ -390,16 +341,27 @@ class ReplicaFetcher:
                 state.truncating = True
             return
         if error not in _RETRY_LATER:
-            log.warning("broker %d: fetch %s-%d: %s", self.broker.broker_id, *state.tp, error)
+            log.warning("broker %d: fetch %s-%d: %s", self.manager.broker_id, *state.tp, error)
         state.not_before_ms = now + FETCH_BACKOFF_MS
 
 
 class ReplicaFetcherManager:
     """A broker's fetchers, one per leader, and the replication fault hooks."""
 
-    def __init__(self, broker: Broker, replica_manager: ReplicaManager) -> None:
-        self.broker = broker
-        self.replica_manager = replica_manager
+    def __init__(
+        self,
+        broker_id: int,
+        config: BrokerConfig,
+        metadata: ClusterMetadata,
+        clock: Clock,
+        partitions: Mapping[TopicPartition, Partition],
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.metadata = metadata
+        self.clock = clock
+        # The replica manager's hosted partitions (Kafka's allPartitions), read only here.
+        self.partitions = partitions
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._paused_all = False
         self._paused: set[TopicPartition] = set()

@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import TopicInfo
+from broker.cluster_metadata import ClusterMetadata, TopicInfo
+from broker.config import BrokerConfig
 from broker.controller import Controller
 from broker.log import LogConfig, LogManager, PartitionLog
-from broker.periodic import PeriodicTask
 from broker.replica.delayed_fetch import (
     DelayedFetch,
     FetchParams,
@@ -27,12 +27,12 @@ from broker.replica.delayed_fetch import (
     FetchResults,
 )
 from broker.replica.delayed_produce import DelayedProduce, ProducePartitionStatus, ProduceStatuses
+from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.partition import AppendResult, Partition, ReadResult, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
+from broker.scheduler import PeriodicTask
+from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-    from broker.context import RequestContext
 
 log = logging.getLogger("broker.replica")
 
@@ -48,29 +48,44 @@ def wall_clock_ms() -> int:
 
 
 class ReplicaManager:
+    """Kafka's ReplicaManager for one broker, built whole by the composition root."""
+
     def __init__(
         self,
-        broker: Broker,
-        controller: Controller | None = None,
-        log_manager: LogManager | None = None,
+        broker_id: int,
+        metadata: ClusterMetadata,
+        config: BrokerConfig,
+        clock: Clock,
+        produce_purgatory: DelayedOperationPurgatory[Any],
+        fetch_purgatory: DelayedOperationPurgatory[Any],
+        logs: LogManager,
+        controller: Controller,
+        fetcher_manager: ReplicaFetcherManager,
+        scheduler_timer: SystemTimer,
+        partitions: dict[TopicPartition, Partition],
+        wall_clock_ms: Callable[[], int] = wall_clock_ms,
     ) -> None:
-        self.broker = broker
-        self.broker_id = broker.broker_id
-        self.partitions: dict[TopicPartition, Partition] = {}
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.config = config
+        self.clock = clock
+        # Kafka's allPartitions: shared with the fetcher manager, which reads it.
+        self.partitions = partitions
         # A restarted broker without a data dir gets its memory logs back (its "disk").
-        self.log_manager = log_manager or LogManager(broker.data_dir)
-        self.controller = controller or Controller(broker.cluster)
-        self.fetcher_manager = ReplicaFetcherManager(broker, self)
-        config = broker.config
+        self.log_manager = logs
+        self.controller = controller
+        self.fetcher_manager = fetcher_manager
         self._housekeeping = [
             # Kafka's isr-expiration task runs every replica.lag.time.max.ms / 2.
             PeriodicTask(
-                f"isr-expiration-{self.broker_id}",
+                scheduler_timer,
+                f"isr-expiration-{broker_id}",
                 config.replica_lag_time_max_ms / 2,
                 self.maybe_shrink_isr,
             ),
             PeriodicTask(
-                f"log-retention-{self.broker_id}",
+                scheduler_timer,
+                f"log-retention-{broker_id}",
                 config.log_retention_check_interval_ms,
                 self.apply_retention,
             ),
@@ -80,16 +95,16 @@ class ReplicaManager:
         self.isr_expands = 0
         # acks=all produces that really waited in the Produce purgatory.
         self.delayed_produces = 0
-        self.fetch_purgatory = broker.purgatories["Fetch"]
-        self.produce_purgatory = broker.purgatories["Produce"]
+        self.fetch_purgatory = fetch_purgatory
+        self.produce_purgatory = produce_purgatory
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
-        self.wall_clock_ms: Callable[[], int] = wall_clock_ms
+        self.wall_clock_ms = wall_clock_ms
 
     # -- lifecycle (a broker component) ------------------------------------------------
 
     async def start(self) -> None:
         self._existing_logs = dict(self.log_manager.load_all())
-        cluster = self.broker.cluster
+        cluster = self.metadata
         cluster.subscribe(self._on_metadata_change)
         for name, topic in list(cluster.topics.items()):
             self._on_metadata_change(name, topic)
@@ -103,9 +118,9 @@ class ReplicaManager:
             job.start()
 
     async def stop(self) -> None:
-        self.broker.cluster.unsubscribe(self._on_metadata_change)
+        self.metadata.unsubscribe(self._on_metadata_change)
         for job in self._housekeeping:
-            await job.stop()
+            job.stop()
         await self.fetcher_manager.stop()
         for partition in self.partitions.values():
             partition.log.close()
@@ -114,7 +129,7 @@ class ReplicaManager:
     # -- metadata ----------------------------------------------------------------------
 
     def _topic_log_config(self, topic: TopicInfo) -> LogConfig:
-        configs = self.broker.config.default_topic_configs()
+        configs = self.config.default_topic_configs()
         configs.update(topic.configs)
         return LogConfig.from_topic_configs(configs)
 
@@ -123,7 +138,7 @@ class ReplicaManager:
             for tp in [tp for tp in self.partitions if tp[0] == name]:
                 self._remove_partition(tp, delete=True)
             return
-        now = self.broker.clock.now_ms()
+        now = self.clock.now_ms()
         for state in topic.partitions:
             tp = (name, state.partition)
             if self.broker_id not in state.replicas:
@@ -212,10 +227,10 @@ class ReplicaManager:
     # -- produce -----------------------------------------------------------------------
 
     def min_insync_replicas(self, tp: TopicPartition) -> int:
-        topic = self.broker.cluster.topics.get(tp[0])
+        topic = self.metadata.topics.get(tp[0])
         if topic is not None and "min.insync.replicas" in topic.configs:
             return int(topic.configs["min.insync.replicas"])
-        return self.broker.config.min_insync_replicas
+        return self.config.min_insync_replicas
 
     def append_to_leader(
         self, tp: TopicPartition, records: bytes, required_acks: int
@@ -246,7 +261,7 @@ class ReplicaManager:
         required_acks: int,
         entries: dict[TopicPartition, bytes],
         respond: Callable[[ProduceStatuses], None],
-        ctx: RequestContext | None,
+        parked_request: ParkedRequest | None,
     ) -> None:
         """Kafka's appendRecords: append now; with acks=all, park until the ISR has it."""
         statuses: ProduceStatuses = {}
@@ -261,10 +276,10 @@ class ReplicaManager:
                 status.acks_pending = False
             respond(statuses)
             return
-        if ctx is not None:
-            ctx.parked_in("Produce")
+        if parked_request is not None:
+            parked_request.parked_in(PurgatoryName.PRODUCE)
         operation = DelayedProduce(
-            timeout_ms, statuses, self, self.min_insync_replicas, respond, ctx
+            timeout_ms, statuses, self, self.min_insync_replicas, respond, parked_request
         )
         if not self.produce_purgatory.try_complete_else_watch(operation, list(statuses)):
             self.delayed_produces += 1
@@ -276,7 +291,7 @@ class ReplicaManager:
         params: FetchParams,
         statuses: list[FetchPartitionStatus],
         respond: Callable[[FetchResults], None],
-        ctx: RequestContext | None,
+        parked_request: ParkedRequest | None,
     ) -> None:
         """Kafka's fetchMessages: answer now if we can, else park a DelayedFetch."""
         results = self.read_from_local_log(params, statuses)
@@ -290,16 +305,16 @@ class ReplicaManager:
         if params.max_wait_ms <= 0 or not statuses or errored or available >= params.min_bytes:
             respond(results)
             return
-        if ctx is not None:
-            ctx.parked_in("Fetch")
-        operation = DelayedFetch(params, statuses, self, respond, ctx)
+        if parked_request is not None:
+            parked_request.parked_in(PurgatoryName.FETCH)
+        operation = DelayedFetch(params, statuses, self, respond, parked_request)
         self.fetch_purgatory.try_complete_else_watch(operation, [s.tp for s in statuses])
 
     def update_follower_fetch_state(
         self, replica_id: int, statuses: list[FetchPartitionStatus]
     ) -> None:
         """A follower fetched: note its log end; the HW and the ISR may move."""
-        now = self.broker.clock.now_ms()
+        now = self.clock.now_ms()
         for status in statuses:
             partition = self.partitions.get(status.tp)
             if partition is None or not partition.is_leader:
@@ -326,8 +341,8 @@ class ReplicaManager:
 
     def maybe_shrink_isr(self) -> None:
         """Drop followers that have not caught up within ``replica.lag.time.max.ms``."""
-        now = self.broker.clock.now_ms()
-        max_lag = self.broker.config.replica_lag_time_max_ms
+        now = self.clock.now_ms()
+        max_lag = self.config.replica_lag_time_max_ms
         for partition in list(self.partitions.values()):
             lagging = partition.out_of_sync_replicas(now, max_lag)
             if lagging:
@@ -415,7 +430,7 @@ def _check_leader_epoch(partition: Partition, current_leader_epoch: int) -> Erro
 
 
 def _unknown_or_not_leader(manager: ReplicaManager, tp: TopicPartition) -> ErrorCode:
-    state = manager.broker.cluster.partition_state(*tp)
+    state = manager.metadata.partition_state(*tp)
     if state is None:
         return ErrorCode.unknown_topic_or_partition
     return ErrorCode.not_leader_or_follower

@@ -7,24 +7,29 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from broker.app import MiniKafka
 from broker.config import BrokerConfig
+from broker.dispatch import RequestObserver
 
 FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 
 
 @contextlib.asynccontextmanager
 async def running_cluster(
-    brokers: int = 1, data_dir: Path | None = None, **overrides: str
+    brokers: int = 1,
+    data_dir: Path | None = None,
+    *,
+    observers: Sequence[RequestObserver] = (),
+    **overrides: str,
 ) -> AsyncIterator[MiniKafka]:
     """Start ``brokers`` brokers in this event loop; stop them on exit."""
     config = BrokerConfig.model_validate({**FAST_GROUPS, **overrides})
-    app = MiniKafka(config, brokers=brokers, port=0, data_dir=data_dir)
+    app = MiniKafka(config, brokers=brokers, port=0, data_dir=data_dir, observers=observers)
     await app.start()
     try:
         yield app

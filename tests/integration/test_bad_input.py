@@ -3,8 +3,9 @@
 A peer's bad bytes are that peer's problem: the broker answers with Kafka's error code
 where the protocol has one, or closes that one connection, and every other client goes
 on working. Each test ends with an aiokafka produce/consume round trip on the same
-broker to prove it. Requests are built with our own codec (``protocol.codec``) so that
-the bytes are exactly what the test means to send, and then corrupted on purpose.
+broker to prove it. Requests are built with our own client connection (``RawClient`` on
+``protocol.client``) so that the bytes are exactly what the test means to send, and then
+corrupted on purpose; ``write`` sends bytes no client would.
 
 Also here, because they need raw connections too: pipelining (responses leave in
 request order even when a later one is ready first, and an acks=0 produce answers
@@ -14,8 +15,6 @@ nothing but keeps its place) and many concurrent connections.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
 import random
 import struct
 from collections.abc import AsyncIterator
@@ -27,11 +26,9 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from protocol.builders import request_builder
-from protocol.codec import decode_response as _decode_response
-from protocol.codec import encode_request
-from protocol.frames import FrameDecoder
 from protocol.record_batch import build_record_batch, compute_crc
 from tests.integration.conftest import BrokerProcess, running_cluster
+from tests.integration.raw_client import RawClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 0, 1, 2, 3, 18
 PRODUCE_V, FETCH_V, LIST_OFFSETS_V, METADATA_V, API_VERSIONS_V = 9, 11, 7, 9, 3
@@ -39,66 +36,9 @@ SMALL_REQUEST_LIMIT = 4096  # socket.request.max.bytes for these tests
 TIMEOUT = 10.0
 
 
-# ------------------------------------------------------------------------ raw client
-
-
-class RawConnection:
-    """One TCP connection where the test decides every byte."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self._decoder = FrameDecoder()
-        self._frames: list[bytes] = []
-        self._correlation = itertools.count(1)
-
-    @classmethod
-    async def open(cls, bootstrap: str) -> RawConnection:
-        host, port = bootstrap.split(",")[0].rsplit(":", 1)
-        reader, writer = await asyncio.open_connection(host, int(port))
-        return cls(reader, writer)
-
-    async def close(self) -> None:
-        self.writer.close()
-        with contextlib.suppress(ConnectionError):
-            await self.writer.wait_closed()
-
-    def write(self, data: bytes) -> None:
-        self.writer.write(data)
-
-    def send(self, api_key: int, version: int, message: str, **fields: Any) -> int:
-        """Write a request without waiting for anything; return its correlation id."""
-        payload = getattr(request_builder(api_key, version), message)(**fields)
-        correlation_id = next(self._correlation)
-        self.write(encode_request(api_key, version, correlation_id, "bad-input", payload))
-        return correlation_id
-
-    async def frame(self) -> bytes:
-        """The next response frame (length prefix removed)."""
-        while not self._frames:
-            data = await asyncio.wait_for(self.reader.read(65536), timeout=TIMEOUT)
-            assert data, "the broker closed the connection"
-            self._frames.extend(self._decoder.feed(data))
-        return self._frames.pop(0)
-
-    async def call(self, api_key: int, version: int, message: str, **fields: Any) -> Any:
-        correlation_id = self.send(api_key, version, message, **fields)
-        got, response = decode_response(api_key, version, await self.frame())
-        assert got == correlation_id
-        return response
-
-    async def closed_by_broker(self) -> bool:
-        """True once the broker has closed the connection (EOF or reset)."""
-        try:
-            while True:
-                data = await asyncio.wait_for(self.reader.read(65536), timeout=TIMEOUT)
-                if not data:
-                    return True
-                self._frames.extend(self._decoder.feed(data))
-        except ConnectionError:
-            return True
-        except TimeoutError:
-            return False
+async def open_raw(bootstrap: str) -> RawClient:
+    """A raw connection whose reads give up after TIMEOUT."""
+    return await RawClient.connect(bootstrap, timeout_s=TIMEOUT, client_id="bad-input")
 
 
 @pytest.fixture
@@ -110,8 +50,8 @@ async def small_kafka() -> AsyncIterator[MiniKafka]:
 
 
 @pytest.fixture
-async def raw(small_kafka: MiniKafka) -> AsyncIterator[RawConnection]:
-    connection = await RawConnection.open(small_kafka.bootstrap)
+async def raw(small_kafka: MiniKafka) -> AsyncIterator[RawClient]:
+    connection = await open_raw(small_kafka.bootstrap)
     try:
         yield connection
     finally:
@@ -143,12 +83,6 @@ async def assert_others_still_served(bootstrap: str, topic: str = "survivor") ->
 # ------------------------------------------------------------------- request builders
 
 
-def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
-    """``protocol.codec.decode_response`` with the payload typed loosely for tests."""
-    correlation_id, payload = _decode_response(api_key, version, frame)
-    return correlation_id, payload
-
-
 def _batch(value: bytes = b"v", count: int = 1) -> bytes:
     return build_record_batch([(None, value, ())] * count, timestamp_ms=1_700_000_000_000)
 
@@ -170,8 +104,8 @@ def _produce_fields(
     }
 
 
-async def _produce(raw: RawConnection, topic: str, records: bytes | None, **kw: Any) -> Any:
-    response = await raw.call(
+async def _produce(raw: RawClient, topic: str, records: bytes | None, **kw: Any) -> Any:
+    response = await raw.request(
         PRODUCE, PRODUCE_V, "ProduceRequest", **_produce_fields(topic, records, **kw)
     )
     (topic_response,) = response.responses
@@ -179,9 +113,9 @@ async def _produce(raw: RawConnection, topic: str, records: bytes | None, **kw: 
     return partition
 
 
-async def _latest(raw: RawConnection, topic: str) -> int:
+async def _latest(raw: RawClient, topic: str) -> int:
     b = request_builder(LIST_OFFSETS, LIST_OFFSETS_V)
-    response = await raw.call(
+    response = await raw.request(
         LIST_OFFSETS,
         LIST_OFFSETS_V,
         "ListOffsetsRequest",
@@ -252,10 +186,10 @@ def _header_only(api_key: int, version: int, correlation_id: int, body: bytes = 
 @pytest.mark.parametrize("seed", range(5))
 async def test_random_bytes_do_not_hurt_the_broker(small_kafka: MiniKafka, seed: int) -> None:
     rng = random.Random(seed)
-    stream = await RawConnection.open(small_kafka.bootstrap)
+    stream = await open_raw(small_kafka.bootstrap)
     stream.write(rng.randbytes(2000))  # a random "length prefix" and whatever follows
     await stream.close()
-    framed = await RawConnection.open(small_kafka.bootstrap)
+    framed = await open_raw(small_kafka.bootstrap)
     body = rng.randbytes(rng.randrange(1, 500))
     framed.write(struct.pack(">i", len(body)) + body)  # a whole frame of garbage
     await framed.close()
@@ -263,7 +197,7 @@ async def test_random_bytes_do_not_hurt_the_broker(small_kafka: MiniKafka, seed:
 
 
 async def test_length_prefix_over_the_limit_closes_at_once(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     # Only the prefix is sent: the broker must not wait for a body it will not take.
     raw.write(struct.pack(">i", SMALL_REQUEST_LIMIT + 1))
@@ -271,36 +205,37 @@ async def test_length_prefix_over_the_limit_closes_at_once(
     await assert_others_still_served(small_kafka.bootstrap)
 
 
-async def test_negative_length_prefix_closes(small_kafka: MiniKafka, raw: RawConnection) -> None:
+async def test_negative_length_prefix_closes(small_kafka: MiniKafka, raw: RawClient) -> None:
     raw.write(struct.pack(">i", -5) + b"xxxx")
     assert await raw.closed_by_broker()
     await assert_others_still_served(small_kafka.bootstrap)
 
 
 async def test_requests_before_a_bad_prefix_are_answered(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     """Whole requests that arrived ahead of the bad frame in the same read get answers."""
     payload = request_builder(API_VERSIONS, API_VERSIONS_V).ApiVersionsRequest(
         **_API_VERSIONS_FIELDS
     )
-    good = encode_request(API_VERSIONS, API_VERSIONS_V, 77, "x", payload)
-    raw.write(good + struct.pack(">i", SMALL_REQUEST_LIMIT * 10))
-    correlation_id, response = decode_response(API_VERSIONS, API_VERSIONS_V, await raw.frame())
-    assert correlation_id == 77
+    good = raw.client.send(API_VERSIONS, API_VERSIONS_V, payload)
+    raw.write(good.data + struct.pack(">i", SMALL_REQUEST_LIMIT * 10))
+    answer = await raw.response()
+    assert answer.correlation_id == good.correlation_id
+    response: Any = answer.body
     assert response.error_code == ErrorCode.none
     assert await raw.closed_by_broker()
 
 
 async def test_truncated_frame_then_close(small_kafka: MiniKafka) -> None:
-    conn = await RawConnection.open(small_kafka.bootstrap)
+    conn = await open_raw(small_kafka.bootstrap)
     conn.write(struct.pack(">i", 1000) + _header_only(METADATA, 9, 1)[4:])
     await conn.close()
     await assert_others_still_served(small_kafka.bootstrap)
 
 
 async def test_huge_array_count_is_refused_not_allocated(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     """A Metadata v1 request claiming 2**31-1 topics in 4 bytes: close, do not allocate."""
     raw.write(_header_only(METADATA, 1, 1, struct.pack(">i", 0x7FFFFFFF)))
@@ -311,14 +246,14 @@ async def test_huge_array_count_is_refused_not_allocated(
 # --------------------------------------------------------------- keys and versions
 
 
-async def test_unknown_api_key_closes(small_kafka: MiniKafka, raw: RawConnection) -> None:
+async def test_unknown_api_key_closes(small_kafka: MiniKafka, raw: RawClient) -> None:
     raw.write(_header_only(9999, 0, 1))
     assert await raw.closed_by_broker()
     await assert_others_still_served(small_kafka.bootstrap)
 
 
 async def test_unsupported_version_of_a_normal_api_closes(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     raw.write(_header_only(METADATA, 99, 1))
     assert await raw.closed_by_broker()
@@ -326,20 +261,26 @@ async def test_unsupported_version_of_a_normal_api_closes(
 
 
 async def test_unsupported_api_versions_version_gets_the_v0_answer(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
-    raw.write(_header_only(API_VERSIONS, 99, 4242, b"\x00\x00\x00"))
-    correlation_id, response = decode_response(API_VERSIONS, 0, await raw.frame())
-    assert correlation_id == 4242
+    # A version kio has no schema of: sent as a ready frame. The client reads the v0
+    # answer as Kafka's clients do (see protocol.client).
+    asked = raw.client.send_frame(
+        _header_only(API_VERSIONS, 99, 4242, b"\x00\x00\x00")[4:], expect_response=True
+    )
+    raw.write(asked.data)
+    answer = await raw.response()
+    assert answer.correlation_id == asked.correlation_id
+    response: Any = answer.body
     assert response.error_code == ErrorCode.unsupported_version
     listed = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
     expected = {
-        s.api_key: (s.min_version, s.max_version) for s in small_kafka.brokers[0].api_specs()
+        s.api_key: (s.min_version, s.max_version) for s in small_kafka.brokers[0].services.api_specs
     }
     assert listed == expected
     assert listed[API_VERSIONS][0] == 0
     # The connection stays open so the client can retry with a version we speak.
-    retry = await raw.call(
+    retry = await raw.request(
         API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS
     )
     assert retry.error_code == ErrorCode.none
@@ -350,7 +291,7 @@ async def test_unsupported_api_versions_version_gets_the_v0_answer(
 
 
 async def test_wrong_crc_is_corrupt_message_and_nothing_is_appended(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     small_kafka.cluster.create_topic("crc", 1, 1, {})
     good = await _produce(raw, "crc", _batch(b"good"))
@@ -380,7 +321,7 @@ async def test_wrong_crc_is_corrupt_message_and_nothing_is_appended(
 )
 async def test_malformed_records_are_refused_and_nothing_appended(
     small_kafka: MiniKafka,
-    raw: RawConnection,
+    raw: RawClient,
     name: str,
     records: bytes | None,
     expected: ErrorCode | None,
@@ -395,7 +336,7 @@ async def test_malformed_records_are_refused_and_nothing_appended(
 
 
 async def test_inconsistent_record_count_is_invalid_record(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     """lastOffsetDelta says 1000 records, the batch holds one: Kafka's INVALID_RECORD."""
     batch = build_record_batch([(None, b"x", ())], timestamp_ms=1_700_000_000_000)
@@ -409,7 +350,7 @@ async def test_inconsistent_record_count_is_invalid_record(
 
 
 async def test_batch_over_max_message_bytes_is_message_too_large(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     small_kafka.cluster.create_topic("capped", 1, 1, {"max.message.bytes": "1000"})
     fits = await _produce(raw, "capped", _batch(b"s" * 500))
@@ -421,14 +362,14 @@ async def test_batch_over_max_message_bytes_is_message_too_large(
 
 
 @pytest.mark.parametrize("topic", ["bad topic", "..", "a" * 250, "slash/name", ""])
-async def test_invalid_topic_name(small_kafka: MiniKafka, raw: RawConnection, topic: str) -> None:
+async def test_invalid_topic_name(small_kafka: MiniKafka, raw: RawClient, topic: str) -> None:
     answer = await _produce(raw, topic, _batch())
     assert answer.error_code == ErrorCode.invalid_topic_exception
     await assert_others_still_served(small_kafka.bootstrap)
 
 
 @pytest.mark.parametrize("acks", [2, -2, 5])
-async def test_invalid_acks(small_kafka: MiniKafka, raw: RawConnection, acks: int) -> None:
+async def test_invalid_acks(small_kafka: MiniKafka, raw: RawClient, acks: int) -> None:
     small_kafka.cluster.create_topic("acks", 1, 1, {})
     answer = await _produce(raw, "acks", _batch(), acks=acks)
     assert answer.error_code == ErrorCode.invalid_required_acks
@@ -436,9 +377,7 @@ async def test_invalid_acks(small_kafka: MiniKafka, raw: RawConnection, acks: in
     await assert_others_still_served(small_kafka.bootstrap)
 
 
-async def test_unknown_partition_and_unknown_topic(
-    small_kafka: MiniKafka, raw: RawConnection
-) -> None:
+async def test_unknown_partition_and_unknown_topic(small_kafka: MiniKafka, raw: RawClient) -> None:
     small_kafka.cluster.create_topic("one-partition", 1, 1, {})
     answer = await _produce(raw, "one-partition", _batch(), partition=5)
     assert answer.error_code == ErrorCode.unknown_topic_or_partition
@@ -450,7 +389,7 @@ async def test_unknown_partition_and_unknown_topic(
 
 
 async def test_error_in_an_acks_0_produce_closes_the_connection(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     """The client reads no answer to an acks=0 produce: Kafka closes to tell it."""
     small_kafka.cluster.create_topic("noack", 1, 1, {})
@@ -480,7 +419,7 @@ def test_broker_process_survives_a_barrage(broker_process: type[BrokerProcess]) 
             _header_only(METADATA, 12, 1, b"\x00\xff\xff\xff\xff\x0f"),  # compact count 2**32
         ]
         for attack in attacks:
-            conn = await RawConnection.open(proc.bootstrap)
+            conn = await open_raw(proc.bootstrap)
             conn.write(attack)
             await conn.close()
         await assert_others_still_served(proc.bootstrap)
@@ -498,7 +437,7 @@ async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> N
     kafka.cluster.create_topic("pipe-wait", 1, 1, {})
     kafka.cluster.create_topic("pipe-noack", 1, 1, {})
     fetch_purgatory = kafka.brokers[0].purgatories["Fetch"]
-    conn = await RawConnection.open(kafka.bootstrap)
+    conn = await open_raw(kafka.bootstrap)
     try:
         sent = [
             (
@@ -552,17 +491,16 @@ async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> N
         finally:
             await producer.stop()
 
-        answers = []
-        for api_key, version, _ in sent:
-            answers.append(decode_response(api_key, version, await conn.frame()))
+        answers = [await conn.response() for _ in sent]
     finally:
         await conn.close()
-    assert [cid for cid, _ in answers] == [cid for _, _, cid in sent]
-    fetch_response = answers[0][1]
+    assert [(a.api_key, a.api_version, a.correlation_id) for a in answers] == sent
+    fetch_response: Any = answers[0].body
     partition = fetch_response.responses[0].partitions[0]
     assert partition.error_code == ErrorCode.none
     assert b"wake up" in bytes(partition.records)
-    assert answers[1][1].topics[0].name == "pipe-wait"
+    metadata: Any = answers[1].body
+    assert metadata.topics[0].name == "pipe-wait"
     assert fetch_purgatory.expired_count == 0
 
 
@@ -574,9 +512,9 @@ async def test_fifty_concurrent_connections(kafka: MiniKafka) -> None:
     clients = 50
 
     async def one(i: int) -> int:
-        conn = await RawConnection.open(kafka.bootstrap)
+        conn = await open_raw(kafka.bootstrap)
         try:
-            metadata = await conn.call(
+            metadata = await conn.request(
                 METADATA, METADATA_V, "MetadataRequest", **_metadata_fields("crowd")
             )
             assert metadata.topics[0].error_code == ErrorCode.none
@@ -619,12 +557,12 @@ async def test_fifty_concurrent_connections(kafka: MiniKafka) -> None:
     ],
 )
 async def test_fetch_errors_are_per_partition(
-    small_kafka: MiniKafka, raw: RawConnection, topic: str, offset: int, expected: ErrorCode
+    small_kafka: MiniKafka, raw: RawClient, topic: str, offset: int, expected: ErrorCode
 ) -> None:
     small_kafka.cluster.create_topic("fetched", 1, 1, {})
     for i in range(3):
         await _produce(raw, "fetched", _batch(f"f{i}".encode()))
-    response = await raw.call(FETCH, FETCH_V, "FetchRequest", **_fetch_fields(topic, offset, 0))
+    response = await raw.request(FETCH, FETCH_V, "FetchRequest", **_fetch_fields(topic, offset, 0))
     assert response.error_code == ErrorCode.none
     partition = response.responses[0].partitions[0]
     assert partition.error_code == expected
@@ -636,20 +574,18 @@ async def test_fetch_errors_are_per_partition(
 
 
 async def test_fetch_naming_an_unknown_session_is_refused(
-    small_kafka: MiniKafka, raw: RawConnection
+    small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     fields = _fetch_fields("fetched", 0, 0)
     fields["session_id"] = 1234
-    response = await raw.call(FETCH, FETCH_V, "FetchRequest", **fields)
+    response = await raw.request(FETCH, FETCH_V, "FetchRequest", **fields)
     assert response.error_code == ErrorCode.fetch_session_id_not_found
 
 
-async def test_list_offsets_of_an_unknown_partition(
-    small_kafka: MiniKafka, raw: RawConnection
-) -> None:
+async def test_list_offsets_of_an_unknown_partition(small_kafka: MiniKafka, raw: RawClient) -> None:
     small_kafka.cluster.create_topic("listed", 1, 1, {})
     b = request_builder(LIST_OFFSETS, LIST_OFFSETS_V)
-    response = await raw.call(
+    response = await raw.request(
         LIST_OFFSETS,
         LIST_OFFSETS_V,
         "ListOffsetsRequest",

@@ -35,12 +35,12 @@ TOPIC = "orders"
 
 
 class _Broker:
-    """What the fault path reads of a broker: its id and the cluster metadata."""
+    """What the fault path reads of a broker's services: its id and the cluster metadata."""
 
     def __init__(self, broker_id: int = 0) -> None:
         self.broker_id = broker_id
-        self.cluster = ClusterMetadata()
-        self.cluster.register_broker(0, "127.0.0.1", 9092)
+        self.metadata = ClusterMetadata()
+        self.metadata.register_broker(0, "127.0.0.1", 9092)
 
 
 def _ctx(api_key: int, version: int, broker: _Broker | None = None) -> RequestContext:
@@ -120,7 +120,7 @@ def _errors_in(obj: Any) -> list[ErrorCode]:
 def test_error_response_round_trips_for_every_version(api_key: int, version: int) -> None:
     request = _fill(request_class(api_key, version))
     ctx = _ctx(api_key, version)
-    ctx.broker.cluster.create_topic(TOPIC, 3, 1, {})
+    ctx.services.metadata.create_topic(TOPIC, 3, 1, {})
     response = build_error_response(ctx, request, ErrorCode.not_coordinator)
     frame = encode_response(api_key, version, 7, response)
     correlation_id, decoded = decode_response(api_key, version, frame[4:])
@@ -243,7 +243,7 @@ def test_a_topic_partition_rule_matches_only_requests_naming_it() -> None:
 def test_a_topic_rule_finds_topics_named_by_id() -> None:
     """Produce v13 names topics by id only."""
     broker = _Broker()
-    topic = broker.cluster.create_topic(TOPIC, 3, 1, {})
+    topic = broker.metadata.create_topic(TOPIC, 3, 1, {})
     request = _fill(request_class(0, 13))
     request = dataclasses.replace(
         request, topic_data=(dataclasses.replace(request.topic_data[0], topic_id=topic.topic_id),)
@@ -261,7 +261,9 @@ def test_a_failed_acks0_produce_closes_the_connection() -> None:
     ctx = _ctx(0, 9)
     ctx.connection.close = closed.append
     request = dataclasses.replace(_fill(request_class(0, 9)), acks=0)
-    assert faults.intercept(ctx, request) is not None
+    error = faults.intercept(ctx, request)
+    assert error is not None
+    build_error_response(ctx, request, error)
     assert closed
 
 

@@ -8,11 +8,16 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from broker.app import build_broker
 from broker.broker import Broker
 from broker.cluster_metadata import ClusterMetadata
 from broker.config import BrokerConfig
-from broker.context import ConnectionInfo, RequestContext, RequestTiming
+from broker.context import ConnectionInfo, RequestContext
+from broker.control.faults import NoFaults
+from broker.controller import Controller
+from broker.log import LogManager
 from broker.metrics import BUCKETS_MS, PHASES, Histogram, RequestMetrics, render_prometheus
+from broker.request_timing import RequestTiming
 from protocol.api_registry import request_class
 from protocol.builders import request_builder
 from protocol.codec import RequestHeader
@@ -136,7 +141,17 @@ class _Parked(DelayedOperation):
 
 def _broker(broker_id: int, cluster: ClusterMetadata) -> Broker:
     config = BrokerConfig.model_validate({"broker.id": str(broker_id)})
-    return Broker(broker_id, "127.0.0.1", 9092 + broker_id, config, cluster, ManualClock(), None)
+    return build_broker(
+        broker_id=broker_id,
+        config=config,
+        metadata=cluster,
+        controller=Controller(cluster),
+        clock=ManualClock(),
+        logs=LogManager(None),
+        faults=NoFaults(),
+        request_metrics=RequestMetrics(broker_id),
+        port=9092 + broker_id,
+    )
 
 
 def _families(text: bytes) -> dict[str, Any]:

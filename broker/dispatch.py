@@ -1,0 +1,289 @@
+"""The request path: from one decoded frame to the response the connection writes.
+
+Kafka splits a request's life between the network layer (``SocketServer``: framing,
+ordering, muting) and the request handler (``KafkaApis``: decode, authorize, handle,
+build the response). Here ``connection.py`` is the first and this module the second.
+The ``RequestDispatcher`` owns, for every request of one broker:
+
+- **decoding**: the header, the API's supported range (an ApiVersions request of a
+  version we do not speak gets Kafka's v0 answer with UNSUPPORTED_VERSION and our
+  ranges), the body;
+- **faults**: an injected error answers with the API's own ``error_response`` instead
+  of running the handler; injected latency turns the answer into a future that a timer
+  on the injected clock completes later;
+- **the handler call and the exception policy**: a handler that raises, a parked
+  operation that fails, or a response that cannot be encoded answers Kafka's
+  UNKNOWN_SERVER_ERROR through the API's ``error_response``; the connection stays open.
+  Only the client's own bad bytes (a bad header, an unknown API key, an unsupported
+  version, a body we cannot decode) close its connection, as Kafka does;
+- **timing and observers**: the breakdown in ``RequestTiming`` and the
+  ``request_received``/``request_completed`` calls to metrics and capture.
+
+The connection gets an ``InFlight`` per request and only decides *when* to write it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import ConnectionInfo, RequestContext
+from broker.handlers.base import ApiHandler
+from broker.request_timing import RequestClock, RequestTiming
+from broker.services import BrokerServices
+from protocol.codec import (
+    decode_request,
+    encode_response,
+    parse_request_header,
+    unsupported_version_api_versions_response,
+)
+from protocol.errors import ProtocolError
+from purgatory import SystemTimer, TimerTask
+
+log = logging.getLogger("broker.dispatch")
+
+API_VERSIONS_KEY = 18
+
+
+class RequestObserver(Protocol):
+    """Told of every request (metrics, capture); both calls must be cheap and not raise."""
+
+    def request_received(self, ctx: RequestContext, request: Any, frame: bytes) -> None: ...
+
+    def request_completed(self, ctx: RequestContext, response: Any, size: int) -> None: ...
+
+
+class FaultPolicy(Protocol):
+    """Injected faults (``broker/control/faults.py``), asked once per request."""
+
+    def intercept(self, ctx: RequestContext, request: Any) -> ErrorCode | None: ...
+
+    def response_delay_ms(self, broker_id: int) -> int: ...
+
+
+class CloseConnection(Exception):
+    """The client sent what Kafka answers by closing the connection; the reason is logged."""
+
+
+class InFlight:
+    """One request whose answer the connection has not written yet.
+
+    Exactly one of: ``ready`` with ``response`` (None for an acks=0 produce: nothing is
+    written, the order is kept), a ``future`` the parked operation completes, or
+    ``raw`` bytes already encoded (the ApiVersions version probe).
+    """
+
+    __slots__ = ("ctx", "future", "raw", "ready", "request", "response")
+
+    def __init__(self, ctx: RequestContext | None, request: Any = None) -> None:
+        self.ctx = ctx
+        self.request = request
+        self.future: asyncio.Future[Any] | None = None
+        self.ready = False
+        self.response: Any = None
+        self.raw: bytes | None = None
+
+
+class _CompleteLater(TimerTask):
+    """Injected response latency: completes ``future`` with ``response`` when it runs."""
+
+    __slots__ = ("future", "response")
+
+    def __init__(self, delay_ms: int, future: asyncio.Future[Any], response: Any) -> None:
+        super().__init__(delay_ms)
+        self.future = future
+        self.response = response
+
+    def run(self) -> None:
+        if not self.future.done():
+            self.future.set_result(self.response)
+
+
+class RequestDispatcher:
+    """Decodes, intercepts, handles, times and observes the requests of one broker."""
+
+    def __init__(
+        self,
+        handlers: Mapping[int, ApiHandler],
+        services: BrokerServices,
+        faults: FaultPolicy,
+        observers: Sequence[RequestObserver],
+        request_clock: RequestClock,
+        scheduler_timer: SystemTimer,
+    ) -> None:
+        self._handlers = dict(handlers)
+        self._services = services
+        self._faults = faults
+        self._observers = tuple(observers)
+        self._clock = request_clock
+        self._timer = scheduler_timer
+        self._broker_id = services.broker_id
+
+    @property
+    def services(self) -> BrokerServices:
+        return self._services
+
+    # -- a request arrives -------------------------------------------------------------
+
+    def dispatch(self, frame: bytes, received_ns: int, connection: ConnectionInfo) -> InFlight:
+        """Handle one frame; raises ``CloseConnection`` for what Kafka would close on."""
+        try:
+            header, body_offset = parse_request_header(frame)
+        except ProtocolError as exc:
+            raise CloseConnection(f"malformed request header: {exc}") from None
+        handler = self._handlers.get(header.api_key)
+        if handler is None:
+            raise CloseConnection(f"unknown API key {header.api_key}")
+        if not handler.min_version <= header.api_version <= handler.max_version:
+            if header.api_key == API_VERSIONS_KEY:
+                # Kafka's rule: answer in v0 with UNSUPPORTED_VERSION and our ranges, so
+                # the client can retry with a version we speak.
+                probe = InFlight(None)
+                probe.raw = unsupported_version_api_versions_response(
+                    header.correlation_id, list(self._services.api_specs)
+                )
+                probe.ready = True
+                return probe
+            raise CloseConnection(
+                f"unsupported version {header.api_version} of {handler.name} "
+                f"(supported {handler.min_version}..{handler.max_version})"
+            )
+        try:
+            request = decode_request(header, frame, body_offset)
+        except ProtocolError as exc:
+            raise CloseConnection(
+                f"malformed {handler.name} v{header.api_version} request: {exc}"
+            ) from None
+
+        connection.sequence += 1
+        clock = self._clock
+        timing = RequestTiming(received_ns=received_ns, wall_received_ms=clock.wall_ms())
+        ctx = RequestContext(header, connection, self._services, timing, len(frame) + 4)
+        in_flight = InFlight(ctx, request)
+        timing.local_start_ns = clock.monotonic_ns()
+        try:
+            error = self._faults.intercept(ctx, request)
+            if error is None:
+                result = handler.handle(ctx, request)
+            else:
+                result = handler.error_response(ctx, request, error)
+        except Exception:
+            log.exception(
+                "handler %s v%d failed on %s",
+                handler.name,
+                header.api_version,
+                connection.connection_id,
+            )
+            result = self._unknown_server_error(handler, ctx, request)
+        timing.local_end_ns = clock.monotonic_ns()
+        for observer in self._observers:
+            observer.request_received(ctx, request, frame)
+        delay_ms = self._faults.response_delay_ms(self._broker_id)
+        if delay_ms > 0 and result is not None:
+            result = self._later(result, delay_ms)
+        if isinstance(result, asyncio.Future):
+            in_flight.future = result  # the connection calls settle() when it is done
+        else:
+            in_flight.response = result
+            in_flight.ready = True
+        return in_flight
+
+    def settle(self, in_flight: InFlight) -> None:
+        """A parked request's future is done: its response, or the error policy's.
+
+        Raises ``CloseConnection`` only when not even an error response can be built.
+        """
+        ctx = in_flight.ctx
+        future = in_flight.future
+        assert ctx is not None and future is not None
+        ctx.timing.remote_end_ns = self._clock.monotonic_ns()
+        if future.cancelled():
+            return
+        handler = self._handlers[ctx.header.api_key]
+        exc = future.exception()
+        if exc is None:
+            in_flight.response = future.result()
+        else:
+            log.error(
+                "parked %s v%d request failed on %s",
+                handler.name,
+                ctx.api_version,
+                ctx.connection.connection_id,
+                exc_info=exc,
+            )
+            in_flight.response = self._unknown_server_error(handler, ctx, in_flight.request)
+        in_flight.ready = True
+
+    def _unknown_server_error(self, handler: ApiHandler, ctx: RequestContext, request: Any) -> Any:
+        try:
+            return handler.error_response(ctx, request, ErrorCode.unknown_server_error)
+        except Exception as exc:
+            log.exception("no error response for %s v%d", handler.name, ctx.api_version)
+            raise CloseConnection(f"internal error while handling {handler.name}") from exc
+
+    def _later(self, result: Any, delay_ms: int) -> asyncio.Future[Any]:
+        """Injected latency: the answer, ``delay_ms`` after it is ready."""
+        later: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        timer = self._timer
+
+        def arm(response: Any) -> None:
+            timer.add(_CompleteLater(delay_ms, later, response))
+
+        if isinstance(result, asyncio.Future):
+
+            def on_done(future: asyncio.Future[Any]) -> None:
+                if future.cancelled():
+                    later.cancel()
+                elif future.exception() is not None:
+                    later.set_exception(future.exception())  # type: ignore[arg-type]
+                else:
+                    arm(future.result())
+
+            result.add_done_callback(on_done)
+        else:
+            arm(result)
+        return later
+
+    # -- its answer leaves -------------------------------------------------------------
+
+    def encode(self, in_flight: InFlight) -> bytes | None:
+        """The bytes to write for a ready request; None when nothing is written (acks=0)."""
+        if in_flight.raw is not None:
+            return in_flight.raw
+        ctx = in_flight.ctx
+        assert ctx is not None
+        response = in_flight.response
+        if response is None:
+            return None
+        header = ctx.header
+        try:
+            return encode_response(
+                header.api_key, header.api_version, header.correlation_id, response
+            )
+        except Exception:
+            handler = self._handlers[header.api_key]
+            log.exception(
+                "cannot encode the %s v%d response on %s",
+                handler.name,
+                header.api_version,
+                ctx.connection.connection_id,
+            )
+            in_flight.response = self._unknown_server_error(handler, ctx, in_flight.request)
+            try:
+                return encode_response(
+                    header.api_key, header.api_version, header.correlation_id, in_flight.response
+                )
+            except Exception as exc:
+                raise CloseConnection(f"cannot encode the {handler.name} response") from exc
+
+    def completed(self, in_flight: InFlight, size: int) -> None:
+        """The answer was written (or, for acks=0, its turn passed)."""
+        ctx = in_flight.ctx
+        if ctx is None:
+            return
+        for observer in self._observers:
+            observer.request_completed(ctx, in_flight.response, size)

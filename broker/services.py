@@ -1,0 +1,40 @@
+"""What a handler may use besides its request: a small, typed set of a broker's parts.
+
+The composition root (``broker/app.py``) builds every part whole and hands this to the
+dispatcher, which puts it in each ``RequestContext``. A handler sees its broker's id and
+config, the shared cluster metadata, the replica manager and the group coordinator,
+the versions the broker serves, and nothing else: not the listener, not the other
+brokers, not the control endpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.cluster_metadata import ClusterMetadata, TopicInfo
+from broker.config import BrokerConfig
+from broker.group.coordinator_service import GroupCoordinatorService
+from broker.replica.replica_manager import ReplicaManager
+from protocol.api_registry import ApiSpec
+from purgatory import Clock
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    broker_id: int
+    config: BrokerConfig
+    clock: Clock
+    metadata: ClusterMetadata
+    replica_manager: ReplicaManager
+    group_coordinator: GroupCoordinatorService
+    api_specs: tuple[ApiSpec, ...]
+
+    def auto_create_topic(self, name: str) -> TopicInfo:
+        """Create a topic with the broker's defaults (``auto.create.topics.enable``)."""
+        alive = len(self.metadata.alive_brokers())
+        return self.metadata.create_topic(
+            name,
+            self.config.num_partitions,
+            min(self.config.default_replication_factor, max(alive, 1)),
+            {},
+        )
