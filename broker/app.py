@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ from broker.control.faults import FaultInjector
 from broker.controller import Controller
 from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
 from broker.group.coordinator_service import GroupCoordinatorService
+from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
 from broker.log import LogManager
 from broker.metrics import RequestMetrics
@@ -54,6 +55,7 @@ def build_broker(
     port: int = 0,
     advertised_host: str | None = None,
     request_clock: RequestClock | None = None,
+    handlers: Mapping[int, ApiHandler] | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -91,7 +93,7 @@ def build_broker(
         purgatories.rebalance,
         purgatories.scheduler_timer,
     )
-    handlers = build_registry()
+    handlers = handlers if handlers is not None else build_registry()
     services = BrokerServices(
         broker_id=broker_id,
         config=config,

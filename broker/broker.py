@@ -58,7 +58,7 @@ class Broker:
         self.port = port
         self.advertised_host = advertised_host
         self._metadata = metadata
-        self._dispatcher = dispatcher
+        self.dispatcher = dispatcher
         self.purgatories = purgatories
         self._components = tuple(components)
         self._request_clock = request_clock
@@ -109,7 +109,7 @@ class Broker:
 
     def _new_connection(self) -> KafkaConnection:
         connection = KafkaConnection(
-            self._dispatcher,
+            self.dispatcher,
             self._request_clock,
             self.services.config.socket_request_max_bytes,
             next(self._connection_index),

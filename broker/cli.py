@@ -57,18 +57,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_control_options(serve)
     _add_fault_parser(sub)
     _add_capture_options(serve)
-    _add_workload_parser(sub)
     _add_spark_job_parsers(sub)
     return parser
 
 
-# -- capture, workload, and the Spark jobs (broker/capture.py, broker/workload.py) ------
+# -- capture, and the client-side jobs of spark_jobs/ (workload, replay, report) -------
 
-#: ``minikafka replay|report ARGS`` run ``python -m spark_jobs.<job> ARGS`` in a child
-#: process: the broker package must not import spark_jobs (import-linter contract), and
-#: a child keeps the JVM out of this process. Arguments pass through untouched; see
-#: ``python -m spark_jobs.replay --help`` and ``python -m spark_jobs.report --help``.
-SPARK_JOBS = {"replay": "spark_jobs.replay", "report": "spark_jobs.report"}
+#: ``minikafka workload|replay|report ARGS`` run ``python -m spark_jobs.<job> ARGS`` in a
+#: child process: the broker package must not import spark_jobs (import-linter
+#: contract), and a child keeps the clients (and the JVM) out of this process. Arguments
+#: pass through untouched; see ``python -m spark_jobs.<job> --help``.
+SPARK_JOBS = {
+    "workload": "spark_jobs.workload",
+    "replay": "spark_jobs.replay",
+    "report": "spark_jobs.report",
+}
+_SPARK_JOB_HELP = {
+    "workload": "drive a broker with a realistic client mix (aiokafka)",
+    "replay": "replay a capture against a broker (Spark)",
+    "report": "latency report of a replay (Spark)",
+}
+#: The jobs that take ``--log-level``: a ``minikafka --log-level L JOB`` passes it on.
+_JOBS_WITH_LOG_LEVEL = frozenset({"workload"})
 
 
 def _add_capture_options(serve: argparse.ArgumentParser) -> None:
@@ -80,35 +90,26 @@ def _add_capture_options(serve: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_workload_parser(sub: Any) -> None:
-    workload = sub.add_parser(
-        "workload", help="drive a broker with a realistic client mix (aiokafka)"
-    )
-    workload.add_argument("--bootstrap", required=True, help="HOST:PORT[,HOST:PORT...]")
-    workload.add_argument("--duration", type=float, default=10.0, help="seconds (10)")
-    workload.add_argument("--topic", default="workload", help="topic name (workload)")
-    workload.add_argument("--group", default="workload-group", help="consumer group")
-    workload.add_argument(
-        "--replication-factor",
-        type=int,
-        default=None,
-        help="of the topic; default min(3, brokers in the cluster)",
-    )
-
-
 def _add_spark_job_parsers(sub: Any) -> None:
     for name, module in SPARK_JOBS.items():
         # Listed for --help only: main() hands the arguments over before parsing.
-        sub.add_parser(name, help=f"run {module} (Spark; see python -m {module} --help)")
+        sub.add_parser(name, help=f"{_SPARK_JOB_HELP[name]}; see python -m {module} --help")
 
 
 def _spark_job(argv: Sequence[str]) -> tuple[str, list[str]] | None:
-    """(module, its arguments) when ``argv`` names a Spark job, else None."""
+    """(module, its arguments) when ``argv`` names a job of spark_jobs, else None."""
     i = 0
+    log_level: list[str] = []
     while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] == "--log-level" else 1
+        if argv[i] == "--log-level":
+            log_level = list(argv[i : i + 2])
+            i += 2
+        else:
+            i += 1
     if i < len(argv) and argv[i] in SPARK_JOBS:
-        return SPARK_JOBS[argv[i]], list(argv[i + 1 :])
+        name = argv[i]
+        passed = log_level if name in _JOBS_WITH_LOG_LEVEL else []
+        return SPARK_JOBS[name], [*passed, *argv[i + 1 :]]
     return None
 
 
@@ -116,24 +117,6 @@ def _run_spark_job(module: str, args: list[str]) -> int:
     import subprocess
 
     return subprocess.call([sys.executable, "-m", module, *args])
-
-
-def _workload(args: argparse.Namespace) -> int:
-    from broker.workload import WorkloadConfig, run_workload
-
-    config = WorkloadConfig(
-        bootstrap=args.bootstrap,
-        duration_s=args.duration,
-        topic=args.topic,
-        group_id=args.group,
-        replication_factor=args.replication_factor,
-    )
-
-    async def go() -> int:
-        print(await run_workload(config), flush=True)
-        return 0
-
-    return run_async(go)
 
 
 # -- control endpoint and fault injection (broker/control/) ------------------------------
@@ -288,8 +271,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_async(lambda: _serve(args))
         if args.command == "fault":
             return _fault(args)
-        if args.command == "workload":
-            return _workload(args)
     except ConfigError as exc:
         print(f"minikafka: configuration error: {exc}", file=sys.stderr)
         return 2

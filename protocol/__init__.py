@@ -15,6 +15,7 @@ from protocol.api_registry import (
     response_header_version,
 )
 from protocol.builders import Builder, request_builder, response_builder
+from protocol.client import ClientConnection, InFlightRequest, Outgoing, Response
 from protocol.codec import (
     RequestHeader,
     decode_request,
@@ -25,12 +26,14 @@ from protocol.codec import (
     unsupported_version_api_versions_response,
 )
 from protocol.errors import (
+    ConnectionClosed,
     ErrorCode,
     FrameTooLarge,
     InvalidFrame,
     MalformedRequest,
     MalformedResponse,
     ProtocolError,
+    UnexpectedResponse,
     UnsupportedApiKey,
     UnsupportedVersion,
 )
@@ -41,14 +44,20 @@ __all__ = (
     "KIO_VERSIONS",
     "ApiSpec",
     "Builder",
+    "ClientConnection",
+    "ConnectionClosed",
     "ErrorCode",
     "FrameDecoder",
     "FrameTooLarge",
+    "InFlightRequest",
     "InvalidFrame",
     "MalformedRequest",
     "MalformedResponse",
+    "Outgoing",
     "ProtocolError",
     "RequestHeader",
+    "Response",
+    "UnexpectedResponse",
     "UnsupportedApiKey",
     "UnsupportedVersion",
     "api_name",

@@ -16,12 +16,14 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 __all__ = (
+    "ConnectionClosed",
     "ErrorCode",
     "FrameTooLarge",
     "InvalidFrame",
     "MalformedRequest",
     "MalformedResponse",
     "ProtocolError",
+    "UnexpectedResponse",
     "UnsupportedApiKey",
     "UnsupportedVersion",
 )
@@ -58,6 +60,17 @@ class MalformedRequest(ProtocolError):
 
 class MalformedResponse(ProtocolError):
     """A response (read by our own clients: followers, replay) that does not decode."""
+
+
+class UnexpectedResponse(ProtocolError):
+    """A response our client cannot pair with a request: nothing is in flight, or its
+    correlation id is not that of the oldest request in flight (Kafka answers each
+    connection's requests in order, so anything else means the stream is lost)."""
+
+
+class ConnectionClosed(ProtocolError):
+    """A ``ClientConnection`` used after the connection was lost or the peer broke the
+    protocol: whatever it would send or read could not be paired any more."""
 
 
 class UnsupportedApiKey(ProtocolError):

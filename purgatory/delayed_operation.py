@@ -52,11 +52,12 @@ class _ExpirationListener(Protocol):
 class DelayedOperation(TimerTask):
     """Base class of every delayed operation (produce, fetch, join, heartbeat, ...)."""
 
-    __slots__ = ("_completed", "_purgatory", "watch_keys")
+    __slots__ = ("_completed", "_expired", "_purgatory", "watch_keys")
 
     def __init__(self, delay_ms: int) -> None:
         super().__init__(delay_ms)
         self._completed = False
+        self._expired = False
         self._purgatory: _ExpirationListener | None = None
         self.watch_keys: tuple[Hashable, ...] = ()
         """The keys the purgatory watches this operation on (set when watched)."""
@@ -77,6 +78,13 @@ class DelayedOperation(TimerTask):
     def is_completed(self) -> bool:
         return self._completed
 
+    @property
+    def is_expired(self) -> bool:
+        """True from the start of ``on_complete`` when the timer completed it: so that
+        ``on_complete``, which Kafka runs before ``on_expiration``, can already answer
+        as an expired operation (and say so once, not "completed" then "expired")."""
+        return self._expired
+
     def force_complete(self) -> bool:
         """Complete the operation if nobody has yet.
 
@@ -89,6 +97,7 @@ class DelayedOperation(TimerTask):
         if self._completed:
             return False
         self._completed = True
+        self._expired = expired
         self.cancel()
         self.on_complete()
         purgatory = self._purgatory

@@ -28,10 +28,14 @@ of different clients are only ordered by the schedule. The client id is all the
 capture says of a client, so clients that share one (a library's default) are ordered
 as one: more waiting, never a broken dependency.
 
-Each request is re-framed: a fresh correlation id per connection, and for the APIs
-that carry what a broker assigns, decoded, rewritten (``replay_rewrite``) and
-re-encoded. Responses come back in request order (Kafka's guarantee), so they are
-matched by position and checked by correlation id. An acks=0 Produce gets no answer.
+Each connection is a ``protocol.client.ClientConnection`` under a thin asyncio shell.
+Each request is re-framed: a fresh correlation id per connection (``send_frame``
+rewrites only that in the captured frame), and for the APIs that carry what a broker
+assigns, decoded, rewritten (``replay_rewrite``) and re-encoded. Responses come back in
+request order (Kafka's guarantee): the client connection pairs them by position and
+checks the correlation id; one out of step fails the connection (every request still
+waiting on it is reported with the reason). An acks=0 Produce gets no answer. A
+response's time is taken when its bytes are read, before its body is decoded.
 
 Spark-free: ``replay_rows`` takes plain dicts and returns plain tuples in
 ``RESULT_SCHEMA`` order, so it is tested without a JVM.
@@ -42,23 +46,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import struct
 import time
 from bisect import bisect_right
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from protocol.api_registry import response_class
-from protocol.codec import (
-    RequestHeader,
-    decode_request,
-    decode_response,
-    encode_request,
-    parse_request_header,
-)
+from protocol.client import ClientConnection, Response
+from protocol.codec import RequestHeader, decode_request, encode_request, parse_request_header
 from protocol.error_codes import error_codes
+from protocol.errors import ProtocolError
 from spark_jobs.replay_rewrite import DECODE_APIS, LEARN_APIS, PRODUCE, ReplayRewriter
 
 __all__ = [
@@ -88,8 +87,7 @@ REPLAY_COLUMNS: Final = (
     "purgatory_outcome",
 )
 
-_LENGTH = struct.Struct(">i")
-_CORRELATION_AT_4 = struct.Struct(">i")  # inside the frame, after api key and version
+_READ_SIZE: Final = 1 << 16
 _METADATA: Final = 3
 _METADATA_VERSION: Final = 4
 
@@ -168,10 +166,10 @@ def causal_prerequisites(requests: Sequence[CapturedTiming]) -> list[list[int]]:
 
 @dataclass
 class _Inflight:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    request: Any
+    """What the replay keeps of a request awaiting its answer (the client connection
+    keeps its correlation id, api key and version)."""
+
+    request: Any  # as sent, decoded, for the rewriter to learn from; None if not decoded
     sent_at: float
     row_index: int
     future: asyncio.Future[None]  # the row's "settled" future, done on its answer
@@ -188,7 +186,8 @@ class _Result:
 
 @dataclass
 class _Connection:
-    """One replayed connection: a socket, its queue of requests awaiting answers."""
+    """One replayed connection: a socket, its client connection, the requests awaiting
+    answers by correlation id."""
 
     broker_id: int
     connection_id: str
@@ -198,8 +197,8 @@ class _Connection:
     reader: asyncio.StreamReader | None = None
     writer: asyncio.StreamWriter | None = None
     reader_task: asyncio.Task[None] | None = None
-    inflight: deque[_Inflight] = field(default_factory=deque)
-    next_correlation: int = 0
+    client: ClientConnection = field(default_factory=ClientConnection)
+    inflight: dict[int, _Inflight] = field(default_factory=dict)
     closed_reason: str | None = None
 
     async def connect(self) -> None:
@@ -212,45 +211,47 @@ class _Connection:
         sock = self.writer.get_extra_info("socket") if self.writer is not None else None
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client = ClientConnection()  # correlation ids start over with the socket
         self.closed_reason = None
         self.reader_task = asyncio.get_running_loop().create_task(self._read_responses())
 
     async def _read_responses(self) -> None:
         assert self.reader is not None
-        reader = self.reader
+        reader, client = self.reader, self.client
         try:
             while True:
-                size_bytes = await reader.readexactly(4)
-                (size,) = _LENGTH.unpack(size_bytes)
-                frame = await reader.readexactly(size)
+                data = await reader.read(_READ_SIZE)
                 now = time.monotonic()
-                if not self.inflight:
-                    raise ConnectionError("response with no request waiting for it")
-                entry = self.inflight.popleft()
-                self._answered(entry, frame, now)
-        except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
+                if not data:
+                    self._fail_all("connection lost: closed by the broker")
+                    return
+                for response in client.receive(data):
+                    self._answered(self.inflight.pop(response.correlation_id), response, now)
+        except ProtocolError as exc:
+            self._fail_all(f"connection lost: {exc}"[:300])
+        except (ConnectionError, OSError) as exc:
             self._fail_all(f"connection lost: {type(exc).__name__}")
 
-    def _answered(self, entry: _Inflight, frame: bytes, now: float) -> None:
+    def _answered(self, entry: _Inflight, response: Response, now: float) -> None:
         result = self.results[entry.row_index]
         result.response_ms = round((now - entry.sent_at) * 1000.0, 3)
         try:
-            correlation_id, response = decode_response(entry.api_key, entry.api_version, frame)
+            body = response.body
         except Exception as exc:  # a broker answering garbage is a finding, not a crash
             result.error = f"undecodable response: {exc}"[:300]
         else:
-            if correlation_id != entry.correlation_id:
-                result.error = f"correlation id {correlation_id}, expected {entry.correlation_id}"
-            result.codes = error_codes(response)
-            if entry.api_key in LEARN_APIS:
-                self.rewriter.learn(self.connection_id, entry.api_key, entry.request, response)
+            result.codes = error_codes(body)
+            if response.api_key in LEARN_APIS:
+                self.rewriter.learn(self.connection_id, response.api_key, entry.request, body)
         if not entry.future.done():
             entry.future.set_result(None)
 
     def _fail_all(self, reason: str) -> None:
         self.closed_reason = reason
-        while self.inflight:
-            entry = self.inflight.popleft()
+        self.client.connection_lost()
+        entries = list(self.inflight.values())  # in send order
+        self.inflight.clear()
+        for entry in entries:
             result = self.results[entry.row_index]
             if result.error is None:
                 result.error = reason
@@ -269,21 +270,14 @@ class _Connection:
         self._fail_all("no response before the replay ended")
 
 
-def _frame_with_correlation(frame: bytes, correlation_id: int) -> bytes:
-    """The captured frame, length-prefixed, with only its correlation id replaced."""
-    out = bytearray(_LENGTH.pack(len(frame)))
-    out += frame
-    _CORRELATION_AT_4.pack_into(out, 4 + 4, correlation_id)
-    return bytes(out)
-
-
 def _reframe(
     conn: _Connection, header: RequestHeader, frame: bytes, body_offset: int
-) -> tuple[bytes | None, Any, bool, str | None]:
-    """(bytes to send or None, request sent, expects a response, skip reason)."""
-    correlation_id = conn.next_correlation
+) -> tuple[bytes | memoryview | None, Any, bool, str | None]:
+    """(frame to send -- length prefix removed, correlation id still the captured one,
+    ``send_frame`` replaces it -- or None, request sent, expects a response, skip
+    reason)."""
     if header.api_key not in DECODE_APIS:
-        return _frame_with_correlation(frame, correlation_id), None, True, None
+        return frame, None, True, None
     request = decode_request(header, frame, body_offset)
     reason = ReplayRewriter.skip_reason(header.api_key, request)
     if reason is not None:
@@ -291,12 +285,11 @@ def _reframe(
     rewritten = conn.rewriter.rewrite(conn.connection_id, header.api_key, request)
     expects = not (header.api_key == PRODUCE and int(rewritten.acks) == 0)
     if rewritten is request:
-        data = _frame_with_correlation(frame, correlation_id)
-    else:
-        data = encode_request(
-            header.api_key, header.api_version, correlation_id, header.client_id, rewritten
-        )
-    return data, rewritten, expects, None
+        return frame, rewritten, expects, None
+    encoded = encode_request(
+        header.api_key, header.api_version, header.correlation_id, header.client_id, rewritten
+    )
+    return memoryview(encoded)[4:], rewritten, expects, None
 
 
 def _settle(future: asyncio.Future[None]) -> None:
@@ -364,26 +357,18 @@ async def _replay_rows_of(
                 _settle(settled[index])
                 continue
         assert conn.writer is not None
+        outgoing = conn.client.send_frame(data, expect_response=expects)
         sent_at = time.monotonic()
         result.actual_ms = round((sent_at - start_mono) * 1000.0, 3)
-        conn.next_correlation += 1
         if expects:
-            conn.inflight.append(
-                _Inflight(
-                    api_key=header.api_key,
-                    api_version=header.api_version,
-                    correlation_id=conn.next_correlation - 1,
-                    request=request,
-                    sent_at=sent_at,
-                    row_index=index,
-                    future=settled[index],
-                )
+            conn.inflight[outgoing.correlation_id] = _Inflight(
+                request=request, sent_at=sent_at, row_index=index, future=settled[index]
             )
         else:
             result.codes = []
             _settle(settled[index])
-        conn.writer.write(data)
-    pending = [e.future for e in conn.inflight if not e.future.done()]
+        conn.writer.write(outgoing.data)
+    pending = [e.future for e in conn.inflight.values() if not e.future.done()]
     if pending:
         await asyncio.wait(pending, timeout=schedule.response_timeout_s)
     await conn.close()
@@ -535,30 +520,29 @@ def fetch_broker_addresses(bootstrap: str, timeout_s: float = 10.0) -> dict[int,
     request = request_builder(_METADATA, _METADATA_VERSION).MetadataRequest(
         topics=(), allow_auto_topic_creation=False
     )
-    frame = encode_request(_METADATA, _METADATA_VERSION, 1, "minikafka-replay", request)
     errors: list[str] = []
     for server in bootstrap.split(","):
         host, _, port = server.strip().rpartition(":")
+        client = ClientConnection("minikafka-replay")
+        outgoing = client.send(_METADATA, _METADATA_VERSION, request)
         try:
             with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
-                sock.sendall(frame)
-                size = _LENGTH.unpack(_recv_exactly(sock, 4))[0]
-                _, response = decode_response(
-                    _METADATA, _METADATA_VERSION, _recv_exactly(sock, size)
-                )
-        except (OSError, ValueError) as exc:
+                sock.sendall(outgoing.data)
+                response = _receive_one(sock, client)
+            brokers: Any = getattr(response.body, "brokers", ())
+        except (OSError, ValueError, ProtocolError) as exc:
             errors.append(f"{server}: {exc}")
             continue
-        brokers: Any = getattr(response, "brokers", ())
         return {int(b.node_id): (str(b.host), int(b.port)) for b in brokers}
     raise ConnectionError(f"no bootstrap server answered Metadata: {'; '.join(errors)}")
 
 
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
+def _receive_one(sock: socket.socket, client: ClientConnection) -> Response:
+    """Read until ``client`` has the answer to its one request in flight."""
+    while True:
+        data = sock.recv(_READ_SIZE)
+        if not data:
             raise ConnectionError("connection closed mid-response")
-        chunks += chunk
-    return bytes(chunks)
+        responses = client.receive(data)
+        if responses:
+            return responses[0]

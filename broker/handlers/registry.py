@@ -7,6 +7,7 @@ cannot read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
@@ -96,7 +97,7 @@ def build_registry(modules: tuple[ModuleType, ...] = HANDLER_MODULES) -> dict[in
     return registry
 
 
-def api_specs(registry: dict[int, ApiHandler]) -> tuple[ApiSpec, ...]:
+def api_specs(registry: Mapping[int, ApiHandler]) -> tuple[ApiSpec, ...]:
     """What ApiVersions advertises: every registered API's range, by key."""
     return tuple(
         ApiSpec(h.api_key, h.name, h.min_version, h.max_version)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.replica.partition import ReadResult, TopicPartition
 from broker.purgatories import ParkedRequest, PurgatoryOutcome
+from broker.replica.partition import ReadResult, TopicPartition
 from purgatory import DelayedOperation
 
 if TYPE_CHECKING:
@@ -87,10 +87,11 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self) -> None:
-        if self.parked_request is not None:
-            self.parked_request.purgatory_done(PurgatoryOutcome.COMPLETED)
+        if self.parked_request is not None and self.watch_keys:  # it was parked
+            self.parked_request.purgatory_done(
+                PurgatoryOutcome.EXPIRED if self.is_expired else PurgatoryOutcome.COMPLETED
+            )
         self._respond(self._replica_manager.read_from_local_log(self._params, self._statuses))
 
     def on_expiration(self) -> None:
-        if self.parked_request is not None:
-            self.parked_request.purgatory_done(PurgatoryOutcome.EXPIRED)
+        pass  # the outcome was told in on_complete

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from broker.replica.partition import AppendResult, TopicPartition
 from broker.purgatories import ParkedRequest, PurgatoryOutcome
+from broker.replica.partition import AppendResult, TopicPartition
 from purgatory import DelayedOperation
 
 if TYPE_CHECKING:
@@ -78,10 +78,11 @@ class DelayedProduce(DelayedOperation):
             if status.acks_pending:
                 status.result.error = ErrorCode.request_timed_out
                 status.acks_pending = False
-        if self.parked_request is not None:
-            self.parked_request.purgatory_done(PurgatoryOutcome.COMPLETED)
+        if self.parked_request is not None and self.watch_keys:  # it was parked
+            self.parked_request.purgatory_done(
+                PurgatoryOutcome.EXPIRED if self.is_expired else PurgatoryOutcome.COMPLETED
+            )
         self._respond(self._statuses)
 
     def on_expiration(self) -> None:
-        if self.parked_request is not None:
-            self.parked_request.purgatory_done(PurgatoryOutcome.EXPIRED)
+        pass  # the outcome was told in on_complete

@@ -28,8 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -44,7 +44,6 @@ from broker.replica.partition import Partition, TopicPartition
 from protocol.builders import request_builder
 from protocol.record_batch import CorruptRecordError
 from purgatory import Clock
-
 
 log = logging.getLogger("broker.replica.fetcher")
 

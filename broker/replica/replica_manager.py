@@ -20,6 +20,7 @@ from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
 from broker.controller import Controller
 from broker.log import LogConfig, LogManager, PartitionLog
+from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.delayed_fetch import (
     DelayedFetch,
     FetchParams,
@@ -27,12 +28,10 @@ from broker.replica.delayed_fetch import (
     FetchResults,
 )
 from broker.replica.delayed_produce import DelayedProduce, ProducePartitionStatus, ProduceStatuses
-from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.partition import AppendResult, Partition, ReadResult, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.scheduler import PeriodicTask
 from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
-
 
 log = logging.getLogger("broker.replica")
 
@@ -276,13 +275,13 @@ class ReplicaManager:
                 status.acks_pending = False
             respond(statuses)
             return
-        if parked_request is not None:
-            parked_request.parked_in(PurgatoryName.PRODUCE)
         operation = DelayedProduce(
             timeout_ms, statuses, self, self.min_insync_replicas, respond, parked_request
         )
         if not self.produce_purgatory.try_complete_else_watch(operation, list(statuses)):
             self.delayed_produces += 1
+        if parked_request is not None and operation.watch_keys:
+            parked_request.parked_in(PurgatoryName.PRODUCE)
 
     # -- fetch -------------------------------------------------------------------------
 
@@ -296,7 +295,11 @@ class ReplicaManager:
         """Kafka's fetchMessages: answer now if we can, else park a DelayedFetch."""
         results = self.read_from_local_log(params, statuses)
         if params.is_from_follower:
-            self.update_follower_fetch_state(params.replica_id, statuses)
+            # As Kafka: only a read that succeeded tells us where the follower is; a
+            # fenced (stale epoch) or refused read must not move the HW or the ISR.
+            self.update_follower_fetch_state(
+                params.replica_id, [s for s, r in results if r.error is ErrorCode.none]
+            )
         available = 0
         errored = False
         for _status, result in results:
@@ -305,10 +308,10 @@ class ReplicaManager:
         if params.max_wait_ms <= 0 or not statuses or errored or available >= params.min_bytes:
             respond(results)
             return
-        if parked_request is not None:
-            parked_request.parked_in(PurgatoryName.FETCH)
         operation = DelayedFetch(params, statuses, self, respond, parked_request)
         self.fetch_purgatory.try_complete_else_watch(operation, [s.tp for s in statuses])
+        if parked_request is not None and operation.watch_keys:
+            parked_request.parked_in(PurgatoryName.FETCH)
 
     def update_follower_fetch_state(
         self, replica_id: int, statuses: list[FetchPartitionStatus]

@@ -24,10 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.app import MiniKafka
 from broker.config import BrokerConfig
-from protocol.builders import request_builder
-from protocol.codec import encode_request
-from protocol.frames import FrameDecoder
 from tests.integration.conftest import FAST_GROUPS
+from tests.integration.raw_client import RawClient
 
 TIMEOUT_S = 20.0
 
@@ -201,51 +199,33 @@ async def test_list_offsets_and_metadata_errors_reach_the_client_until_cleared()
 # -- latency -------------------------------------------------------------------------------
 
 
-async def _pipeline(port: int, frames: list[bytes]) -> tuple[asyncio.StreamReader, Any]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"".join(frames))
-    await writer.drain()
-    return reader, writer
-
-
-async def _read_correlation_ids(reader: asyncio.StreamReader, n: int) -> list[int]:
-    decoder = FrameDecoder()
-    ids: list[int] = []
-    while len(ids) < n:
-        data = await asyncio.wait_for(reader.read(65536), TIMEOUT_S)
-        assert data, "connection closed"
-        ids.extend(int.from_bytes(frame[:4], "big", signed=True) for frame in decoder.feed(data))
-    return ids
-
-
 async def test_latency_keeps_response_order_and_shows_in_total_time() -> None:
     async with control_cluster() as (app, http):
         broker = app.brokers[0]
-        metadata = request_builder(3, 12).MetadataRequest(
-            topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False
-        )
-        versions = request_builder(18, 3).ApiVersionsRequest(
-            client_software_name="t", client_software_version="1"
-        )
+        metadata = {
+            "topics": (),
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        }
+        versions = {"client_software_name": "t", "client_software_version": "1"}
         total_before = app.request_metrics[0].histogram("Metadata", "TotalTimeMs")
         fast_before = total_before.count_at_most(250.0)
         count_before = total_before.count
 
         await http.ok("POST", "/brokers/0/latency", {"ms": 300})
-        reader, writer = await _pipeline(
-            broker.port,
-            [
-                encode_request(3, 12, 1, "t", metadata),
-                encode_request(3, 12, 2, "t", metadata),
-            ],
-        )
-        # Latency off again while those two wait: the next response must still queue
-        # behind them, since responses leave in request order.
-        await http.ok("POST", "/brokers/0/latency", {"ms": 0})
-        writer.write(encode_request(18, 3, 3, "t", versions))
-        await writer.drain()
-        assert await _read_correlation_ids(reader, 3) == [1, 2, 3]
-        writer.close()
+        raw = await RawClient.connect("127.0.0.1", broker.port, timeout_s=TIMEOUT_S)
+        try:
+            sent = [raw.send(3, 12, "MetadataRequest", **metadata) for _ in range(2)]
+            await raw.drain()
+            # Latency off again while those two wait: the next response must still queue
+            # behind them, since responses leave in request order.
+            await http.ok("POST", "/brokers/0/latency", {"ms": 0})
+            sent.append(raw.send(18, 3, "ApiVersionsRequest", **versions))
+            await raw.drain()
+            # The client connection also refuses any answer that is not the oldest's.
+            assert [(await raw.response()).correlation_id for _ in sent] == sent
+        finally:
+            await raw.close()
 
         total = app.request_metrics[0].histogram("Metadata", "TotalTimeMs")
         assert total.count == count_before + 2

@@ -19,7 +19,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import ClusterMetadata
@@ -541,12 +540,6 @@ async def test_a_follower_dropped_from_the_isr_comes_back_and_counts_for_acks_al
 # -- what Kafka does and the replica code does not (yet) -----------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ReplicaManager.append_records calls parked_in(PRODUCE) before "
-    "try_complete_else_watch, so an acks=all produce answered at once is recorded as "
-    "parked in the Produce purgatory",
-)
 async def test_an_acks_all_produce_the_isr_already_has_is_not_recorded_as_parked() -> None:
     async with broker_node([0]) as node:
         parked = FakeParkedRequest()
@@ -556,11 +549,6 @@ async def test_an_acks_all_produce_the_isr_already_has_is_not_recorded_as_parked
         assert parked.parked == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ReplicaManager.fetch_messages updates the follower's fetch state even when "
-    "the read was fenced (FENCED_LEADER_EPOCH): a stale follower moves the high watermark",
-)
 async def test_a_fenced_follower_fetch_does_not_move_the_high_watermark() -> None:
     async with broker_node([0, 1]) as node:
         # Leadership goes to broker 1 and comes back: broker 0 leads in epoch 2.

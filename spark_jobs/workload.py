@@ -1,6 +1,8 @@
 """A realistic client mix against a broker, so a capture exercises all four purgatories.
 
-``minikafka workload --bootstrap HOST:PORT --duration SECONDS`` runs, for the duration:
+``python -m spark_jobs.workload --bootstrap HOST:PORT --duration SECONDS`` (which
+``minikafka workload ...`` runs in a child process, as it runs ``replay`` and
+``report``) runs, for the duration:
 
 * two aiokafka producers on one topic, one with ``acks=1`` and one with ``acks=all``
   (with replication factor > 1 an acks=all produce waits in the Produce purgatory for
@@ -9,37 +11,45 @@
   a fetch finding nothing parks in the Fetch purgatory); the second joins a second
   after the first, so the group rebalances and joins park in the Rebalance purgatory
   (DelayedJoin, and DelayedSync while the leader assigns);
-* a member that dies without leaving: a raw-protocol client joins a group of its own
-  (JoinGroup, MEMBER_ID_REQUIRED, JoinGroup again, SyncGroup) with a short session
-  timeout and then falls silent with its connection open, so its DelayedHeartbeat
-  expires within the run. It is in a group of its own so that its death does not stall
-  the consumers' group for a session timeout.
+* a member that dies without leaving: a raw-protocol client (``protocol.client``
+  under a small asyncio shell) joins a group of its own (JoinGroup,
+  MEMBER_ID_REQUIRED, JoinGroup again, SyncGroup) with a short session timeout and
+  then falls silent with its connection open, so its DelayedHeartbeat expires within
+  the run. It is in a group of its own so that its death does not stall the
+  consumers' group for a session timeout.
 
 The topic is created (partitions 3, replication factor min(3, brokers) unless given)
-before the clients start. Returns counts of what was done.
+before the clients start. Prints a summary line of what was done. It is client code:
+it lives beside the replay, which also talks to a broker only over TCP.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
 import struct
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from kio.static.protocol import RequestPayload
+
 from protocol.builders import request_builder
-from protocol.codec import decode_response, encode_request
+from protocol.client import ClientConnection
+from protocol.errors import ProtocolError
 
-__all__ = ["WorkloadConfig", "WorkloadSummary", "run_workload"]
+__all__ = ["WorkloadConfig", "WorkloadSummary", "main", "run_workload"]
 
-log = logging.getLogger("broker.workload")
+log = logging.getLogger("spark_jobs.workload")
 
 FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP = 10, 11, 14
 MEMBER_ID_REQUIRED = 79
-_LENGTH = struct.Struct(">i")
+_READ_SIZE = 1 << 16
 
 
 @dataclass
@@ -88,28 +98,34 @@ async def _create_topic(config: WorkloadConfig) -> None:
 
 
 class _RawClient:
-    """Just enough of a Kafka client to join a group and then say nothing."""
+    """Just enough of a Kafka client to join a group and then say nothing: one request
+    at a time on a ``ClientConnection``."""
 
     def __init__(self, client_id: str) -> None:
-        self.client_id = client_id
-        self._correlation = 0
+        self.client = ClientConnection(client_id)
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
     async def connect(self, host: str, port: int) -> None:
         self.reader, self.writer = await asyncio.open_connection(host, port)
 
-    async def call(self, api_key: int, version: int, request: Any) -> Any:
+    async def call(self, api_key: int, version: int, request: RequestPayload) -> Any:
         assert self.reader is not None and self.writer is not None
-        self._correlation += 1
-        self.writer.write(
-            encode_request(api_key, version, self._correlation, self.client_id, request)
-        )
-        (size,) = _LENGTH.unpack(await self.reader.readexactly(4))
-        _, response = decode_response(api_key, version, await self.reader.readexactly(size))
-        return response
+        self.writer.write(self.client.send(api_key, version, request).data)
+        while True:
+            data = await self.reader.read(_READ_SIZE)
+            if not data:
+                self.client.connection_lost()
+                raise ConnectionError("the broker closed the connection")
+            try:
+                responses = self.client.receive(data)
+            except ProtocolError as exc:
+                raise ConnectionError(str(exc)) from exc
+            if responses:
+                return responses[0].body
 
     async def close(self) -> None:
+        self.client.connection_lost()
         if self.writer is not None:
             self.writer.close()
             with contextlib.suppress(Exception):
@@ -236,3 +252,53 @@ async def run_workload(config: WorkloadConfig) -> WorkloadSummary:
         await dying.close()
     summary.elapsed_s = time.monotonic() - started
     return summary
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="minikafka workload",
+        description="Drive a broker with a realistic client mix (aiokafka) that "
+        "exercises all four purgatories.",
+    )
+    parser.add_argument("--bootstrap", required=True, help="HOST:PORT[,HOST:PORT...]")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds (10)")
+    parser.add_argument("--topic", default="workload", help="topic name (workload)")
+    parser.add_argument("--group", default="workload-group", help="consumer group")
+    parser.add_argument(
+        "--replication-factor",
+        type=int,
+        default=None,
+        help="of the topic; default min(3, brokers in the cluster)",
+    )
+    parser.add_argument("--log-level", default="INFO", help="Python logging level (INFO)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the workload and print its summary line."""
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    config = WorkloadConfig(
+        bootstrap=args.bootstrap,
+        duration_s=args.duration,
+        topic=args.topic,
+        group_id=args.group,
+        replication_factor=args.replication_factor,
+    )
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        summary = asyncio.run(run_workload(config))
+    else:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            summary = runner.run(run_workload(config))
+    print(summary, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
