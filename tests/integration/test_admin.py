@@ -30,8 +30,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from protocol.builders import request_builder
+from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster
-from tests.integration.test_idempotent_producer import RawClient
 
 pytestmark = pytest.mark.asyncio
 

@@ -27,8 +27,8 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.record_batch import build_record_batch, compute_crc
+from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import BrokerProcess, running_cluster
-from tests.integration.raw_client import RawClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 0, 1, 2, 3, 18
 PRODUCE_V, FETCH_V, LIST_OFFSETS_V, METADATA_V, API_VERSIONS_V = 9, 11, 7, 9, 3

@@ -24,8 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.app import MiniKafka
 from broker.config import BrokerConfig
+from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import FAST_GROUPS
-from tests.integration.raw_client import RawClient
 
 TIMEOUT_S = 20.0
 

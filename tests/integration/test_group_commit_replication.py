@@ -20,8 +20,8 @@ from broker.broker import Broker
 from broker.cluster_metadata import OFFSETS_TOPIC
 from broker.context import RequestContext
 from protocol.builders import request_builder
+from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster
-from tests.integration.raw_client import RawClient
 
 pytestmark = pytest.mark.asyncio
 

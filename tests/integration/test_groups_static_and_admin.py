@@ -27,8 +27,8 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
+from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster
-from tests.integration.raw_client import RawClient
 
 TOPIC = "events"
 JOIN_GROUP, HEARTBEAT, SYNC_GROUP = 11, 12, 14

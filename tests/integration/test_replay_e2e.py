@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,17 +76,6 @@ class Cluster:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    from spark_jobs.session import build_spark_session
-
-    session = build_spark_session(
-        "minikafka-replay-e2e", "local[2]", {"spark.sql.shuffle.partitions": "2"}
-    )
-    yield session
-    session.stop()
 
 
 def test_capture_replay_report(spark: SparkSession, tmp_path: Path) -> None:

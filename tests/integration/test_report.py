@@ -1,13 +1,11 @@
 """The report job end to end on Spark local mode, on small synthetic inputs.
 
-One SparkSession for the module (starting a JVM is the slow part).
+The SparkSession is the suite's one session-scoped fixture (``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
 import csv
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +13,7 @@ import pytest
 
 from protocol.capture import CaptureRequest
 from protocol.capture_files import CaptureWriter
-from tests.unit.test_capture_record import make_event, make_request
+from tests.helpers.captures import make_event, make_request
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -25,19 +23,6 @@ pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    if shutil.which("java") is None:
-        pytest.skip("no Java runtime")
-    from spark_jobs.session import build_spark_session
-
-    session = build_spark_session(
-        "minikafka-tests", "local[1]", {"spark.sql.shuffle.partitions": "2"}
-    )
-    yield session
-    session.stop()
 
 
 def synthetic_results() -> list[tuple[Any, ...]]:

@@ -20,7 +20,7 @@ from protocol.capture_files import (
     capture_files,
     read_capture,
 )
-from tests.unit.test_capture_record import make_event, make_request
+from tests.helpers.captures import make_event, make_request
 
 Record = CaptureRequest | DelayedOperationEvent
 

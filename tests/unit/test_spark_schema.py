@@ -25,7 +25,7 @@ from spark_jobs.schema import (
     RESULT_SCHEMA,
     spark_schema_for,
 )
-from tests.unit.test_capture_record import make_request
+from tests.helpers.captures import make_request
 
 
 def test_capture_schemas_have_every_model_field_in_order() -> None:

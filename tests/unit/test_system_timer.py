@@ -9,7 +9,7 @@ import pytest
 from purgatory.clock import ManualClock
 from purgatory.system_timer import SystemTimer
 from purgatory.timer_task import TimerTask
-from tests.unit.test_timer_clock import RecordingTask
+from tests.helpers.timers import RecordingTask
 
 
 def _timer(start_ms: int = 0) -> tuple[SystemTimer, ManualClock]:

@@ -1,26 +1,10 @@
-"""Clock tests, and the RecordingTask helper the other timer tests import."""
+"""Clock tests."""
 
 from __future__ import annotations
 
 import pytest
 
 from purgatory.clock import Clock, LoopClock, ManualClock
-from purgatory.timer_task import TimerTask
-
-
-class RecordingTask(TimerTask):
-    """Records the clock value each time it runs."""
-
-    __slots__ = ("clock", "fired_at", "label")
-
-    def __init__(self, delay_ms: int, clock: ManualClock, label: object = None) -> None:
-        super().__init__(delay_ms)
-        self.clock = clock
-        self.label = label
-        self.fired_at: list[int] = []
-
-    def run(self) -> None:
-        self.fired_at.append(self.clock.now_ms())
 
 
 def test_manual_clock_moves_only_forward() -> None:

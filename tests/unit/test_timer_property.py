@@ -14,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from purgatory.clock import ManualClock
 from purgatory.system_timer import SystemTimer
-from tests.unit.test_timer_clock import RecordingTask
+from tests.helpers.timers import RecordingTask
 
 TASK_IDS = st.integers(min_value=0, max_value=15)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from purgatory.clock import ManualClock
 from purgatory.timer_task import TimerTaskEntry
 from purgatory.timing_wheel import BucketQueue, TaskCounter, TimerTaskList, TimingWheel
-from tests.unit.test_timer_clock import RecordingTask
+from tests.helpers.timers import RecordingTask
 
 
 def _wheel(start_ms: int = 0, tick_ms: int = 1, size: int = 20) -> tuple[TimingWheel, BucketQueue]:
