@@ -17,7 +17,8 @@ the system we imitate.
 Before kio reads a body, a schema-driven guard checks every array count against the
 bytes left (see "body guard" below): kio's native reader would otherwise reserve
 memory for whatever count a peer claims, and an allocation it cannot get aborts the
-process.
+process. The same walk refuses a null (count -1) array where Kafka's schema does not
+allow one: kio would hand the handler a ``None`` there.
 """
 
 from __future__ import annotations
@@ -152,8 +153,19 @@ def _readonly(frame: bytes | bytearray | memoryview) -> bytes | memoryview:
 # allocation fails -- no exception, the broker is gone. (Legacy int32 arrays do the same
 # up to 16 GiB, fatal under a memory limit.) So before kio sees a body, a small walker
 # compiled from the same schema checks that every array count fits in the bytes left:
-# each element takes at least one byte, so a larger count is malformed anyway. It reads
-# only lengths and counts; fixed-width fields are skipped in merged runs.
+# each element takes at least its minimum encoded size (one byte for the smallest), so a
+# larger count is malformed anyway. It reads only lengths and counts; fixed-width fields
+# are skipped in merged runs. Strings and bytes need no such care: kio checks their
+# length against the buffer before it copies (and refuses a null where the schema has
+# none), and the walk's final "body runs past the frame" check catches them too.
+#
+# Null arrays. kio reads an array count of -1 as ``None`` whatever the schema says, so a
+# peer could hand a handler ``topic_data=None`` where Kafka's schema has no
+# ``nullableVersions``. Kafka's generated readers refuse that ("non-nullable field ... was
+# serialized as null"); so does the walker. kio's classes carry the schema's
+# nullability per version in their type hints: ``tuple[X, ...] | None`` is nullable
+# (Metadata v1+ ``topics``), ``tuple[X, ...]`` is not (Metadata v0). The check costs one
+# comparison on a path the walker takes anyway (count <= 0), computed once per class.
 
 
 class _Bad(Exception):
@@ -204,18 +216,25 @@ def _skip_int32_bytes(buf: bytes | memoryview, pos: int) -> int:
     return pos + 4 + max(size, 0)
 
 
-def _scalar_op(kafka_type: str, flexible: bool) -> _Op:
+def _scalar_op(kafka_type: str, flexible: bool) -> tuple[_Op, int]:
+    """The step for one scalar, and the fewest bytes it can take on the wire."""
     width = _FIXED_WIDTH.get(kafka_type)
     if width is not None:
-        return width
+        return width, width
     if kafka_type not in ("string", "bytes", "records"):  # pragma: no cover - kio invariant
         raise TypeError(f"no guard for kafka type {kafka_type!r}")
     if flexible:
-        return _skip_compact_bytes
-    return _skip_int16_bytes if kafka_type == "string" else _skip_int32_bytes
+        return _skip_compact_bytes, 1
+    if kafka_type == "string":
+        return _skip_int16_bytes, 2
+    return _skip_int32_bytes, 4
 
 
-def _array_op(element: _Op, flexible: bool) -> _Skip:
+def _array_op(element: _Op, min_size: int, flexible: bool, nullable: bool, name: str) -> _Skip:
+    # An element of no bytes at all exists in no Kafka schema; counting it as one byte
+    # keeps the bound (and the walk) finite if one ever appears.
+    per_element = max(min_size, 1)
+
     def skip_array(buf: bytes | memoryview, pos: int) -> int:
         if flexible:
             count, pos = _read_uvarint(buf, pos, _Bad)
@@ -224,9 +243,16 @@ def _array_op(element: _Op, flexible: bool) -> _Skip:
             (count,) = _I32.unpack_from(buf, pos)
             pos += 4
         if count <= 0:
-            return pos
-        if count > len(buf) - pos:
-            raise _Bad(f"array of {count} elements in {len(buf) - pos} bytes")
+            if count == 0 or (count == -1 and nullable):
+                return pos
+            if count == -1:
+                raise _Bad(f"non-nullable array {name} is null")
+            raise _Bad(f"negative array length {count} for {name}")
+        if count * per_element > len(buf) - pos:
+            raise _Bad(
+                f"array {name} of {count} elements cannot fit in the "
+                f"{max(len(buf) - pos, 0)} bytes left"
+            )
         if isinstance(element, int):
             return pos + count * element
         for _ in range(count):
@@ -264,7 +290,10 @@ def _tagged_fields_op(tagged: dict[int, _Op]) -> _Skip:
     return skip_tagged
 
 
-def _field_op(field: dataclasses.Field[Any], flexible: bool, is_tag: bool) -> _Op:
+def _field_op(
+    owner: type, field: dataclasses.Field[Any], flexible: bool, is_tag: bool
+) -> tuple[_Op, int]:
+    """The step for one field of ``owner``, and the fewest bytes it can take."""
     tp: Any = field.type
     nullable = False
     if typing.get_origin(tp) in (types.UnionType, typing.Union):
@@ -274,20 +303,24 @@ def _field_op(field: dataclasses.Field[Any], flexible: bool, is_tag: bool) -> _O
     kafka_type = field.metadata.get("kafka_type", "")
     if typing.get_origin(tp) is tuple:
         inner = typing.get_args(tp)[0]
-        element = (
-            _entity_op(inner)
-            if isinstance(inner, type) and dataclasses.is_dataclass(inner)
-            else _scalar_op(kafka_type, flexible)
-        )
-        return _array_op(element, flexible)
+        if isinstance(inner, type) and dataclasses.is_dataclass(inner):
+            element: _Op = _entity_op(inner)
+            element_min = _entity_min_size[inner]
+        else:
+            element, element_min = _scalar_op(kafka_type, flexible)
+        name = f"{owner.__qualname__}.{field.name}"
+        return _array_op(element, element_min, flexible, nullable, name), 1 if flexible else 4
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         entity = _entity_op(tp)
         # Tagged structs carry no null marker: presence is the tag itself.
-        return _nullable_op(entity) if nullable and not is_tag else entity
+        if nullable and not is_tag:
+            return _nullable_op(entity), 1
+        return entity, _entity_min_size[tp]
     return _scalar_op(kafka_type, flexible)
 
 
 _entity_ops: dict[type, _Skip] = {}
+_entity_min_size: dict[type, int] = {}
 
 
 def _entity_op(cls: type) -> _Skip:
@@ -298,12 +331,15 @@ def _entity_op(cls: type) -> _Skip:
     flexible: bool = getattr(cls, "__flexible__", False)
     ops: list[_Op] = []
     tagged: dict[int, _Op] = {}
+    min_size = 1 if flexible else 0  # the tagged-field count
     for field in dataclasses.fields(cls):
         tag = field.metadata.get("tag")
-        op = _field_op(field, flexible, tag is not None)
+        op, field_min = _field_op(cls, field, flexible, tag is not None)
         if tag is not None:
             tagged[tag] = op
-        elif isinstance(op, int) and ops and isinstance(ops[-1], int):
+            continue
+        min_size += field_min
+        if isinstance(op, int) and ops and isinstance(ops[-1], int):
             ops[-1] += op  # merge runs of fixed-width fields
         else:
             ops.append(op)
@@ -317,6 +353,7 @@ def _entity_op(cls: type) -> _Skip:
         return pos
 
     _entity_ops[cls] = skip_entity
+    _entity_min_size[cls] = min_size
     return skip_entity
 
 

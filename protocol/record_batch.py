@@ -22,6 +22,21 @@ broker can assign offsets and stamp the leader epoch without recomputing it.
 
 Old message sets (magic 0 and 1) keep their magic byte at the same position [16], so a
 single byte tells them apart; we refuse them (no down-conversion).
+
+Records inside a batch (after the header, possibly compressed)::
+
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+    keyLength varint | key | valueLength varint | value |
+    headerCount varint | (headerKeyLength varint | headerKey | headerValueLength varint |
+    headerValue) * headerCount
+
+Varints are zig-zag encoded; a negative key or value length is null.
+``validate_records`` walks them at produce time as Kafka's LogValidator does, and
+``iter_records`` decodes them; both decompress with a hard bound (see compression.py).
+
+Errors carry the Kafka error code a produce response answers them with
+(``exc.error_code``): CorruptRecordError CORRUPT_MESSAGE, InvalidRecordError
+INVALID_RECORD, RecordsTooLargeError MESSAGE_TOO_LARGE.
 """
 
 from __future__ import annotations
@@ -29,10 +44,20 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import crc32c
 
-from protocol.compression import CompressionError, compress, decompress
+from protocol.compression import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    NONE,
+    CompressionError,
+    DecompressedSizeExceeded,
+    UnsupportedCodecError,
+    compress,
+    decompress_bounded,
+)
+from protocol.errors import ErrorCode
 
 __all__ = [
     "ATTR_COMPRESSION_MASK",
@@ -40,6 +65,7 @@ __all__ = [
     "ATTR_TIMESTAMP_TYPE",
     "ATTR_TRANSACTIONAL",
     "BATCH_HEADER_SIZE",
+    "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "LOG_OVERHEAD",
     "TIMESTAMP_CREATE_TIME",
     "TIMESTAMP_LOG_APPEND_TIME",
@@ -48,6 +74,7 @@ __all__ = [
     "Record",
     "RecordBatchHeader",
     "RecordHeaders",
+    "RecordsTooLargeError",
     "assign_offsets",
     "build_record_batch",
     "compute_crc",
@@ -56,6 +83,7 @@ __all__ = [
     "parse_batch_header",
     "set_partition_leader_epoch",
     "validate_batches",
+    "validate_records",
 ]
 
 BATCH_HEADER_SIZE = 61
@@ -94,17 +122,38 @@ class CorruptRecordError(ValueError):
 
     Kafka answers a produce request carrying these with CORRUPT_MESSAGE (or
     UNSUPPORTED_FOR_MESSAGE_FORMAT for old magics); a reader of a log treats them as
-    the end of valid data.
+    the end of valid data. A compressed payload that does not decompress is one too.
+    ``error_code`` is the code to answer with; subclasses override it.
     """
+
+    error_code: ClassVar[ErrorCode] = ErrorCode.corrupt_message
 
 
 class InvalidRecordError(CorruptRecordError):
     """A well-formed batch whose contents break a rule (Kafka's INVALID_RECORD).
 
-    For example a batch whose lastOffsetDelta disagrees with its record count.
+    For example a batch whose lastOffsetDelta disagrees with its record count, or
+    records whose framing does not add up (Kafka's InvalidRecordException: "Invalid
+    record size", "Found invalid record structure", "Incorrect declared batch size").
     A subclass of CorruptRecordError so callers that only care "is this appendable"
     catch one type.
     """
+
+    error_code: ClassVar[ErrorCode] = ErrorCode.invalid_record
+
+
+class RecordsTooLargeError(CorruptRecordError):
+    """A compressed batch that inflates beyond the decompression bound.
+
+    Answered MESSAGE_TOO_LARGE rather than CORRUPT_MESSAGE: the bytes may be fine, we
+    only refuse to hold that much, and Kafka's Java producer answers MESSAGE_TOO_LARGE
+    on a batch of several records by splitting it and sending the halves, which is
+    what a legitimate producer of very compressible data needs (CORRUPT_MESSAGE is
+    retriable there: it would resend the same batch until its delivery timeout).
+    Kafka itself has no such bound; see compression.py for the default.
+    """
+
+    error_code: ClassVar[ErrorCode] = ErrorCode.message_too_large
 
 
 @dataclass(slots=True)
@@ -312,8 +361,12 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, epoch: int) -> None:
 # ---------------------------------------------------------------------------
 # Records inside a batch
 
+# The smallest record: a one-byte length, then attributes, timestampDelta, offsetDelta,
+# keyLength, valueLength and headerCount of one byte each.
+_MIN_RECORD_SIZE = 7
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+
+def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Zig-zag varint (used for both int32 varint and int64 varlong)."""
     result = 0
     shift = 0
@@ -325,7 +378,27 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
         if shift > 63:
-            raise CorruptRecordError("varint longer than 10 bytes")
+            raise InvalidRecordError("Found invalid record structure: varint longer than 10 bytes")
+
+
+def _uvarint(buf: Buffer, pos: int, max_len: int) -> tuple[int, int]:
+    """The raw (not yet zig-zag decoded) value of a varint of at most ``max_len`` bytes:
+    5 bytes and 32 bits for a varint, 10 bytes and 64 bits for a varlong, as Java's
+    ByteUtils.readVarint / readVarlong require. The slow path of the walker below."""
+    bits = 32 if max_len == 5 else 64
+    result = 0
+    shift = 0
+    for _ in range(max_len):
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if result >> bits:
+                break
+            return result, pos
+        shift += 7
+    kind = "varint" if max_len == 5 else "varlong"
+    raise InvalidRecordError(f"Found invalid record structure: {kind} out of range")
 
 
 def _write_varint(out: bytearray, value: int) -> None:
@@ -336,57 +409,283 @@ def _write_varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
-def iter_records(batch: Buffer) -> Iterator[Record]:
+def _batch_payload(
+    batch: Buffer, header: RecordBatchHeader, start: int, max_decompressed_bytes: int
+) -> tuple[Buffer, int, int]:
+    """(buffer, start, end) of the records section of the batch at ``start``: the
+    batch's own bytes when uncompressed (no copy), else the bounded decompression."""
+    payload_start = start + BATCH_HEADER_SIZE
+    payload_end = start + header.size
+    if header.compression == NONE:
+        return batch, payload_start, payload_end
+    payload = memoryview(batch)[payload_start:payload_end]
+    try:
+        data = decompress_bounded(header.compression, payload, max_decompressed_bytes)
+    except UnsupportedCodecError as exc:
+        raise InvalidRecordError(f"record batch at offset {header.base_offset}: {exc}") from exc
+    except DecompressedSizeExceeded as exc:
+        raise RecordsTooLargeError(f"record batch at offset {header.base_offset}: {exc}") from exc
+    except CompressionError as exc:
+        raise CorruptRecordError(f"record batch at offset {header.base_offset}: {exc}") from exc
+    return data, 0, len(data)
+
+
+def _check_records(buf: Buffer, pos: int, end: int, header: RecordBatchHeader) -> None:
+    """Walk the records of one batch in ``buf[pos:end]`` without decoding them.
+
+    Checks what Kafka's record reader checks (every length within its record, the
+    fields adding up to the record's length, varints in range, a non-negative header
+    count, no null header key, exactly ``recordsCount`` records and nothing after
+    them) and that offset deltas run 0, 1, 2, ... (see validate_records). Raises
+    InvalidRecordError. Written for speed: 1- and 2-byte varints are read inline,
+    and the expected offset delta is compared in its zig-zag form (2 * index).
+    """
+    count = header.records_count
+    where = f"record batch at offset {header.base_offset}"
+    if count * _MIN_RECORD_SIZE > end - pos:
+        raise InvalidRecordError(
+            f"{where}: Incorrect declared batch size, premature EOF reached "
+            f"({count} records cannot fit in {end - pos} bytes)"
+        )
+    expected_delta = 0  # zig-zag of the index: 2 * index
+    index = 0
+    try:
+        for index in range(count):
+            if pos >= end:
+                raise InvalidRecordError(
+                    f"{where}: Incorrect declared batch size, premature EOF reached "
+                    f"({count} records declared, {index} found)"
+                )
+            # length
+            b = buf[pos]
+            if b < 0x80:
+                raw = b
+                pos += 1
+            elif (b2 := buf[pos + 1]) < 0x80:
+                raw = (b & 0x7F) | (b2 << 7)
+                pos += 2
+            else:
+                raw, pos = _uvarint(buf, pos, 5)
+            record_end = pos + ((raw >> 1) ^ -(raw & 1))
+            if record_end > end or raw & 1:
+                raise InvalidRecordError(
+                    f"{where}: record {index} has length {(raw >> 1) ^ -(raw & 1)} but "
+                    f"{end - pos} bytes are left"
+                )
+            start = pos
+            pos += 1  # attributes: unused in v2
+            # timestampDelta: only skipped
+            if buf[pos] < 0x80:
+                pos += 1
+            else:
+                pos = _uvarint(buf, pos, 10)[1]
+            # offsetDelta
+            b = buf[pos]
+            if b < 0x80:
+                raw = b
+                pos += 1
+            elif (b2 := buf[pos + 1]) < 0x80:
+                raw = (b & 0x7F) | (b2 << 7)
+                pos += 2
+            else:
+                raw, pos = _uvarint(buf, pos, 5)
+            if raw != expected_delta:
+                raise InvalidRecordError(
+                    f"{where}: record {index} has offset delta {(raw >> 1) ^ -(raw & 1)}, "
+                    f"expected {index}"
+                )
+            expected_delta += 2
+            # key, then value (unrolled): a negative length is null
+            b = buf[pos]
+            if b < 0x80:
+                raw = b
+                pos += 1
+            elif (b2 := buf[pos + 1]) < 0x80:
+                raw = (b & 0x7F) | (b2 << 7)
+                pos += 2
+            else:
+                raw, pos = _uvarint(buf, pos, 5)
+            if not raw & 1:
+                pos += raw >> 1
+            b = buf[pos]
+            if b < 0x80:
+                raw = b
+                pos += 1
+            elif (b2 := buf[pos + 1]) < 0x80:
+                raw = (b & 0x7F) | (b2 << 7)
+                pos += 2
+            else:
+                raw, pos = _uvarint(buf, pos, 5)
+            if not raw & 1:
+                pos += raw >> 1
+            # headers
+            if pos >= record_end:
+                raise InvalidRecordError(
+                    f"{where}: record {index}: Invalid record size: its key and value run "
+                    f"past its length {record_end - start}"
+                )
+            if buf[pos] == 0:
+                pos += 1
+            else:
+                raw, pos = _uvarint(buf, pos, 5)
+                header_count = (raw >> 1) ^ -(raw & 1)
+                if header_count < 0 or header_count * 2 > record_end - pos:
+                    raise InvalidRecordError(
+                        f"{where}: record {index}: Found invalid number of record headers "
+                        f"{header_count}"
+                    )
+                for _ in range(header_count):
+                    raw, pos = _uvarint(buf, pos, 5)
+                    if raw & 1:
+                        raise InvalidRecordError(
+                            f"{where}: record {index}: Invalid negative header key size "
+                            f"{(raw >> 1) ^ -(raw & 1)}"
+                        )
+                    pos += raw >> 1
+                    raw, pos = _uvarint(buf, pos, 5)
+                    if not raw & 1:
+                        pos += raw >> 1
+            if pos != record_end:
+                raise InvalidRecordError(
+                    f"{where}: record {index}: Invalid record size: expected to read "
+                    f"{record_end - start} bytes in record payload, but instead read "
+                    f"{pos - start}"
+                )
+    except IndexError:
+        raise InvalidRecordError(
+            f"{where}: record {index}: Found invalid record structure (truncated), "
+            "Incorrect declared batch size, premature EOF reached"
+        ) from None
+    if pos != end:
+        raise InvalidRecordError(
+            f"{where}: Incorrect declared batch size, records still remaining in file "
+            f"({end - pos} bytes after record {count - 1})"
+        )
+
+
+def validate_records(
+    records: Buffer, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> None:
+    """Record-level checks of every batch in ``records``, as Kafka's LogValidator
+    makes them at produce time; None when all hold, else raises.
+
+    ``records`` is one whole batch or a concatenation of whole batches (a produce
+    request's ``records`` field). For each batch: a positive record count that agrees
+    with lastOffsetDelta; the payload decompressed (for compressed batches) with a hard
+    bound of ``max_decompressed_bytes`` -- at most that much output is ever produced or
+    held; then the records walked without decoding them: each record's length inside
+    the payload and equal to what its fields take, varints in range (5 bytes and 32
+    bits, 10 and 64 for varlongs), header counts and header key lengths not negative,
+    offset deltas 0, 1, 2, ... in order, and exactly ``recordsCount`` records with
+    nothing after them. Uncompressed batches are walked in place: no copy.
+
+    Raises (``exc.error_code`` is the produce answer):
+
+    * ``InvalidRecordError`` (INVALID_RECORD): the records do not add up -- Kafka's
+      InvalidRecordException, which its record reader raises for the same faults; an
+      unknown codec id.
+    * ``RecordsTooLargeError`` (MESSAGE_TOO_LARGE): the payload inflates beyond
+      ``max_decompressed_bytes``.
+    * ``CorruptRecordError`` (CORRUPT_MESSAGE): bytes that are not batches at all, or a
+      compressed payload that does not decompress.
+
+    Does not check CRCs: call it after ``validate_batches`` (which does), so a batch
+    damaged in transit is answered CORRUPT_MESSAGE before its records are looked at.
+
+    Where this differs from Kafka: Kafka rewrites a compressed batch whose inner offset
+    deltas are not 0, 1, 2, ... (old clients); we keep payloads as sent, so we refuse
+    it (INVALID_RECORD) -- no client of magic 2 writes such deltas. Timestamps
+    (``message.timestamp.*``) and keys of compacted topics are the caller's checks,
+    since they depend on the topic's configuration.
+    """
+    view = memoryview(records)
+    found = False
+    for pos, header in iter_batches(view):
+        found = True
+        if header.records_count <= 0:
+            raise InvalidRecordError(
+                f"record batch at offset {header.base_offset} has record count "
+                f"{header.records_count}"
+            )
+        if header.last_offset_delta != header.records_count - 1:
+            raise InvalidRecordError(
+                f"inconsistent batch offset range: lastOffsetDelta {header.last_offset_delta} "
+                f"with {header.records_count} records"
+            )
+        data, start, end = _batch_payload(view, header, pos, max_decompressed_bytes)
+        _check_records(data, start, end, header)
+        del data  # a decompressed payload goes now, before the next batch's is made
+    if not found:
+        raise CorruptRecordError("no record batches in the records field")
+
+
+def iter_records(
+    batch: Buffer, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> Iterator[Record]:
     """Decode the records of one whole batch, decompressing its payload when needed.
 
-    Raises CorruptRecordError when the records section cannot be decoded.
+    The payload is decompressed with a hard bound of ``max_decompressed_bytes`` (see
+    compression.py). Raises CorruptRecordError (or a subclass: InvalidRecordError for
+    records that do not add up, RecordsTooLargeError past the bound) when the records
+    section cannot be decoded -- never another exception. Header keys that are not
+    UTF-8 are decoded with replacement characters, as Java's String does.
     """
     header = parse_batch_header(batch)
     view = memoryview(batch)
     if header.size > len(view):
         raise CorruptRecordError(f"record batch needs {header.size} bytes, {len(view)} available")
-    payload = view[BATCH_HEADER_SIZE : header.size]
-    try:
-        data = decompress(header.compression, payload)
-    except CompressionError as exc:
-        raise CorruptRecordError(f"record batch at offset {header.base_offset}: {exc}") from exc
+    if header.size < BATCH_HEADER_SIZE:
+        raise CorruptRecordError(
+            f"record batch at offset {header.base_offset} has length {header.batch_length}, "
+            f"shorter than the {BATCH_HEADER_SIZE}-byte header"
+        )
+    data, pos, end = _batch_payload(view, header, 0, max_decompressed_bytes)
     log_append_time = header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
     base_offset = header.base_offset
     base_timestamp = header.base_timestamp
-    pos = 0
     try:
         for _ in range(header.records_count):
             length, pos = _read_varint(data, pos)
             record_end = pos + length
+            if record_end > end:
+                raise InvalidRecordError(
+                    f"record batch at offset {base_offset}: record of length {length} runs "
+                    "past the end of the batch"
+                )
             pos += 1  # record attributes: unused in v2
             ts_delta, pos = _read_varint(data, pos)
             offset_delta, pos = _read_varint(data, pos)
             key_len, pos = _read_varint(data, pos)
             key: bytes | None = None
             if key_len >= 0:
-                key = data[pos : pos + key_len]
+                key = bytes(data[pos : pos + key_len])
                 pos += key_len
             value_len, pos = _read_varint(data, pos)
             value: bytes | None = None
             if value_len >= 0:
-                value = data[pos : pos + value_len]
+                value = bytes(data[pos : pos + value_len])
                 pos += value_len
             header_count, pos = _read_varint(data, pos)
+            if header_count < 0 or header_count * 2 > record_end - pos:
+                raise InvalidRecordError(
+                    f"record batch at offset {base_offset}: invalid number of record "
+                    f"headers {header_count}"
+                )
             headers: RecordHeaders = []
             for _h in range(header_count):
                 hk_len, pos = _read_varint(data, pos)
                 if hk_len < 0:
-                    raise CorruptRecordError("record header key is null")
-                hkey = data[pos : pos + hk_len].decode("utf-8")
+                    raise InvalidRecordError("record header key is null")
+                hkey = str(data[pos : pos + hk_len], "utf-8", "replace")
                 pos += hk_len
                 hv_len, pos = _read_varint(data, pos)
                 hval: bytes | None = None
                 if hv_len >= 0:
-                    hval = data[pos : pos + hv_len]
+                    hval = bytes(data[pos : pos + hv_len])
                     pos += hv_len
                 headers.append((hkey, hval))
-            if pos != record_end or pos > len(data):
-                raise CorruptRecordError(
+            if pos != record_end:
+                raise InvalidRecordError(
                     f"record at offset delta {offset_delta} has length {length} but its "
                     "fields do not add up to it"
                 )
@@ -397,8 +696,8 @@ def iter_records(batch: Buffer) -> Iterator[Record]:
                 value=value,
                 headers=headers,
             )
-    except (IndexError, UnicodeDecodeError) as exc:
-        raise CorruptRecordError(
+    except IndexError as exc:
+        raise InvalidRecordError(
             f"record batch at offset {base_offset}: records section is truncated or "
             f"malformed ({exc})"
         ) from exc

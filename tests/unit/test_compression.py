@@ -22,6 +22,7 @@ from protocol.compression import (
     codec_name,
     compress,
     decompress,
+    decompress_bounded,
 )
 
 DATA = b"".join(b"record-%06d|" % i for i in range(20000))  # ~260 KB: several blocks
@@ -132,3 +133,22 @@ def test_unknown_codec() -> None:
     with pytest.raises(UnsupportedCodecError):
         codec_name(6)
     assert codec_name(ZSTD) == "zstd"
+
+
+def test_decompress_bounded_of_uncompressed_is_a_view_without_copy() -> None:
+    data = bytearray(b"records")
+    view = decompress_bounded(NONE, data, 0)  # nothing is inflated: no bound applies
+    assert view.readonly and view.obj is data
+
+
+def test_decompress_bounded_refuses_bad_arguments() -> None:
+    with pytest.raises(UnsupportedCodecError):
+        decompress_bounded(6, b"x", 10)
+    with pytest.raises(ValueError):
+        decompress_bounded(GZIP, compress(GZIP, b"x"), -1)
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_decompress_bounded_result_is_read_only(codec: int) -> None:
+    view = decompress_bounded(codec, compress(codec, DATA), len(DATA))
+    assert view.readonly and bytes(view) == DATA
