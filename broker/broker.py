@@ -23,6 +23,7 @@ from broker.dispatch import RequestDispatcher
 from broker.purgatories import PurgatorySet
 from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
+from broker.scheduler import PeriodicTask
 from broker.services import BrokerServices
 
 log = logging.getLogger("broker")
@@ -65,6 +66,16 @@ class Broker:
         self._server: asyncio.Server | None = None
         self._connections: set[KafkaConnection] = set()
         self._connection_index = itertools.count()
+        idle_ms = services.config.connections_max_idle_ms
+        self._idle_ms = idle_ms
+        # Kafka's Selector closes connections idle for connections.max.idle.ms; checked
+        # on the scheduler, so a closed one is at most half that period late.
+        self._idle_check = PeriodicTask(
+            purgatories.scheduler_timer,
+            f"idle-connections-{self.broker_id}",
+            max(1, min(idle_ms // 2, 10_000)),
+            self.close_idle_connections,
+        )
 
     # -- what tests and the control endpoint read ---------------------------------------
 
@@ -84,15 +95,21 @@ class Broker:
         for component in self._components:
             await component.start()
         self._server = await loop.create_server(
-            self._new_connection, self.host, self.port, reuse_address=True
+            self._new_connection,
+            self.host,
+            self.port,
+            reuse_address=True,
+            backlog=self.services.config.socket_listen_backlog_size,
         )
         sock = self._server.sockets[0]
         self.port = int(sock.getsockname()[1])
+        self._idle_check.start()
         self._metadata.register_broker(self.broker_id, self.advertised_host, self.port)
         log.info("broker %d listening on %s:%d", self.broker_id, self.host, self.port)
 
     async def stop(self) -> None:
         """Stop accepting, drop connections, stop components and reapers, close logs."""
+        self._idle_check.stop()
         if self._server is not None:
             self._server.close()
         for connection in list(self._connections):
@@ -111,12 +128,27 @@ class Broker:
         connection = KafkaConnection(
             self.dispatcher,
             self._request_clock,
+            self.services.clock,
             self.services.config.socket_request_max_bytes,
             next(self._connection_index),
             self._connections.discard,
         )
         self._connections.add(connection)
         return connection
+
+    def close_idle_connections(self) -> int:
+        """Close every connection with nothing in flight for ``connections.max.idle.ms``."""
+        deadline = self.services.clock.now_ms() - self._idle_ms
+        closed = 0
+        for connection in list(self._connections):
+            since = connection.idle_since_ms()
+            if since is not None and since < deadline:
+                connection.abort(
+                    f"idle for more than connections.max.idle.ms={self._idle_ms}",
+                    level=logging.INFO,
+                )
+                closed += 1
+        return closed
 
     @property
     def connection_count(self) -> int:

@@ -36,6 +36,10 @@ class BrokerConfig(BaseModel):
     min_insync_replicas: int = Field(1, alias="min.insync.replicas", ge=1)
     socket_request_max_bytes: int = Field(104857600, alias="socket.request.max.bytes", ge=1024)
     message_max_bytes: int = Field(1048588, alias="message.max.bytes", ge=0)
+    # A connection with no request or response in flight for this long is closed.
+    connections_max_idle_ms: int = Field(600000, alias="connections.max.idle.ms", ge=1)
+    # The listener's accept backlog (Kafka's default 50).
+    socket_listen_backlog_size: int = Field(50, alias="socket.listen.backlog.size", ge=1)
 
     log_segment_bytes: int = Field(1073741824, alias="log.segment.bytes", ge=14)
     log_retention_hours: int = Field(168, alias="log.retention.hours")

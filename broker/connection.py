@@ -1,16 +1,26 @@
-"""One client connection: frames in, responses out in request order.
+"""One client connection: frames in, one request at a time, responses out in order.
 
 Built on ``asyncio.Protocol`` rather than streams: there is no per-request coroutine and
 no reader task, so a request costs one callback from the event loop. What happens to a
 request is the dispatcher's business (``broker/dispatch.py``); this module only cuts
-frames, keeps the order and writes. Requests are handled as they arrive (pipelining),
-but responses leave strictly in request order, as Kafka guarantees: a response that is
-ready waits behind an earlier one that is parked in a purgatory. A produce with acks=0
-takes its place in that order and sends nothing.
+frames, keeps the order, writes, and decides when to read.
+
+**One request in progress, as Kafka.** Kafka's SocketServer *mutes* a channel once it
+has read a request and unmutes it only when that request's response is sent: a
+connection never has two requests in the broker at once. The same here: frames that
+arrive while a request is parked in a purgatory wait in this connection's backlog, and
+reading from the socket stops (``pause_reading``) until the parked request is answered;
+TCP's own flow control then holds the client back. So whatever a client sends, it
+costs the broker one request in progress and at most one socket read of buffered
+bytes (plus the one frame being assembled, up to ``socket.request.max.bytes``).
+Requests answered at once cost nothing extra: a pipelined batch is handled frame after
+frame in one callback. A produce with acks=0 has nothing to wait for.
 
 A peer that sends bytes we cannot read is the peer's problem: we log why and close that
 one connection, as Kafka does, and nothing it sent after the bad frame is processed; no
-other connection notices.
+other connection notices. A client that stops reading its responses is not read from
+either (``pause_writing``). A connection with nothing in flight for
+``connections.max.idle.ms`` is closed by the broker's idle check (``idle_since_ms``).
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from broker.dispatch import CloseConnection, InFlight, RequestDispatcher
 from broker.request_timing import RequestClock
 from protocol.errors import ProtocolError
 from protocol.frames import FrameDecoder
+from purgatory import Clock
 
 log = logging.getLogger("broker.connection")
 
@@ -38,18 +49,26 @@ class KafkaConnection(asyncio.Protocol):
         self,
         dispatcher: RequestDispatcher,
         request_clock: RequestClock,
+        clock: Clock,
         max_request_bytes: int,
         connection_index: int,
         on_close: Callable[[KafkaConnection], None],
     ) -> None:
         self._dispatcher = dispatcher
-        self._clock = request_clock
+        self._request_clock = request_clock
+        self._clock = clock
         self._decoder = FrameDecoder(max_request_bytes)
         self._index = connection_index
         self._on_close = on_close
         self._pending: deque[InFlight] = deque()
+        self._backlog: deque[bytes] = deque()
+        self._fatal: str | None = None  # a bad frame read: close once the backlog is done
         self._transport: asyncio.Transport | None = None
         self._closed = False
+        self._muted = False
+        self._write_paused = False
+        self._reading_paused = False
+        self._last_active_ms = clock.now_ms()
         self._info = ConnectionInfo("", "", 0, 0)
 
     # -- asyncio callbacks -------------------------------------------------------------
@@ -73,35 +92,41 @@ class KafkaConnection(asyncio.Protocol):
             if in_flight.future is not None and not in_flight.future.done():
                 in_flight.future.cancel()
         self._pending.clear()
+        self._backlog.clear()
         self._on_close(self)
 
     def pause_writing(self) -> None:
         # The client is not reading its responses: stop reading its requests.
-        if self._transport is not None:
-            self._transport.pause_reading()
+        self._write_paused = True
+        self._update_reading()
 
     def resume_writing(self) -> None:
-        if self._transport is not None and not self._closed:
-            self._transport.resume_reading()
+        self._write_paused = False
+        self._update_reading()
 
     def data_received(self, data: bytes) -> None:
         if self._closed:
             return
-        received_ns = self._clock.monotonic_ns()
+        received_ns = self._request_clock.monotonic_ns()
+        self._last_active_ms = self._clock.now_ms()
         try:
             frames = self._decoder.feed(data)
         except ProtocolError as exc:
-            # Answer what arrived whole before the bad length prefix, then close.
-            for frame in getattr(exc, "complete_frames", ()):
+            # What arrived whole before the bad length prefix is still answered, in
+            # order; then the connection closes.
+            frames = list(getattr(exc, "complete_frames", ()))
+            self._fatal = f"bad frame: {exc}"
+        if self._backlog or self._muted:
+            self._backlog.extend(frames)
+        else:
+            for frame in frames:
                 if self._closed:
                     return
-                self._on_frame(frame, received_ns)
-            self.abort(f"bad frame: {exc}")
-            return
-        for frame in frames:
-            if self._closed:
-                return
-            self._on_frame(frame, received_ns)
+                if self._muted:
+                    self._backlog.append(frame)
+                else:
+                    self._on_frame(frame, received_ns)
+        self._after_requests()
 
     # -- requests ----------------------------------------------------------------------
 
@@ -114,6 +139,7 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.append(in_flight)
         future = in_flight.future
         if future is not None:
+            self._muted = True  # Kafka's mute: the next request waits for this answer
             future.add_done_callback(functools.partial(self._on_parked_done, in_flight))
         elif self._pending[0] is in_flight:
             self._flush()
@@ -126,15 +152,47 @@ class KafkaConnection(asyncio.Protocol):
         except CloseConnection as exc:
             self.abort(str(exc))
             return
-        if in_flight.ready:
-            self._flush()
+        if not in_flight.ready:
+            return
+        self._flush()
+        if not self._pending:
+            self._muted = False
+            self._drain_backlog()
+            self._after_requests()
+
+    def _drain_backlog(self) -> None:
+        """Handle waiting frames, one request in progress at a time."""
+        backlog = self._backlog
+        while backlog and not self._muted and not self._closed:
+            self._on_frame(backlog.popleft(), self._request_clock.monotonic_ns())
+
+    def _after_requests(self) -> None:
+        if self._closed:
+            return
+        if self._fatal is not None and not self._backlog and not self._pending:
+            self.abort(self._fatal)
+            return
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read while nothing waits; stop while muted, backlogged, or not read from."""
+        transport = self._transport
+        if transport is None or self._closed:
+            return
+        pause = self._muted or self._write_paused or self._fatal is not None
+        if pause != self._reading_paused:
+            self._reading_paused = pause
+            if pause:
+                transport.pause_reading()
+            else:
+                transport.resume_reading()
 
     def _flush(self) -> None:
         """Write every ready response at the head of the queue, in request order."""
         transport = self._transport
         queue = self._pending
         dispatcher = self._dispatcher
-        now_ns = self._clock.monotonic_ns
+        now_ns = self._request_clock.monotonic_ns
         while queue and queue[0].ready:
             in_flight = queue.popleft()
             ctx = in_flight.ctx
@@ -152,13 +210,24 @@ class KafkaConnection(asyncio.Protocol):
             if ctx is not None:
                 ctx.timing.send_end_ns = now_ns()
             dispatcher.completed(in_flight, size)
+        self._last_active_ms = self._clock.now_ms()
 
-    def abort(self, reason: str) -> None:
-        """Close this connection because of what its peer sent; others are untouched."""
+    # -- the broker's view -------------------------------------------------------------
+
+    def idle_since_ms(self) -> int | None:
+        """When this connection last read or wrote, or None while a request is in
+        flight (a long-poll is not idleness)."""
+        if self._pending or self._backlog:
+            return None
+        return self._last_active_ms
+
+    def abort(self, reason: str, *, level: int = logging.WARNING) -> None:
+        """Close this connection because of what its peer did; others are untouched."""
         if self._closed:
             return
-        log.warning("closing connection %s: %s", self._info.connection_id, reason)
+        log.log(level, "closing connection %s: %s", self._info.connection_id, reason)
         self._closed = True
+        self._backlog.clear()
         if self._transport is not None:
             self._transport.close()
 

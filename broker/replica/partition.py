@@ -20,10 +20,10 @@ from broker.replica.leader_epoch_cache import LeaderEpochCache
 from broker.replica.producer_state import ProducerStateManager
 from protocol.record_batch import (
     CorruptRecordError,
-    InvalidRecordError,
     RecordBatchHeader,
     iter_batches,
     validate_batches,
+    validate_records,
 )
 
 if TYPE_CHECKING:
@@ -129,12 +129,13 @@ class Partition:
             return AppendResult(ErrorCode.not_leader_or_follower)
         try:
             headers = validate_batches(records)
-        except InvalidRecordError as exc:
-            # Well-formed bytes breaking a rule (count vs lastOffsetDelta, codec id):
-            # Kafka's InvalidRecordException, answered INVALID_RECORD, not CORRUPT_MESSAGE.
-            return AppendResult(ErrorCode.invalid_record, error_message=str(exc))
+            if any(header.compression for header in headers):
+                _validate_compressed_records(records)
         except CorruptRecordError as exc:
-            return AppendResult(ErrorCode.corrupt_message, error_message=str(exc))
+            # Bad bytes are CORRUPT_MESSAGE; well-formed bytes breaking a rule (count vs
+            # lastOffsetDelta, record framing) Kafka's INVALID_RECORD; a batch inflating
+            # past the bound MESSAGE_TOO_LARGE: the error says which (``error_code``).
+            return AppendResult(exc.error_code, error_message=str(exc))
         for header in headers:
             if header.size > self.max_message_bytes:
                 return AppendResult(
@@ -352,3 +353,16 @@ class Partition:
         if fetch_offset >= bound or fetch_offset < self.log_start_offset:
             return 0
         return len(self.log.read(fetch_offset, limit, max_offset=bound, min_one_batch=True))
+
+
+def _validate_compressed_records(records: bytes) -> None:
+    """Kafka's LogValidator for compressed batches: inflate (bounded) and check every
+    record's framing, so a batch whose CRC is right but whose payload is garbage or a
+    decompression bomb never reaches the log. Uncompressed batches are not walked
+    record by record here (their bytes are what a reader reads, CRC-checked; a reader
+    that decodes records copes with a bad one): that walk would cost ~0.6 µs a record
+    on the produce path."""
+    view = memoryview(records)
+    for position, header in iter_batches(records):
+        if header.compression:
+            validate_records(view[position : position + header.size])

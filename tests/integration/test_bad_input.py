@@ -26,8 +26,15 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from protocol.builders import request_builder
-from protocol.record_batch import build_record_batch, compute_crc
+from protocol.record_batch import compute_crc
 from tests.helpers.raw_client import RawClient
+from tests.helpers.requests import (
+    API_VERSIONS_FIELDS,
+    batch,
+    fetch_fields,
+    metadata_fields,
+    produce_fields,
+)
 from tests.integration.conftest import BrokerProcess, running_cluster
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 0, 1, 2, 3, 18
@@ -83,30 +90,9 @@ async def assert_others_still_served(bootstrap: str, topic: str = "survivor") ->
 # ------------------------------------------------------------------- request builders
 
 
-def _batch(value: bytes = b"v", count: int = 1) -> bytes:
-    return build_record_batch([(None, value, ())] * count, timestamp_ms=1_700_000_000_000)
-
-
-def _produce_fields(
-    topic: str, records: bytes | None, *, partition: int = 0, acks: int = 1
-) -> dict[str, Any]:
-    b = request_builder(PRODUCE, PRODUCE_V)
-    return {
-        "transactional_id": None,
-        "acks": acks,
-        "timeout": 5000,
-        "topic_data": (
-            b.TopicProduceData(
-                name=topic,
-                partition_data=(b.PartitionProduceData(index=partition, records=records),),
-            ),
-        ),
-    }
-
-
 async def _produce(raw: RawClient, topic: str, records: bytes | None, **kw: Any) -> Any:
     response = await raw.request(
-        PRODUCE, PRODUCE_V, "ProduceRequest", **_produce_fields(topic, records, **kw)
+        PRODUCE, PRODUCE_V, "ProduceRequest", **produce_fields(topic, records, **kw)
     )
     (topic_response,) = response.responses
     (partition,) = topic_response.partition_responses
@@ -130,48 +116,6 @@ async def _latest(raw: RawClient, topic: str) -> int:
     partition = response.topics[0].partitions[0]
     assert partition.error_code == ErrorCode.none
     return int(partition.offset)
-
-
-def _fetch_fields(topic: str, offset: int, max_wait_ms: int) -> dict[str, Any]:
-    b = request_builder(FETCH, FETCH_V)
-    return {
-        "replica_id": -1,
-        "max_wait": max_wait_ms,
-        "min_bytes": 1,
-        "max_bytes": 1 << 20,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": (
-            b.FetchTopic(
-                topic=topic,
-                partitions=(
-                    b.FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=offset,
-                        log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
-                    ),
-                ),
-            ),
-        ),
-        "forgotten_topics_data": (),
-        "rack_id": "",
-    }
-
-
-def _metadata_fields(*topics: str) -> dict[str, Any]:
-    b = request_builder(METADATA, METADATA_V)
-    return {
-        "topics": tuple(b.MetadataRequestTopic(name=t) for t in topics),
-        "allow_auto_topic_creation": True,
-        "include_cluster_authorized_operations": False,
-        "include_topic_authorized_operations": False,
-    }
-
-
-_API_VERSIONS_FIELDS = {"client_software_name": "bad-input", "client_software_version": "1"}
 
 
 def _header_only(api_key: int, version: int, correlation_id: int, body: bytes = b"") -> bytes:
@@ -216,7 +160,7 @@ async def test_requests_before_a_bad_prefix_are_answered(
 ) -> None:
     """Whole requests that arrived ahead of the bad frame in the same read get answers."""
     payload = request_builder(API_VERSIONS, API_VERSIONS_V).ApiVersionsRequest(
-        **_API_VERSIONS_FIELDS
+        **API_VERSIONS_FIELDS
     )
     good = raw.client.send(API_VERSIONS, API_VERSIONS_V, payload)
     raw.write(good.data + struct.pack(">i", SMALL_REQUEST_LIMIT * 10))
@@ -281,7 +225,7 @@ async def test_unsupported_api_versions_version_gets_the_v0_answer(
     assert listed[API_VERSIONS][0] == 0
     # The connection stays open so the client can retry with a version we speak.
     retry = await raw.request(
-        API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS
+        API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **API_VERSIONS_FIELDS
     )
     assert retry.error_code == ErrorCode.none
     await assert_others_still_served(small_kafka.bootstrap)
@@ -294,9 +238,9 @@ async def test_wrong_crc_is_corrupt_message_and_nothing_is_appended(
     small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     small_kafka.cluster.create_topic("crc", 1, 1, {})
-    good = await _produce(raw, "crc", _batch(b"good"))
+    good = await _produce(raw, "crc", batch(b"good"))
     assert (good.error_code, good.base_offset) == (ErrorCode.none, 0)
-    bad = bytearray(_batch(b"evil"))
+    bad = bytearray(batch(b"evil"))
     bad[-1] ^= 0xFF  # a flipped bit in the value: the CRC no longer matches
     answer = await _produce(raw, "crc", bytes(bad))
     assert answer.error_code == ErrorCode.corrupt_message
@@ -307,13 +251,13 @@ async def test_wrong_crc_is_corrupt_message_and_nothing_is_appended(
 @pytest.mark.parametrize(
     ("name", "records", "expected"),
     [
-        ("truncated batch", _batch()[:-3], ErrorCode.corrupt_message),
+        ("truncated batch", batch()[:-3], ErrorCode.corrupt_message),
         (
             "batch length past the end",
-            _batch()[:8] + struct.pack(">i", 5000) + _batch()[12:],
+            batch()[:8] + struct.pack(">i", 5000) + batch()[12:],
             ErrorCode.corrupt_message,
         ),
-        ("old magic", _batch()[:16] + b"\x01" + _batch()[17:], None),
+        ("old magic", batch()[:16] + b"\x01" + batch()[17:], None),
         ("empty records", b"", None),
         ("null records", None, None),
         ("garbage", b"\x00" * 70, None),
@@ -339,8 +283,7 @@ async def test_inconsistent_record_count_is_invalid_record(
     small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     """lastOffsetDelta says 1000 records, the batch holds one: Kafka's INVALID_RECORD."""
-    batch = build_record_batch([(None, b"x", ())], timestamp_ms=1_700_000_000_000)
-    forged = bytearray(batch)
+    forged = bytearray(batch(b"x"))
     struct.pack_into(">i", forged, 23, 999)  # lastOffsetDelta
     struct.pack_into(">I", forged, 17, compute_crc(forged))
     small_kafka.cluster.create_topic("forged", 1, 1, {})
@@ -353,9 +296,9 @@ async def test_batch_over_max_message_bytes_is_message_too_large(
     small_kafka: MiniKafka, raw: RawClient
 ) -> None:
     small_kafka.cluster.create_topic("capped", 1, 1, {"max.message.bytes": "1000"})
-    fits = await _produce(raw, "capped", _batch(b"s" * 500))
+    fits = await _produce(raw, "capped", batch(b"s" * 500))
     assert fits.error_code == ErrorCode.none
-    answer = await _produce(raw, "capped", _batch(b"L" * 2000))
+    answer = await _produce(raw, "capped", batch(b"L" * 2000))
     assert answer.error_code == ErrorCode.message_too_large
     assert await _latest(raw, "capped") == 1
     await assert_others_still_served(small_kafka.bootstrap)
@@ -363,7 +306,7 @@ async def test_batch_over_max_message_bytes_is_message_too_large(
 
 @pytest.mark.parametrize("topic", ["bad topic", "..", "a" * 250, "slash/name", ""])
 async def test_invalid_topic_name(small_kafka: MiniKafka, raw: RawClient, topic: str) -> None:
-    answer = await _produce(raw, topic, _batch())
+    answer = await _produce(raw, topic, batch())
     assert answer.error_code == ErrorCode.invalid_topic_exception
     await assert_others_still_served(small_kafka.bootstrap)
 
@@ -371,7 +314,7 @@ async def test_invalid_topic_name(small_kafka: MiniKafka, raw: RawClient, topic:
 @pytest.mark.parametrize("acks", [2, -2, 5])
 async def test_invalid_acks(small_kafka: MiniKafka, raw: RawClient, acks: int) -> None:
     small_kafka.cluster.create_topic("acks", 1, 1, {})
-    answer = await _produce(raw, "acks", _batch(), acks=acks)
+    answer = await _produce(raw, "acks", batch(), acks=acks)
     assert answer.error_code == ErrorCode.invalid_required_acks
     assert await _latest(raw, "acks") == 0
     await assert_others_still_served(small_kafka.bootstrap)
@@ -379,10 +322,10 @@ async def test_invalid_acks(small_kafka: MiniKafka, raw: RawClient, acks: int) -
 
 async def test_unknown_partition_and_unknown_topic(small_kafka: MiniKafka, raw: RawClient) -> None:
     small_kafka.cluster.create_topic("one-partition", 1, 1, {})
-    answer = await _produce(raw, "one-partition", _batch(), partition=5)
+    answer = await _produce(raw, "one-partition", batch(), partition=5)
     assert answer.error_code == ErrorCode.unknown_topic_or_partition
     # Produce never creates topics (only Metadata does, with auto-create).
-    missing = await _produce(raw, "never-created", _batch())
+    missing = await _produce(raw, "never-created", batch())
     assert missing.error_code == ErrorCode.unknown_topic_or_partition
     assert "never-created" not in small_kafka.cluster.topics
     await assert_others_still_served(small_kafka.bootstrap)
@@ -393,9 +336,9 @@ async def test_error_in_an_acks_0_produce_closes_the_connection(
 ) -> None:
     """The client reads no answer to an acks=0 produce: Kafka closes to tell it."""
     small_kafka.cluster.create_topic("noack", 1, 1, {})
-    bad = bytearray(_batch())
+    bad = bytearray(batch())
     bad[-1] ^= 1
-    raw.send(PRODUCE, PRODUCE_V, "ProduceRequest", **_produce_fields("noack", bytes(bad), acks=0))
+    raw.send(PRODUCE, PRODUCE_V, "ProduceRequest", **produce_fields("noack", bytes(bad), acks=0))
     assert await raw.closed_by_broker()
     await assert_others_still_served(small_kafka.bootstrap)
 
@@ -432,8 +375,9 @@ def test_broker_process_survives_a_barrage(broker_process: type[BrokerProcess]) 
 
 
 async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> None:
-    """A parked Fetch holds back the answers to later requests that were ready first;
-    an acks=0 produce among them answers nothing and does not disturb the order."""
+    """One request in progress per connection (Kafka mutes the channel): requests
+    pipelined behind a parked Fetch wait, unhandled, until it is answered; then all are
+    answered in request order, and an acks=0 produce among them answers nothing."""
     kafka.cluster.create_topic("pipe-wait", 1, 1, {})
     kafka.cluster.create_topic("pipe-noack", 1, 1, {})
     fetch_purgatory = kafka.brokers[0].purgatories["Fetch"]
@@ -443,18 +387,18 @@ async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> N
             (
                 FETCH,
                 FETCH_V,
-                conn.send(FETCH, FETCH_V, "FetchRequest", **_fetch_fields("pipe-wait", 0, 30_000)),
+                conn.send(FETCH, FETCH_V, "FetchRequest", **fetch_fields("pipe-wait", 0, 30_000)),
             ),
             (
                 METADATA,
                 METADATA_V,
-                conn.send(METADATA, METADATA_V, "MetadataRequest", **_metadata_fields("pipe-wait")),
+                conn.send(METADATA, METADATA_V, "MetadataRequest", **metadata_fields("pipe-wait")),
             ),
             (
                 API_VERSIONS,
                 API_VERSIONS_V,
                 conn.send(
-                    API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS
+                    API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **API_VERSIONS_FIELDS
                 ),
             ),
         ]
@@ -462,26 +406,27 @@ async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> N
             PRODUCE,
             PRODUCE_V,
             "ProduceRequest",
-            **_produce_fields("pipe-noack", _batch(b"fire and forget"), acks=0),
+            **produce_fields("pipe-noack", batch(b"fire and forget"), acks=0),
         )
         sent.append(
             (
                 API_VERSIONS,
                 API_VERSIONS_V,
                 conn.send(
-                    API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **_API_VERSIONS_FIELDS
+                    API_VERSIONS, API_VERSIONS_V, "ApiVersionsRequest", **API_VERSIONS_FIELDS
                 ),
             )
         )
-        # When the acks=0 record is in the log, every request before it has been handled
-        # (a connection handles its requests in arrival order) while the fetch still waits.
+        # While the fetch waits, nothing behind it runs: the acks=0 record is not in
+        # the log (Kafka reads a connection's next request only after answering).
         noack_log = kafka.brokers[0].replica_manager.partitions[("pipe-noack", 0)].log
         for _ in range(500):
-            if noack_log.log_end_offset == 1:
+            if fetch_purgatory.num_delayed() == 1:
                 break
             await asyncio.sleep(0.01)
-        assert noack_log.log_end_offset == 1
-        assert fetch_purgatory.num_delayed() == 1, "the fetch should still be parked"
+        assert fetch_purgatory.num_delayed() == 1, "the fetch should be parked"
+        await asyncio.sleep(0.2)
+        assert noack_log.log_end_offset == 0
 
         # Now a record for the fetch, from another client: it completes the fetch.
         producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap)
@@ -492,6 +437,7 @@ async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> N
             await producer.stop()
 
         answers = [await conn.response() for _ in sent]
+        assert noack_log.log_end_offset == 1  # handled after the fetch was answered
     finally:
         await conn.close()
     assert [(a.api_key, a.api_version, a.correlation_id) for a in answers] == sent
@@ -515,10 +461,10 @@ async def test_fifty_concurrent_connections(kafka: MiniKafka) -> None:
         conn = await open_raw(kafka.bootstrap)
         try:
             metadata = await conn.request(
-                METADATA, METADATA_V, "MetadataRequest", **_metadata_fields("crowd")
+                METADATA, METADATA_V, "MetadataRequest", **metadata_fields("crowd")
             )
             assert metadata.topics[0].error_code == ErrorCode.none
-            answer = await _produce(conn, "crowd", _batch(f"client-{i}".encode()))
+            answer = await _produce(conn, "crowd", batch(f"client-{i}".encode()))
             assert answer.error_code == ErrorCode.none
             return int(answer.base_offset)
         finally:
@@ -535,8 +481,8 @@ async def test_fifty_concurrent_connections(kafka: MiniKafka) -> None:
         await consumer.seek_to_beginning(tp)
         values: list[bytes] = []
         for _ in range(100):
-            batch = await consumer.getmany(timeout_ms=200)
-            values.extend(r.value for records in batch.values() for r in records)
+            fetched = await consumer.getmany(timeout_ms=200)
+            values.extend(r.value for records in fetched.values() for r in records)
             if len(values) >= clients:
                 break
     finally:
@@ -561,8 +507,8 @@ async def test_fetch_errors_are_per_partition(
 ) -> None:
     small_kafka.cluster.create_topic("fetched", 1, 1, {})
     for i in range(3):
-        await _produce(raw, "fetched", _batch(f"f{i}".encode()))
-    response = await raw.request(FETCH, FETCH_V, "FetchRequest", **_fetch_fields(topic, offset, 0))
+        await _produce(raw, "fetched", batch(f"f{i}".encode()))
+    response = await raw.request(FETCH, FETCH_V, "FetchRequest", **fetch_fields(topic, offset, 0))
     assert response.error_code == ErrorCode.none
     partition = response.responses[0].partitions[0]
     assert partition.error_code == expected
@@ -576,7 +522,7 @@ async def test_fetch_errors_are_per_partition(
 async def test_fetch_naming_an_unknown_session_is_refused(
     small_kafka: MiniKafka, raw: RawClient
 ) -> None:
-    fields = _fetch_fields("fetched", 0, 0)
+    fields = fetch_fields("fetched", 0, 0)
     fields["session_id"] = 1234
     response = await raw.request(FETCH, FETCH_V, "FetchRequest", **fields)
     assert response.error_code == ErrorCode.fetch_session_id_not_found
