@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 
 from broker.context import ConnectionInfo, RequestContext
-from broker.handlers.base import ApiHandler
+from broker.handlers.base import ApiHandler, TopicPartitions
 from broker.request_timing import RequestClock, RequestTiming
 from broker.services import BrokerServices
 from protocol.codec import (
@@ -60,7 +60,9 @@ class RequestObserver(Protocol):
 class FaultPolicy(Protocol):
     """Injected faults (``broker/control/faults.py``), asked once per request."""
 
-    def intercept(self, ctx: RequestContext, request: Any) -> ErrorCode | None: ...
+    def intercept(
+        self, ctx: RequestContext, request: Any, topic_partitions: TopicPartitions | None
+    ) -> ErrorCode | None: ...
 
     def response_delay_ms(self, broker_id: int) -> int: ...
 
@@ -166,7 +168,7 @@ class RequestDispatcher:
         in_flight = InFlight(ctx, request)
         timing.local_start_ns = clock.monotonic_ns()
         try:
-            error = self._faults.intercept(ctx, request)
+            error = self._faults.intercept(ctx, request, handler.topic_partitions)
             if error is None:
                 result = handler.handle(ctx, request)
             else:

@@ -3,33 +3,35 @@
 One ``FaultInjector`` serves a whole simulated cluster (rules are per broker id, so they
 survive a broker's restart). The connection asks it two things on the request path:
 
-* ``intercept(ctx, request)`` before the handler runs: an error response when a rule
-  matches (the handler is then *not* run, so a failed produce appends nothing), else
-  None. With no rule for the broker this is one dict lookup.
+* ``intercept(ctx, request, topic_partitions)`` before the handler runs: the error to
+  answer with when a rule matches (the dispatcher then answers with the API's own
+  ``error_response`` and does *not* run the handler, so a failed produce appends
+  nothing), else None. With no rule for the broker this is one dict lookup. The
+  (topic, partition) pairs a request names come from its API's handler module
+  (``topic_partitions``), asked only when a rule is limited to a topic.
 * ``response_delay_ms(broker_id)`` before writing a response: the injected latency.
 
 Validation lives here too (``parse_error_code``, ``parse_api_key``, ``add_failure``),
 so the control endpoint and the command line reject the same things with the same
-message, and a rejected fault changes nothing.
+message, and a rejected fault changes nothing. Which APIs can be failed, and which can
+be limited to a topic, is the handler registry's knowledge, given as data at
+construction: this module knows no API.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.control.error_responses import (
-    ERROR_RESPONSE_API_KEYS,
-    TOPIC_API_KEYS,
-    request_topic_partitions,
-)
 from protocol.api_registry import KIO_VERSIONS, api_name
 
 if TYPE_CHECKING:
     from broker.context import RequestContext
+    from broker.handlers.base import TopicPartitions
 
 __all__ = [
     "MAX_LATENCY_MS",
@@ -76,8 +78,8 @@ def parse_error_code(value: object) -> ErrorCode:
 
 
 def parse_api_key(value: object) -> int:
-    """An API key from its number or Kafka's name (``Produce``, case-insensitive); only
-    APIs for which an error response can be built."""
+    """A Kafka API key from its number or Kafka's name (``Produce``, case-insensitive).
+    Whether this broker serves it is ``FaultInjector.add_failure``'s question."""
     key: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         key = value
@@ -92,9 +94,8 @@ def parse_api_key(value: object) -> int:
                 raise FaultError(f"unknown API name {value!r}")
     if key is None:
         raise FaultError(f"api_key must be an integer or an API name, not {value!r}")
-    if key not in ERROR_RESPONSE_API_KEYS:
-        supported = ", ".join(f"{k} ({api_name(k)})" for k in sorted(ERROR_RESPONSE_API_KEYS))
-        raise FaultError(f"cannot fail API key {key}: supported are {supported}")
+    if key not in KIO_VERSIONS:
+        raise FaultError(f"unknown API key {key}")
     return key
 
 
@@ -112,10 +113,14 @@ class FailureRule:
     partition: int | None = None
     fired: int = 0
 
-    def matches(self, ctx: RequestContext, request: Any) -> bool:
+    def matches(
+        self, ctx: RequestContext, request: Any, topic_partitions: TopicPartitions | None
+    ) -> bool:
         if self.topic is None:
             return True
-        for topic, partition in request_topic_partitions(ctx, request):
+        if topic_partitions is None:
+            return False
+        for topic, partition in topic_partitions(ctx, request):
             if topic == self.topic and (
                 self.partition is None or partition is None or partition == self.partition
             ):
@@ -140,7 +145,9 @@ class FailureRule:
 class NoFaults:
     """The default injector of a broker built without one: never intervenes."""
 
-    def intercept(self, ctx: RequestContext, request: Any) -> ErrorCode | None:
+    def intercept(
+        self, ctx: RequestContext, request: Any, topic_partitions: TopicPartitions | None
+    ) -> ErrorCode | None:
         return None
 
     def response_delay_ms(self, broker_id: int) -> int:
@@ -148,9 +155,19 @@ class NoFaults:
 
 
 class FaultInjector(NoFaults):
-    """The cluster's injected faults, by broker id."""
+    """The cluster's injected faults, by broker id.
 
-    def __init__(self) -> None:
+    ``failable_api_keys``: the APIs a rule may fail (those served, each with its error
+    response); ``topic_api_keys``: those whose requests name topics, so a rule may be
+    limited to a topic(-partition). The composition root gives both from the handler
+    registry.
+    """
+
+    def __init__(self, failable_api_keys: Iterable[int], topic_api_keys: Iterable[int]) -> None:
+        self._failable = frozenset(failable_api_keys)
+        self._topic_keys = frozenset(topic_api_keys)
+        if not self._topic_keys <= self._failable:
+            raise ValueError("topic_api_keys must be failable API keys")
         self._rules: dict[int, list[FailureRule]] = {}
         self._latency_ms: dict[int, int] = {}
         self._ids = itertools.count(1)
@@ -159,15 +176,18 @@ class FaultInjector(NoFaults):
 
     # -- the request path ---------------------------------------------------------------
 
-    def intercept(self, ctx: RequestContext, request: Any) -> ErrorCode | None:
+    def intercept(
+        self, ctx: RequestContext, request: Any, topic_partitions: TopicPartitions | None
+    ) -> ErrorCode | None:
         """The error to answer ``request`` with instead of handling it, if a rule says so;
-        the dispatcher builds the answer with the API's own ``error_response``."""
+        the dispatcher builds the answer with the API's own ``error_response``.
+        ``topic_partitions`` is the API's (None when its requests name no topic)."""
         rules = self._rules.get(ctx.services.broker_id)
         if not rules:
             return None
         api_key = ctx.header.api_key
         for rule in rules:
-            if rule.api_key == api_key and rule.matches(ctx, request):
+            if rule.api_key == api_key and rule.matches(ctx, request, topic_partitions):
                 rule.remaining -= 1
                 rule.fired += 1
                 if rule.remaining <= 0:
@@ -202,6 +222,12 @@ class FaultInjector(NoFaults):
     ) -> FailureRule:
         """Validate everything first, then add the rule: a bad one changes nothing."""
         key = parse_api_key(api_key)
+        if key not in self._failable:
+            served = ", ".join(f"{k} ({api_name(k)})" for k in sorted(self._failable))
+            raise FaultError(
+                f"cannot fail API key {key} ({api_name(key)}): this broker does not serve it; "
+                f"it serves {served}"
+            )
         code = parse_error_code(error)
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
             raise FaultError(f"count must be an integer 1..{MAX_COUNT}, not {count!r}")
@@ -212,7 +238,7 @@ class FaultInjector(NoFaults):
                 raise FaultError(f"partition must be an integer >= 0, not {partition!r}")
             if topic is None:
                 raise FaultError("partition given without topic")
-        if topic is not None and key not in TOPIC_API_KEYS:
+        if topic is not None and key not in self._topic_keys:
             raise FaultError(f"{api_name(key)} requests name no topics; drop topic/partition")
         rule = FailureRule(next(self._ids), broker_id, key, code, count, topic, partition)
         self._rules.setdefault(broker_id, []).append(rule)

@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import MetadataError
 from broker.context import RequestContext
+from broker.handlers.base import error_message
 from broker.handlers.topic_configs import (
     check_alterable_topic,
     duplicate_resources,
@@ -57,3 +58,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return b.AlterConfigsResponse(throttle_time=0, responses=tuple(responses))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every resource of the request; nothing is changed."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.AlterConfigsResponse(
+        throttle_time=0,
+        responses=tuple(
+            b.AlterConfigsResourceResponse(
+                error_code=error,
+                error_message=error_message(error),
+                resource_type=int(resource.resource_type),
+                resource_name=resource.resource_name,
+            )
+            for resource in request.resources
+        ),
+    )

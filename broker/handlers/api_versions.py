@@ -29,3 +29,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         ),
         throttle_time=0,
     )
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` at the top level; with UNSUPPORTED_VERSION, ApiVersions' own range, as
+    Kafka (KIP-511) answers so that the client can retry with a version we speak."""
+    b = response_builder(API_KEY, ctx.api_version)
+    api_keys: tuple[Any, ...] = ()
+    if error is ErrorCode.unsupported_version:
+        api_keys = tuple(
+            b.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
+            for s in ctx.services.api_specs
+            if s.api_key == API_KEY
+        )
+    return b.ApiVersionsResponse(error_code=error, api_keys=api_keys, throttle_time=0)

@@ -21,6 +21,8 @@ from broker.context import RequestContext
 HandlerResult = Any | asyncio.Future[Any] | None
 Handle = Callable[[RequestContext, Any], HandlerResult]
 ErrorResponse = Callable[[RequestContext, Any, ErrorCode], Any]
+TopicPartitionPairs = list[tuple[str | None, int | None]]
+TopicPartitions = Callable[[RequestContext, Any], TopicPartitionPairs]
 
 
 class HandlerModule(Protocol):
@@ -34,12 +36,26 @@ class HandlerModule(Protocol):
 
     def error_response(self, ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
         """The API's answer to ``request`` carrying ``error`` everywhere it can go, built
-        without handling it (injected faults, and a handler that raised)."""
+        without handling it (injected faults, and a handler that raised). Required.
+
+        A module whose requests name topics also has ``topic_partitions(ctx, request)``:
+        the (topic, partition) pairs the request names (partition None for a whole
+        topic, topic None for an unknown topic id), for faults limited to a topic."""
+
+
+def error_message(error: ErrorCode) -> str | None:
+    """The ``error_message`` of an error response built without handling the request:
+    none for UNKNOWN_SERVER_ERROR (as Kafka, which does not show a server bug's message
+    to clients), else one naming the error."""
+    if error is ErrorCode.unknown_server_error:
+        return None
+    return f"injected fault: {error.name.upper()}"
 
 
 @dataclass(frozen=True, slots=True)
 class ApiHandler:
-    """A registered API: its key, the versions we serve, and its two functions."""
+    """A registered API: its key, the versions we serve, its two functions, and (for
+    APIs whose requests name topics) the topic-partitions a request names."""
 
     api_key: int
     name: str
@@ -47,3 +63,4 @@ class ApiHandler:
     max_version: int
     handle: Handle
     error_response: ErrorResponse
+    topic_partitions: TopicPartitions | None = None

@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import MetadataError
 from broker.context import RequestContext
+from broker.handlers.base import error_message
 from protocol.builders import response_builder
 
 API_KEY = 37
@@ -47,6 +48,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             b.CreatePartitionsTopicResult(name=topic.name, error_code=error, error_message=message)
         )
     return b.CreatePartitionsResponse(throttle_time=0, results=tuple(results))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every topic of the request; no partition is created."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.CreatePartitionsResponse(
+        throttle_time=0,
+        results=tuple(
+            b.CreatePartitionsTopicResult(
+                name=topic.name, error_code=error, error_message=error_message(error)
+            )
+            for topic in request.topics
+        ),
+    )
 
 
 def _create_partitions(ctx: RequestContext, topic: Any, validate_only: bool) -> None:

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import MetadataError, TopicInfo, validate_topic_name
 from broker.context import RequestContext
+from broker.handlers.base import error_message
 from broker.handlers.topic_configs import topic_config_entries, validate_topic_configs
 from protocol.builders import Builder, response_builder
 
@@ -49,15 +50,26 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 ErrorCode.invalid_request,
                 f"Create topics request contains multiple entries for the topic {topic.name}",
             )
-            results.append(_error(b, topic.name, error))
+            results.append(_error(b, topic.name, error.error, error.message))
             continue
         try:
             info = _create(ctx, topic, validate_only)
         except MetadataError as exc:
-            results.append(_error(b, topic.name, exc))
+            results.append(_error(b, topic.name, exc.error, exc.message))
             continue
         results.append(_created(ctx, b, info))
     return b.CreateTopicsResponse(throttle_time=0, topics=tuple(results))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every topic of the request; nothing is created."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.CreateTopicsResponse(
+        throttle_time=0,
+        topics=tuple(
+            _error(b, topic.name, error, error_message(error)) for topic in request.topics
+        ),
+    )
 
 
 def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> TopicInfo:
@@ -136,12 +148,12 @@ def _assignment(assignments: Any) -> list[list[int]]:
     return result
 
 
-def _error(b: Builder, name: str, error: MetadataError) -> Any:
+def _error(b: Builder, name: str, error: ErrorCode, message: str | None) -> Any:
     return b.CreatableTopicResult(
         name=name,
         topic_id=_NO_UUID,
-        error_code=error.error,
-        error_message=error.message,
+        error_code=error,
+        error_message=message,
         num_partitions=-1,
         replication_factor=-1,
         configs=None,

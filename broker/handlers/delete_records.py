@@ -86,3 +86,23 @@ def _deletes(ctx: RequestContext, topic: str) -> bool:
     if info is not None:
         policy = info.configs.get("cleanup.policy", policy)
     return "delete" in [part.strip() for part in policy.split(",")]
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition of the request, low watermark -1; nothing moves."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.DeleteRecordsResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.DeleteRecordsTopicResult(
+                name=topic.name,
+                partitions=tuple(
+                    b.DeleteRecordsPartitionResult(
+                        partition_index=int(p.partition_index), low_watermark=-1, error_code=error
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        ),
+    )

@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import OFFSETS_TOPIC, MetadataError
 from broker.context import RequestContext
+from broker.handlers.base import error_message
 from protocol.builders import response_builder
 
 API_KEY = 20
@@ -34,10 +35,7 @@ _NO_UUID = uuid.UUID(int=0)
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    if ctx.api_version >= 6:
-        wanted = [(t.name, t.topic_id or _NO_UUID) for t in request.topics]
-    else:
-        wanted = [(name, _NO_UUID) for name in request.topic_names]
+    wanted = _wanted(ctx, request)
     seen: dict[object, int] = {}
     for name, topic_id in wanted:
         key = name if name is not None else topic_id
@@ -60,6 +58,27 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return b.DeleteTopicsResponse(throttle_time=0, responses=tuple(results))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every topic of the request; nothing is deleted."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.DeleteTopicsResponse(
+        throttle_time=0,
+        responses=tuple(
+            b.DeletableTopicResult(
+                name=name, topic_id=topic_id, error_code=error, error_message=error_message(error)
+            )
+            for name, topic_id in _wanted(ctx, request)
+        ),
+    )
+
+
+def _wanted(ctx: RequestContext, request: Any) -> list[tuple[str | None, uuid.UUID]]:
+    """The topics a request names: (name, id) from v6, names only before."""
+    if ctx.api_version >= 6:
+        return [(t.name, t.topic_id or _NO_UUID) for t in request.topics]
+    return [(name, _NO_UUID) for name in request.topic_names]
 
 
 def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID) -> tuple[str, uuid.UUID]:

@@ -17,6 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.handlers.base import error_message
 from protocol.builders import response_builder
 
 API_KEY = 60
@@ -57,5 +58,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id,
         brokers=brokers,
+        cluster_authorized_operations=_UNKNOWN_OPERATIONS,
+    )
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` at the top level, and Kafka's defaults for the rest: no cluster id, no
+    controller, no brokers."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.DescribeClusterResponse(
+        throttle_time=0,
+        error_code=error,
+        error_message=error_message(error),
+        endpoint_type=BROKER_ENDPOINT,
+        cluster_id="",
+        controller_id=-1,
+        brokers=(),
         cluster_authorized_operations=_UNKNOWN_OPERATIONS,
     )

@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import MetadataError, validate_topic_name
 from broker.context import RequestContext
+from broker.handlers.base import error_message
 from broker.handlers.topic_configs import (
     ConfigEntry,
     broker_config_entries,
@@ -66,6 +67,24 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return b.DescribeConfigsResponse(throttle_time=0, results=tuple(results))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every resource of the request, with no configs."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.DescribeConfigsResponse(
+        throttle_time=0,
+        results=tuple(
+            b.DescribeConfigsResult(
+                error_code=error,
+                error_message=error_message(error),
+                resource_type=int(resource.resource_type),
+                resource_name=resource.resource_name,
+                configs=(),
+            )
+            for resource in request.resources
+        ),
+    )
 
 
 def _entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:

@@ -20,6 +20,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.handlers.base import TopicPartitionPairs
+from broker.handlers.topic_names import topic_id as request_topic_id
+from broker.handlers.topic_names import topic_name
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
 from protocol.builders import response_builder
 
@@ -91,6 +94,45 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if future.done():
         return future.result()
     return future
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition of the request; the top-level error stays NONE."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.FetchResponse(
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(
+            b.FetchableTopicResponse(
+                topic=topic_name(ctx, topic) or "",
+                topic_id=request_topic_id(topic),
+                partitions=tuple(
+                    b.PartitionData(
+                        partition_index=int(p.partition),
+                        error_code=error,
+                        high_watermark=-1,
+                        last_stable_offset=-1,
+                        log_start_offset=-1,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        records=None,
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        ),
+        node_endpoints=(),
+    )
+
+
+def topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
+    pairs: TopicPartitionPairs = []
+    for topic in request.topics:
+        name = topic_name(ctx, topic)
+        pairs.extend((name, int(p.partition)) for p in topic.partitions)
+    return pairs
 
 
 def _response(

@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import MetadataError, TopicInfo
 from broker.context import RequestContext
+from broker.handlers.base import error_message
 from broker.handlers.topic_configs import (
     TOPIC_CONFIG_DEFS,
     ConfigType,
@@ -103,3 +104,20 @@ def _apply(ctx: RequestContext, info: TopicInfo, changes: Any) -> dict[str, str]
         else:
             raise MetadataError(ErrorCode.invalid_request, f"Unknown config operation {operation}")
     return validate_topic_configs(overrides.items())
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every resource of the request; nothing is changed."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.IncrementalAlterConfigsResponse(
+        throttle_time=0,
+        responses=tuple(
+            b.AlterConfigsResourceResponse(
+                error_code=error,
+                error_message=error_message(error),
+                resource_type=int(resource.resource_type),
+                resource_name=resource.resource_name,
+            )
+            for resource in request.resources
+        ),
+    )

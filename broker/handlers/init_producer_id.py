@@ -44,3 +44,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         producer_id=ctx.services.metadata.next_producer_id(),
         producer_epoch=0,
     )
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error``, and no producer id (-1, epoch -1)."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.InitProducerIdResponse(
+        throttle_time=0, error_code=error, producer_id=-1, producer_epoch=-1
+    )

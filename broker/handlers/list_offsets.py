@@ -13,6 +13,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.handlers.base import TopicPartitionPairs
 from protocol.builders import response_builder
 
 API_KEY = 2
@@ -76,3 +77,32 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         topics.append(b.ListOffsetsTopicResponse(name=topic.name, partitions=tuple(partitions)))
     return b.ListOffsetsResponse(throttle_time=0, topics=tuple(topics))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition of the request, with no offset."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.ListOffsetsResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.ListOffsetsTopicResponse(
+                name=topic.name,
+                partitions=tuple(
+                    b.ListOffsetsPartitionResponse(
+                        partition_index=int(p.partition_index),
+                        error_code=error,
+                        timestamp=-1,
+                        offset=-1,
+                        leader_epoch=-1,
+                        old_style_offsets=(),
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        ),
+    )
+
+
+def topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
+    return [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]

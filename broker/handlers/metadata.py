@@ -14,6 +14,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import MetadataError, TopicInfo
 from broker.context import RequestContext
+from broker.handlers.base import TopicPartitionPairs
+from broker.handlers.topic_names import topic_name
 from protocol.builders import Builder, response_builder
 
 API_KEY = 3
@@ -48,6 +50,36 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_authorized_operations=-2147483648,
         error_code=ErrorCode.none,
     )
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """The brokers, and ``error`` for every topic asked for — every topic of the cluster
+    when the request asks for all (Kafka's error response lists no topic then)."""
+    b = response_builder(API_KEY, ctx.api_version)
+    cluster = ctx.services.metadata
+    return b.MetadataResponse(
+        throttle_time=0,
+        brokers=tuple(
+            b.MetadataResponseBroker(node_id=e.broker_id, host=e.host, port=e.port, rack=None)
+            for e in cluster.alive_brokers()
+        ),
+        cluster_id=cluster.cluster_id,
+        controller_id=cluster.controller_id,
+        topics=tuple(
+            _error_topic(b, name or "", None, error)
+            for name, _partition in topic_partitions(ctx, request)
+        ),
+        cluster_authorized_operations=-2147483648,
+        error_code=ErrorCode.none,
+    )
+
+
+def topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
+    """Whole topics (partition None): those named, or all of the cluster's."""
+    requested = request.topics
+    if requested is None or (ctx.api_version == 0 and not requested):
+        return [(name, None) for name in sorted(ctx.services.metadata.topics)]
+    return [(topic_name(ctx, topic), None) for topic in requested]
 
 
 def _requested_topic(ctx: RequestContext, b: Builder, wanted: Any, auto_create: bool) -> Any:

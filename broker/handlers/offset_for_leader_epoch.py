@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.context import RequestContext
 from protocol.builders import response_builder
 
@@ -44,3 +46,24 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         topics.append(b.OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(partitions)))
     return b.OffsetForLeaderEpochResponse(throttle_time=0, topics=tuple(topics))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition of the request, with no epoch (-1) and no end
+    offset (-1)."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.OffsetForLeaderEpochResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.OffsetForLeaderTopicResult(
+                topic=topic.topic,
+                partitions=tuple(
+                    b.EpochEndOffset(
+                        error_code=error, partition=int(p.partition), leader_epoch=-1, end_offset=-1
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        ),
+    )

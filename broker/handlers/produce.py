@@ -15,6 +15,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import MetadataError, validate_topic_name
 from broker.context import RequestContext
+from broker.handlers.base import TopicPartitionPairs, error_message
+from broker.handlers.topic_names import topic_id, topic_name
 from broker.replica.delayed_produce import ProducePartitionStatus, ProduceStatuses
 from broker.replica.partition import AppendResult
 from protocol.builders import response_builder
@@ -60,6 +62,45 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if future.done():
         return future.result()
     return future
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition of the request. With acks=0 there is no answer:
+    the connection is closed instead, as Kafka does on an error."""
+    if int(request.acks) == 0:
+        ctx.close_connection(f"{error.name.upper()} on a produce with acks=0")
+        return None
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.ProduceResponse(
+        responses=tuple(
+            b.TopicProduceResponse(
+                name=topic_name(ctx, topic) or "",
+                topic_id=topic_id(topic),
+                partition_responses=tuple(
+                    b.PartitionProduceResponse(
+                        index=int(data.index),
+                        error_code=error,
+                        base_offset=-1,
+                        log_append_time=None,
+                        log_start_offset=-1,
+                        record_errors=(),
+                        error_message=error_message(error),
+                    )
+                    for data in topic.partition_data
+                ),
+            )
+            for topic in request.topic_data
+        ),
+        throttle_time=0,
+    )
+
+
+def topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
+    pairs: TopicPartitionPairs = []
+    for topic in request.topic_data:
+        name = topic_name(ctx, topic)
+        pairs.extend((name, int(data.index)) for data in topic.partition_data)
+    return pairs
 
 
 def _precheck(ctx: RequestContext, topic: str, acks: int) -> ErrorCode | None:

@@ -2,16 +2,14 @@
 
 Adding an API means writing its module and adding it here. The versions served are the
 module's own range, clipped to what kio can decode, so we never advertise a version we
-cannot read.
+cannot read. Every module answers for its API: ``handle`` and ``error_response`` are
+required, ``topic_partitions`` is there when the API's requests name topics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
-
-from kio.schema.errors import ErrorCode
 
 from broker.handlers import (
     alter_configs,
@@ -41,7 +39,6 @@ from broker.handlers import (
     produce,
     sync_group,
 )
-from broker.context import RequestContext
 from broker.handlers.base import ApiHandler
 from protocol.api_registry import KIO_VERSIONS, ApiSpec, api_name
 
@@ -75,13 +72,9 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
 )
 
 
-def _central_error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
-    from broker.control.error_responses import build_error_response
-
-    return build_error_response(ctx, request, error)
-
-
 def build_registry(modules: tuple[ModuleType, ...] = HANDLER_MODULES) -> dict[int, ApiHandler]:
+    """Every module's API, checked: a module without a version in common with kio, or
+    without its ``error_response``, is a RuntimeError."""
     registry: dict[int, ApiHandler] = {}
     for module in modules:
         key = int(module.API_KEY)
@@ -92,8 +85,18 @@ def build_registry(modules: tuple[ModuleType, ...] = HANDLER_MODULES) -> dict[in
             raise RuntimeError(f"{module.__name__}: no version in common with kio")
         if key in registry:
             raise RuntimeError(f"API key {key} registered twice")
-        error_response = getattr(module, "error_response", None) or _central_error_response
-        registry[key] = ApiHandler(key, api_name(key), low, high, module.handle, error_response)
+        error_response = getattr(module, "error_response", None)
+        if error_response is None:
+            raise RuntimeError(f"{module.__name__}: no error_response")
+        registry[key] = ApiHandler(
+            key,
+            api_name(key),
+            low,
+            high,
+            module.handle,
+            error_response,
+            getattr(module, "topic_partitions", None),
+        )
     return registry
 
 

@@ -78,7 +78,10 @@ def _node(handlers: dict[int, ApiHandler] | None = None) -> Node:
     clock = ManualClock(1_000)
     metadata = ClusterMetadata()
     metadata.register_broker(0, "127.0.0.1", 9092)
-    faults = FaultInjector()
+    registry = build_registry()
+    faults = FaultInjector(
+        frozenset(registry), frozenset(k for k, h in registry.items() if h.topic_partitions)
+    )
     broker = build_broker(
         broker_id=0,
         config=BrokerConfig.model_validate({}),

@@ -1,8 +1,9 @@
 """Fault injection without a network: rules, validation, and the error responses.
 
-Every error response is encoded and decoded again for every version kio knows of each
-API, so a version whose shape differs (FindCoordinator v4, OffsetFetch v8, Produce
-v13's topic ids) cannot break only at run time.
+Every registered API's error response (its handler module's ``error_response``) is
+encoded and decoded again for every version kio knows of it, so a version whose shape
+differs (FindCoordinator v4, OffsetFetch v8, Produce v13's topic ids) cannot break only
+at run time.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import ClusterMetadata
 from broker.context import ConnectionInfo, RequestContext
-from broker.control.error_responses import ERROR_RESPONSE_API_KEYS, build_error_response
 from broker.control.faults import (
     FaultError,
     FaultInjector,
@@ -28,10 +28,27 @@ from broker.control.faults import (
     parse_api_key,
     parse_error_code,
 )
+from broker.handlers.registry import build_registry
 from protocol.api_registry import KIO_VERSIONS, request_class
 from protocol.codec import RequestHeader, decode_response, encode_response
 
 TOPIC = "orders"
+REGISTRY = build_registry()
+
+
+def _faults() -> FaultInjector:
+    """The injector as the composition root builds it, from the handler registry."""
+    topic_keys = frozenset(k for k, h in REGISTRY.items() if h.topic_partitions is not None)
+    return FaultInjector(frozenset(REGISTRY), topic_keys)
+
+
+def _intercept(faults: NoFaults, ctx: RequestContext, request: Any) -> ErrorCode | None:
+    """As the dispatcher asks: with the API's own ``topic_partitions``."""
+    return faults.intercept(ctx, request, REGISTRY[ctx.header.api_key].topic_partitions)
+
+
+def _error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    return REGISTRY[ctx.header.api_key].error_response(ctx, request, error)
 
 
 class _Broker:
@@ -96,7 +113,7 @@ def _value(tp: Any, name: str, topic: str, partition: int) -> Any:
 
 
 def _versions() -> Iterator[tuple[int, int]]:
-    for key in sorted(ERROR_RESPONSE_API_KEYS):
+    for key in sorted(REGISTRY):
         spec = KIO_VERSIONS[key]
         for version in range(spec.min_version, spec.max_version + 1):
             yield key, version
@@ -121,7 +138,7 @@ def test_error_response_round_trips_for_every_version(api_key: int, version: int
     request = _fill(request_class(api_key, version))
     ctx = _ctx(api_key, version)
     ctx.services.metadata.create_topic(TOPIC, 3, 1, {})
-    response = build_error_response(ctx, request, ErrorCode.not_coordinator)
+    response = _error_response(ctx, request, ErrorCode.not_coordinator)
     frame = encode_response(api_key, version, 7, response)
     correlation_id, decoded = decode_response(api_key, version, frame[4:])
     assert correlation_id == 7
@@ -130,7 +147,7 @@ def test_error_response_round_trips_for_every_version(api_key: int, version: int
 
 def test_produce_error_names_each_partition_of_the_request() -> None:
     request = _fill(request_class(0, 9), partition=4)
-    response = build_error_response(_ctx(0, 9), request, ErrorCode.not_leader_or_follower)
+    response = _error_response(_ctx(0, 9), request, ErrorCode.not_leader_or_follower)
     (topic,) = response.responses
     (part,) = topic.partition_responses
     assert (topic.name, part.index, part.error_code) == (
@@ -170,9 +187,35 @@ def test_api_keys_by_number_or_name() -> None:
     assert parse_api_key("listoffsets") == 2
     assert parse_api_key(3) == 3
     assert parse_api_key("12") == 12
-    for bad in ("NoSuchApi", 18, 99, True, None):  # 18 ApiVersions: no error response
+    assert parse_api_key("ApiVersions") == 18
+    for bad in ("NoSuchApi", 99, -1, True, None):
         with pytest.raises(FaultError):
             parse_api_key(bad)
+
+
+def test_every_served_api_can_be_failed_and_only_those() -> None:
+    faults = _faults()
+    for key in REGISTRY:
+        faults.add_failure(0, key, 6, 1)
+    assert {rule.api_key for rule in faults.rules()} == set(REGISTRY)
+    assert 24 not in REGISTRY  # AddPartitionsToTxn: kio knows it, this broker does not serve it
+    with pytest.raises(FaultError, match="cannot fail API key 24"):
+        faults.add_failure(0, "AddPartitionsToTxn", 6, 1)
+
+
+def test_topic_rules_are_for_apis_whose_requests_name_topics() -> None:
+    topic_keys = {k for k, h in REGISTRY.items() if h.topic_partitions is not None}
+    assert topic_keys == {0, 1, 2, 3, 8, 9}
+
+
+def test_a_handler_module_without_an_error_response_is_refused() -> None:
+    module = types.ModuleType("broker.handlers.no_error_response")
+    module.API_KEY = 60  # type: ignore[attr-defined]
+    module.MIN_VERSION = 0  # type: ignore[attr-defined]
+    module.MAX_VERSION = 0  # type: ignore[attr-defined]
+    module.handle = lambda ctx, request: None  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="no error_response"):
+        build_registry((module,))
 
 
 @pytest.mark.parametrize(
@@ -192,7 +235,7 @@ def test_api_keys_by_number_or_name() -> None:
     ],
 )
 def test_a_bad_failure_rule_changes_nothing(kwargs: dict[str, Any]) -> None:
-    faults = FaultInjector()
+    faults = _faults()
     faults.add_failure(0, 0, 6, 1)
     before = faults.to_json()
     args: dict[str, Any] = {"api_key": 0, "error": 6, "count": 1, **kwargs}
@@ -202,7 +245,7 @@ def test_a_bad_failure_rule_changes_nothing(kwargs: dict[str, Any]) -> None:
 
 
 def test_bad_latency_is_refused() -> None:
-    faults = FaultInjector()
+    faults = _faults()
     for bad in (-1, 600_001, "5", 1.5, True):
         with pytest.raises(FaultError):
             faults.set_latency(0, bad)  # type: ignore[arg-type]
@@ -213,30 +256,30 @@ def test_bad_latency_is_refused() -> None:
 
 
 def test_a_rule_fails_exactly_count_requests_then_goes() -> None:
-    faults = FaultInjector()
+    faults = _faults()
     faults.add_failure(0, "Produce", "NOT_LEADER_OR_FOLLOWER", 2)
     request = _fill(request_class(0, 9))
-    answers = [faults.intercept(_ctx(0, 9), request) for _ in range(3)]
+    answers = [_intercept(faults, _ctx(0, 9), request) for _ in range(3)]
     assert [a is not None for a in answers] == [True, True, False]
     assert faults.rules() == []
     assert faults.injected == {0: 2}
 
 
 def test_rules_are_per_broker_and_per_api() -> None:
-    faults = FaultInjector()
+    faults = _faults()
     faults.add_failure(1, 0, 6, 1)
     produce = _fill(request_class(0, 9))
-    assert faults.intercept(_ctx(0, 9, _Broker(0)), produce) is None
-    assert faults.intercept(_ctx(1, 12, _Broker(1)), _fill(request_class(1, 12))) is None
-    assert faults.intercept(_ctx(0, 9, _Broker(1)), produce) is not None
+    assert _intercept(faults, _ctx(0, 9, _Broker(0)), produce) is None
+    assert _intercept(faults, _ctx(1, 12, _Broker(1)), _fill(request_class(1, 12))) is None
+    assert _intercept(faults, _ctx(0, 9, _Broker(1)), produce) is not None
 
 
 def test_a_topic_partition_rule_matches_only_requests_naming_it() -> None:
-    faults = FaultInjector()
+    faults = _faults()
     faults.add_failure(0, 0, 6, 5, topic=TOPIC, partition=1)
-    assert faults.intercept(_ctx(0, 9), _fill(request_class(0, 9), partition=0)) is None
-    assert faults.intercept(_ctx(0, 9), _fill(request_class(0, 9), topic="other")) is None
-    assert faults.intercept(_ctx(0, 9), _fill(request_class(0, 9), partition=1)) is not None
+    assert _intercept(faults, _ctx(0, 9), _fill(request_class(0, 9), partition=0)) is None
+    assert _intercept(faults, _ctx(0, 9), _fill(request_class(0, 9), topic="other")) is None
+    assert _intercept(faults, _ctx(0, 9), _fill(request_class(0, 9), partition=1)) is not None
     assert faults.rules()[0].remaining == 4
 
 
@@ -248,27 +291,47 @@ def test_a_topic_rule_finds_topics_named_by_id() -> None:
     request = dataclasses.replace(
         request, topic_data=(dataclasses.replace(request.topic_data[0], topic_id=topic.topic_id),)
     )
-    faults = FaultInjector()
+    faults = _faults()
     faults.add_failure(0, 0, 6, 1, topic=TOPIC)
-    assert faults.intercept(_ctx(0, 13, broker), request) is not None
+    assert _intercept(faults, _ctx(0, 13, broker), request) is not None
 
 
 def test_a_failed_acks0_produce_closes_the_connection() -> None:
     """Kafka answers nothing to acks=0 and closes the connection on an error."""
-    faults = FaultInjector()
+    faults = _faults()
     faults.add_failure(0, 0, 6, 1)
     closed: list[str] = []
     ctx = _ctx(0, 9)
     ctx.connection.close = closed.append
     request = dataclasses.replace(_fill(request_class(0, 9)), acks=0)
-    error = faults.intercept(ctx, request)
+    error = _intercept(faults, ctx, request)
     assert error is not None
-    build_error_response(ctx, request, error)
+    assert _error_response(ctx, request, error) is None  # nothing is written
     assert closed
 
 
+@pytest.mark.parametrize(("api", "api_key"), [("CreateTopics", 19), ("DescribeConfigs", 32)])
+def test_a_rule_on_an_api_that_had_no_error_response_before_works(api: str, api_key: int) -> None:
+    """CreateTopics answers per topic, DescribeConfigs per resource; nothing is handled."""
+    faults = _faults()
+    faults.add_failure(0, api, "POLICY_VIOLATION", 1)
+    version = REGISTRY[api_key].max_version
+    request = _fill(request_class(api_key, version))
+    ctx = _ctx(api_key, version)
+    error = _intercept(faults, ctx, request)
+    assert error is ErrorCode.policy_violation
+    assert _intercept(faults, ctx, request) is None  # count 1: used up
+    frame = encode_response(api_key, version, 7, _error_response(ctx, request, error))
+    decoded: Any = decode_response(api_key, version, frame[4:])[1]
+    (entry,) = decoded.topics if api_key == 19 else decoded.results
+    name = entry.name if api_key == 19 else entry.resource_name
+    assert (name, entry.error_code) == (TOPIC, ErrorCode.policy_violation)
+    assert entry.error_message == "injected fault: POLICY_VIOLATION"
+    assert ctx.services.metadata.topics == {}  # CreateTopics created nothing
+
+
 def test_clear_one_broker_or_all() -> None:
-    faults = FaultInjector()
+    faults = _faults()
     faults.add_failure(0, 0, 6, 1)
     faults.add_failure(1, 0, 6, 1)
     faults.set_latency(1, 50)
@@ -282,5 +345,5 @@ def test_clear_one_broker_or_all() -> None:
 
 def test_the_default_injector_never_intervenes() -> None:
     none = NoFaults()
-    assert none.intercept(_ctx(0, 9), _fill(request_class(0, 9))) is None
+    assert _intercept(none, _ctx(0, 9), _fill(request_class(0, 9))) is None
     assert none.response_delay_ms(0) == 0

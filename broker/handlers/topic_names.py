@@ -1,0 +1,69 @@
+"""The topics a request names, by name or by topic id, for the handler modules.
+
+Newer versions of Produce, Fetch, OffsetCommit and OffsetFetch name a topic by its id
+only. ``topic_name`` finds the name either way; a module whose requests name topics
+exposes ``topic_partitions(ctx, request)`` — the (topic, partition) pairs the request
+names — so that a fault limited to a topic can tell whether a request concerns it.
+The two group APIs' pair functions live here too, for ``offset_commit`` and
+``offset_fetch`` to expose as their ``topic_partitions``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.context import RequestContext
+from broker.handlers.base import TopicPartitionPairs
+
+__all__ = [
+    "NO_UUID",
+    "offset_commit_topic_partitions",
+    "offset_fetch_topic_partitions",
+    "topic_id",
+    "topic_name",
+]
+
+NO_UUID = uuid.UUID(int=0)
+
+
+def topic_name(ctx: RequestContext, topic: Any) -> str | None:
+    """The name of a request's topic entry, whether it gives the name or only the id;
+    None for an id the cluster does not know."""
+    name = getattr(topic, "name", None) or getattr(topic, "topic", None)
+    if name:
+        return str(name)
+    topic_id = getattr(topic, "topic_id", None)
+    if topic_id is not None and topic_id != NO_UUID:
+        info = ctx.services.metadata.topic_by_id(topic_id)
+        if info is not None:
+            return info.name
+    return None
+
+
+def topic_id(topic: Any) -> uuid.UUID:
+    """The topic id of a request's topic entry; the zero uuid when it has none."""
+    found = getattr(topic, "topic_id", None)
+    return found if isinstance(found, uuid.UUID) else NO_UUID
+
+
+def offset_commit_topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
+    """The pairs an OffsetCommit request names."""
+    pairs: TopicPartitionPairs = []
+    for topic in request.topics:
+        name = topic_name(ctx, topic)
+        pairs.extend((name, int(p.partition_index)) for p in topic.partitions)
+    return pairs
+
+
+def offset_fetch_topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
+    """The pairs an OffsetFetch request names, in every group of a v8+ request (none
+    for a group that asks for all its topics)."""
+    groups = getattr(request, "groups", None)
+    topic_lists = [request.topics] if groups is None else [g.topics for g in groups]
+    pairs: TopicPartitionPairs = []
+    for topics in topic_lists:
+        for topic in topics or ():
+            name = topic_name(ctx, topic)
+            pairs.extend((name, int(i)) for i in topic.partition_indexes)
+    return pairs
