@@ -28,6 +28,12 @@ _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
 
 
+#: Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: one CreateTopics or
+#: CreatePartitions request may create at most this many partitions (POLICY_VIOLATION).
+MAX_PARTITIONS_PER_BATCH = 10_000
+EXCESSIVE_PARTITIONS_MESSAGE = "Excessively large number of partitions per request."
+
+
 class MetadataError(Exception):
     """A metadata change refused with a Kafka error code."""
 

@@ -17,7 +17,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError
+from broker.cluster_metadata import (
+    EXCESSIVE_PARTITIONS_MESSAGE,
+    MAX_PARTITIONS_PER_BATCH,
+    MetadataError,
+)
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from protocol.builders import response_builder
@@ -33,6 +37,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     counts: dict[str, int] = {}
     for topic in request.topics:
         counts[topic.name] = counts.get(topic.name, 0) + 1
+    cluster = ctx.services.metadata
+    added = 0
+    for topic in request.topics:
+        info = cluster.topics.get(topic.name)
+        added += max(int(topic.count) - (len(info.partitions) if info else 0), 0)
+    if added > MAX_PARTITIONS_PER_BATCH:
+        return _all_failed(ctx, request, ErrorCode.policy_violation, EXCESSIVE_PARTITIONS_MESSAGE)
     results = []
     for topic in request.topics:
         error, message = ErrorCode.none, None
@@ -52,13 +63,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     """``error`` for every topic of the request; no partition is created."""
+    return _all_failed(ctx, request, error, error_message(error))
+
+
+def _all_failed(ctx: RequestContext, request: Any, error: ErrorCode, message: str | None) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     return b.CreatePartitionsResponse(
         throttle_time=0,
         results=tuple(
-            b.CreatePartitionsTopicResult(
-                name=topic.name, error_code=error, error_message=error_message(error)
-            )
+            b.CreatePartitionsTopicResult(name=topic.name, error_code=error, error_message=message)
             for topic in request.topics
         ),
     )

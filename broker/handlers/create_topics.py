@@ -24,7 +24,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError, TopicInfo, validate_topic_name
+from broker.cluster_metadata import (
+    EXCESSIVE_PARTITIONS_MESSAGE,
+    MAX_PARTITIONS_PER_BATCH,
+    MetadataError,
+    TopicInfo,
+    validate_topic_name,
+)
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.topic_configs import topic_config_entries, validate_topic_configs
@@ -43,6 +49,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     counts: dict[str, int] = {}
     for topic in request.topics:
         counts[topic.name] = counts.get(topic.name, 0) + 1
+    if _total_partitions(request.topics, ctx.services.config.num_partitions) > (
+        MAX_PARTITIONS_PER_BATCH
+    ):
+        return error_response_with(
+            ctx, request, ErrorCode.policy_violation, EXCESSIVE_PARTITIONS_MESSAGE
+        )
     results = []
     for topic in request.topics:
         if counts[topic.name] > 1:
@@ -63,13 +75,30 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     """``error`` for every topic of the request; nothing is created."""
+    return error_response_with(ctx, request, error, error_message(error))
+
+
+def error_response_with(
+    ctx: RequestContext, request: Any, error: ErrorCode, message: str | None
+) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     return b.CreateTopicsResponse(
         throttle_time=0,
-        topics=tuple(
-            _error(b, topic.name, error, error_message(error)) for topic in request.topics
-        ),
+        topics=tuple(_error(b, topic.name, error, message) for topic in request.topics),
     )
+
+
+def _total_partitions(topics: Any, default_partitions: int) -> int:
+    """Partitions the request would create (Kafka counts before any other check)."""
+    total = 0
+    for topic in topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif int(topic.num_partitions) == -1:
+            total += default_partitions
+        elif int(topic.num_partitions) > 0:
+            total += int(topic.num_partitions)
+    return total
 
 
 def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> TopicInfo:

@@ -35,7 +35,8 @@ _NO_UUID = uuid.UUID(int=0)
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    if int(request.session_id) != 0:
+    # Fetch sessions (KIP-227) exist from v7; v4-v6 requests have no session id.
+    if int(getattr(request, "session_id", 0)) != 0:
         return b.FetchResponse(
             throttle_time=0,
             error_code=ErrorCode.fetch_session_id_not_found,

@@ -32,8 +32,10 @@ def produce_fields(
     }
 
 
-def fetch_fields(topic: str, offset: int, max_wait_ms: int) -> dict[str, Any]:
-    b = request_builder(FETCH, FETCH_V)
+def fetch_fields(
+    topic: str, offset: int, max_wait_ms: int, version: int = FETCH_V
+) -> dict[str, Any]:
+    b = request_builder(FETCH, version)
     return {
         "replica_id": -1,
         "max_wait": max_wait_ms,
@@ -50,6 +52,7 @@ def fetch_fields(topic: str, offset: int, max_wait_ms: int) -> dict[str, Any]:
                         partition=0,
                         current_leader_epoch=-1,
                         fetch_offset=offset,
+                        last_fetched_epoch=-1,
                         log_start_offset=-1,
                         partition_max_bytes=1 << 20,
                     ),

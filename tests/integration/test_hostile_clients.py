@@ -191,3 +191,78 @@ async def test_a_good_compressed_batch_is_still_accepted(kafka: MiniKafka) -> No
     answer = await _produce_raw(kafka, "zipped", good)
     assert answer.error_code == ErrorCode.none
     assert kafka.brokers[0].replica_manager.partitions[("zipped", 0)].log_end_offset == 10
+
+
+# ------------------------------------------------------------- every advertised version
+
+
+@pytest.mark.parametrize("version", [4, 5, 6, 7, 11, 12])
+async def test_fetch_is_served_at_every_advertised_version(kafka: MiniKafka, version: int) -> None:
+    kafka.cluster.create_topic("versions", 1, 1, {})
+    await _produce_raw(kafka, "versions", batch(b"old client"))
+    client = await RawClient.connect(kafka.bootstrap, timeout_s=10.0, client_id="old")
+    try:
+        response = await client.request(
+            FETCH, version, "FetchRequest", **fetch_fields("versions", 0, 100, version)
+        )
+    finally:
+        await client.close()
+    partition = response.responses[0].partitions[0]
+    assert partition.error_code == ErrorCode.none
+    assert b"old client" in bytes(partition.records)
+
+
+# ------------------------------------------------------------------ partition counts
+
+CREATE_TOPICS, CREATE_PARTITIONS = 19, 37
+
+
+async def test_create_topics_refuses_more_than_10000_partitions_at_once(kafka: MiniKafka) -> None:
+    b = request_builder(CREATE_TOPICS, 7)
+    client = await RawClient.connect(kafka.bootstrap, timeout_s=10.0, client_id="greedy")
+    try:
+        start = time.perf_counter()
+        response = await client.request(
+            CREATE_TOPICS,
+            7,
+            "CreateTopicsRequest",
+            topics=(
+                b.CreatableTopic(
+                    name="huge",
+                    num_partitions=2**31 - 1,
+                    replication_factor=1,
+                    assignments=(),
+                    configs=(),
+                ),
+            ),
+            timeout=5000,
+            validate_only=True,
+        )
+        elapsed = time.perf_counter() - start
+    finally:
+        await client.close()
+    (topic,) = response.topics
+    assert topic.error_code == ErrorCode.policy_violation
+    assert topic.error_message == "Excessively large number of partitions per request."
+    assert elapsed < 5.0
+    assert "huge" not in kafka.cluster.topics
+
+
+async def test_create_partitions_refuses_more_than_10000_new_partitions(kafka: MiniKafka) -> None:
+    kafka.cluster.create_topic("grow", 1, 1, {})
+    b = request_builder(CREATE_PARTITIONS, 3)
+    client = await RawClient.connect(kafka.bootstrap, timeout_s=10.0, client_id="greedy")
+    try:
+        response = await client.request(
+            CREATE_PARTITIONS,
+            3,
+            "CreatePartitionsRequest",
+            topics=(b.CreatePartitionsTopic(name="grow", count=2**31 - 1, assignments=None),),
+            timeout=5000,
+            validate_only=False,
+        )
+    finally:
+        await client.close()
+    (result,) = response.results
+    assert result.error_code == ErrorCode.policy_violation
+    assert len(kafka.cluster.topics["grow"].partitions) == 1
