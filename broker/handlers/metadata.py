@@ -86,13 +86,16 @@ def _requested_topic(ctx: RequestContext, b: Builder, wanted: Any, auto_create: 
     cluster = ctx.services.metadata
     topic_id = getattr(wanted, "topic_id", None)
     name = wanted.name
+    # A topic asked for by id has no name to echo; the response's name is nullable only
+    # from v12, so v10-v11 carry "" (as Kafka's error responses do).
+    no_name = None if ctx.api_version >= 12 else ""
     if name is None and topic_id not in (None, _NO_UUID):
         info = cluster.topic_by_id(topic_id)
         if info is None:
-            return _error_topic(b, None, topic_id, ErrorCode.unknown_topic_id)
+            return _error_topic(b, no_name, topic_id, ErrorCode.unknown_topic_id)
         return _topic(b, info)
     if name is None:
-        return _error_topic(b, None, None, ErrorCode.invalid_request)
+        return _error_topic(b, no_name, None, ErrorCode.invalid_request)
     info = cluster.topics.get(name)
     if info is None and auto_create and ctx.services.config.auto_create_topics_enable:
         try:

@@ -11,6 +11,7 @@ import asyncio
 import socket
 import struct
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -266,3 +267,34 @@ async def test_create_partitions_refuses_more_than_10000_new_partitions(kafka: M
     (result,) = response.results
     assert result.error_code == ErrorCode.policy_violation
     assert len(kafka.cluster.topics["grow"].partitions) == 1
+
+
+@pytest.mark.parametrize("version", [10, 11, 12])
+async def test_metadata_naming_a_topic_by_a_null_name_is_answered(
+    kafka: MiniKafka, version: int
+) -> None:
+    """A topic asked for with a null name and no id: INVALID_REQUEST for that topic, and
+    the answer can be encoded at every version (v10-v11 names are not nullable)."""
+    b = request_builder(3, version)
+    client = await RawClient.connect(kafka.bootstrap, timeout_s=10.0, client_id="nulls")
+    try:
+        response = await client.request(
+            3,
+            version,
+            "MetadataRequest",
+            topics=(b.MetadataRequestTopic(name=None, topic_id=uuid.UUID(int=0)),),
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        again = await client.request(
+            API_VERSIONS,
+            3,
+            "ApiVersionsRequest",
+            client_software_name="t",
+            client_software_version="1",
+        )
+    finally:
+        await client.close()
+    assert response.topics[0].error_code == ErrorCode.invalid_request
+    assert again.error_code == ErrorCode.none
