@@ -19,7 +19,10 @@ from broker.config import BrokerConfig
 from broker.control.faults import FaultInjector
 from broker.controller import Controller
 from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
-from broker.group.coordinator_service import GroupCoordinatorService
+from broker.group.group_config import GroupConfig, OffsetConfig
+from broker.group.group_coordinator import GroupCoordinator
+from broker.group.group_metadata_manager import GroupMetadataManager
+from broker.group.offsets_topic_log import OffsetsTopicLog
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
 from broker.log import LogManager
@@ -61,7 +64,8 @@ def build_broker(
 
     The order is the order of dependence: purgatories (with capture's listeners), the
     replica fetcher manager and the replica manager over one table of hosted partitions,
-    the group coordinator over the replica manager, the services handlers see, the
+    the group metadata manager over the replica manager (its ``__consumer_offsets``) and
+    the group coordinator over that manager, the services handlers see, the
     dispatcher, and the broker that starts them all.
     """
     request_clock = request_clock or RequestClock()
@@ -83,15 +87,25 @@ def build_broker(
         purgatories.scheduler_timer,
         hosted,
     )
-    group_coordinator = GroupCoordinatorService(
+    offset_config = OffsetConfig.from_broker_config(config)
+    group_metadata_manager = GroupMetadataManager(
         broker_id,
-        config,
+        offset_config,
         clock,
         metadata,
-        replica_manager,
+        OffsetsTopicLog(
+            replica_manager,
+            clock,
+            offset_config.offsets_commit_timeout_ms,
+            offset_config.offsets_commit_required_acks,
+        ),
+        purgatories.scheduler_timer,
+    )
+    group_coordinator = GroupCoordinator(
+        GroupConfig.from_broker_config(config),
         purgatories.heartbeat,
         purgatories.rebalance,
-        purgatories.scheduler_timer,
+        group_metadata_manager,
     )
     handlers = handlers if handlers is not None else build_registry()
     services = BrokerServices(
@@ -101,6 +115,7 @@ def build_broker(
         metadata=metadata,
         replica_manager=replica_manager,
         group_coordinator=group_coordinator,
+        group_metadata_manager=group_metadata_manager,
         api_specs=api_specs(handlers),
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
@@ -165,8 +180,15 @@ class MiniKafka:
         # they outlive a broker's restart; the HTTP server runs only with a port.
         self.control_port = control_port
         self.control_host = control_host
-        self.faults = FaultInjector()
+        handlers = build_registry()  # what can be failed, and limited to a topic
+        self.faults = FaultInjector(
+            frozenset(handlers), frozenset(k for k, h in handlers.items() if h.topic_partitions)
+        )
         self.request_metrics: dict[int, RequestMetrics] = {}
+        # Replication faults by broker id, like the injector's: they outlive a restart
+        # (applied again when the broker starts) until resumed or cleared.
+        self._replication_paused: set[int] = set()
+        self._replication_delay_ms: dict[int, int] = {}
         self._control: ControlServer | None = None
         # Capture (broker/capture.py): every request and delayed-operation event of every
         # broker, into rolling files under capture_dir; off when None.
@@ -259,26 +281,85 @@ class MiniKafka:
         await broker.start()
         self.stopped_brokers.discard(broker_id)
         self.controller.on_broker_startup(broker_id)
+        self._apply_replication_faults(broker_id)
 
     # -- replication faults (the control endpoint's ClusterControl) ----------------------
 
     def pause_replication(self, broker_id: int) -> None:
-        """Broker ``broker_id`` stops fetching as a follower; its leaders' ISRs shrink."""
-        self._fetchers(broker_id).pause_replication()
+        """Broker ``broker_id`` stops fetching as a follower; its leaders' ISRs shrink.
+
+        Kept by broker id: a stopped broker is paused when it starts again."""
+        self._check_broker_id(broker_id)
+        self._replication_paused.add(broker_id)
+        self._apply_replication_faults(broker_id)
+        log.info(
+            "Replication of broker %d paused: its followers stop fetching; the leaders drop "
+            "it from their ISR after replica.lag.time.max.ms=%d",
+            broker_id,
+            self.config.replica_lag_time_max_ms,
+        )
 
     def resume_replication(self, broker_id: int) -> None:
-        """Undo ``pause_replication``."""
-        self._fetchers(broker_id).resume_replication()
+        """Undo ``pause_replication`` and ``set_replication_delay_ms``: full speed again."""
+        self._check_broker_id(broker_id)
+        had = broker_id in self._replication_paused or broker_id in self._replication_delay_ms
+        self._replication_paused.discard(broker_id)
+        self._replication_delay_ms.pop(broker_id, None)
+        fetchers = self._fetchers(broker_id)
+        if fetchers is not None:
+            fetchers.resume_replication()
+        if had:
+            log.info("Replication of broker %d resumed at full speed", broker_id)
 
     def set_replication_delay_ms(self, broker_id: int, ms: int) -> None:
         """Space every follower fetch of ``broker_id`` at least ``ms`` apart (0: none)."""
-        self._fetchers(broker_id).set_replication_delay_ms(ms)
+        self._check_broker_id(broker_id)
+        if ms < 0:
+            raise ValueError("replication delay must be >= 0")
+        if ms == 0:
+            self._replication_delay_ms.pop(broker_id, None)
+        else:
+            self._replication_delay_ms[broker_id] = ms
+        fetchers = self._fetchers(broker_id)
+        if fetchers is not None:
+            fetchers.set_replication_delay_ms(ms)
+        log.info("Replication of broker %d: follower fetches at least %d ms apart", broker_id, ms)
 
-    def _fetchers(self, broker_id: int) -> ReplicaFetcherManager:
+    def clear_replication_faults(self, broker_id: int | None = None) -> None:
+        """Resume replication of one broker, or of every broker (``fault clear``)."""
+        for b in range(len(self.brokers)) if broker_id is None else (broker_id,):
+            self.resume_replication(b)
+
+    def replication_faults(self) -> dict[int, dict[str, object]]:
+        """The replication faults in force, by broker id (only brokers that have one)."""
+        faulty = sorted(self._replication_paused | set(self._replication_delay_ms))
+        return {
+            b: {
+                "paused": b in self._replication_paused,
+                "delay_ms": self._replication_delay_ms.get(b, 0),
+            }
+            for b in faulty
+        }
+
+    def _apply_replication_faults(self, broker_id: int) -> None:
+        fetchers = self._fetchers(broker_id)
+        if fetchers is None:
+            return
+        if broker_id in self._replication_paused:
+            fetchers.pause_replication()
+        delay = self._replication_delay_ms.get(broker_id, 0)
+        if delay:
+            fetchers.set_replication_delay_ms(delay)
+
+    def _check_broker_id(self, broker_id: int) -> None:
         if not 0 <= broker_id < len(self.brokers):
             raise ValueError(f"unknown broker id {broker_id}")
+
+    def _fetchers(self, broker_id: int) -> ReplicaFetcherManager | None:
+        """The broker's fetcher manager, None while it is stopped."""
+        self._check_broker_id(broker_id)
         if broker_id in self.stopped_brokers:
-            raise RuntimeError(f"broker {broker_id} is stopped")
+            return None
         return self.brokers[broker_id].replica_manager.fetcher_manager
 
     @property

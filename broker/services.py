@@ -2,9 +2,10 @@
 
 The composition root (``broker/app.py``) builds every part whole and hands this to the
 dispatcher, which puts it in each ``RequestContext``. A handler sees its broker's id and
-config, the shared cluster metadata, the replica manager and the group coordinator,
-the versions the broker serves, and nothing else: not the listener, not the other
-brokers, not the control endpoint.
+config, the shared cluster metadata, the replica manager, the group coordinator and its
+group metadata manager (Kafka's pair: membership and rebalances; groups, offsets and
+coordinator placement), the versions the broker serves, and nothing else: not the
+listener, not the other brokers, not the control endpoint.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
-from broker.group.coordinator_service import GroupCoordinatorService
+from broker.group.group_coordinator import GroupCoordinator
+from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.replica.replica_manager import ReplicaManager
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
@@ -26,7 +28,8 @@ class BrokerServices:
     clock: Clock
     metadata: ClusterMetadata
     replica_manager: ReplicaManager
-    group_coordinator: GroupCoordinatorService
+    group_coordinator: GroupCoordinator
+    group_metadata_manager: GroupMetadataManager
     api_specs: tuple[ApiSpec, ...]
 
     def auto_create_topic(self, name: str) -> TopicInfo:

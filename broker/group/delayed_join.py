@@ -7,6 +7,10 @@ passes. Either way ``on_complete`` ends the phase: members that did not rejoin a
 dropped and the next generation starts. The operation is keyed by
 :class:`~broker.group.keys.GroupJoinKey` in the rebalance purgatory.
 
+A JoinGroup answered when the phase ends by expiring (the rebalance timeout ran out,
+or an InitialDelayedJoin's delay did) leaves the Rebalance purgatory *expired*; one
+answered when every member has rejoined, *completed*.
+
 InitialDelayedJoin is used when an *Empty* group starts its first rebalance. A fleet of
 consumers starting together would otherwise rebalance once per arrival, so the join phase
 never completes early: it waits ``group.initial.rebalance.delay.ms``, and each time that
@@ -16,35 +20,49 @@ delay runs out with new members having arrived meanwhile it waits another
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.group.keys import GroupJoinKey
+from broker.group.response_callback import ResponseCallback, mark_expired
 from purgatory import DelayedOperation, DelayedOperationPurgatory
 
 if TYPE_CHECKING:
-    from broker.group.coordinator import GroupCoordinator
     from broker.group.group_metadata import GroupMetadata
+
+
+class JoinPhase(Protocol):
+    """What a DelayedJoin calls back (the group coordinator)."""
+
+    def try_complete_join(
+        self, group: GroupMetadata, force_complete: Callable[[], bool]
+    ) -> bool: ...
+
+    def on_complete_join(self, group: GroupMetadata) -> None: ...
 
 
 class DelayedJoin(DelayedOperation):
     """The join phase of a rebalance of a non-empty group."""
 
     def __init__(
-        self, coordinator: GroupCoordinator, group: GroupMetadata, rebalance_timeout_ms: int
+        self, coordinator: JoinPhase, group: GroupMetadata, rebalance_timeout_ms: int
     ) -> None:
         super().__init__(rebalance_timeout_ms)
         self._coordinator = coordinator
         self.group = group
+        self._answered: list[ResponseCallback[Any]] = []
 
     def try_complete(self) -> bool:
         return self._coordinator.try_complete_join(self.group, self.force_complete)
 
     def on_complete(self) -> None:
+        waiting = self.group.awaiting_callbacks()
         self._coordinator.on_complete_join(self.group)
+        self._answered = [callback for callback in waiting if callback.answered]
 
     def on_expiration(self) -> None:
-        # Everything happens in on_complete, which expiry runs first.
-        pass
+        # Everything else happens in on_complete, which expiry runs first.
+        mark_expired(self._answered)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(group={self.group.group_id!r})"
@@ -59,7 +77,7 @@ class InitialDelayedJoin(DelayedJoin):
 
     def __init__(
         self,
-        coordinator: GroupCoordinator,
+        coordinator: JoinPhase,
         purgatory: DelayedOperationPurgatory[Any],
         group: GroupMetadata,
         configured_rebalance_delay_ms: int,

@@ -1,10 +1,13 @@
-"""Persistence of groups and offsets as ``__consumer_offsets`` records, without IO.
+"""Persistence of groups and offsets as ``__consumer_offsets`` records.
 
-The coordinator never touches a log. Whenever Kafka's coordinator would append to the
-offsets topic (an offset commit, a group's new generation and assignment, a deletion),
-ours encodes key/value records and hands them to an injected :class:`GroupLog`; at
-start the broker reads the topic back and passes the records to
-``GroupCoordinator.load``, which rebuilds the same groups and offsets.
+The :class:`~broker.group.group_metadata_manager.GroupMetadataManager` never touches a
+log itself. Whenever Kafka's would append to the offsets topic (an offset commit, a
+group's new generation and assignment, a deletion), ours encodes key/value records and
+hands them to an injected :class:`GroupLog`, naming the offsets-topic partition; when
+this broker becomes the leader of a partition it reads the partition back through the
+same interface and rebuilds the same groups and offsets. The broker's ``GroupLog`` is
+:class:`~broker.group.offsets_topic_log.OffsetsTopicLog` (over the replica manager);
+:class:`InMemoryGroupLog` here serves unit tests.
 
 Encoding: Kafka's own record schemas, so a real Kafka tool reading our topic (or our
 replay reading Kafka's) sees familiar bytes. Every key and value starts with an int16
@@ -39,7 +42,7 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from broker.group.offsets import OffsetAndMetadata
-from broker.group.partition_hash import partition_for
+from broker.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
 
 log = logging.getLogger("broker.group")
 
@@ -57,22 +60,33 @@ AppendCallback = Callable[[ErrorCode], None]
 
 
 class GroupLog(Protocol):
-    """Where the coordinator's records go.
+    """Where the group metadata manager's records go, and where it reads them back.
 
-    With ``on_done``, the append is Kafka's ``appendForGroup``: written with
+    With ``on_done``, ``append_to_log`` is Kafka's ``appendForGroup``: written with
     ``offsets.commit.required.acks`` (acks=all) and ``on_done`` is called exactly once
     with the append's own error — NONE once the in-sync replicas have the records, or
     e.g. NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER. It may be called
     before ``append_to_log`` returns (a single replica: the high watermark moves with
-    the append). The coordinator maps the error to its API's and changes its state only
-    in the callback, which is why a commit is never visible before it is replicated.
+    the append). While it waits, the request it serves (``parked_request``, if any)
+    waits in the Produce purgatory and is told so, and how it left. The manager maps
+    the error to its API's and changes its state only in the callback, which is why a
+    commit is never visible before it is replicated.
 
     Without ``on_done`` nobody waits: Kafka writes its cleanup tombstones that way.
+
+    ``read_log`` is every key/value of the partition in order, or None when this broker
+    has no online replica of it (yet).
     """
 
     def append_to_log(
-        self, group_id: str, records: list[KeyValue], on_done: AppendCallback | None = None
+        self,
+        partition: int,
+        records: list[KeyValue],
+        on_done: AppendCallback | None = None,
+        parked_request: ParkedRequest | None = None,
     ) -> None: ...
+
+    def read_log(self, partition: int) -> list[KeyValue] | None: ...
 
 
 # --------------------------------------------------------------------- records
@@ -328,33 +342,62 @@ def _decode_group(value: bytes) -> GroupMetadataValue:
 class InMemoryGroupLog:
     """A :class:`GroupLog` that keeps records in a list, per offsets-topic partition.
 
-    Enough for tests and for a broker without a data directory; ``records()`` is what a
-    restart would replay.
+    Enough for unit tests; ``records()`` is what a restart would replay. Appends
+    complete at once (there are no other replicas to wait for) unless ``hold`` is set:
+    then, as a lagging ISR would, the append is written but its callback waits for
+    :meth:`complete`, and the request it serves waits in the Produce purgatory meanwhile.
     """
 
-    def __init__(self, num_partitions: int = 50) -> None:
-        self.num_partitions = num_partitions
+    def __init__(self) -> None:
         self._entries: list[tuple[int, bytes, bytes | None]] = []
         # Tests: the next append fails with this append error (nothing is written), or
         # raises this exception.
         self.fail_next: ErrorCode | Exception | None = None
+        self.hold = False
+        self.waiting: list[tuple[AppendCallback, ParkedRequest | None]] = []
 
     def append_to_log(
-        self, group_id: str, records: list[KeyValue], on_done: AppendCallback | None = None
+        self,
+        partition: int,
+        records: list[KeyValue],
+        on_done: AppendCallback | None = None,
+        parked_request: ParkedRequest | None = None,
     ) -> None:
-        """Completes at once: there are no other replicas to wait for."""
         failure, self.fail_next = self.fail_next, None
         if isinstance(failure, Exception):
             raise failure
         if failure is None:
-            partition = partition_for(group_id, self.num_partitions)
             self._entries.extend((partition, k, v) for k, v in records)
-        if on_done is not None:
-            on_done(ErrorCode.none if failure is None else failure)
+        if on_done is None:
+            return
+        if self.hold and failure is None:
+            if parked_request is not None:
+                parked_request.parked_in(PurgatoryName.PRODUCE)
+            self.waiting.append((on_done, parked_request))
+            return
+        on_done(ErrorCode.none if failure is None else failure)
+
+    def complete(self, error: ErrorCode = ErrorCode.none) -> None:
+        """The oldest held append's replicas caught up (NONE) or it failed (e.g.
+        REQUEST_TIMED_OUT: its DelayedProduce expired)."""
+        on_done, parked_request = self.waiting.pop(0)
+        if parked_request is not None:
+            parked_request.purgatory_done(PurgatoryOutcome.COMPLETED)
+        on_done(error)
+        if parked_request is not None and error is ErrorCode.request_timed_out:
+            parked_request.purgatory_done(PurgatoryOutcome.EXPIRED)
+
+    def read_log(self, partition: int) -> list[KeyValue]:
+        return self.records(partition)
 
     def records(self, partition: int | None = None) -> list[KeyValue]:
         """Every appended key/value in append order (optionally of one partition)."""
         return [(k, v) for p, k, v in self._entries if partition is None or p == partition]
+
+    @property
+    def partitions(self) -> set[int]:
+        """The partitions written to."""
+        return {p for p, _, _ in self._entries}
 
     def decoded(self) -> list[Record]:
         """The appended records, decoded (for tests and debugging)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -17,8 +18,8 @@ from broker.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscription_
 from broker.group.group_state import GroupState, assert_valid_transition
 from broker.group.member_metadata import MemberMetadata, Protocols
 from broker.group.offsets import OffsetAndMetadata, expired_partitions
+from broker.group.response_callback import ResponseCallback
 from broker.group.results import (
-    JoinCallback,
     JoinGroupMember,
     JoinGroupResult,
     SyncGroupResult,
@@ -138,7 +139,9 @@ class GroupMetadata:
         prefix = group_instance_id if group_instance_id is not None else client_id
         return f"{prefix}-{self._uuid_factory()}"
 
-    def add(self, member: MemberMetadata, callback: JoinCallback | None = None) -> None:
+    def add(
+        self, member: MemberMetadata, callback: ResponseCallback[JoinGroupResult] | None = None
+    ) -> None:
         """Add a member, parking its JoinGroup ``callback`` if one is given."""
         if member.group_instance_id is not None:
             if member.group_instance_id in self._static_members:
@@ -182,7 +185,7 @@ class GroupMetadata:
         protocols: Protocols,
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
-        callback: JoinCallback | None,
+        callback: ResponseCallback[JoinGroupResult] | None,
     ) -> None:
         """A known member rejoins: new protocols/timeouts, and (un)park its JoinGroup.
 
@@ -222,6 +225,16 @@ class GroupMetadata:
         member.awaiting_sync_callback = None
         callback(result)
         return True
+
+    def awaiting_callbacks(self) -> list[ResponseCallback[Any]]:
+        """The parked JoinGroup and SyncGroup answers of every member."""
+        out: list[ResponseCallback[Any]] = []
+        for member in self._members.values():
+            if member.awaiting_join_callback is not None:
+                out.append(member.awaiting_join_callback)
+            if member.awaiting_sync_callback is not None:
+                out.append(member.awaiting_sync_callback)
+        return out
 
     def not_yet_rejoined_members(self) -> list[MemberMetadata]:
         return [m for m in self._members.values() if not m.is_awaiting_join]

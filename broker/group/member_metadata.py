@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from broker.group.results import JoinCallback, MemberSummary, SyncCallback
+from broker.group.response_callback import ResponseCallback
+from broker.group.results import JoinGroupResult, MemberSummary, SyncGroupResult
 
 Protocols = list[tuple[str, bytes]]
 
@@ -30,8 +31,12 @@ class MemberMetadata:
     protocol_type: str
     supported_protocols: Protocols
     assignment: bytes = b""
-    awaiting_join_callback: JoinCallback | None = field(default=None, repr=False)
-    awaiting_sync_callback: SyncCallback | None = field(default=None, repr=False)
+    awaiting_join_callback: ResponseCallback[JoinGroupResult] | None = field(
+        default=None, repr=False
+    )
+    awaiting_sync_callback: ResponseCallback[SyncGroupResult] | None = field(
+        default=None, repr=False
+    )
     is_new: bool = False
     # Set when a heartbeat (or anything proving liveness) arrives, so the member's
     # DelayedHeartbeat completes; cleared again when the next one is scheduled.

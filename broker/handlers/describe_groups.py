@@ -7,35 +7,43 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.group_common import coordinator_of
-from protocol.builders import response_builder
+from broker.group import group_admin
+from broker.handlers.base import error_message
+from protocol.builders import Builder, response_builder
 
 API_KEY = 15
 MIN_VERSION = 0
 MAX_VERSION = 5
 
+# Kafka's AUTHORIZED_OPERATIONS_OMITTED.
+_OPERATIONS_OMITTED = -2147483648
+
+
+def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | None) -> Any:
+    """Kafka's ``DescribeGroupsResponse.groupError``: no state, protocol or members."""
+    return b.DescribedGroup(
+        error_code=error,
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        protocol_type="",
+        protocol_data="",
+        members=(),
+        authorized_operations=_OPERATIONS_OMITTED,
+    )
+
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    service = ctx.services.group_coordinator
+    manager = ctx.services.group_metadata_manager
     described = []
     for group_id in request.groups:
-        error = service.check_coordinator(group_id)
+        error = manager.check_coordinator(group_id)
         if error is not ErrorCode.none:
-            described.append(
-                b.DescribedGroup(
-                    error_code=error,
-                    group_id=group_id,
-                    group_state="",
-                    protocol_type="",
-                    protocol_data="",
-                    members=(),
-                    authorized_operations=-2147483648,
-                )
-            )
+            described.append(_group_error(b, group_id, error, None))
             continue
-        (summary,) = coordinator_of(ctx).handle_describe_groups(
-            [group_id], not_found_as_error=ctx.api_version >= 6
+        (summary,) = group_admin.handle_describe_groups(
+            manager, [group_id], not_found_as_error=ctx.api_version >= 6
         )
         described.append(
             b.DescribedGroup(
@@ -55,7 +63,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     )
                     for m in summary.members
                 ),
-                authorized_operations=-2147483648,
+                authorized_operations=_OPERATIONS_OMITTED,
             )
         )
     return b.DescribeGroupsResponse(throttle_time=0, groups=tuple(described))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every group named."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.DescribeGroupsResponse(
+        throttle_time=0,
+        groups=tuple(
+            _group_error(b, group_id, error, error_message(error)) for group_id in request.groups
+        ),
+    )

@@ -12,6 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.handlers.base import error_message
 from protocol.builders import response_builder
 
 API_KEY = 10
@@ -26,7 +27,7 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
         return ErrorCode.coordinator_not_available, "transactions are not supported", None
     if not key:
         return ErrorCode.invalid_request, "empty group id", None
-    error, endpoint = ctx.services.group_coordinator.coordinator_endpoint(key)
+    error, endpoint = ctx.services.group_metadata_manager.coordinator_endpoint(key)
     return error, None, endpoint
 
 
@@ -56,4 +57,33 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         node_id=endpoint.broker_id if endpoint else -1,
         host=endpoint.host if endpoint else "",
         port=endpoint.port if endpoint else -1,
+    )
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` at the top level (v0-3) or for every coordinator key (v4+)."""
+    b = response_builder(API_KEY, ctx.api_version)
+    keys = getattr(request, "coordinator_keys", None)
+    if keys is None:
+        return b.FindCoordinatorResponse(
+            throttle_time=0,
+            error_code=error,
+            error_message=error_message(error),
+            node_id=-1,
+            host="",
+            port=-1,
+        )
+    return b.FindCoordinatorResponse(
+        throttle_time=0,
+        coordinators=tuple(
+            b.Coordinator(
+                key=key,
+                node_id=-1,
+                host="",
+                port=-1,
+                error_code=error,
+                error_message=error_message(error),
+            )
+            for key in keys
+        ),
     )

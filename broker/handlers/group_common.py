@@ -1,4 +1,10 @@
-"""What the group APIs share: finding this broker's coordinator and parking answers."""
+"""What the group APIs share: answering from a coordinator's callback, now or later.
+
+The coordinator records where a request waits (it knows: the Rebalance purgatory for a
+JoinGroup waiting for the group or a follower's SyncGroup waiting for the assignment,
+the Produce purgatory for an append to ``__consumer_offsets``), so the handlers pass
+their ``RequestContext`` into its calls and only turn the callback into a Future here.
+"""
 
 from __future__ import annotations
 
@@ -6,37 +12,26 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from broker.context import RequestContext
-from broker.group.coordinator import GroupCoordinator
-from broker.purgatories import PurgatoryName, PurgatoryOutcome
-
 T = TypeVar("T")
 
 
-def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.services.group_coordinator.coordinator
-
-
 def answer_when_called(
-    ctx: RequestContext,
-    purgatory: PurgatoryName,
-    start: Callable[[Callable[[T], None]], None],
-    build: Callable[[T], Any],
+    start: Callable[[Callable[[T], None]], None], build: Callable[[T], Any]
 ) -> Any:
-    """Run a callback-style coordinator call; park the request if it does not answer now.
-
-    The coordinator calls back exactly once: at once (the common case for a rejoin of a
-    known group) or later, when a DelayedJoin or DelayedSync completes.
-    """
+    """Run a callback-style coordinator call: its response if it answered during the
+    call, else a Future the callback completes (a failing ``build`` fails the Future,
+    which the dispatcher answers with UNKNOWN_SERVER_ERROR)."""
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     def callback(result: T) -> None:
-        if not future.done():
+        if future.done():
+            return
+        try:
             future.set_result(build(result))
+        except Exception as exc:
+            future.set_exception(exc)
 
     start(callback)
     if future.done():
         return future.result()
-    ctx.parked_in(purgatory)
-    future.add_done_callback(lambda _f: ctx.purgatory_done(PurgatoryOutcome.COMPLETED))
     return future

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.context import RequestContext
-from broker.handlers.group_common import coordinator_of
 from protocol.builders import response_builder
 
 API_KEY = 12
@@ -14,13 +15,17 @@ MAX_VERSION = 4
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
-    if error.value == 0:
-        error = coordinator_of(ctx).handle_heartbeat(
+    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    if error is ErrorCode.none:
+        error = ctx.services.group_coordinator.handle_heartbeat(
             request.group_id,
             request.member_id,
             getattr(request, "group_instance_id", None),
             int(request.generation_id),
         )
+    return error_response(ctx, request, error)
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     return b.HeartbeatResponse(throttle_time=0, error_code=error)

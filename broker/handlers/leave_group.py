@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.context import RequestContext
-from broker.handlers.group_common import coordinator_of
+from broker.group import LeaveMemberResult
 from protocol.builders import response_builder
 
 API_KEY = 13
@@ -13,20 +15,8 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+def _response(ctx: RequestContext, error: ErrorCode, members: list[LeaveMemberResult]) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    if ctx.api_version >= 3:
-        members = [(m.member_id, m.group_instance_id) for m in request.members]
-    else:
-        members = [(request.member_id, None)]
-    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
-    results: list[Any] = []
-    if error.value == 0:
-        outcome = coordinator_of(ctx).handle_leave_group(request.group_id, members)
-        error = outcome.error
-        results = outcome.members
-        if ctx.api_version < 3 and error.value == 0 and results:
-            error = results[0].error
     return b.LeaveGroupResponse(
         throttle_time=0,
         error_code=error,
@@ -34,8 +24,28 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             b.MemberResponse(
                 member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=m.error
             )
-            for m in results
+            for m in members
         )
         if ctx.api_version >= 3
         else (),
     )
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= 3:
+        members = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        members = [(request.member_id, None)]
+    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    if error is not ErrorCode.none:
+        return error_response(ctx, request, error)
+    outcome = ctx.services.group_coordinator.handle_leave_group(request.group_id, members)
+    error = outcome.error
+    if ctx.api_version < 3 and error is ErrorCode.none and outcome.members:
+        error = outcome.members[0].error
+    return _response(ctx, error, outcome.members)
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """The error at the top level, no member results (Kafka's ``getErrorResponse``)."""
+    return _response(ctx, error, [])

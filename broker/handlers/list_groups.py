@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.context import RequestContext
-from broker.handlers.group_common import coordinator_of
+from broker.group import GroupOverview, group_admin
 from protocol.builders import response_builder
 
 API_KEY = 16
@@ -16,13 +18,8 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+def _response(ctx: RequestContext, error: ErrorCode, groups: list[GroupOverview]) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    states = tuple(getattr(request, "states_filter", ()) or ())
-    types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
-    error, groups = coordinator_of(ctx).handle_list_groups(states)
-    if types and "classic" not in types:
-        groups = []
     return b.ListGroupsResponse(
         throttle_time=0,
         error_code=error,
@@ -36,3 +33,16 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for g in groups
         ),
     )
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    states = tuple(getattr(request, "states_filter", ()) or ())
+    types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
+    error, groups = group_admin.handle_list_groups(ctx.services.group_metadata_manager, states)
+    if types and "classic" not in types:
+        groups = []
+    return _response(ctx, error, groups)
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    return _response(ctx, error, [])

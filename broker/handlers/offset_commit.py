@@ -4,30 +4,48 @@ A commit from a member also counts as a heartbeat. As in Kafka, the commit is ap
 to ``__consumer_offsets`` with acks=all (``offsets.commit.required.acks``) and answered
 only once the partition's in-sync replicas have it, so an acknowledged commit survives
 the loss of the coordinator's broker. Meanwhile the request waits in the Produce
-purgatory; a failed or timed-out append (``offsets.commit.timeout.ms``) is answered
-with Kafka's mapped error, COORDINATOR_NOT_AVAILABLE for most, and the committed offset
-stays what it was.
+purgatory (recorded by the append, with the DelayedProduce's outcome); a failed or
+timed-out append (``offsets.commit.timeout.ms``) is answered with Kafka's mapped error,
+COORDINATOR_NOT_AVAILABLE for most, and the committed offset stays what it was.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.purgatories import PurgatoryName
 from broker.group import TopicPartition
-from broker.handlers.group_common import answer_when_called, coordinator_of
+from broker.handlers.group_common import answer_when_called
+from broker.handlers.topic_names import offset_commit_topic_partitions, topic_id, topic_name
 from protocol.builders import response_builder
 
 API_KEY = 8
 MIN_VERSION = 2
 MAX_VERSION = 9
 
+topic_partitions = offset_commit_topic_partitions
+
+
+def _response(ctx: RequestContext, errors: dict[TopicPartition, ErrorCode]) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), code in errors.items():
+        by_topic.setdefault(topic, []).append(
+            b.OffsetCommitResponsePartition(partition_index=partition, error_code=code)
+        )
+    return b.OffsetCommitResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ),
+    )
+
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    b = response_builder(API_KEY, ctx.api_version)
     offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for topic in request.topics:
         for p in topic.partitions:
@@ -36,37 +54,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 int(getattr(p, "committed_leader_epoch", -1)),
                 p.committed_metadata,
             )
-
-    def build(errors: dict[TopicPartition, ErrorCode]) -> Any:
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, partition), code in errors.items():
-            by_topic.setdefault(topic, []).append(
-                b.OffsetCommitResponsePartition(partition_index=partition, error_code=code)
-            )
-        return b.OffsetCommitResponse(
-            throttle_time=0,
-            topics=tuple(
-                b.OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
-                for name, parts in by_topic.items()
-            ),
-        )
-
     generation = getattr(request, "generation_id_or_member_epoch", None)
     if generation is None:
         generation = request.generation_id
-    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
+    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
-        return build({TopicPartition(*tp): error for tp in offsets})
+        return _response(ctx, {TopicPartition(*tp): error for tp in offsets})
     expire: int | None = None
     retention_time = getattr(request, "retention_time", None)
     retention = int(retention_time.total_seconds() * 1000) if retention_time is not None else -1
     if retention >= 0:
         expire = ctx.services.clock.now_ms() + retention
-    # Parked (in Kafka's Produce purgatory, a DelayedProduce) while the ISR catches up.
-    return answer_when_called(
-        ctx,
-        PurgatoryName.PRODUCE,
-        lambda callback: coordinator_of(ctx).handle_commit_offsets(
+
+    def start(callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
+        ctx.services.group_coordinator.handle_commit_offsets(
             request.group_id,
             request.member_id,
             getattr(request, "group_instance_id", None),
@@ -74,6 +75,31 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             offsets,
             callback,
             expire_timestamp_ms=expire,
+            parked_request=ctx,
+        )
+
+    def build(errors: dict[TopicPartition, ErrorCode]) -> Any:
+        return _response(ctx, errors)
+
+    return answer_when_called(start, build)
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition of the request."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.OffsetCommitResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.OffsetCommitResponseTopic(
+                name=topic_name(ctx, topic) or "",
+                topic_id=topic_id(topic),
+                partitions=tuple(
+                    b.OffsetCommitResponsePartition(
+                        partition_index=int(p.partition_index), error_code=error
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
         ),
-        build,
     )

@@ -1,5 +1,6 @@
 """OffsetDelete (key 47): drop a group's committed offsets for partitions it no longer
-reads (GROUP_SUBSCRIBED_TO_TOPIC for a topic its live members subscribe to)."""
+reads (GROUP_SUBSCRIBED_TO_TOPIC for a topic its live members subscribe to). As in
+Kafka, an Empty group left without offsets goes with them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.group_common import coordinator_of
+from broker.group import TopicPartition, group_admin
 from protocol.builders import response_builder
 
 API_KEY = 47
@@ -19,22 +20,30 @@ MAX_VERSION = 0
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
-    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
-    per_partition: dict[Any, ErrorCode] = {}
-    if error is ErrorCode.none:
-        error, per_partition = coordinator_of(ctx).handle_offset_delete(request.group_id, wanted)
+    manager = ctx.services.group_metadata_manager
+    error = manager.check_coordinator(request.group_id)
+    if error is not ErrorCode.none:
+        return error_response(ctx, request, error)
+    error, per_partition = group_admin.handle_delete_offsets(manager, request.group_id, wanted)
+    if error is not ErrorCode.none:
+        return error_response(ctx, request, error)
     by_topic: dict[str, list[Any]] = {}
     for topic, partition in wanted:
-        code = per_partition.get((topic, partition), ErrorCode.none)
+        code = per_partition.get(TopicPartition(topic, partition), ErrorCode.none)
         by_topic.setdefault(topic, []).append(
             b.OffsetDeleteResponsePartition(partition_index=partition, error_code=code)
         )
-    topics = (
-        ()
-        if error is not ErrorCode.none
-        else tuple(
+    return b.OffsetDeleteResponse(
+        error_code=ErrorCode.none,
+        throttle_time=0,
+        topics=tuple(
             b.OffsetDeleteResponseTopic(name=name, partitions=tuple(parts))
             for name, parts in by_topic.items()
-        )
+        ),
     )
-    return b.OffsetDeleteResponse(error_code=error, throttle_time=0, topics=topics)
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` at the top level, no topics (Kafka's ``getErrorResponse``)."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.OffsetDeleteResponse(error_code=error, throttle_time=0, topics=())

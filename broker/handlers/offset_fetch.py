@@ -12,14 +12,19 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import OffsetFetchPartition
-from broker.handlers.group_common import coordinator_of
+from broker.handlers.topic_names import offset_fetch_topic_partitions, topic_id, topic_name
 from protocol.builders import Builder, response_builder
 
 API_KEY = 9
 MIN_VERSION = 1
 MAX_VERSION = 9
 
+topic_partitions = offset_fetch_topic_partitions
+
 _NONE = OffsetFetchPartition(-1, -1, "", ErrorCode.none)
+# kio's class names: v0-7 answer one group, v8+ a list of groups.
+_SINGLE = ("OffsetFetchResponseTopic", "OffsetFetchResponsePartition")
+_GROUPS = ("OffsetFetchResponseTopics", "OffsetFetchResponsePartitions")
 
 
 def _fetch(
@@ -28,18 +33,19 @@ def _fetch(
     wanted = None
     if topics is not None:
         wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
-    error = ctx.services.group_coordinator.check_coordinator(group_id)
+    manager = ctx.services.group_metadata_manager
+    error = manager.check_coordinator(group_id)
     if error is not ErrorCode.none:
         return error, {tp: OffsetFetchPartition(-1, -1, "", error) for tp in wanted or []}
-    top, found = coordinator_of(ctx).handle_fetch_offsets(group_id, wanted)
+    found = manager.get_offsets(group_id, wanted)
     result = {(tp[0], tp[1]): value for tp, value in found.items()}
     for tp in wanted or []:
         result.setdefault(tp, _NONE)
-    return top, result
+    return ErrorCode.none, result
 
 
-def _topics(b: Builder, names: tuple[str, str, str], offsets: dict[Any, Any]) -> tuple[Any, ...]:
-    topic_cls, partition_cls, _ = names
+def _topics(b: Builder, names: tuple[str, str], offsets: dict[Any, Any]) -> tuple[Any, ...]:
+    topic_cls, partition_cls = names
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), value in offsets.items():
         by_topic.setdefault(topic, []).append(
@@ -60,18 +66,62 @@ def _topics(b: Builder, names: tuple[str, str, str], offsets: dict[Any, Any]) ->
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     if ctx.api_version >= 8:
-        names = ("OffsetFetchResponseTopics", "OffsetFetchResponsePartitions", "")
         groups = []
         for group in request.groups:
             error, offsets = _fetch(ctx, group.group_id, group.topics)
             groups.append(
                 b.OffsetFetchResponseGroup(
-                    group_id=group.group_id, topics=_topics(b, names, offsets), error_code=error
+                    group_id=group.group_id, topics=_topics(b, _GROUPS, offsets), error_code=error
                 )
             )
         return b.OffsetFetchResponse(throttle_time=0, groups=tuple(groups))
-    names = ("OffsetFetchResponseTopic", "OffsetFetchResponsePartition", "")
     error, offsets = _fetch(ctx, request.group_id, request.topics)
     return b.OffsetFetchResponse(
-        throttle_time=0, topics=_topics(b, names, offsets), error_code=error
+        throttle_time=0, topics=_topics(b, _SINGLE, offsets), error_code=error
+    )
+
+
+def _error_topics(
+    ctx: RequestContext, b: Builder, topics: Any, error: ErrorCode, names: tuple[str, str]
+) -> tuple[Any, ...]:
+    make_topic, make_partition = (getattr(b, name) for name in names)
+    return tuple(
+        make_topic(
+            name=topic_name(ctx, topic) or "",
+            topic_id=topic_id(topic),
+            partitions=tuple(
+                make_partition(
+                    partition_index=int(index),
+                    committed_offset=-1,
+                    committed_leader_epoch=-1,
+                    metadata="",
+                    error_code=error,
+                )
+                for index in topic.partition_indexes
+            ),
+        )
+        for topic in topics or ()
+    )
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` at the top level (per group from v8) and for every partition named."""
+    b = response_builder(API_KEY, ctx.api_version)
+    groups = getattr(request, "groups", None)
+    if groups is None:  # v0..v7: one group, topics at the top level
+        return b.OffsetFetchResponse(
+            throttle_time=0,
+            topics=_error_topics(ctx, b, request.topics, error, _SINGLE),
+            error_code=error,
+        )
+    return b.OffsetFetchResponse(
+        throttle_time=0,
+        groups=tuple(
+            b.OffsetFetchResponseGroup(
+                group_id=group.group_id,
+                topics=_error_topics(ctx, b, group.topics, error, _GROUPS),
+                error_code=error,
+            )
+            for group in groups
+        ),
     )

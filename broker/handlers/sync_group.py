@@ -1,13 +1,20 @@
-"""SyncGroup (key 14): the leader hands out assignments; members wait for theirs."""
+"""SyncGroup (key 14): the leader hands out assignments; members wait for theirs.
+
+The coordinator records where a parked SyncGroup waits: a follower in the Rebalance
+purgatory (its wait is bounded by the group's DelayedSync), the leader in the Produce
+purgatory while its assignment is appended to ``__consumer_offsets`` with acks=all.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.context import RequestContext
-from broker.purgatories import PurgatoryName
 from broker.group import SyncGroupResult
-from broker.handlers.group_common import answer_when_called, coordinator_of
+from broker.handlers.group_common import answer_when_called
 from protocol.builders import response_builder
 
 API_KEY = 14
@@ -15,26 +22,24 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
+def _response(ctx: RequestContext, result: SyncGroupResult) -> Any:
+    return response_builder(API_KEY, ctx.api_version).SyncGroupResponse(
+        throttle_time=0,
+        error_code=result.error,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
-    b = response_builder(API_KEY, ctx.api_version)
-
-    def build(result: SyncGroupResult) -> Any:
-        return b.SyncGroupResponse(
-            throttle_time=0,
-            error_code=result.error,
-            protocol_type=result.protocol_type,
-            protocol_name=result.protocol_name,
-            assignment=result.assignment,
-        )
-
-    error = ctx.services.group_coordinator.check_coordinator(request.group_id)
-    if error.value != 0:
-        return build(SyncGroupResult(error=error))
+    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    if error is not ErrorCode.none:
+        return error_response(ctx, request, error)
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
-    return answer_when_called(
-        ctx,
-        PurgatoryName.REBALANCE,
-        lambda callback: coordinator_of(ctx).handle_sync_group(
+
+    def start(callback: Callable[[SyncGroupResult], None]) -> None:
+        ctx.services.group_coordinator.handle_sync_group(
             request.group_id,
             int(request.generation_id),
             request.member_id,
@@ -43,6 +48,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             callback,
             protocol_type=getattr(request, "protocol_type", None),
             protocol_name=getattr(request, "protocol_name", None),
-        ),
-        build,
-    )
+            parked_request=ctx,
+        )
+
+    def build(result: SyncGroupResult) -> Any:
+        return _response(ctx, result)
+
+    return answer_when_called(start, build)
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    return _response(ctx, SyncGroupResult(error=error))

@@ -81,19 +81,21 @@ async def commit(raw: RawClient, offset: int) -> ErrorCode:
 
 
 def committed(coordinator: Broker) -> int:
-    _, offsets = coordinator.group_service.coordinator.handle_fetch_offsets(GROUP, [("events", 0)])
+    offsets = coordinator.services.group_metadata_manager.get_offsets(GROUP, [("events", 0)])
     return next(iter(offsets.values())).offset
 
 
 async def coordinator_and_followers(app: MiniKafka) -> tuple[Broker, list[Broker], Any]:
     """The group's coordinator once it has loaded, its followers in the ISR."""
-    app.brokers[0].group_service.ensure_offsets_topic()
-    tp = (OFFSETS_TOPIC, app.brokers[0].group_service.partition_for(GROUP))
+    manager = app.brokers[0].services.group_metadata_manager
+    manager.ensure_offsets_topic()
+    tp = (OFFSETS_TOPIC, manager.partition_for(GROUP))
     state = app.cluster.partition_state(*tp)
     assert state is not None and len(state.replicas) == 3
     leader = app.brokers[state.leader]
     await wait_until(
-        lambda: leader.group_service.check_coordinator(GROUP) is ErrorCode.none, "coordinator load"
+        lambda: leader.services.group_metadata_manager.check_coordinator(GROUP) is ErrorCode.none,
+        "coordinator load",
     )
     await wait_until(
         lambda: len(app.cluster.partition_state(*tp).isr) == 3,  # type: ignore[union-attr]
@@ -103,10 +105,9 @@ async def coordinator_and_followers(app: MiniKafka) -> tuple[Broker, list[Broker
 
 
 async def test_a_commit_is_answered_only_once_both_followers_have_it() -> None:
-    async with running_cluster(3) as app:
+    observer = CommitObserver()
+    async with running_cluster(3, observers=[observer]) as app:
         leader, followers, tp = await coordinator_and_followers(app)
-        observer = CommitObserver()
-        leader.observers.append(observer)
         raw = await RawClient.connect(leader.advertised_host, leader.port)
         try:
             assert await commit(raw, 3) is ErrorCode.none
@@ -131,7 +132,8 @@ async def test_a_commit_is_answered_only_once_both_followers_have_it() -> None:
         finally:
             await raw.close()
         # Like an acks=all produce, the commit waited in the Produce purgatory.
-        last = observer.commits[-1].timing
+        ours = [c for c in observer.commits if c.services.broker_id == leader.broker_id]
+        last = ours[-1].timing
         assert (last.purgatory, last.purgatory_outcome) == ("Produce", "completed")
 
 

@@ -32,8 +32,8 @@ async def test_committed_offsets_survive_the_coordinators_broker_stopping() -> N
         await consumer.commit({tp: 7})
         await consumer.stop()
 
-        service = app.brokers[0].group_service
-        offsets_tp = (OFFSETS_TOPIC, service.partition_for("survivors"))
+        manager = app.brokers[0].services.group_metadata_manager
+        offsets_tp = (OFFSETS_TOPIC, manager.partition_for("survivors"))
         coordinator = app.cluster.partition_state(*offsets_tp)
         assert coordinator is not None
         old_leader = coordinator.leader

@@ -8,11 +8,12 @@ import pytest
 
 from broker.group import GroupState
 from broker.group.group_log import GroupMetadataRecord
-from tests.unit.test_group_harness import (  # noqa: F401  (autouse fixture)
+from tests.helpers.group_harness import (
     E,
     Harness,
-    timer_tasks_must_not_fail,
 )
+
+pytestmark = pytest.mark.usefixtures("timer_tasks_must_not_fail")
 
 S = GroupState
 

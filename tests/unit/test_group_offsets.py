@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from broker.group import GroupState, InMemoryGroupLog, OffsetFetchPartition, TopicPartition
+import pytest
+
+from broker.group import (
+    GroupState,
+    InMemoryGroupLog,
+    OffsetFetchPartition,
+    TopicPartition,
+    group_admin,
+)
 from broker.group.consumer_protocol import encode_subscription
-from tests.unit.test_group_harness import (  # noqa: F401  (autouse fixture)
+from tests.helpers.group_harness import (
     E,
     Harness,
-    timer_tasks_must_not_fail,
 )
+
+pytestmark = pytest.mark.usefixtures("timer_tasks_must_not_fail")
 
 S = GroupState
 MINUTE = 60_000
@@ -17,8 +26,7 @@ SUB = [("range", encode_subscription(["orders"]))]
 
 
 def fetch(h: Harness, group: str, *tps: tuple[str, int]) -> dict[tuple[str, int], int]:
-    error, result = h.coord.handle_fetch_offsets(group, list(tps) if tps else None)
-    assert error is E.none
+    result = h.manager.get_offsets(group, list(tps) if tps else None)
     return {tp: p.offset for tp, p in result.items()}
 
 
@@ -31,7 +39,7 @@ def test_member_commits_are_checked_against_generation_and_membership() -> None:
     assert h.commit("g", "x", None, generation, {tp: (12, 3, "")}) == {tp: E.unknown_member_id}
     # A simple (generation -1) commit is refused while the group has members.
     assert h.commit("g", "", None, -1, {tp: (13, 3, "")}) == {tp: E.unknown_member_id}
-    _, offsets = h.coord.handle_fetch_offsets("g", [tp, ("orders", 1)])
+    offsets = h.manager.get_offsets("g", [tp, ("orders", 1)])
     assert offsets == {
         tp: OffsetFetchPartition(10, 3, "m", E.none),
         ("orders", 1): OffsetFetchPartition(-1, -1, "", E.none),
@@ -59,7 +67,7 @@ def test_simple_consumer_commits_create_an_empty_group() -> None:
     assert h.state("solo") is S.EMPTY
     assert fetch(h, "solo") == {tp: 7}
     assert fetch(h, "unknown-group", tp) == {tp: -1}
-    _, overviews = h.coord.handle_list_groups()
+    _, overviews = group_admin.handle_list_groups(h.manager)
     assert [(o.group_id, o.state, o.protocol_type) for o in overviews] == [("solo", "Empty", "")]
 
 
@@ -79,12 +87,12 @@ def test_simple_group_offsets_expire_after_retention_and_the_group_goes() -> Non
     h.clock.advance(RETENTION_MS // 2)
     h.commit("s", "", None, -1, {("t", 1): (1, -1, "")})
     h.clock.advance(RETENTION_MS // 2 - 1)
-    assert h.coord.expire_offsets() == 0
+    assert h.manager.cleanup_group_metadata() == 0
     h.clock.advance(1)
-    assert h.coord.expire_offsets() == 1
+    assert h.manager.cleanup_group_metadata() == 1
     assert fetch(h, "s") == {("t", 1): 1}
     h.clock.advance(RETENTION_MS // 2)
-    assert h.coord.expire_offsets() == 1
+    assert h.manager.cleanup_group_metadata() == 1
     assert h.coord.get_group("s") is None  # Empty and offset-less: Dead and forgotten
     kinds = [(type(r).__name__, r.value is None) for r in h.log.decoded()[-2:]]
     assert kinds == [("OffsetCommitRecord", True), ("GroupMetadataRecord", True)]
@@ -98,14 +106,14 @@ def test_empty_consumer_group_offsets_expire_counting_from_when_it_emptied() -> 
     for _ in range(8):
         h.clock.advance(RETENTION_MS // 8)
         assert h.heartbeat_(a, generation) is E.none
-        h.coord.expire_offsets()
+        h.manager.cleanup_group_metadata()
     assert fetch(h, "g") == {("orders", 0): 5}
     h.coord.handle_leave_group("g", [(a, None)])
     assert h.state() is S.EMPTY
     h.clock.advance(RETENTION_MS - 1)
-    assert h.coord.expire_offsets() == 0
+    assert h.manager.cleanup_group_metadata() == 0
     h.clock.advance(1)
-    assert h.coord.expire_offsets() == 1
+    assert h.manager.cleanup_group_metadata() == 1
     assert h.coord.get_group("g") is None
 
 
@@ -115,7 +123,7 @@ def test_live_consumer_group_expires_only_offsets_of_topics_it_no_longer_reads()
     h.commit("g", a, None, generation, {("orders", 0): (5, -1, ""), ("old-topic", 0): (9, -1, "")})
     h.clock.advance(RETENTION_MS)
     h.heartbeat_(a, generation)
-    assert h.coord.expire_offsets() == 1
+    assert h.manager.cleanup_group_metadata() == 1
     assert fetch(h, "g") == {("orders", 0): 5}
 
 
@@ -123,7 +131,7 @@ def test_delete_groups_only_deletes_empty_groups() -> None:
     h = Harness()
     h.stable_group(1, group="busy")
     h.commit("idle", "", None, -1, {("t", 0): (1, -1, "")})
-    errors = h.coord.handle_delete_groups(["busy", "idle", "ghost"])
+    errors = group_admin.handle_delete_groups(h.manager, ["busy", "idle", "ghost"])
     assert errors == {
         "busy": E.non_empty_group,
         "idle": E.none,
@@ -131,7 +139,7 @@ def test_delete_groups_only_deletes_empty_groups() -> None:
     }
     assert h.coord.get_group("idle") is None
     assert fetch(h, "idle", ("t", 0)) == {("t", 0): -1}
-    [described] = h.coord.handle_describe_groups(["idle"], not_found_as_error=True)
+    [described] = group_admin.handle_describe_groups(h.manager, ["idle"], not_found_as_error=True)
     assert described.error is E.group_id_not_found and described.state == "Dead"
 
 
@@ -139,25 +147,30 @@ def test_offset_delete_refuses_topics_the_group_consumes() -> None:
     h = Harness()
     (a,), generation = h.stable_group(1, protocols=SUB)
     h.commit("g", a, None, generation, {("orders", 0): (5, -1, ""), ("other", 0): (9, -1, "")})
-    error, per_partition = h.coord.handle_offset_delete("g", [("orders", 0), ("other", 0)])
+    error, per_partition = group_admin.handle_delete_offsets(
+        h.manager, "g", [("orders", 0), ("other", 0)]
+    )
     assert error is E.none
     assert per_partition == {("orders", 0): E.group_subscribed_to_topic, ("other", 0): E.none}
     assert fetch(h, "g") == {("orders", 0): 5}
-    assert h.coord.handle_offset_delete("ghost", [("t", 0)]) == (E.group_id_not_found, {})
+    assert group_admin.handle_delete_offsets(h.manager, "ghost", [("t", 0)]) == (
+        E.group_id_not_found,
+        {},
+    )
 
 
 def test_describe_and_list_groups() -> None:
     h = Harness()
     (a,), _ = h.stable_group(1, group="g1")
     h.join_new(group="g2")
-    _, listed = h.coord.handle_list_groups()
+    _, listed = group_admin.handle_list_groups(h.manager)
     assert {(o.group_id, o.state) for o in listed} == {
         ("g1", "Stable"),
         ("g2", "PreparingRebalance"),
     }
-    _, stable_only = h.coord.handle_list_groups(["stable"])
+    _, stable_only = group_admin.handle_list_groups(h.manager, ["stable"])
     assert [o.group_id for o in stable_only] == ["g1"]
-    d1, d2, d3 = h.coord.handle_describe_groups(["g1", "g2", "nope"])
+    d1, d2, d3 = group_admin.handle_describe_groups(h.manager, ["g1", "g2", "nope"])
     assert (d1.state, d1.protocol_type, d1.protocol) == ("Stable", "consumer", "range")
     assert [(m.member_id, m.metadata, m.assignment) for m in d1.members] == [
         (a, b"range-meta", f"assign-{a}".encode())
@@ -176,14 +189,14 @@ def test_replay_rebuilds_groups_and_offsets() -> None:
     h.commit("g", b, None, generation, {("orders", 1): (250, 5, "")})
     h.commit("s", "", None, -1, {("t", 0): (1, -1, "")})
     h.commit("gone", "", None, -1, {("t", 0): (1, -1, "")})
-    h.coord.handle_delete_groups(["gone"])
+    group_admin.handle_delete_groups(h.manager, ["gone"])
 
     # A broker restart: a new coordinator replays the topic.
-    restarted = Harness(log=InMemoryGroupLog())
+    restarted = Harness(log=log)
     restarted.clock.set(h.clock.now_ms())
-    restarted.coord.load(log.records())
+    restarted.load()
     assert fetch(restarted, "g") == {("orders", 0): 100, ("orders", 1): 250}
-    _, parts = restarted.coord.handle_fetch_offsets("g", [("orders", 1)])
+    parts = restarted.manager.get_offsets("g", [("orders", 1)])
     assert parts[TopicPartition("orders", 1)].leader_epoch == 5
     assert fetch(restarted, "s") == {("t", 0): 1}
     assert restarted.coord.get_group("gone") is None
@@ -210,8 +223,20 @@ def test_replay_of_an_empty_group_keeps_it_empty_with_its_generation() -> None:
     (a,), generation = h.stable_group(1)
     h.coord.handle_leave_group("g", [(a, None)])
     assert h.state() is S.EMPTY
-    restarted = Harness(log=InMemoryGroupLog())
-    restarted.coord.load(log.records())
+    restarted = Harness(log=log)
+    restarted.load()
     group = restarted.coord.get_group("g")
     assert group is not None and group.state is S.EMPTY
     assert group.generation_id == generation + 1
+
+
+def test_offset_expiry_runs_every_check_interval_on_the_scheduler_timer() -> None:
+    h = Harness(offsets_retention_minutes=1, offsets_retention_check_interval_ms=10_000)
+    h.manager.startup(h.coord)
+    h.commit("s", "", None, -1, {("t", 0): (1, -1, "")})
+    h.advance(MINUTE - 1, step=1_000)
+    assert fetch(h, "s") == {("t", 0): 1}
+    h.advance(1)  # the check at 60 s finds the commit one retention old
+    assert h.coord.get_group("s") is None
+    h.manager.shutdown()
+    assert h.scheduler.size() == 0

@@ -2,8 +2,8 @@
 
 Kafka appends both with acks=all and acts in the append's callback: a commit enters the
 offset cache, and a SyncGroup hands out the assignment, only when the in-sync replicas
-have the records; a failed append is answered with the API's mapped error. The log here
-holds each callback until the test completes it, as a lagging ISR would.
+have the records; a failed append is answered with the API's mapped error. The in-memory
+log holds each callback (``hold``) until the test completes it, as a lagging ISR would.
 """
 
 from __future__ import annotations
@@ -11,54 +11,29 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.group import GroupState, InMemoryGroupLog
-from broker.group.coordinator import commit_error, store_group_error
-from broker.group.group_log import AppendCallback, KeyValue
-from tests.unit.test_group_harness import (  # noqa: F401  (autouse fixture)
+from broker.group import GroupState, InMemoryGroupLog, group_admin
+from broker.group.group_metadata_manager import commit_error, store_group_error
+from tests.helpers.group_harness import (
     Box,
     E,
     Harness,
-    timer_tasks_must_not_fail,
 )
+
+pytestmark = pytest.mark.usefixtures("timer_tasks_must_not_fail")
 
 TP = ("orders", 0)
 
 
-class ReplicatingLog(InMemoryGroupLog):
-    """Writes at once (the leader's log) but, while ``hold`` is set, calls back only
-    when the test says the replicas have the records."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hold = False
-        self.waiting: list[AppendCallback] = []
-
-    def append_to_log(
-        self, group_id: str, records: list[KeyValue], on_done: AppendCallback | None = None
-    ) -> None:
-        if not self.hold or on_done is None:
-            super().append_to_log(group_id, records, on_done)
-            return
-        super().append_to_log(group_id, records)
-        self.waiting.append(on_done)
-
-    def complete(self, error: ErrorCode = E.none) -> None:
-        self.waiting.pop(0)(error)
-
-
 def committed(h: Harness, group: str = "s") -> int:
-    _, result = h.coord.handle_fetch_offsets(group, [TP])
-    return result[TP].offset  # type: ignore[index]
+    return h.manager.get_offsets(group, [TP])[TP].offset  # type: ignore[index]
 
 
 def commit(h: Harness, offset: int, group: str = "s") -> Box:
-    box = Box()
-    h.coord.handle_commit_offsets(group, "", None, -1, {TP: (offset, -1, "")}, box)
-    return box
+    return h.commit_box(group, "", None, -1, {TP: (offset, -1, "")})
 
 
-def held_harness(**config: int) -> tuple[Harness, ReplicatingLog]:
-    log = ReplicatingLog()
+def held_harness(**config: int) -> tuple[Harness, InMemoryGroupLog]:
+    log = InMemoryGroupLog()
     h = Harness(log=log, **config)
     assert commit(h, 5).result == {TP: E.none}  # at once while nothing is held
     log.hold = True
@@ -101,8 +76,7 @@ def test_a_failed_append_answers_the_mapped_error_and_keeps_the_old_offset(
 def test_an_oversized_metadata_partition_is_answered_with_the_replicated_ones() -> None:
     h, log = held_harness(offset_metadata_max_bytes=4)
     big = ("orders", 1)
-    box = Box()
-    h.coord.handle_commit_offsets("s", "", None, -1, {TP: (9, -1, ""), big: (1, -1, "12345")}, box)
+    box = h.commit_box("s", "", None, -1, {TP: (9, -1, ""), big: (1, -1, "12345")})
     assert not box.done
     log.complete()
     assert box.result == {TP: E.none, big: E.offset_metadata_too_large}
@@ -118,7 +92,7 @@ def test_a_log_that_raises_answers_unknown_server_error() -> None:
 def test_a_group_deleted_while_its_commit_waits_is_not_resurrected() -> None:
     h, log = held_harness()
     box = commit(h, 9)
-    assert h.coord.handle_delete_groups(["s"]) == {"s": E.none}
+    assert group_admin.handle_delete_groups(h.manager, ["s"]) == {"s": E.none}
     log.complete()
     assert box.result == {TP: E.none}
     assert h.coord.get_group("s") is None
@@ -126,7 +100,7 @@ def test_a_group_deleted_while_its_commit_waits_is_not_resurrected() -> None:
 
 
 def test_sync_group_hands_out_assignments_only_once_they_are_stored() -> None:
-    log = ReplicatingLog()
+    log = InMemoryGroupLog()
     h = Harness(log=log)
     ids = [h.join_new(), h.join_new()]
     boxes = [h.last_join]
@@ -146,7 +120,7 @@ def test_sync_group_hands_out_assignments_only_once_they_are_stored() -> None:
 
 
 def test_sync_group_store_timing_out_asks_the_members_to_rejoin() -> None:
-    log = ReplicatingLog()
+    log = InMemoryGroupLog()
     h = Harness(log=log)
     member = h.join_new()
     box = h.last_join

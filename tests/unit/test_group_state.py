@@ -165,17 +165,26 @@ def test_unknown_record_versions_are_skipped() -> None:
     assert decode_record(b"\x00", None) is None
 
 
-def test_group_config_copies_kafka_settings_from_the_broker_config() -> None:
-    from broker.group import GroupConfig
+def test_group_and_offset_configs_copy_kafka_settings_from_the_broker_config() -> None:
+    from broker.config import BrokerConfig
+    from broker.group import GroupConfig, OffsetConfig
 
-    broker_config = pytest.importorskip("broker.config")
-    cfg = broker_config.BrokerConfig.model_validate(
-        {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 7}
+    cfg = BrokerConfig.model_validate(
+        {
+            "group.initial.rebalance.delay.ms": 0,
+            "offsets.topic.num.partitions": 7,
+            "offsets.commit.timeout.ms": 1234,
+        }
     )
     group_config = GroupConfig.from_broker_config(cfg)
+    offset_config = OffsetConfig.from_broker_config(cfg)
     assert group_config.group_initial_rebalance_delay_ms == 0
-    assert group_config.offsets_topic_num_partitions == 7
     assert group_config.group_min_session_timeout_ms == 6000
-    assert group_config.offsets_retention_ms == 10080 * 60_000
+    assert offset_config.offsets_topic_num_partitions == 7
+    assert offset_config.offsets_commit_timeout_ms == 1234
+    assert offset_config.offsets_commit_required_acks == -1
+    assert offset_config.offsets_retention_ms == 10080 * 60_000
     with pytest.raises(ValueError):
         GroupConfig(group_min_session_timeout_ms=10, group_max_session_timeout_ms=5)
+    with pytest.raises(ValueError):
+        OffsetConfig(offsets_topic_num_partitions=0)

@@ -1,28 +1,36 @@
-"""Shared test harness for broker/group (no tests here).
+"""A group coordinator and its group metadata manager on a manual clock, for unit tests.
 
-A coordinator on a manual clock with real purgatories and timers: tests move time with
-``h.advance(ms)``, which steps the clock 1 ms at a time and lets the timers run what
-expired, so "completes at 6000 ms" means exactly that.
+Real purgatories and timers: tests move time with ``h.advance(ms)``, which steps the
+clock 1 ms at a time and lets the timers run what expired, so "completes at 6000 ms"
+means exactly that. The manager writes to an :class:`InMemoryGroupLog` (``h.log``),
+which answers appends at once unless told to hold them, as a lagging ISR would.
+
+``Request`` stands in for a request context: it records where the coordinator says the
+request waits (``parked_in``) and how it left (``purgatory_done``).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-import pytest
 from kio.schema.errors import ErrorCode
 
+from broker.cluster_metadata import ClusterMetadata
 from broker.group import (
     GroupConfig,
     GroupCoordinator,
+    GroupMetadataManager,
     GroupState,
     InMemoryGroupLog,
+    JoinGroupParams,
     JoinGroupResult,
+    OffsetConfig,
     SyncGroupResult,
 )
+from broker.purgatories import PurgatoryName, PurgatoryOutcome
 from purgatory import DelayedOperationPurgatory, ManualClock, SystemTimer
 
 E = ErrorCode
@@ -48,12 +56,51 @@ class Box:
         return self.calls[0]
 
 
+@dataclass
+class Request:
+    """A ``ParkedRequest``: where the request waited, and every outcome it was told."""
+
+    connection_id: str = "test-connection"
+    correlation_id: int = 0
+    purgatories: list[PurgatoryName] = field(default_factory=list)
+    outcomes: list[PurgatoryOutcome] = field(default_factory=list)
+
+    def parked_in(self, purgatory: PurgatoryName) -> None:
+        self.purgatories.append(purgatory)
+
+    def purgatory_done(self, outcome: PurgatoryOutcome) -> None:
+        self.outcomes.append(outcome)
+
+    @property
+    def purgatory(self) -> PurgatoryName | None:
+        """Where it waited last (what ``RequestTiming`` keeps)."""
+        return self.purgatories[-1] if self.purgatories else None
+
+    @property
+    def outcome(self) -> PurgatoryOutcome | None:
+        """How it left, last said (what ``RequestTiming`` keeps)."""
+        return self.outcomes[-1] if self.outcomes else None
+
+
+def _split_config(config: dict[str, Any]) -> tuple[GroupConfig, OffsetConfig]:
+    group_names = {f.name for f in fields(GroupConfig)}
+    offset_names = {f.name for f in fields(OffsetConfig)}
+    unknown = set(config) - group_names - offset_names
+    assert not unknown, f"unknown config {unknown}"
+    return (
+        GroupConfig(**{k: v for k, v in config.items() if k in group_names}),
+        OffsetConfig(**{k: v for k, v in config.items() if k in offset_names}),
+    )
+
+
 class Harness:
     def __init__(self, log: InMemoryGroupLog | None = None, **config: Any) -> None:
         self.clock = ManualClock(0)
+        self.scheduler = SystemTimer(self.clock, name="scheduler")
         self.timers = [
             SystemTimer(self.clock, name="heartbeat"),
             SystemTimer(self.clock, name="rebalance"),
+            self.scheduler,
         ]
         self.heartbeat: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
             "Heartbeat", self.timers[0]
@@ -62,15 +109,19 @@ class Harness:
             "Rebalance", self.timers[1]
         )
         self.log = log if log is not None else InMemoryGroupLog()
+        self.metadata = ClusterMetadata()
+        group_config, offset_config = _split_config(config)
         counter = itertools.count(1)
-        self.coord = GroupCoordinator(
+        self.manager = GroupMetadataManager(
+            0,
+            offset_config,
             self.clock,
-            self.heartbeat,
-            self.rebalance,
-            config=GroupConfig(**config),
-            group_log=self.log,
+            self.metadata,
+            self.log,
+            self.scheduler,
             uuid_factory=lambda: f"uuid{next(counter)}",
         )
+        self.coord = GroupCoordinator(group_config, self.heartbeat, self.rebalance, self.manager)
 
     # ---------------------------------------------------------------- time
     def advance(self, ms: int, step: int = 1) -> None:
@@ -90,6 +141,13 @@ class Harness:
             self.advance(1)
         return self.clock.now_ms()
 
+    # ------------------------------------------------------------- loading
+    def load(self) -> None:
+        """After a restart on the same log: become the leader of every partition the log
+        has records of, and load them (as the manager does when leadership arrives)."""
+        for partition in sorted(self.log.partitions):
+            assert self.manager.load_groups_for_partition(partition, self.coord.on_group_loaded)
+
     # ---------------------------------------------------------------- APIs
     def join(
         self,
@@ -102,31 +160,35 @@ class Harness:
         rebalance_ms: int = 10_000,
         client_id: str = "client",
         protocol_type: str = "consumer",
+        request: Request | None = None,
         **kw: Any,
     ) -> Box:
         box = Box()
-        self.coord.handle_join_group(
-            group,
-            member_id,
-            instance,
-            require_known,
-            client_id,
-            "/127.0.0.1",
-            rebalance_ms,
-            session_ms,
-            protocol_type,
-            PROTOCOLS if protocols is None else protocols,
-            box,
+        params = JoinGroupParams(
+            group_id=group,
+            member_id=member_id,
+            group_instance_id=instance,
+            require_known_member_id=require_known,
+            client_id=client_id,
+            client_host="/127.0.0.1",
+            rebalance_timeout_ms=rebalance_ms,
+            session_timeout_ms=session_ms,
+            protocol_type=protocol_type,
+            protocols=tuple(PROTOCOLS if protocols is None else protocols),
             **kw,
         )
+        self.coord.handle_join_group(params, box, request)
         return box
 
     def join_new(self, group: str = "g", **kw: Any) -> str:
         """JoinGroup v4+ dance: MEMBER_ID_REQUIRED, then join with the id. Returns the id
-        (the second join is parked; read it with :meth:`join_box`)."""
+        (the second join is parked; read it with :attr:`last_join`)."""
+        request = kw.pop("request", None)
         first = self.join(group=group, require_known=True, **kw).result
         assert first.error is E.member_id_required
-        self.last_join = self.join(first.member_id, group=group, require_known=True, **kw)
+        self.last_join = self.join(
+            first.member_id, group=group, require_known=True, request=request, **kw
+        )
         member_id: str = first.member_id
         return member_id
 
@@ -137,9 +199,25 @@ class Harness:
         assignments: dict[str, bytes] | None = None,
         group: str = "g",
         instance: str | None = None,
+        request: Request | None = None,
     ) -> Box:
         box = Box()
-        self.coord.handle_sync_group(group, generation, member_id, instance, assignments or {}, box)
+        self.coord.handle_sync_group(
+            group, generation, member_id, instance, assignments or {}, box, parked_request=request
+        )
+        return box
+
+    def commit_box(
+        self,
+        group: str,
+        member_id: str,
+        instance: str | None,
+        generation: int,
+        offsets: dict[tuple[str, int], tuple[int, int, str | None]],
+        **kw: Any,
+    ) -> Box:
+        box = Box()
+        self.coord.handle_commit_offsets(group, member_id, instance, generation, offsets, box, **kw)
         return box
 
     def commit(
@@ -152,9 +230,9 @@ class Harness:
         **kw: Any,
     ) -> dict[Any, ErrorCode]:
         """OffsetCommit through the in-memory log, which answers at once."""
-        box = Box()
-        self.coord.handle_commit_offsets(group, member_id, instance, generation, offsets, box, **kw)
-        result: dict[Any, ErrorCode] = box.result
+        result: dict[Any, ErrorCode] = self.commit_box(
+            group, member_id, instance, generation, offsets, **kw
+        ).result
         return result
 
     def heartbeat_(
@@ -198,10 +276,3 @@ def no_timer_failures(records: list[logging.LogRecord]) -> None:
     """Timer tasks' exceptions are logged, not raised: a test must look for them."""
     failures = [r for r in records if r.name.startswith("purgatory") and r.levelno >= logging.ERROR]
     assert not failures, [r.getMessage() for r in failures]
-
-
-@pytest.fixture(autouse=True)
-def timer_tasks_must_not_fail(caplog: Any) -> Any:
-    """Import into a test module to fail any test during which a timer task raised."""
-    yield
-    no_timer_failures(caplog.get_records("setup") + caplog.get_records("call"))
