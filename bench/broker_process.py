@@ -24,14 +24,17 @@ class BrokerSubprocess:
         *,
         profile: Path | None = None,
         stderr: int | IO[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
+        """``cwd``: the checkout whose ``broker`` package runs (``python -m`` imports
+        from the working directory first); this one by default."""
         cmd = [sys.executable]
         if profile is not None:
             cmd += ["-m", "cProfile", "-o", str(profile)]
         cmd += ["-m", "broker", "--log-level", "WARNING", "serve", "--port", "0", *extra]
         self.proc = subprocess.Popen(
             cmd,
-            cwd=ROOT,
+            cwd=ROOT if cwd is None else cwd,
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
