@@ -70,6 +70,9 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._last_active_ms = clock.now_ms()
         self._info = ConnectionInfo("", "", 0, 0)
+        # Responses encoded while a read is handled, written together at its end.
+        self._in_read = False
+        self._out: list[tuple[InFlight, bytes | None]] = []
 
     # -- asyncio callbacks -------------------------------------------------------------
 
@@ -119,13 +122,18 @@ class KafkaConnection(asyncio.Protocol):
         if self._backlog or self._muted:
             self._backlog.extend(frames)
         else:
-            for frame in frames:
-                if self._closed:
-                    return
-                if self._muted:
-                    self._backlog.append(frame)
-                else:
-                    self._on_frame(frame, received_ns)
+            self._in_read = True
+            try:
+                for frame in frames:
+                    if self._closed:
+                        return
+                    if self._muted:
+                        self._backlog.append(frame)
+                    else:
+                        self._on_frame(frame, received_ns)
+            finally:
+                self._in_read = False
+                self._write_out()
         self._after_requests()
 
     # -- requests ----------------------------------------------------------------------
@@ -154,11 +162,16 @@ class KafkaConnection(asyncio.Protocol):
             return
         if not in_flight.ready:
             return
-        self._flush()
-        if not self._pending:
-            self._muted = False
-            self._drain_backlog()
-            self._after_requests()
+        self._in_read = True
+        try:
+            self._flush()
+            if not self._pending:
+                self._muted = False
+                self._drain_backlog()
+        finally:
+            self._in_read = False
+            self._write_out()
+        self._after_requests()
 
     def _drain_backlog(self) -> None:
         """Handle waiting frames, one request in progress at a time."""
@@ -188,11 +201,16 @@ class KafkaConnection(asyncio.Protocol):
                 transport.resume_reading()
 
     def _flush(self) -> None:
-        """Write every ready response at the head of the queue, in request order."""
-        transport = self._transport
+        """Encode every ready response at the head of the queue, in request order.
+
+        While a read is being handled (``data_received``) the bytes are only collected:
+        the responses to one read of pipelined requests leave in one write, one system
+        call instead of one per response. Otherwise they are written at once.
+        """
         queue = self._pending
         dispatcher = self._dispatcher
         now_ns = self._request_clock.monotonic_ns
+        out = self._out
         while queue and queue[0].ready:
             in_flight = queue.popleft()
             ctx = in_flight.ctx
@@ -203,13 +221,31 @@ class KafkaConnection(asyncio.Protocol):
             except CloseConnection as exc:
                 self.abort(str(exc))
                 return
-            size = 0
-            if data is not None and transport is not None and not self._closed:
-                transport.write(data)
-                size = len(data)
+            out.append((in_flight, data))
+        if not self._in_read:
+            self._write_out()
+
+    def _write_out(self) -> None:
+        """Write what ``_flush`` collected, then tell the observers (send time ends)."""
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        transport = self._transport
+        if transport is not None and not self._closed:
+            if len(out) == 1:
+                data = out[0][1]
+                if data is not None:
+                    transport.write(data)
+            else:
+                transport.write(b"".join(data for _, data in out if data is not None))
+        end_ns = self._request_clock.monotonic_ns()
+        completed = self._dispatcher.completed
+        for in_flight, data in out:
+            ctx = in_flight.ctx
             if ctx is not None:
-                ctx.timing.send_end_ns = now_ns()
-            dispatcher.completed(in_flight, size)
+                ctx.timing.send_end_ns = end_ns
+            completed(in_flight, len(data) if data is not None else 0)
         self._last_active_ms = self._clock.now_ms()
 
     # -- the broker's view -------------------------------------------------------------

@@ -163,7 +163,7 @@ class RequestDispatcher:
 
         connection.sequence += 1
         clock = self._clock
-        timing = RequestTiming(received_ns=received_ns, wall_received_ms=clock.wall_ms())
+        timing = RequestTiming(received_ns)
         ctx = RequestContext(header, connection, self._services, timing, len(frame) + 4)
         in_flight = InFlight(ctx, request)
         timing.local_start_ns = clock.monotonic_ns()

@@ -132,8 +132,12 @@ class _ApiMetrics:
     def observe(self, version: int, phases: tuple[float, ...]) -> None:
         by_version = self.requests_by_version
         by_version[version] = by_version.get(version, 0) + 1
+        # Histogram.observe inlined: this runs six times for every request.
+        bisect_left = bisect.bisect_left
         for histogram, value in zip(self.histograms, phases, strict=True):
-            histogram.observe(value)
+            histogram.counts[bisect_left(BUCKETS_MS, value)] += 1
+            histogram.sum += value
+            histogram.count += 1
 
 
 class RequestMetrics:

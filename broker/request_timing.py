@@ -39,7 +39,6 @@ class RequestTiming:
     """Monotonic nanosecond timestamps of one request's life; 0 means "not reached"."""
 
     received_ns: int = 0
-    wall_received_ms: float = 0.0
     local_start_ns: int = 0
     local_end_ns: int = 0
     remote_end_ns: int = 0

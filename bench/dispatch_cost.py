@@ -1,0 +1,246 @@
+"""What the request path costs in-process: dispatch + handler + encode, no sockets.
+
+``request_cost.py`` measures a broker over TCP, where the event loop and the kernel
+add their share and a busy machine blurs the figures. This one feeds pre-encoded frames
+straight to one broker's ``RequestDispatcher`` (built by the composition root, as in
+production) and encodes the answers, so it isolates the Python work per request that
+the broker itself controls. It reports CPU microseconds per request (process time, so
+other processes on the machine matter little), min and median over rounds::
+
+    .venv/bin/python bench/dispatch_cost.py [--requests 20000] [--rounds 5]
+        [--kinds api-versions,metadata,produce,heartbeat] [--profile api-versions]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from broker.app import build_broker
+from broker.broker import Broker
+from broker.cluster_metadata import ClusterMetadata
+from broker.config import BrokerConfig
+from broker.context import ConnectionInfo
+from broker.control.faults import NoFaults
+from broker.controller import Controller
+from broker.dispatch import InFlight
+from broker.log import LogManager
+from broker.metrics import RequestMetrics
+from protocol.builders import request_builder
+from protocol.client import ClientConnection
+from protocol.record_batch import build_record_batch
+from purgatory import LoopClock
+
+API_VERSIONS, METADATA, PRODUCE, HEARTBEAT, JOIN_GROUP, SYNC_GROUP = 18, 3, 0, 12, 11, 14
+TOPIC = "bench"
+
+
+def _broker() -> Broker:
+    metadata = ClusterMetadata()
+    config = BrokerConfig.model_validate({"group.initial.rebalance.delay.ms": "0"})
+    return build_broker(
+        broker_id=0,
+        config=config,
+        metadata=metadata,
+        controller=Controller(metadata),
+        clock=LoopClock(asyncio.get_running_loop().time),
+        logs=LogManager(None),
+        faults=NoFaults(),
+        request_metrics=RequestMetrics(0),
+        port=9092,
+    )
+
+
+def _frame(api_key: int, version: int, body: Any) -> bytes:
+    return ClientConnection("bench").send(api_key, version, body).data[4:]
+
+
+def _api_versions() -> bytes:
+    b = request_builder(API_VERSIONS, 3)
+    return _frame(
+        API_VERSIONS,
+        3,
+        b.ApiVersionsRequest(client_software_name="bench", client_software_version="1"),
+    )
+
+
+def _metadata() -> bytes:
+    b = request_builder(METADATA, 9)
+    return _frame(
+        METADATA,
+        9,
+        b.MetadataRequest(
+            topics=(b.MetadataRequestTopic(name=TOPIC),),
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        ),
+    )
+
+
+def _produce() -> bytes:
+    b = request_builder(PRODUCE, 9)
+    batch = build_record_batch([(None, b"x" * 100, ())], timestamp_ms=1_700_000_000_000)
+    return _frame(
+        PRODUCE,
+        9,
+        b.ProduceRequest(
+            transactional_id=None,
+            acks=1,
+            timeout=5000,
+            topic_data=(
+                b.TopicProduceData(
+                    name=TOPIC,
+                    partition_data=(b.PartitionProduceData(index=0, records=batch),),
+                ),
+            ),
+        ),
+    )
+
+
+async def _heartbeat(run: Callable[[bytes], Any]) -> bytes:
+    """Join a group (one member, no delay) so that heartbeats are answered NONE."""
+    jb = request_builder(JOIN_GROUP, 7)
+    join = await _answer(
+        run(
+            _frame(
+                JOIN_GROUP,
+                7,
+                jb.JoinGroupRequest(
+                    group_id="g",
+                    session_timeout=30000,
+                    rebalance_timeout=30000,
+                    member_id="",
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocols=(jb.JoinGroupRequestProtocol(name="range", metadata=b""),),
+                    reason=None,
+                ),
+            )
+        )
+    )
+    if not join.member_id:  # v4+: the first join only assigns the member id
+        join = await _answer(
+            run(
+                _frame(
+                    JOIN_GROUP,
+                    7,
+                    jb.JoinGroupRequest(
+                        group_id="g",
+                        session_timeout=30000,
+                        rebalance_timeout=30000,
+                        member_id=join.member_id,
+                        group_instance_id=None,
+                        protocol_type="consumer",
+                        protocols=(jb.JoinGroupRequestProtocol(name="range", metadata=b""),),
+                        reason=None,
+                    ),
+                )
+            )
+        )
+    member, generation = join.member_id, join.generation_id
+    sb = request_builder(SYNC_GROUP, 5)
+    await _answer(
+        run(
+            _frame(
+                SYNC_GROUP,
+                5,
+                sb.SyncGroupRequest(
+                    group_id="g",
+                    generation_id=generation,
+                    member_id=member,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocol_name="range",
+                    assignments=(sb.SyncGroupRequestAssignment(member_id=member, assignment=b""),),
+                ),
+            )
+        )
+    )
+    hb = request_builder(HEARTBEAT, 4)
+    return _frame(
+        HEARTBEAT,
+        4,
+        hb.HeartbeatRequest(
+            group_id="g", generation_id=generation, member_id=member, group_instance_id=None
+        ),
+    )
+
+
+async def _answer(in_flight: InFlight) -> Any:
+    if in_flight.future is not None:
+        return await in_flight.future
+    return in_flight.response
+
+
+async def measure(kinds: list[str], requests: int, rounds: int, profile: str | None) -> None:
+    broker = _broker()
+    await broker.services.replica_manager.start()
+    await broker.services.group_coordinator.start()
+    broker.purgatories.start()
+    broker.services.metadata.register_broker(0, "127.0.0.1", 9092)
+    broker.services.metadata.create_topic(TOPIC, 1, 1, {})
+    broker.services.metadata.create_topic("__consumer_offsets", 1, 1, {"cleanup.policy": "compact"})
+    await asyncio.sleep(0.05)
+    dispatcher = broker.dispatcher
+    connection = ConnectionInfo("bench", "127.0.0.1", 1, 9092)
+    now = time.perf_counter_ns
+
+    def run(frame: bytes) -> InFlight:
+        return dispatcher.dispatch(frame, now(), connection)
+
+    frames = {
+        "api-versions": _api_versions(),
+        "metadata": _metadata(),
+        "produce": _produce(),
+    }
+    if "heartbeat" in kinds:
+        frames["heartbeat"] = await _heartbeat(run)
+    print(f"{'kind':<14} {'requests':>9} {'min µs/req':>11} {'median µs/req':>14}")
+    for kind in kinds:
+        frame = frames[kind]
+
+        def once(frame: bytes = frame) -> None:
+            for _ in range(requests):
+                in_flight = dispatcher.dispatch(frame, now(), connection)
+                if in_flight.future is not None:
+                    continue  # produce acks=1 answers at once; nothing parks here
+                dispatcher.encode(in_flight)
+                dispatcher.completed(in_flight, 0)
+
+        figures = []
+        for _ in range(rounds):
+            start = time.process_time()
+            once()
+            figures.append((time.process_time() - start) / requests * 1e6)
+            await asyncio.sleep(0)
+        print(f"{kind:<14} {requests:>9} {min(figures):>11.1f} {statistics.median(figures):>14.1f}")
+        if profile == kind:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            once()
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
+    await broker.services.group_coordinator.stop()
+    await broker.services.replica_manager.stop()
+    await broker.purgatories.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--kinds", default="api-versions,metadata,produce,heartbeat")
+    parser.add_argument("--profile", default=None, help="a kind to profile (cProfile)")
+    args = parser.parse_args()
+    asyncio.run(measure(args.kinds.split(","), args.requests, args.rounds, args.profile))
+
+
+if __name__ == "__main__":
+    main()
