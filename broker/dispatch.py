@@ -233,7 +233,9 @@ class RequestDispatcher:
         timer = self._timer
 
         def arm(response: Any) -> None:
-            timer.add(_CompleteLater(delay_ms, later, response))
+            # +1: the timer counts whole milliseconds from a floored "now", so this is
+            # what makes the delay at least ``delay_ms``, never a fraction less.
+            timer.add(_CompleteLater(delay_ms + 1, later, response))
 
         if isinstance(result, asyncio.Future):
 

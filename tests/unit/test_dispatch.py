@@ -157,7 +157,7 @@ async def test_injected_latency_is_a_future_completed_by_the_scheduler_timer(nod
     in_flight = node.send(API_VERSIONS, 3, _api_versions_request())
     assert in_flight.future is not None and not in_flight.future.done()
     timer = node.broker.purgatories.scheduler_timer
-    node.clock.advance(49)
+    node.clock.advance(50)
     timer.advance_clock()
     assert not in_flight.future.done()
     node.clock.advance(1)
