@@ -10,9 +10,12 @@ runs over UTF-16 code units with 32-bit wrap-around, and ``Utils.abs`` maps
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 _INT_MIN = -(2**31)
 
 
+@lru_cache(maxsize=65536)  # asked on every group request: a group's id hashes once
 def java_string_hash(value: str) -> int:
     """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` as a signed int32."""
     data = value.encode("utf-16-be", "surrogatepass")

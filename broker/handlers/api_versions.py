@@ -12,6 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from protocol.api_registry import ApiSpec
 from protocol.builders import response_builder
 
 API_KEY = 18
@@ -19,16 +20,28 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 
 
+#: The answer never changes for a broker and a version: built once (kio's messages are
+#: frozen dataclasses, safe to share). Keyed by the identity of the broker's spec tuple.
+_ANSWERS: dict[tuple[int, int], tuple[tuple[ApiSpec, ...], Any]] = {}
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
+    specs = ctx.services.api_specs
+    key = (id(specs), ctx.api_version)
+    cached = _ANSWERS.get(key)
+    if cached is not None and cached[0] is specs:
+        return cached[1]
     b = response_builder(API_KEY, ctx.api_version)
-    return b.ApiVersionsResponse(
+    answer = b.ApiVersionsResponse(
         error_code=ErrorCode.none,
         api_keys=tuple(
             b.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
-            for s in ctx.services.api_specs
+            for s in specs
         ),
         throttle_time=0,
     )
+    _ANSWERS[key] = (specs, answer)
+    return answer
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
