@@ -27,7 +27,10 @@ COPY protocol ./protocol
 COPY purgatory ./purgatory
 COPY broker ./broker
 COPY spark_jobs ./spark_jobs
-RUN pip install ".[spark]" "pyspark==${SPARK_VERSION}"
+# The spark extra is what every service of docker-compose.yml needs: PySpark (replay,
+# report, the worker's executors) and aiokafka (the workload).
+RUN pip install ".[spark]" "pyspark==${SPARK_VERSION}" \
+    && python -c "import aiokafka, pyspark, matplotlib, pyarrow"
 
 # A user of our own; the volume mount points exist (and are its) before the volumes
 # are mounted, so fresh named volumes start owned by it.

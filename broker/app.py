@@ -26,6 +26,7 @@ from broker.group.offsets_topic_log import OffsetsTopicLog
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
 from broker.log import LogManager
+from broker.log.log_cleaner import CleanerConfig, LogCleaner
 from broker.metrics import RequestMetrics
 from broker.purgatories import PurgatorySet
 from broker.replica.partition import Partition, TopicPartition
@@ -33,6 +34,7 @@ from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
 from broker.services import BrokerServices
+from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
 
 if TYPE_CHECKING:
@@ -65,7 +67,8 @@ def build_broker(
     The order is the order of dependence: purgatories (with capture's listeners), the
     replica fetcher manager and the replica manager over one table of hosted partitions,
     the group metadata manager over the replica manager (its ``__consumer_offsets``) and
-    the group coordinator over that manager, the services handlers see, the
+    the group coordinator over that manager, the transaction coordinator (its
+    ``__transaction_state`` and marker channel), the services handlers see, the
     dispatcher, and the broker that starts them all.
     """
     request_clock = request_clock or RequestClock()
@@ -87,6 +90,15 @@ def build_broker(
         purgatories.scheduler_timer,
         hosted,
     )
+    # Kafka's LogCleaner: compacts every hosted replica's cleanup.policy=compact log.
+    log_cleaner = LogCleaner(
+        CleanerConfig.from_broker_config(config),
+        clock,
+        replica_manager.wall_clock_ms,
+        purgatories.scheduler_timer,
+        hosted,
+        broker_id,
+    )
     offset_config = OffsetConfig.from_broker_config(config)
     group_metadata_manager = GroupMetadataManager(
         broker_id,
@@ -107,6 +119,11 @@ def build_broker(
         purgatories.rebalance,
         group_metadata_manager,
     )
+    # Kafka's TransactionCoordinator, with its state manager over __transaction_state and
+    # its marker channel (WriteTxnMarkers to the partition leaders over TCP).
+    txn_coordinator = build_transaction_coordinator(
+        broker_id, config, clock, metadata, replica_manager, purgatories.scheduler_timer
+    )
     handlers = handlers if handlers is not None else build_registry()
     services = BrokerServices(
         broker_id=broker_id,
@@ -116,6 +133,7 @@ def build_broker(
         replica_manager=replica_manager,
         group_coordinator=group_coordinator,
         group_metadata_manager=group_metadata_manager,
+        txn_coordinator=txn_coordinator,
         api_specs=api_specs(handlers),
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
@@ -131,7 +149,7 @@ def build_broker(
         metadata=metadata,
         dispatcher=dispatcher,
         purgatories=purgatories,
-        components=(replica_manager, group_coordinator),
+        components=(replica_manager, log_cleaner, group_coordinator, txn_coordinator),
         request_clock=request_clock,
     )
 

@@ -113,7 +113,7 @@ class Broker:
         if self._server is not None:
             self._server.close()
         for connection in list(self._connections):
-            connection.abort("broker shutting down")
+            connection.abort("broker shutting down", level=logging.DEBUG)
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from broker.purgatories import ParkedRequest
 from broker.purgatories import PurgatoryName as BrokerPurgatoryName
+from broker.watch_keys import watch_key_name
 from protocol.api_registry import api_name
 from protocol.capture import (
     DELAYED_OPERATION_KINDS,
@@ -56,7 +57,13 @@ from purgatory.delayed_operation import DelayedOperation
 if TYPE_CHECKING:
     from broker.context import RequestContext
 
-__all__ = ["BrokerCapture", "CaptureSet", "PurgatoryEventListener", "operation_kind"]
+__all__ = [
+    "BrokerCapture",
+    "CaptureSet",
+    "PurgatoryEventListener",
+    "operation_kind",
+    "replica_id",
+]
 
 log = logging.getLogger("broker.capture")
 
@@ -86,6 +93,16 @@ def operation_kind(cls: type, purgatory: str) -> DelayedOperationKind:
     return kind
 
 
+def replica_id(request: Any) -> int | None:
+    """The replica id a request carries (Fetch v15+ in its ``replica_state``), else
+    None: >= 0 marks a follower's, inter-broker, request."""
+    value = getattr(request, "replica_id", None)
+    if value is None:
+        state = getattr(request, "replica_state", None)
+        value = getattr(state, "replica_id", None) if state is not None else None
+    return None if value is None else int(value)
+
+
 class PurgatoryEventListener:
     """One purgatory's listener: writes created/completed/expired events."""
 
@@ -111,9 +128,9 @@ class BrokerCapture:
     def __init__(self, writer: CaptureWriter, broker_id: int) -> None:
         self.writer = writer
         self.broker_id = broker_id
-        # id(ctx) -> (ctx, sequence, frame). The ctx is held so its id cannot be reused
-        # by another request while this one is in flight.
-        self._inflight: dict[int, tuple[RequestContext, int, bytes]] = {}
+        # id(ctx) -> (ctx, sequence, frame, replica id). The ctx is held so its id cannot
+        # be reused by another request while this one is in flight.
+        self._inflight: dict[int, tuple[RequestContext, int, bytes, int | None]] = {}
         # id(op) -> (op, operation_id, keys as strings) for operations not yet ended.
         self._operations: dict[int, tuple[DelayedOperation, int, list[str]]] = {}
         self._operation_ids = itertools.count(1)
@@ -138,13 +155,13 @@ class BrokerCapture:
     def request_received(self, ctx: RequestContext, request: Any, frame: bytes) -> None:
         # The connection counts from 1 and has just counted this request; the sequence
         # must be read now: by completion time later requests may have been counted.
-        self._inflight[id(ctx)] = (ctx, ctx.connection.sequence - 1, frame)
+        self._inflight[id(ctx)] = (ctx, ctx.connection.sequence - 1, frame, replica_id(request))
 
     def request_completed(self, ctx: RequestContext, response: Any, size: int) -> None:
         entry = self._inflight.pop(id(ctx), None)
         if entry is None:
             return
-        _, sequence, frame = entry
+        _, sequence, frame, replica = entry
         timing = ctx.timing
         header = ctx.header
         b = timing.breakdown_ms()
@@ -173,6 +190,7 @@ class BrokerCapture:
                 purgatory=cast(PurgatoryName | None, timing.purgatory),
                 purgatory_outcome=cast(PurgatoryOutcome | None, timing.purgatory_outcome),
                 error_codes=error_codes(response),
+                replica_id=replica,
             )
             self._write(record)
         except Exception:  # a capture must never take the broker down
@@ -190,7 +208,7 @@ class BrokerCapture:
         try:
             op_key = id(operation)
             if keys is not None:
-                key_strings = [str(k) for k in keys]
+                key_strings = [watch_key_name(k) for k in keys]
                 operation_id = next(self._operation_ids)
                 self._operations[op_key] = (operation, operation_id, key_strings)
             else:

@@ -1,43 +1,83 @@
-"""``minikafka`` command line: ``serve`` (and the tools built on it).
+"""``minikafka`` command line: ``serve``, ``fault``, Kafka's tools, and the jobs.
 
 The shape of ``serve`` is relied on by other tools and tests: when every listener is up
 it prints exactly one line ``minikafka ready: bootstrap=HOST:PORT[,HOST:PORT...]`` on
 stdout (followed by `` control=http://HOST:PORT`` when ``--control-port`` is given),
-then serves until SIGINT or SIGTERM and exits 0. A bad config stops it at once
-with exit code 2 and a message naming the key.
+then serves until SIGINT or SIGTERM and exits 0.
+
+Exit codes: 0 done; 1 the command could not be done (a port in use, a cluster that
+refuses); 2 a bad argument or config -- with one line on stderr that names it
+(``minikafka serve: error: --port 70000 is not a port (0..65535)``), checked before
+anything starts: ports and their range, the broker count, ``--data-dir`` and
+``--capture-dir`` created and written to, the config's keys and values.
+
+Subcommands: ``serve``; ``fault`` (the control endpoint, ``broker/control/``);
+``topics``, ``groups``, ``produce``, ``consume`` (Kafka's command line tools,
+``broker/admin_cli.py``); ``workload``, ``replay``, ``report``, ``compare``
+(``spark_jobs``, run in a child process; a missing extra is one line saying what to
+install).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import importlib.util
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from broker.app import MiniKafka
-from broker.config import ConfigError, load_config, parse_overrides
+from broker.config import BrokerConfig, ConfigError, parse_overrides, read_config
 
 log = logging.getLogger("broker.cli")
 
+#: ``--brokers`` above this is refused: each broker is a listener, purgatories with their
+#: reapers and a fetcher per leader in one process; beyond a few dozen it only thrashes.
+MAX_BROKERS = 64
+#: The control endpoint ``make run`` starts, and the default of ``minikafka fault``.
+DEFAULT_CONTROL = "http://127.0.0.1:9990"
+
+
+class UsageError(Exception):
+    """A bad argument, found after parsing; exit 2 with ``prog: error: message``."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``minikafka serve: error: ...`` (and ``--help``
+    for the usage), not the usage block first."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="minikafka", description="A Kafka-compatible mini broker simulator."
-    )
+    from broker.admin_cli import add_admin_parsers
+
+    parser = Parser(prog="minikafka", description="A Kafka-compatible mini broker simulator.")
     parser.add_argument("--log-level", default="INFO", help="Python logging level (INFO)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     serve = sub.add_parser("serve", help="run one or more brokers")
-    serve.add_argument("--brokers", type=int, default=1, help="brokers in this process (1)")
-    serve.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     serve.add_argument(
-        "--port", type=int, default=9092, help="port of broker 0; broker i uses port+i; 0: free"
+        "--brokers", type=int, default=1, help=f"brokers in this process, 1..{MAX_BROKERS} (1)"
+    )
+    serve.add_argument(
+        "--host",
+        default=None,
+        help="listen address (127.0.0.1; a --config file's listeners= gives another)",
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="port of broker 0; broker i uses port+i; 0: free ports (9092, or listeners=)",
     )
     serve.add_argument(
         "--advertised-host",
@@ -46,17 +86,23 @@ def build_parser() -> argparse.ArgumentParser:
         "advertised.listeners; e.g. a container listening on 0.0.0.0",
     )
     serve.add_argument("--data-dir", type=Path, default=None, help="keep logs here (memory)")
-    serve.add_argument("--config", type=Path, default=None, help="a Kafka server.properties")
+    serve.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="a Kafka server.properties; keys minikafka does not model are ignored (logged)",
+    )
     serve.add_argument(
         "--override",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a Kafka broker config, e.g. num.partitions=3 (repeatable)",
+        help="a Kafka broker config, e.g. num.partitions=3 (repeatable; unknown keys are errors)",
     )
     _add_control_options(serve)
-    _add_fault_parser(sub)
     _add_capture_options(serve)
+    _add_fault_parser(sub)
+    add_admin_parsers(sub)
     _add_spark_job_parsers(sub)
     return parser
 
@@ -71,14 +117,25 @@ SPARK_JOBS = {
     "workload": "spark_jobs.workload",
     "replay": "spark_jobs.replay",
     "report": "spark_jobs.report",
+    "compare": "spark_jobs.compare",
 }
 _SPARK_JOB_HELP = {
     "workload": "drive a broker with a realistic client mix (aiokafka)",
     "replay": "replay a capture against a broker (Spark)",
     "report": "latency report of a replay (Spark)",
+    "compare": "what-if: replays of one capture side by side (Spark)",
 }
+#: What each job needs beyond the base install: (module, what to say).
+_SPARK_JOB_NEEDS = {
+    "workload": ("aiokafka",),
+    "replay": ("pyspark", "pyarrow"),
+    "report": ("pyspark", "matplotlib", "jinja2"),
+    "compare": ("pyspark", "matplotlib", "jinja2"),
+}
+_JOBS_NEEDING_JAVA = frozenset({"replay", "report", "compare"})
 #: The jobs that take ``--log-level``: a ``minikafka --log-level L JOB`` passes it on.
 _JOBS_WITH_LOG_LEVEL = frozenset({"workload"})
+INSTALL_SPARK_EXTRA = ".venv/bin/pip install -e '.[spark]'"
 
 
 def _add_capture_options(serve: argparse.ArgumentParser) -> None:
@@ -97,7 +154,7 @@ def _add_spark_job_parsers(sub: Any) -> None:
 
 
 def _spark_job(argv: Sequence[str]) -> tuple[str, list[str]] | None:
-    """(module, its arguments) when ``argv`` names a job of spark_jobs, else None."""
+    """(job name, its arguments) when ``argv`` names a job of spark_jobs, else None."""
     i = 0
     log_level: list[str] = []
     while i < len(argv) and argv[i].startswith("-"):
@@ -109,14 +166,32 @@ def _spark_job(argv: Sequence[str]) -> tuple[str, list[str]] | None:
     if i < len(argv) and argv[i] in SPARK_JOBS:
         name = argv[i]
         passed = log_level if name in _JOBS_WITH_LOG_LEVEL else []
-        return SPARK_JOBS[name], [*passed, *argv[i + 1 :]]
+        return name, [*passed, *argv[i + 1 :]]
     return None
 
 
-def _run_spark_job(module: str, args: list[str]) -> int:
+def missing_for_job(name: str) -> str | None:
+    """One line saying what to install for job ``name``, or None when all is there."""
+    missing = [m for m in _SPARK_JOB_NEEDS[name] if importlib.util.find_spec(m) is None]
+    if missing:
+        return (
+            f"minikafka {name} needs {', '.join(missing)} (the spark extra): "
+            f"{INSTALL_SPARK_EXTRA}, or pip install 'minikafka[spark]'"
+        )
+    if name in _JOBS_NEEDING_JAVA and not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        return f"minikafka {name} needs Java 17 for Spark: install a JDK/JRE 17 or set JAVA_HOME"
+    return None
+
+
+def _run_spark_job(name: str, args: list[str]) -> int:
     import subprocess
 
-    return subprocess.call([sys.executable, "-m", module, *args])
+    if "-h" not in args and "--help" not in args:
+        problem = missing_for_job(name)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
+    return subprocess.call([sys.executable, "-m", SPARK_JOBS[name], *args])
 
 
 # -- control endpoint and fault injection (broker/control/) ------------------------------
@@ -138,16 +213,18 @@ def _add_fault_parser(sub: Any) -> None:
     fault = sub.add_parser("fault", help="inject faults through a running control endpoint")
     fault.add_argument(
         "--control",
-        default=os.environ.get("MINIKAFKA_CONTROL"),
-        help="control endpoint URL, e.g. http://127.0.0.1:9000 (env MINIKAFKA_CONTROL)",
+        default=os.environ.get("MINIKAFKA_CONTROL", DEFAULT_CONTROL),
+        help=f"control endpoint URL (env MINIKAFKA_CONTROL; {DEFAULT_CONTROL}, as make run)",
     )
-    actions = fault.add_subparsers(dest="fault_command", required=True)
-    actions.add_parser("status", help="health, brokers and the faults in force")
+    actions = fault.add_subparsers(dest="fault_command", required=True, metavar="ACTION")
+    actions.add_parser(
+        "status", help="overall status, problems, brokers, leaders, ISR, faults in force"
+    )
     for name, text in (
         ("stop-broker", "stop a broker"),
         ("start-broker", "start a stopped broker"),
         ("pause-replication", "pause a broker's replica fetchers"),
-        ("resume-replication", "resume a broker's replica fetchers"),
+        ("resume-replication", "resume a broker's replica fetchers (undoes pause and delay)"),
     ):
         actions.add_parser(name, help=text).add_argument("broker_id", type=int)
     delay = actions.add_parser("delay-replication", help="delay a broker's replica fetches")
@@ -165,7 +242,11 @@ def _add_fault_parser(sub: Any) -> None:
     fail.add_argument("--count", type=int, default=1, help="how many requests (1)")
     fail.add_argument("--topic", default=None, help="only requests naming this topic")
     fail.add_argument("--partition", type=int, default=None, help="... and this partition")
-    clear = actions.add_parser("clear", help="clear faults of one broker, or of all")
+    clear = actions.add_parser(
+        "clear",
+        help="clear every fault (latency, failures, replication pause and delay), "
+        "of one broker or of all",
+    )
     clear.add_argument("broker_id", type=int, nargs="?", default=None)
 
 
@@ -177,18 +258,12 @@ def _int_or_name(value: str) -> int | str:
 def _fault(args: argparse.Namespace) -> int:
     """One call on the control endpoint; prints its JSON answer, exit 1 on an error."""
     from broker.control.client import ControlClient, ControlClientError
+    from broker.control.pretty import dumps
 
-    if not args.control:
-        print("minikafka fault: --control URL is required", file=sys.stderr)
-        return 2
     client = ControlClient(args.control)
     command = args.fault_command
     calls: dict[str, Callable[[], Any]] = {
-        "status": lambda: {
-            "health": client.health(),
-            "brokers": client.cluster()["brokers"],
-            "faults": client.faults(),
-        },
+        "status": client.status,
         "stop-broker": lambda: client.stop_broker(args.broker_id),
         "start-broker": lambda: client.start_broker(args.broker_id),
         "pause-replication": lambda: client.replication(args.broker_id, "pause"),
@@ -210,32 +285,138 @@ def _fault(args: argparse.Namespace) -> int:
     except ControlClientError as exc:
         print(f"minikafka fault {command}: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(answer, indent=2, sort_keys=True))
+    sys.stdout.write(dumps(answer))
     return 0
 
 
-async def _serve(args: argparse.Namespace) -> int:
-    config = load_config(args.config, parse_overrides(args.override))
-    app = MiniKafka(
-        config,
+# -- serve --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServePlan:
+    """What ``serve`` will run, every argument checked."""
+
+    config: BrokerConfig
+    ignored: tuple[str, ...]
+    brokers: int
+    host: str
+    port: int
+    advertised_host: str | None
+    data_dir: Path | None
+    capture_dir: Path | None
+    control_port: int | None
+    control_host: str
+
+
+def _check_port(value: int, what: str) -> None:
+    if not 0 <= value <= 65535:
+        raise UsageError(f"{what} {value} is not a port (0..65535)")
+
+
+def _writable_dir(path: Path, what: str) -> Path:
+    """Create ``path`` if needed and prove it takes a file; UsageError naming it if not."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(f"{what} {path} is not a directory") from None
+    except OSError as exc:
+        raise UsageError(f"{what} {path} cannot be created: {exc.strerror or exc}") from None
+    if not path.is_dir():
+        raise UsageError(f"{what} {path} is not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=path, prefix=".minikafka-write-check-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{what} {path} is not writable: {exc.strerror or exc}") from None
+    return path
+
+
+def plan_serve(args: argparse.Namespace) -> ServePlan:
+    """Check every ``serve`` argument before anything starts (UsageError, ConfigError)."""
+    if not 1 <= args.brokers <= MAX_BROKERS:
+        raise UsageError(f"--brokers must be 1..{MAX_BROKERS}, not {args.brokers}")
+    loaded = read_config(args.config, parse_overrides(args.override))
+    config = loaded.config
+    listener = config.client_listener()
+    port = args.port if args.port is not None else listener.port if listener else 9092
+    _check_port(port, "--port" if args.port is not None else "listeners port")
+    if port != 0 and port + args.brokers - 1 > 65535:
+        raise UsageError(
+            f"--brokers {args.brokers} from port {port} needs ports up to "
+            f"{port + args.brokers - 1}, past 65535"
+        )
+    if args.host is not None:
+        host = args.host
+    elif listener is not None:
+        host = listener.host or "0.0.0.0"  # Kafka: an empty host binds every interface
+    else:
+        host = "127.0.0.1"
+    if not host.strip():
+        raise UsageError("--host must not be empty")
+    advertised = args.advertised_host or (listener.advertised_host if listener else None)
+    if args.control_port is not None:
+        _check_port(args.control_port, "--control-port")
+        if port != 0 and port <= args.control_port < port + args.brokers:
+            raise UsageError(
+                f"--control-port {args.control_port} is broker {args.control_port - port}'s port"
+            )
+    data_dir = args.data_dir
+    data_what = "--data-dir"
+    if data_dir is None and config.log_dirs:
+        data_dir, data_what = Path(config.log_dirs.split(",")[0].strip()), "log.dirs"
+    if data_dir is not None:
+        _writable_dir(data_dir, data_what)
+    if args.capture_dir is not None:
+        _writable_dir(args.capture_dir, "--capture-dir")
+    return ServePlan(
+        config=config,
+        ignored=loaded.ignored,
         brokers=args.brokers,
-        host=args.host,
-        port=args.port,
-        data_dir=args.data_dir,
+        host=host,
+        port=port,
+        advertised_host=advertised,
+        data_dir=data_dir,
+        capture_dir=args.capture_dir,
         control_port=args.control_port,
         control_host=args.control_host,
-        capture_dir=args.capture_dir,
-        advertised_host=args.advertised_host,
     )
+
+
+async def _serve(plan: ServePlan, config_file: Path | None) -> int:
+    from broker.app import MiniKafka  # the tools need none of the broker
+
+    if plan.ignored:
+        log.warning(
+            "Ignoring %d configs of %s that minikafka does not model: %s",
+            len(plan.ignored),
+            config_file,
+            ", ".join(plan.ignored),
+        )
+    try:
+        app = MiniKafka(
+            plan.config,
+            brokers=plan.brokers,
+            host=plan.host,
+            port=plan.port,
+            data_dir=plan.data_dir,
+            control_port=plan.control_port,
+            control_host=plan.control_host,
+            capture_dir=plan.capture_dir,
+            advertised_host=plan.advertised_host,
+        )
+    except (OSError, ValueError) as exc:
+        print(f"minikafka: cannot start: {_describe_error(exc)}", file=sys.stderr)
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
         await app.start()
-    except OSError as exc:
-        print(f"minikafka: cannot listen: {exc}", file=sys.stderr)
+    except Exception as exc:
+        log.debug("start failed", exc_info=True)
         await app.stop()
+        print(f"minikafka: {_start_error(exc, plan)}", file=sys.stderr)
         return 1
     control = f" control={app.control_url}" if app.control_url is not None else ""
     print(f"minikafka ready: bootstrap={app.bootstrap}{control}", flush=True)
@@ -243,6 +424,28 @@ async def _serve(args: argparse.Namespace) -> int:
     log.info("shutting down")
     await app.stop()
     return 0
+
+
+def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc) or type(exc).__name__
+
+
+def _start_error(exc: BaseException, plan: ServePlan) -> str:
+    """One line for a start that failed: a file, a listener, or something else."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"cannot use the data directory: {exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, OSError):
+        ports = (
+            "free ports"
+            if plan.port == 0
+            else f"ports {plan.port}..{plan.port + plan.brokers - 1}"
+            if plan.brokers > 1
+            else f"port {plan.port}"
+        )
+        return f"cannot listen on {plan.host} ({ports}): {exc.strerror or exc}"
+    return f"cannot start: {type(exc).__name__}: {exc} (--log-level DEBUG shows where)"
 
 
 def run_async(factory: Callable[[], Coroutine[Any, Any, int]]) -> int:
@@ -268,14 +471,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         if args.command == "serve":
-            return run_async(lambda: _serve(args))
+            plan = plan_serve(args)
+            return run_async(lambda: _serve(plan, args.config))
         if args.command == "fault":
             return _fault(args)
+        from broker.admin_cli import ADMIN_COMMANDS, run_admin
+
+        if args.command in ADMIN_COMMANDS:
+            return run_admin(args, run_async)
+    except UsageError as exc:
+        print(f"minikafka {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except ConfigError as exc:
-        print(f"minikafka: configuration error: {exc}", file=sys.stderr)
+        print(f"minikafka {args.command}: configuration error: {exc}", file=sys.stderr)
         return 2
     parser.error(f"unknown command {args.command}")
-    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 log = logging.getLogger("broker.metadata")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
 
@@ -61,6 +62,10 @@ class PartitionState:
     leader_epoch: int = 0
     isr: list[int] = field(default_factory=list)
     partition_epoch: int = 0
+    # An ongoing reassignment (AlterPartitionReassignments): ``replicas`` is then the
+    # target followed by the replicas being removed, as in Kafka's PartitionRecord.
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -70,6 +75,8 @@ class PartitionState:
             "leader_epoch": self.leader_epoch,
             "isr": self.isr,
             "partition_epoch": self.partition_epoch,
+            "adding_replicas": self.adding_replicas,
+            "removing_replicas": self.removing_replicas,
         }
 
 
@@ -82,7 +89,7 @@ class TopicInfo:
 
     @property
     def is_internal(self) -> bool:
-        return self.name == OFFSETS_TOPIC
+        return self.name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 
 
 def validate_topic_name(name: str) -> None:
@@ -115,6 +122,9 @@ class ClusterMetadata:
         self.brokers: dict[int, BrokerEndpoint] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.controller_id = 0
+        # Dynamic broker configs (KIP-226) by resource name: "" is the cluster-wide
+        # default, "<id>" one broker's (broker/dynamic_config.py reads them).
+        self.broker_configs: dict[str, dict[str, str]] = {}
         self._listeners: list[Listener] = []
         self._path = data_dir / "cluster-metadata.json" if data_dir is not None else None
         self._producer_ids = ProducerIdAllocator(
@@ -283,6 +293,21 @@ class ClusterMetadata:
         self._notify(name, topic)
         return topic
 
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        """Make ``configs`` the dynamic configs of a BROKER resource ("" or a broker id).
+
+        Persisted, then every topic is announced: a broker default reaches the logs of
+        topics without an override as a topic config change does.
+        """
+        if configs:
+            self.broker_configs[resource_name] = dict(configs)
+        else:
+            self.broker_configs.pop(resource_name, None)
+        self._save()
+        for name, topic in list(self.topics.items()):
+            for listener in list(self._listeners):
+                listener(name, topic)
+
     def update_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self.topics[name]
         topic.configs.update(configs)
@@ -338,6 +363,7 @@ class ClusterMetadata:
             return
         document = {
             "cluster_id": self.cluster_id,
+            "broker_configs": self.broker_configs,
             "topics": [
                 {
                     "name": t.name,
@@ -360,6 +386,9 @@ class ClusterMetadata:
         assert self._path is not None
         document = json.loads(self._path.read_text(encoding="utf-8"))
         self.cluster_id = document["cluster_id"]
+        self.broker_configs = {
+            name: dict(configs) for name, configs in document.get("broker_configs", {}).items()
+        }
         for raw in document["topics"]:
             partitions = [
                 PartitionState(
@@ -369,6 +398,8 @@ class ClusterMetadata:
                     leader_epoch=p["leader_epoch"],
                     isr=list(p["isr"]),
                     partition_epoch=p.get("partition_epoch", 0),
+                    adding_replicas=list(p.get("adding_replicas", [])),
+                    removing_replicas=list(p.get("removing_replicas", [])),
                 )
                 for p in raw["partitions"]
             ]

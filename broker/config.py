@@ -2,16 +2,30 @@
 
 Users bring a ``server.properties`` from a real Kafka installation or pass
 ``--override key=value``; both use Kafka's dotted names, so the model is keyed by those
-names (pydantic aliases) and rejects anything it does not know. A typo such as
-``num.partiton=3`` must stop the broker at start with a message that names the key,
-not be ignored silently as a default would hide it.
+names (pydantic aliases). Defaults are Kafka's.
 
-Only the keys minikafka acts on are accepted. Defaults are Kafka's.
+The two sources differ on keys the model does not know, on purpose:
+
+* A properties file is Kafka's: Kafka's stock ``server.properties`` (KRaft:
+  ``process.roles``, ``node.id``, ``controller.quorum.bootstrap.servers``,
+  ``num.network.threads``, ...) sets many things a simulator has no use for. Like Kafka,
+  which logs a supplied config it does not know and goes on, minikafka ignores them and
+  ``read_config`` returns them, for one log line listing them all. ``listeners`` and
+  ``advertised.listeners`` are modelled: they give the listen host, the port of
+  broker 0 and the advertised host (``client_listener``).
+* ``--override`` is typed by a person for minikafka: a key the model does not know is
+  an error that names it (with the closest known key), since ``num.partiton=3`` would
+  otherwise be a silent no-op.
+
+A bad value of a modelled key is an error from either source.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +43,12 @@ class BrokerConfig(BaseModel):
 
     broker_id: int = Field(0, alias="broker.id", ge=0)
     log_dirs: str | None = Field(None, alias="log.dirs")
+    # Kafka's listener settings; ``client_listener()`` picks the one clients use.
+    listeners: str | None = Field(None, alias="listeners")
+    advertised_listeners: str | None = Field(None, alias="advertised.listeners")
+    listener_security_protocol_map: str | None = Field(None, alias="listener.security.protocol.map")
+    controller_listener_names: str | None = Field(None, alias="controller.listener.names")
+    inter_broker_listener_name: str | None = Field(None, alias="inter.broker.listener.name")
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
     default_replication_factor: int = Field(1, alias="default.replication.factor", ge=1)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
@@ -58,11 +78,33 @@ class BrokerConfig(BaseModel):
     log_flush_interval_messages: int = Field(
         9223372036854775807, alias="log.flush.interval.messages", ge=1
     )
+    # The log cleaner (compaction of cleanup.policy=compact topics).
+    log_cleaner_enable: bool = Field(True, alias="log.cleaner.enable")
+    log_cleaner_backoff_ms: int = Field(15000, alias="log.cleaner.backoff.ms", ge=1)
+    log_cleaner_threads: int = Field(1, alias="log.cleaner.threads", ge=0)
+    log_cleaner_dedupe_buffer_size: int = Field(
+        134217728, alias="log.cleaner.dedupe.buffer.size", ge=1
+    )
+    log_cleaner_delete_retention_ms: int = Field(
+        86400000, alias="log.cleaner.delete.retention.ms", ge=0
+    )
+    log_cleaner_min_cleanable_ratio: float = Field(
+        0.5, alias="log.cleaner.min.cleanable.ratio", ge=0.0, le=1.0
+    )
+    log_cleaner_min_compaction_lag_ms: int = Field(
+        0, alias="log.cleaner.min.compaction.lag.ms", ge=0
+    )
 
     replica_lag_time_max_ms: int = Field(30000, alias="replica.lag.time.max.ms", ge=1)
     replica_fetch_wait_max_ms: int = Field(500, alias="replica.fetch.wait.max.ms", ge=0)
     replica_fetch_min_bytes: int = Field(1, alias="replica.fetch.min.bytes", ge=1)
     replica_fetch_max_bytes: int = Field(1048576, alias="replica.fetch.max.bytes", ge=0)
+    # Idle producers' state (sequences, epochs) is dropped after this long (Kafka's
+    # ProducerStateManager expiry, checked every producer.id.expiration.check.interval.ms).
+    producer_id_expiration_ms: int = Field(86400000, alias="producer.id.expiration.ms", ge=1)
+    producer_id_expiration_check_interval_ms: int = Field(
+        600000, alias="producer.id.expiration.check.interval.ms", ge=1
+    )
 
     fetch_purgatory_purge_interval_requests: int = Field(
         1000, alias="fetch.purgatory.purge.interval.requests", ge=1
@@ -91,6 +133,28 @@ class BrokerConfig(BaseModel):
     transactional_id_expiration_ms: int = Field(
         604800000, alias="transactional.id.expiration.ms", ge=1
     )
+    # The transaction coordinator (broker/txn/), Kafka's names and defaults.
+    transaction_max_timeout_ms: int = Field(900000, alias="transaction.max.timeout.ms", ge=1)
+    transaction_state_log_num_partitions: int = Field(
+        50, alias="transaction.state.log.num.partitions", ge=1
+    )
+    transaction_state_log_replication_factor: int = Field(
+        3, alias="transaction.state.log.replication.factor", ge=1
+    )
+    transaction_state_log_min_isr: int = Field(2, alias="transaction.state.log.min.isr", ge=1)
+    transaction_state_log_segment_bytes: int = Field(
+        104857600, alias="transaction.state.log.segment.bytes", ge=1
+    )
+    # Accepted for compatibility: a load reads the partition in chunks of its own size.
+    transaction_state_log_load_buffer_size: int = Field(
+        5242880, alias="transaction.state.log.load.buffer.size", ge=1
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = Field(
+        10000, alias="transaction.abort.timed.out.transaction.cleanup.interval.ms", ge=1
+    )
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = Field(
+        3600000, alias="transaction.remove.expired.transaction.cleanup.interval.ms", ge=1
+    )
 
     @model_validator(mode="after")
     def _check_session_bounds(self) -> BrokerConfig:
@@ -99,6 +163,46 @@ class BrokerConfig(BaseModel):
                 "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
             )
         return self
+
+    @model_validator(mode="after")
+    def _check_listeners(self) -> BrokerConfig:
+        self.client_listener()  # a listener minikafka cannot serve fails at start
+        return self
+
+    def client_listener(self) -> ListenerEndpoint | None:
+        """The listener clients connect to, from ``listeners`` (None when not set).
+
+        Kafka's rules: ``NAME://host:port`` entries; the security protocol of a name is
+        ``listener.security.protocol.map``'s (default: the name itself); listeners named
+        in ``controller.listener.names`` are the KRaft controller's, not the broker's.
+        Of the others, ``inter.broker.listener.name``'s is taken when it is PLAINTEXT,
+        else the first PLAINTEXT one: minikafka speaks PLAINTEXT only.
+        """
+        if not self.listeners:
+            return None
+        entries = parse_listeners(self.listeners, "listeners")
+        protocols = _security_protocol_map(self.listener_security_protocol_map)
+        controllers = {n.strip().upper() for n in (self.controller_listener_names or "").split(",")}
+        candidates = [e for e in entries if e.name not in controllers]
+        if not candidates:
+            raise ValueError(
+                f"listeners={self.listeners!r} has no broker listener (every one is in "
+                f"controller.listener.names)"
+            )
+        plaintext = [e for e in candidates if protocols.get(e.name, e.name) == "PLAINTEXT"]
+        if not plaintext:
+            raise ValueError(
+                f"listeners={self.listeners!r}: minikafka speaks PLAINTEXT only, and no "
+                f"broker listener is PLAINTEXT ({', '.join(e.name for e in candidates)})"
+            )
+        preferred = (self.inter_broker_listener_name or "").strip().upper()
+        chosen = next((e for e in plaintext if e.name == preferred), plaintext[0])
+        advertised = None
+        if self.advertised_listeners:
+            for entry in parse_listeners(self.advertised_listeners, "advertised.listeners"):
+                if entry.name == chosen.name:
+                    advertised = entry.host or None
+        return ListenerEndpoint(chosen.name, chosen.host, chosen.port, advertised)
 
     @property
     def log_retention_effective_ms(self) -> int:
@@ -113,6 +217,9 @@ class BrokerConfig(BaseModel):
         """Topic-level configs a new topic inherits from the broker (Kafka's mapping)."""
         return {
             "cleanup.policy": self.log_cleanup_policy,
+            "delete.retention.ms": str(self.log_cleaner_delete_retention_ms),
+            "min.cleanable.dirty.ratio": str(self.log_cleaner_min_cleanable_ratio),
+            "min.compaction.lag.ms": str(self.log_cleaner_min_compaction_lag_ms),
             "max.message.bytes": str(self.message_max_bytes),
             "message.timestamp.type": self.log_message_timestamp_type,
             "min.insync.replicas": str(self.min_insync_replicas),
@@ -122,21 +229,167 @@ class BrokerConfig(BaseModel):
         }
 
 
-def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
-    """Parse Java-properties style ``key=value`` lines (``#``/``!`` comments, ``:`` too)."""
-    result: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
+@dataclass(frozen=True, slots=True)
+class ListenerEndpoint:
+    """One entry of ``listeners`` (``name://host:port``); ``host`` "" binds every
+    interface, as in Kafka. ``advertised_host``: that listener's host in
+    ``advertised.listeners``, if any."""
+
+    name: str
+    host: str
+    port: int
+    advertised_host: str | None = None
+
+
+_LISTENER = re.compile(r"^([A-Za-z0-9_-]+)://\[?([0-9A-Za-z\-%._:]*?)\]?:(-?[0-9]+)$")
+_DEFAULT_PROTOCOLS = {p: p for p in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+
+
+def parse_listeners(text: str, key: str = "listeners") -> list[ListenerEndpoint]:
+    """Kafka's ``listeners`` syntax: comma-separated ``NAME://host:port``."""
+    entries: list[ListenerEndpoint] = []
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
             continue
-        for sep in ("=", ":"):
-            if sep in line:
-                key, value = line.split(sep, 1)
-                break
-        else:
-            raise ConfigError(f"{source}:{number}: expected key=value, got {raw!r}")
-        result[key.strip()] = value.strip()
+        match = _LISTENER.match(item)
+        if match is None:
+            raise ValueError(f"{key}: {item!r} is not NAME://host:port")
+        port = int(match.group(3))
+        if not 0 <= port <= 65535:
+            raise ValueError(f"{key}: port {port} of {item!r} is not in 0..65535")
+        entries.append(ListenerEndpoint(match.group(1).upper(), match.group(2), port))
+    if not entries:
+        raise ValueError(f"{key} is empty")
+    names = [e.name for e in entries]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{key}: each listener name must be used once, got {text!r}")
+    return entries
+
+
+def _security_protocol_map(text: str | None) -> dict[str, str]:
+    if not text:
+        return dict(_DEFAULT_PROTOCOLS)
+    result: dict[str, str] = {}
+    for raw in text.split(","):
+        if not raw.strip():
+            continue
+        name, sep, protocol = raw.partition(":")
+        if not sep or not name.strip() or not protocol.strip():
+            raise ValueError(
+                f"listener.security.protocol.map: {raw.strip()!r} is not NAME:PROTOCOL"
+            )
+        result[name.strip().upper()] = protocol.strip().upper()
     return result
+
+
+def model_keys() -> frozenset[str]:
+    """Every config key minikafka models (Kafka's names)."""
+    return frozenset(f.alias or name for name, f in BrokerConfig.model_fields.items())
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A validated config and the keys of the properties file that were ignored."""
+
+    config: BrokerConfig
+    ignored: tuple[str, ...] = ()
+
+
+def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
+    """Parse a Java ``.properties`` file as ``java.util.Properties.load`` does.
+
+    Kafka reads ``server.properties`` with ``Properties.load``, so its syntax is the
+    syntax here: ``#`` and ``!`` comment lines; a key ends at the first unescaped ``=``,
+    ``:`` or whitespace, and one ``=``/``:`` (with whitespace around it) separates it
+    from the value; a line ending in an odd number of backslashes continues on the next
+    line (whose leading whitespace is dropped); ``\\t``, ``\\n``, ``\\r``, ``\\f`` and
+    ``\\uXXXX`` are escapes and a backslash before any other character is that character
+    (``\\:``, ``\\=``, ``\\ ``, ``\\\\``). A line with a key only has the empty
+    value. The last of repeated keys wins. Values keep their text; ``load_config``
+    trims them as Kafka's ``ConfigDef`` does.
+    """
+    result: dict[str, str] = {}
+    for number, logical in _logical_lines(text):
+        key, value = _split_key_value(logical, source, number)
+        result[key] = value
+    return result
+
+
+_PROPERTIES_WHITESPACE = " \t\f"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # Java's line terminators, no others
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, logical line) without comments, blank lines, continuations."""
+    out: list[tuple[int, str]] = []
+    pending: str | None = None
+    start = 0
+    for number, natural in enumerate(_LINE_BREAK.split(text), start=1):
+        line = natural.lstrip(_PROPERTIES_WHITESPACE)
+        if pending is None:
+            if not line or line[0] in "#!":
+                continue  # a comment line never continues, whatever it ends with
+            start = number
+        trailing = len(line) - len(line.rstrip("\\"))
+        continued = trailing % 2 == 1
+        piece = line[:-1] if continued else line
+        pending = piece if pending is None else pending + piece
+        if not continued:
+            out.append((start, pending))
+            pending = None
+    if pending is not None:  # a continuation at the end of the file: Java keeps what is there
+        out.append((start, pending))
+    return out
+
+
+def _split_key_value(line: str, source: str, number: int) -> tuple[str, str]:
+    """Cut one logical line into its unescaped key and value."""
+    i, n = 0, len(line)
+    while i < n:
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=:" or ch in _PROPERTIES_WHITESPACE:
+            break
+        i += 1
+    raw_key = line[:i]
+    j = i
+    while j < n and line[j] in _PROPERTIES_WHITESPACE:
+        j += 1
+    if j < n and line[j] in "=:":
+        j += 1
+        while j < n and line[j] in _PROPERTIES_WHITESPACE:
+            j += 1
+    return _unescape(raw_key, source, number), _unescape(line[j:], source, number)
+
+
+def _unescape(text: str, source: str, number: int) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch != "\\" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2 : i + 6]
+            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                raise ConfigError(
+                    f"{source}:{number}: malformed \\uxxxx escape {text[i : i + 6]!r}"
+                )
+            out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
 
 
 def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
@@ -150,27 +403,70 @@ def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
     return result
 
 
-def load_config(
+def read_config(
     properties_file: Path | None = None, overrides: Mapping[str, str] | None = None
-) -> BrokerConfig:
-    """Build a validated config; errors name the offending key and value."""
+) -> LoadedConfig:
+    """Build a validated config from a properties file and overrides (which win).
+
+    Keys of the file that minikafka does not model are left out and returned in
+    ``ignored`` (sorted); an unknown override key is a ``ConfigError``. Values are
+    trimmed, as Kafka's ``ConfigDef`` trims them. Errors name the key and the value.
+    """
+    known = model_keys()
     values: dict[str, str] = {}
+    ignored: list[str] = []
     if properties_file is not None:
         try:
-            text = properties_file.read_text(encoding="utf-8")
+            raw = properties_file.read_bytes()
         except OSError as exc:
-            raise ConfigError(f"cannot read config file {properties_file}: {exc}") from exc
-        values.update(parse_properties(text, str(properties_file)))
-    values.update(overrides or {})
+            reason = exc.strerror or str(exc)
+            raise ConfigError(f"cannot read config file {properties_file}: {reason}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")  # what Java's Properties.load(InputStream) reads
+        for key, value in parse_properties(text, str(properties_file)).items():
+            if key in known:
+                values[key] = value.strip()
+            else:
+                ignored.append(key)
+    unknown: list[str] = []
+    for key, value in (overrides or {}).items():
+        if key in known:
+            values[key] = value.strip()
+        else:
+            unknown.append(key)
+    if unknown:
+        raise ConfigError("; ".join(_unknown_override(key, known) for key in unknown))
     try:
-        return BrokerConfig.model_validate(values)
+        config = BrokerConfig.model_validate(values)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
-            key = ".".join(str(part) for part in error["loc"]) or "config"
-            if error["type"] == "extra_forbidden":
-                problems.append(f"unknown config key {key!r}")
+            key = ".".join(str(part) for part in error["loc"])
+            message = str(error["msg"]).removeprefix("Value error, ")
+            if not key:
+                problems.append(message)
+            elif error["type"] == "extra_forbidden":
+                problems.append(_unknown_override(key, known))
             else:
                 shown = values.get(key, error.get("input"))
-                problems.append(f"invalid value {shown!r} for {key!r}: {error['msg']}")
+                problems.append(f"invalid value {shown!r} for {key!r}: {message}")
         raise ConfigError("; ".join(problems)) from None
+    return LoadedConfig(config, tuple(sorted(ignored)))
+
+
+def _unknown_override(key: str, known: frozenset[str]) -> str:
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"unknown config key {key!r}{hint}: --override takes the keys minikafka models "
+        "(see broker/config.py); a --config file's other Kafka keys are ignored"
+    )
+
+
+def load_config(
+    properties_file: Path | None = None, overrides: Mapping[str, str] | None = None
+) -> BrokerConfig:
+    """``read_config(...).config``: the validated config alone."""
+    return read_config(properties_file, overrides).config

@@ -4,8 +4,8 @@ The composition root (``broker/app.py``) builds every part whole and hands this 
 dispatcher, which puts it in each ``RequestContext``. A handler sees its broker's id and
 config, the shared cluster metadata, the replica manager, the group coordinator and its
 group metadata manager (Kafka's pair: membership and rebalances; groups, offsets and
-coordinator placement), the versions the broker serves, and nothing else: not the
-listener, not the other brokers, not the control endpoint.
+coordinator placement), the transaction coordinator, the versions the broker serves,
+and nothing else: not the listener, not the other brokers, not the control endpoint.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from broker.config import BrokerConfig
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.replica.replica_manager import ReplicaManager
+from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
 
@@ -30,6 +31,7 @@ class BrokerServices:
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
     group_metadata_manager: GroupMetadataManager
+    txn_coordinator: TransactionCoordinator
     api_specs: tuple[ApiSpec, ...]
 
     def auto_create_topic(self, name: str) -> TopicInfo:

@@ -159,6 +159,10 @@ class CaptureRequest(_Record):
     purgatory_outcome: PurgatoryOutcome | None = None
     #: Every error code in the response (top level and per partition), in order.
     error_codes: list[int] = Field(default_factory=list)
+    #: The replica id the request carries (Fetch, OffsetForLeaderEpoch, ListOffsets):
+    #: >= 0 when a broker's follower sent it (inter-broker traffic), -1 or so for a
+    #: client; None for an API without one (and in captures written before this field).
+    replica_id: int | None = None
 
 
 class DelayedOperationEvent(_Record):

@@ -44,7 +44,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import crc32c
 
@@ -782,3 +782,13 @@ def _write_bytes(out: bytearray, data: bytes | None) -> None:
     else:
         _write_varint(out, len(data))
         out += data
+
+
+# Transaction markers (control batches) live in control_batch.py, which imports this
+# module; build_control_batch, parse_control_batch and the rest resolve from here too.
+def __getattr__(name: str) -> Any:
+    from protocol import control_batch
+
+    if name in control_batch.__all__:
+        return getattr(control_batch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -64,6 +64,10 @@ class ControlClient:
     def cluster(self) -> Any:
         return self.request("GET", "/cluster")
 
+    def status(self) -> Any:
+        """Overall status and its problems, brokers, leaders and ISR, faults in force."""
+        return self.request("GET", "/status")
+
     def stop_broker(self, broker_id: int) -> Any:
         return self.request("POST", f"/brokers/{broker_id}/stop")
 
@@ -104,6 +108,7 @@ class ControlClient:
         return self.request("GET", "/faults")
 
     def clear(self, broker_id: int | None = None) -> Any:
+        """Clear every fault (latency, failures, replication pause and delay)."""
         return self.request("DELETE", "/faults" if broker_id is None else f"/faults/{broker_id}")
 
     def metrics(self) -> str:

@@ -7,7 +7,11 @@ request is validated completely before anything changes: a bad one is answered 4
 
 Routes::
 
-    GET    /health                   liveness, broker counts
+    GET    /health                   liveness, broker counts, overall status
+    GET    /status                   what is broken: overall status ("ok", "degraded",
+                                     "down") with the problems, brokers (alive or not,
+                                     latency, replication faults), leaders and ISR of
+                                     every partition, every fault in force
     GET    /cluster                  brokers (alive, ports), topics with leaders and ISR
     POST   /brokers/{id}/stop        MiniKafka.stop_broker (replication engineer's)
     POST   /brokers/{id}/start       MiniKafka.start_broker
@@ -15,14 +19,16 @@ Routes::
     POST   /brokers/{id}/latency     {"ms": N}: delay every response of that broker
     POST   /faults                   {"broker", "api_key", "error_code", "count",
                                       "topic"?, "partition"?}: fail the next N requests
-    GET    /faults                   injected latency and pending failures
-    DELETE /faults[/{broker}]        clear faults (latency and failures)
+    GET    /faults                   injected latency, pending failures, replication faults
+    DELETE /faults[/{broker}]        clear every fault (of one broker): latency, failures,
+                                     and replication pause and delay
     GET    /metrics                  Prometheus text (broker/metrics.py)
     GET    /purgatory                operations waiting now, per broker and purgatory
 
 It sees the cluster through ``ClusterControl``, the narrow interface ``MiniKafka``
 implements: the brokers, the shared metadata, the fault injector and the lifecycle and
-replication controls, nothing else.
+replication controls, nothing else. Answers are indented JSON with short values on one
+line (``broker.control.pretty``), for the person with ``curl`` as much as for scripts.
 """
 
 from __future__ import annotations
@@ -36,7 +42,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from broker.control.faults import MAX_LATENCY_MS, FaultError
+from broker.control.pretty import dumps
+from broker.controller import NO_LEADER, partition_list
 from broker.metrics import render_prometheus
+from broker.watch_keys import watch_key_name
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -82,6 +91,10 @@ class ClusterControl(Protocol):
 
     def set_replication_delay_ms(self, broker_id: int, ms: int) -> None: ...
 
+    def clear_replication_faults(self, broker_id: int | None = None) -> None: ...
+
+    def replication_faults(self) -> Mapping[int, Mapping[str, object]]: ...
+
 
 class ControlError(Exception):
     """A control request that cannot be done; becomes ``{"error": message}``."""
@@ -92,8 +105,12 @@ class ControlError(Exception):
         self.message = message
 
 
+def _json(data: object, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=dumps)
+
+
 def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+    return _json({"error": message}, status=status)
 
 
 @web.middleware
@@ -162,6 +179,7 @@ class ControlServer:
         web_app.add_routes(
             [
                 web.get("/health", self.health),
+                web.get("/status", self.status),
                 web.get("/cluster", self.cluster),
                 web.post("/brokers/{broker_id}/stop", self.stop_broker),
                 web.post("/brokers/{broker_id}/start", self.start_broker),
@@ -229,18 +247,124 @@ class ControlServer:
 
     async def health(self, request: web.Request) -> web.Response:
         cluster = self._app.cluster
-        return web.json_response(
+        status, _ = self._overall()
+        return _json(
             {
-                "status": "ok",
+                "status": status,
                 "brokers": len(self._known_ids()),
                 "alive": len(cluster.alive_brokers()),
                 "bootstrap": self._app.bootstrap,
             }
         )
 
+    def _overall(self) -> tuple[str, list[str]]:
+        """("ok" | "degraded" | "down", the problems): "ok" only when nothing is broken
+        -- every broker up, no fault in force, every partition led and fully in sync."""
+        app, cluster = self._app, self._app.cluster
+        problems: list[str] = []
+        endpoints = sorted(cluster.brokers.values(), key=lambda e: e.broker_id)
+        stopped = [e.broker_id for e in endpoints if not e.alive]
+        for broker_id in stopped:
+            problems.append(f"broker {broker_id} is stopped")
+        for broker_id, fault in sorted(app.replication_faults().items()):
+            if fault.get("paused"):
+                problems.append(f"replication of broker {broker_id} is paused")
+            if fault.get("delay_ms"):
+                problems.append(
+                    f"replication of broker {broker_id} is delayed {fault['delay_ms']} ms per fetch"
+                )
+        for endpoint in endpoints:
+            latency = app.faults.response_delay_ms(endpoint.broker_id)
+            if latency:
+                problems.append(f"broker {endpoint.broker_id} answers {latency} ms late")
+        for rule in app.faults.rules():
+            where = f" naming {rule.topic}" if rule.topic is not None else ""
+            if rule.partition is not None:
+                where += f"-{rule.partition}"
+            problems.append(
+                f"broker {rule.broker_id} fails its next {rule.remaining} "
+                f"{rule.to_json()['api']} requests{where} with {rule.error.name.upper()}"
+            )
+        offline: list[str] = []
+        under: list[str] = []
+        for name, topic in cluster.topics.items():
+            for state in topic.partitions:
+                if state.leader == NO_LEADER:
+                    offline.append(f"{name}-{state.partition}")
+                elif len(state.isr) < len(state.replicas):
+                    under.append(f"{name}-{state.partition}")
+        if offline:
+            problems.append(f"{len(offline)} partitions offline: {partition_list(offline)}")
+        if under:
+            problems.append(f"{len(under)} partitions under-replicated: {partition_list(under)}")
+        if endpoints and len(stopped) == len(endpoints):
+            return "down", problems
+        return ("degraded" if problems else "ok"), problems
+
+    async def status(self, request: web.Request) -> web.Response:
+        app, cluster = self._app, self._app.cluster
+        overall, problems = self._overall()
+        replication = app.replication_faults()
+        leads: dict[int, int] = {}
+        for topic in cluster.topics.values():
+            for state in topic.partitions:
+                leads[state.leader] = leads.get(state.leader, 0) + 1
+        brokers = []
+        for endpoint in sorted(cluster.brokers.values(), key=lambda e: e.broker_id):
+            b = endpoint.broker_id
+            fault = replication.get(b, {})
+            brokers.append(
+                {
+                    "id": b,
+                    "address": f"{endpoint.host}:{endpoint.port}",
+                    "alive": endpoint.alive,
+                    "leader_of": leads.get(b, 0),
+                    "latency_ms": app.faults.response_delay_ms(b),
+                    "replication": (
+                        "paused"
+                        if fault.get("paused")
+                        else f"delayed {fault['delay_ms']} ms"
+                        if fault.get("delay_ms")
+                        else "running"
+                    ),
+                }
+            )
+        return _json(
+            {
+                "status": overall,
+                "problems": problems,
+                "bootstrap": app.bootstrap,
+                "controller": cluster.controller_id,
+                "brokers": brokers,
+                "topics": {
+                    name: [
+                        {
+                            "partition": state.partition,
+                            "leader": state.leader,
+                            "replicas": state.replicas,
+                            "isr": state.isr,
+                        }
+                        for state in topic.partitions
+                    ]
+                    # the users' topics first, the internal ones (__consumer_offsets) last
+                    for name, topic in sorted(
+                        cluster.topics.items(), key=lambda item: (item[0].startswith("__"), item[0])
+                    )
+                },
+                "faults": self._faults_json(),
+            }
+        )
+
+    def _faults_json(self) -> dict[str, object]:
+        answer = dict(self._app.faults.to_json())
+        answer["replication"] = {
+            str(b): dict(fault) for b, fault in sorted(self._app.replication_faults().items())
+        }
+        return answer
+
     async def cluster(self, request: web.Request) -> web.Response:
         cluster = self._app.cluster
-        return web.json_response(
+        return _json(
             {
                 "cluster_id": cluster.cluster_id,
                 "controller": cluster.controller_id,
@@ -271,7 +395,7 @@ class ControlServer:
             await change(broker_id)
         except (ValueError, RuntimeError) as exc:
             raise ControlError(409, f"cannot {action} broker {broker_id}: {exc}") from None
-        return web.json_response({"broker": broker_id, "alive": self._alive(broker_id)})
+        return _json({"broker": broker_id, "alive": self._alive(broker_id)})
 
     async def stop_broker(self, request: web.Request) -> web.Response:
         return await self._lifecycle(request, "stop")
@@ -308,7 +432,7 @@ class ControlServer:
         answer: dict[str, object] = {"broker": broker_id, "action": action}
         if args:
             answer["delay_ms"] = args[0]
-        return web.json_response(answer)
+        return _json(answer)
 
     async def latency(self, request: web.Request) -> web.Response:
         broker_id = self._broker_id(request)
@@ -318,10 +442,11 @@ class ControlServer:
             raise ControlError(400, 'latency needs {"ms": N}')
         ms = _int(body["ms"], "ms", 0, MAX_LATENCY_MS)
         self._app.faults.set_latency(broker_id, ms)
-        return web.json_response({"broker": broker_id, "latency_ms": ms})
+        log.info("Every response of broker %d now %d ms late", broker_id, ms)
+        return _json({"broker": broker_id, "latency_ms": ms})
 
     async def get_faults(self, request: web.Request) -> web.Response:
-        return web.json_response(self._app.faults.to_json())
+        return _json(self._faults_json())
 
     async def add_fault(self, request: web.Request) -> web.Response:
         body = await _body(request)
@@ -338,16 +463,27 @@ class ControlServer:
             body.get("topic"),
             body.get("partition"),
         )
-        return web.json_response(rule.to_json(), status=201)
+        log.info(
+            "Broker %d fails its next %d %s requests with %s",
+            broker_id,
+            rule.remaining,
+            rule.to_json()["api"],
+            rule.error.name.upper(),
+        )
+        return _json(rule.to_json(), status=201)
 
     async def clear_faults(self, request: web.Request) -> web.Response:
         self._app.faults.clear()
-        return web.json_response(self._app.faults.to_json())
+        self._app.clear_replication_faults()
+        log.info("Cleared every fault (latency, failures, replication pause and delay)")
+        return _json(self._faults_json())
 
     async def clear_broker_faults(self, request: web.Request) -> web.Response:
         broker_id = self._broker_id(request)
         self._app.faults.clear(broker_id)
-        return web.json_response(self._app.faults.to_json())
+        self._app.clear_replication_faults(broker_id)
+        log.info("Cleared every fault of broker %d", broker_id)
+        return _json(self._faults_json())
 
     async def metrics(self, request: web.Request) -> web.Response:
         app = self._app
@@ -372,7 +508,7 @@ class ControlServer:
                     operations.append(
                         {
                             "kind": type(op).__name__,
-                            "keys": [_key_json(key) for key in op.watch_keys],
+                            "keys": [watch_key_name(key) for key in op.watch_keys],
                             "delay_ms": op.delay_ms,
                             "deadline_ms": deadline,
                             "remaining_ms": None if deadline is None else deadline - now,
@@ -392,17 +528,4 @@ class ControlServer:
                     "purgatories": purgatories,
                 }
             )
-        return web.json_response({"brokers": out})
-
-
-def _key_json(key: object) -> object:
-    """A watch key as JSON: a topic-partition tuple becomes ``"topic-3"`` as Kafka
-    prints it; anything else its ``str``."""
-    if (
-        isinstance(key, tuple)
-        and len(key) == 2
-        and isinstance(key[0], str)
-        and isinstance(key[1], int)
-    ):
-        return f"{key[0]}-{key[1]}"
-    return str(key)
+        return _json({"brokers": out})

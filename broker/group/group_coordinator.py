@@ -31,7 +31,7 @@ Where this differs from Kafka (all deliberate, all small):
   its connection's response order): a member removed while its SyncGroup is parked gets
   UNKNOWN_MEMBER_ID, and a JoinGroup/SyncGroup superseded by a retry of the same
   member gets REBALANCE_IN_PROGRESS. Kafka drops those callbacks.
-* No transactional offset commits, no KIP-848 consumer groups.
+* No KIP-848 consumer groups. Transactional offset commits: ``group_txn.py``.
 """
 
 from __future__ import annotations

@@ -74,8 +74,13 @@ class GroupLog(Protocol):
 
     Without ``on_done`` nobody waits: Kafka writes its cleanup tombstones that way.
 
-    ``read_log`` is every key/value of the partition in order, or None when this broker
-    has no online replica of it (yet).
+    With ``producer`` (producer id, epoch) the records are a TxnOffsetCommit's: one
+    transactional batch of that producer, pending until its transaction's marker.
+
+    ``read_log`` is every entry of the partition in order, or None when this broker has
+    no online replica of it (yet): a key/value pair for a plain record, a
+    :class:`TxnRecord` for a record of a transactional batch and a :class:`TxnMarker` for
+    a transaction's COMMIT/ABORT marker.
     """
 
     def append_to_log(
@@ -84,9 +89,31 @@ class GroupLog(Protocol):
         records: list[KeyValue],
         on_done: AppendCallback | None = None,
         parked_request: ParkedRequest | None = None,
+        *,
+        producer: tuple[int, int] | None = None,
     ) -> None: ...
 
-    def read_log(self, partition: int) -> list[KeyValue] | None: ...
+    def read_log(self, partition: int) -> list[LogEntry] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """A record written by a transaction (a TxnOffsetCommit): pending until its marker."""
+
+    producer_id: int
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A transaction's COMMIT or ABORT marker."""
+
+    producer_id: int
+    commit: bool
+
+
+LogEntry = KeyValue | TxnRecord | TxnMarker
 
 
 # --------------------------------------------------------------------- records
@@ -350,6 +377,8 @@ class InMemoryGroupLog:
 
     def __init__(self) -> None:
         self._entries: list[tuple[int, bytes, bytes | None]] = []
+        # What read_log gives back, by partition (transactional records and markers too).
+        self._log: dict[int, list[LogEntry]] = {}
         # Tests: the next append fails with this append error (nothing is written), or
         # raises this exception.
         self.fail_next: ErrorCode | Exception | None = None
@@ -362,12 +391,17 @@ class InMemoryGroupLog:
         records: list[KeyValue],
         on_done: AppendCallback | None = None,
         parked_request: ParkedRequest | None = None,
+        *,
+        producer: tuple[int, int] | None = None,
     ) -> None:
         failure, self.fail_next = self.fail_next, None
         if isinstance(failure, Exception):
             raise failure
         if failure is None:
             self._entries.extend((partition, k, v) for k, v in records)
+            self._log.setdefault(partition, []).extend(
+                records if producer is None else [TxnRecord(producer[0], k, v) for k, v in records]
+            )
         if on_done is None:
             return
         if self.hold and failure is None:
@@ -387,8 +421,12 @@ class InMemoryGroupLog:
         if parked_request is not None and error is ErrorCode.request_timed_out:
             parked_request.purgatory_done(PurgatoryOutcome.EXPIRED)
 
-    def read_log(self, partition: int) -> list[KeyValue]:
-        return self.records(partition)
+    def read_log(self, partition: int) -> list[LogEntry]:
+        return list(self._log.get(partition, []))
+
+    def write_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction's marker lands in ``partition`` (what WriteTxnMarkers writes)."""
+        self._log.setdefault(partition, []).append(TxnMarker(producer_id, commit))
 
     def records(self, partition: int | None = None) -> list[KeyValue]:
         """Every appended key/value in append order (optionally of one partition)."""

@@ -25,6 +25,7 @@ from broker.group.results import (
     SyncGroupResult,
     TopicPartition,
 )
+from broker.group.txn_offsets import PendingTxnOffsets
 from purgatory import Clock
 
 
@@ -55,6 +56,8 @@ class GroupMetadata:
         self._num_members_awaiting_join = 0
         self._supported_protocols: dict[str, int] = {}  # protocol -> members offering it
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        # TxnOffsetCommit offsets until their transaction's marker (txn_offsets.py).
+        self.pending_txn_offsets = PendingTxnOffsets()
         self._subscribed_topics: set[str] | None = None
         # Set when a member joins during the first rebalance, so InitialDelayedJoin waits
         # one more delay for the rest of a starting fleet.
@@ -427,7 +430,7 @@ class GroupMetadata:
 
     # --------------------------------------------------------------- offsets
     def has_offsets(self) -> bool:
-        return bool(self.offsets)
+        return bool(self.offsets) or bool(self.pending_txn_offsets)
 
     def remove_offsets(self, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
         removed = []

@@ -28,15 +28,17 @@ component keeps the groups and makes their state durable, as Kafka's manager doe
 Where this differs from Kafka:
 
 * Offsets waiting for their append are not tracked as "pending" (Kafka's
-  ``pendingOffsetCommits``): OffsetFetch shows the last replicated commit and never
-  answers UNSTABLE_OFFSET_COMMIT; commits to one partition complete in append order.
+  ``pendingOffsetCommits``): OffsetFetch shows the last replicated commit; commits to
+  one partition complete in append order. Transactional offsets are (``txn_offsets.py``,
+  ``group_txn.py``): until their marker OffsetFetch with ``require_stable`` answers
+  UNSTABLE_OFFSET_COMMIT.
 * A ``GroupLog`` that raises (a bug, not an append error) counts as an append that
   failed with UNKNOWN_SERVER_ERROR.
 * A partition loads at once, on the event loop (Kafka loads on a scheduler thread and
   answers COORDINATOR_LOAD_IN_PROGRESS meanwhile); a partition whose replica is not
   online yet stays "loading" until the next metadata change.
 * Deleting a group writes its group tombstone even at generation 0.
-* No transactional offsets; no coordinator epochs.
+* No coordinator epochs.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from broker.group.member_metadata import MemberMetadata
 from broker.group.offsets import NO_LEADER_EPOCH, NO_METADATA, NO_OFFSET, OffsetAndMetadata
 from broker.group.partition_hash import partition_for
 from broker.group.results import CommitCallback, OffsetFetchPartition, TopicPartition
+from broker.group.txn_offsets import resolve_transactions, restore_pending_txn_offsets
 from broker.purgatories import ParkedRequest
 from broker.scheduler import PeriodicTask
 from purgatory import Clock, SystemTimer
@@ -274,10 +277,12 @@ class GroupMetadataManager:
         metadata (the coordinator makes its members heartbeat like anyone else). False
         when this broker has no online replica of the partition yet.
         """
-        records = self._log.read_log(partition)
-        if records is None:
+        entries = self._log.read_log(partition)
+        if entries is None:
             return False
+        records, open_txns = resolve_transactions(entries)
         loaded = self._replay(records)
+        restore_pending_txn_offsets(open_txns, self._group_for_load)
         self._owned_partitions.add(partition)
         if records:
             log.info(
@@ -325,6 +330,11 @@ class GroupMetadataManager:
                 assert offsets_only is not None
                 offsets_only.offsets.update(group_offsets)
         return loaded
+
+    def _group_for_load(self, group_id: str) -> GroupMetadata:
+        group = self.get_or_maybe_create_group(group_id, True)
+        assert group is not None
+        return group
 
     def _group_from_record(self, group_id: str, value: GroupMetadataValue) -> GroupMetadata:
         """Kafka's ``GroupMetadata.loadGroup``."""
@@ -378,9 +388,11 @@ class GroupMetadataManager:
         records: list[Record],
         on_done: StoreCallback | None,
         parked_request: ParkedRequest | None = None,
+        producer: tuple[int, int] | None = None,
     ) -> None:
         """Hand ``records`` to the log; ``on_done`` (if any) gets the append's own error
-        exactly once, now or when the offsets topic's ISR has the records."""
+        exactly once, now or when the offsets topic's ISR has the records. ``producer``:
+        a TxnOffsetCommit's (producer id, epoch), written as a transactional batch."""
         if not records:
             if on_done is not None:
                 on_done(E.none)
@@ -400,6 +412,7 @@ class GroupMetadataManager:
                 [encode_record(r) for r in records],
                 once if on_done is not None else None,
                 parked_request,
+                producer=producer,
             )
         except Exception:
             log.exception(
@@ -503,19 +516,34 @@ class GroupMetadataManager:
         self._append_for_group(group.group_id, records, on_appended, parked_request)
 
     def get_offsets(
-        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None
+        self,
+        group_id: str,
+        partitions: Iterable[tuple[str, int]] | None = None,
+        require_stable: bool = False,
     ) -> dict[TopicPartition, OffsetFetchPartition]:
         """OffsetFetch: committed offsets of ``partitions`` (None: all the group has).
-        A partition without a commit gets offset -1, as in Kafka."""
+        A partition without a commit gets offset -1, as in Kafka; with ``require_stable``
+        one with a transactional commit pending gets UNSTABLE_OFFSET_COMMIT."""
         group = self._groups.get(group_id)
         stored: Mapping[TopicPartition, OffsetAndMetadata] = (
             group.offsets if group is not None and not group.is_in(GroupState.DEAD) else {}
         )
         wanted = list(stored) if partitions is None else [TopicPartition(*tp) for tp in partitions]
         result: dict[TopicPartition, OffsetFetchPartition] = {}
+        pending = (
+            group.pending_txn_offsets if group is not None and partitions is not None else None
+        )
         for tp in wanted:
             om = stored.get(tp)
-            if om is None:
+            if (
+                require_stable
+                and pending
+                and pending.has_pending_offset_commits_for_topic_partition(tp)
+            ):
+                result[tp] = OffsetFetchPartition(
+                    NO_OFFSET, NO_LEADER_EPOCH, NO_METADATA, E.unstable_offset_commit
+                )
+            elif om is None:
                 result[tp] = OffsetFetchPartition(NO_OFFSET, NO_LEADER_EPOCH, NO_METADATA, E.none)
             else:
                 result[tp] = OffsetFetchPartition(om.offset, om.leader_epoch, om.metadata, E.none)

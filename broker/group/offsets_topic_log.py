@@ -11,8 +11,14 @@ leader's SyncGroup, a static member's JoinGroup) is handed along as the
 and the DelayedProduce how it left. Tombstones (no callback) are written on the leader
 and waited for by no one, as Kafka's cleanup does.
 
+A TxnOffsetCommit's records (``producer`` given) are one transactional batch of that
+producer and epoch, written as the coordinator (``AppendOrigin.COORDINATOR``: the log
+checks the epoch, not the sequence, as Kafka's), so they stay pending, and out of a
+read_committed reader's view, until the transaction's marker.
+
 Reads are the load of a partition this broker has just become the leader of: its log
-from the start, in chunks.
+from the start, in chunks; transactional records and COMMIT/ABORT markers are handed
+back as such (``TxnRecord``, ``TxnMarker``).
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import OFFSETS_TOPIC
-from broker.group.group_log import AppendCallback, KeyValue
+from broker.group.group_log import AppendCallback, KeyValue, LogEntry, TxnMarker, TxnRecord
 from broker.purgatories import ParkedRequest
+from broker.replica.append_origin import AppendOrigin
 from broker.replica.replica_manager import ReplicaManager
+from protocol.control_batch import parse_control_batch
 from protocol.record_batch import build_record_batch, iter_batches, iter_records
 from purgatory import Clock
 
@@ -58,11 +66,23 @@ class OffsetsTopicLog:
         records: list[KeyValue],
         on_done: AppendCallback | None = None,
         parked_request: ParkedRequest | None = None,
+        *,
+        producer: tuple[int, int] | None = None,
     ) -> None:
         tp = (OFFSETS_TOPIC, partition)
-        batch = build_record_batch(
-            [(key, value, []) for key, value in records], timestamp_ms=self._clock.now_ms()
-        )
+        if producer is None:
+            batch = build_record_batch(
+                [(key, value, []) for key, value in records], timestamp_ms=self._clock.now_ms()
+            )
+        else:
+            batch = build_record_batch(
+                [(key, value, []) for key, value in records],
+                timestamp_ms=self._clock.now_ms(),
+                producer_id=producer[0],
+                producer_epoch=producer[1],
+                base_sequence=0,
+                is_transactional=True,
+            )
         if on_done is None:
             result = self._replica_manager.append_to_leader(tp, batch, required_acks=1)
             if result.error is not ErrorCode.none:
@@ -80,13 +100,14 @@ class OffsetsTopicLog:
             {tp: batch},
             respond,
             parked_request,
+            origin=AppendOrigin.COORDINATOR,
         )
 
-    def read_log(self, partition: int) -> list[KeyValue] | None:
+    def read_log(self, partition: int) -> list[LogEntry] | None:
         replica = self._replica_manager.online_partition((OFFSETS_TOPIC, partition))
         if replica is None:
             return None
-        records: list[KeyValue] = []
+        records: list[LogEntry] = []
         offset = replica.log_start_offset
         end = replica.log_end_offset
         while offset < end:
@@ -99,12 +120,23 @@ class OffsetsTopicLog:
         return records
 
 
-def _records_of(chunk: bytes) -> list[KeyValue]:
-    out: list[KeyValue] = []
+def _records_of(chunk: bytes) -> list[LogEntry]:
+    out: list[LogEntry] = []
     view = memoryview(chunk)
     for position, header in iter_batches(chunk, allow_partial_tail=True):
         batch = view[position : position + header.size]
         for record in iter_records(batch):
-            if record.key is not None:
-                out.append((bytes(record.key), record.value))
+            if record.key is None:
+                continue
+            key = bytes(record.key)
+            if header.is_control:
+                marker = parse_control_batch(batch)
+                if marker is not None:
+                    out.append(TxnMarker(header.producer_id, marker.is_commit))
+                break  # one control record per batch
+            elif header.is_transactional:
+                out.append(TxnRecord(header.producer_id, key, record.value))
+            else:
+                kv: KeyValue = (key, record.value)
+                out.append(kv)
     return out

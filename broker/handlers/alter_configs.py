@@ -1,15 +1,18 @@
-"""AlterConfigs (key 33): replace a topic's config overrides with the given set.
+"""AlterConfigs (key 33): replace a topic's overrides, or a broker's dynamic configs.
 
-As Kafka's (deprecated) AlterConfigs: the configs given become the topic's whole set of
-overrides — any override not named goes back to the broker default. Names and values
-are checked as in CreateTopics (INVALID_CONFIG); an unknown topic is
-UNKNOWN_TOPIC_OR_PARTITION; a resource named twice is INVALID_REQUEST;
+As Kafka's (deprecated) AlterConfigs, the configs given become the resource's whole
+set: any config not named goes back to its default. Kafka's request checks come first
+(a resource named twice, a config named twice, a null value: INVALID_REQUEST). TOPIC
+resources: names and values are checked as in CreateTopics (INVALID_CONFIG), an
+unknown topic is UNKNOWN_TOPIC_OR_PARTITION. BROKER resources (dynamic broker configs,
+KIP-226): "" is the cluster-wide default, "<id>" must be this broker
+(``handlers/broker_configs.py``); a read-only config, a value of the wrong type or a
+per-broker config at the cluster level is INVALID_REQUEST, as Kafka's broker answers.
 ``validate_only`` checks and changes nothing.
 
-Differences from Kafka: BROKER resources are refused with INVALID_REQUEST (there are no
-dynamic broker configs), other resource types too. No alter-config policy, no ACLs,
-throttle time 0. A new value reaches existing partitions at once: the replica
-manager re-applies topic configs on every metadata change.
+Differences from Kafka: other resource types are INVALID_REQUEST; no alter-config
+policy, no ACLs, throttle time 0. A new value reaches existing partitions at once: the
+replica manager re-applies topic configs (and broker defaults) on every metadata change.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import MetadataError
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.handlers.broker_configs import SET, alter_broker_configs
 from broker.handlers.topic_configs import (
+    BROKER_RESOURCE,
     check_alterable_topic,
+    check_config_changes,
     duplicate_resources,
     validate_topic_configs,
 )
@@ -35,7 +41,6 @@ MAX_VERSION = 2
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    cluster = ctx.services.metadata
     duplicates = duplicate_resources(
         (int(r.resource_type), r.resource_name) for r in request.resources
     )
@@ -45,11 +50,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error, message = ErrorCode.none, None
         try:
             if (kind, name) in duplicates:
-                raise MetadataError(ErrorCode.invalid_request, f"Duplicate resource {name}")
-            check_alterable_topic(cluster, kind, name)
-            configs = validate_topic_configs((c.name, c.value) for c in resource.configs)
-            if not request.validate_only:
-                cluster.replace_configs(name, configs)
+                raise MetadataError(
+                    ErrorCode.invalid_request, "Each resource must appear at most once."
+                )
+            _alter(ctx, kind, name, resource.configs, bool(request.validate_only))
         except MetadataError as exc:
             error, message = exc.error, exc.message
         responses.append(
@@ -58,6 +62,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return b.AlterConfigsResponse(throttle_time=0, responses=tuple(responses))
+
+
+def _alter(ctx: RequestContext, kind: int, name: str, configs: Any, validate_only: bool) -> None:
+    check_config_changes((c.name, c.value, SET) for c in configs)
+    if kind == BROKER_RESOURCE:
+        alter_broker_configs(ctx, name, {c.name: c.value for c in configs}, validate_only)
+        return
+    cluster = ctx.services.metadata
+    check_alterable_topic(cluster, kind, name)
+    validated = validate_topic_configs((c.name, c.value) for c in configs)
+    if not validate_only:
+        cluster.replace_configs(name, validated)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

@@ -33,6 +33,7 @@ from broker.cluster_metadata import (
 )
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.handlers.broker_configs import layers_for
 from broker.handlers.topic_configs import topic_config_entries, validate_topic_configs
 from protocol.builders import Builder, response_builder
 
@@ -200,7 +201,7 @@ def _created(ctx: RequestContext, b: Builder, info: TopicInfo) -> Any:
                 config_source=int(entry.source),
                 is_sensitive=entry.is_sensitive,
             )
-            for entry in topic_config_entries(ctx.services.config, info.configs)
+            for entry in topic_config_entries(layers_for(ctx.services), info.configs)
         )
     return b.CreatableTopicResult(
         name=info.name,

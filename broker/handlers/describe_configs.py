@@ -1,19 +1,20 @@
 """DescribeConfigs (key 32): a topic's or a broker's configs, with where each comes from.
 
 TOPIC resources (type 2) list every topic config Kafka knows, with the topic's value:
-its override (source TOPIC_CONFIG), else the broker's setting (STATIC_BROKER_CONFIG
-when the operator set it, DEFAULT_CONFIG otherwise). BROKER resources (type 4) list the
-broker's own configs by Kafka name; the name must be this broker's id (another id is
-INVALID_REQUEST, as Kafka: the client must ask that broker) or empty, which asks for
-the cluster-wide dynamic defaults — there are none, so the list is empty.
-``configuration_keys`` null or empty means every config; otherwise only the keys named
-(unknown keys are left out, as Kafka does). ``include_synonyms`` adds Kafka's synonym
-chain: the topic override, then the broker config it overrides.
+its override (source TOPIC_CONFIG), else what its broker synonym has on this broker
+(DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG or
+DEFAULT_CONFIG; ``handlers/topic_configs.py``). BROKER resources (type 4) list every
+broker config a Kafka 4.0 broker lists, with value, source, type, read-only flag and
+synonyms (``handlers/broker_configs.py``); the name must be this broker's id (another
+id is INVALID_REQUEST, as Kafka: the client must ask that broker) or empty, which lists
+the cluster-wide dynamic defaults. ``configuration_keys`` null or empty means every
+config; otherwise only the keys named (unknown keys are left out, as Kafka does).
+``include_synonyms`` adds Kafka's synonyms, in Kafka's order.
 
-Differences from Kafka: broker configs are only the ones minikafka honours (see
-``BrokerConfig``) and all are read-only, since nothing can be changed at run time;
-``include_documentation`` returns no documentation; BROKER_LOGGER, CLIENT_METRICS and
-GROUP resources are INVALID_REQUEST. No ACLs, throttle time 0.
+Differences from Kafka: configs minikafka does not model keep Kafka's default (a
+properties file's unmodelled keys are not shown); ``include_documentation`` returns no
+documentation; BROKER_LOGGER, CLIENT_METRICS and GROUP resources are INVALID_REQUEST.
+No ACLs, throttle time 0.
 """
 
 from __future__ import annotations
@@ -25,11 +26,8 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import MetadataError, validate_topic_name
 from broker.context import RequestContext
 from broker.handlers.base import error_message
-from broker.handlers.topic_configs import (
-    ConfigEntry,
-    broker_config_entries,
-    topic_config_entries,
-)
+from broker.handlers.broker_configs import broker_config_entries, layers_for
+from broker.handlers.topic_configs import ConfigEntry, topic_config_entries
 from protocol.builders import Builder, response_builder
 
 API_KEY = 32
@@ -96,10 +94,10 @@ def _entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
             raise MetadataError(
                 ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist"
             )
-        return topic_config_entries(services.config, info.configs)
+        return topic_config_entries(layers_for(services), info.configs)
     if kind == BROKER:
         if name == "":
-            return []
+            return broker_config_entries(layers_for(services), name)
         try:
             broker_id = int(name)
         except ValueError:
@@ -112,7 +110,7 @@ def _entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
                 f"Unexpected broker id, expected {services.broker_id} or empty string, "
                 f"but received {name}",
             )
-        return broker_config_entries(services.config)
+        return broker_config_entries(layers_for(services), name)
     raise MetadataError(ErrorCode.invalid_request, f"Unsupported resource type {kind}")
 
 

@@ -1,14 +1,18 @@
 """Fetch (key 1): read records; wait in the Fetch purgatory for min_bytes or max_wait.
 
 Consumers read below the high watermark; followers (replica id >= 0) read up to the
-log end, and their fetch position tells the leader how far they have replicated.
+log end, and their fetch position tells the leader how far they have replicated. A
+read_committed consumer (isolation level 1) reads below the last stable offset and gets
+the aborted transactions that overlap what it reads (producer id, first offset), so it
+can drop their records; every partition answer carries the LSO.
 
 Differences from Kafka: incremental fetch sessions (KIP-227) are refused the way a
 Kafka broker with a full session cache refuses them — every response carries session
 id 0, which tells the client to keep sending full fetch requests; a request naming a
 session we do not hold gets FETCH_SESSION_ID_NOT_FOUND, after which clients start over.
-Transactions do not exist here, so the last stable offset is the high watermark and
-there are no aborted transactions. Rack-aware preferred read replicas are not chosen.
+The aborted transactions listed are exactly those overlapping the returned batches
+(Kafka bounds the range by its offset index, so it may list a few more). Rack-aware
+preferred read replicas are not chosen.
 """
 
 from __future__ import annotations
@@ -146,15 +150,20 @@ def _response(
     cluster = ctx.services.metadata
     by_topic: dict[str, list[Any]] = {}
     for status, result in results:
-        hw = result.high_watermark
+        aborted = result.aborted_transactions
         by_topic.setdefault(status.tp[0], []).append(
             b.PartitionData(
                 partition_index=status.tp[1],
                 error_code=result.error,
-                high_watermark=hw,
-                last_stable_offset=hw,
+                high_watermark=result.high_watermark,
+                last_stable_offset=result.last_stable_offset,
                 log_start_offset=result.log_start_offset,
-                aborted_transactions=None,
+                aborted_transactions=None
+                if aborted is None
+                else tuple(
+                    b.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+                    for t in aborted
+                ),
                 preferred_read_replica=-1,
                 records=result.records,
             )

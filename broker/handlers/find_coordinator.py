@@ -1,8 +1,9 @@
-"""FindCoordinator (key 10): the leader of the group's ``__consumer_offsets`` partition.
+"""FindCoordinator (key 10): the leader of the group's ``__consumer_offsets`` partition
+(key type 0), or of the transactional id's ``__transaction_state`` partition (key type 1).
 
-Differences from Kafka: transaction coordinators (key type 1) do not exist here; they
-are answered COORDINATOR_NOT_AVAILABLE with a message saying so. The offsets topic is
-created on first use, as Kafka does.
+Both topics are created on first use, as Kafka does. An unknown key type is
+INVALID_REQUEST (Kafka: an exception naming it). Differences from Kafka: no ACLs; the
+topics' replication factor is capped by the live brokers.
 """
 
 from __future__ import annotations
@@ -20,11 +21,17 @@ MIN_VERSION = 0
 MAX_VERSION = 6
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None, Any]:
+    if key_type == TRANSACTION_KEY_TYPE:
+        if not key:
+            return ErrorCode.invalid_request, "empty transactional id", None
+        error, endpoint = ctx.services.txn_coordinator.coordinator_endpoint(key)
+        return error, None, endpoint
     if key_type != GROUP_KEY_TYPE:
-        return ErrorCode.coordinator_not_available, "transactions are not supported", None
+        return ErrorCode.invalid_request, f"unknown coordinator key type {key_type}", None
     if not key:
         return ErrorCode.invalid_request, "empty group id", None
     error, endpoint = ctx.services.group_metadata_manager.coordinator_endpoint(key)

@@ -1,17 +1,25 @@
-"""IncrementalAlterConfigs (key 44): set, delete, append to or subtract from topic configs.
+"""IncrementalAlterConfigs (key 44): set, delete, append to or subtract from configs.
 
-As Kafka (KIP-339): each named config is changed by its operation — SET (0) overrides
-it, DELETE (1) removes the override (back to the broker default), APPEND (2) and
-SUBTRACT (3) add or remove items of a LIST config (``cleanup.policy``, the throttled
-replica lists), starting from its current effective value; APPEND/SUBTRACT on a
-non-list config, an unknown operation or a config named twice is INVALID_REQUEST; names
-and resulting values are checked as in CreateTopics (INVALID_CONFIG); an unknown topic
-is UNKNOWN_TOPIC_OR_PARTITION; ``validate_only`` checks and changes nothing.
+As Kafka (KIP-339): each named config is changed by its operation -- SET (0) overrides
+it, DELETE (1) removes the override (back to the default), APPEND (2) and SUBTRACT (3)
+add or remove items of a LIST config, starting from its current value. Kafka's request
+checks come first: a resource or a config named twice, a null value for anything but
+DELETE, an unknown operation: INVALID_REQUEST.
 
-Differences from Kafka: BROKER resources are refused with INVALID_REQUEST (there are no
-dynamic broker configs), other resource types too. No alter-config policy, no ACLs,
-throttle time 0. A new value reaches existing partitions at once: the replica
-manager re-applies topic configs on every metadata change.
+TOPIC resources: APPEND/SUBTRACT on a non-list config is INVALID_CONFIG ("Can't APPEND
+to key ... because its type is not LIST.", as KRaft's controller); names and resulting
+values are checked as in CreateTopics (INVALID_CONFIG); an unknown topic is
+UNKNOWN_TOPIC_OR_PARTITION. BROKER resources (dynamic broker configs, KIP-226): "" is
+the cluster-wide default, "<id>" must be this broker; the changes land on the stored
+dynamic set and the result is validated as Kafka's broker does
+(``handlers/broker_configs.py``: read-only config, bad value or per-broker config at the
+cluster level is INVALID_REQUEST; APPEND/SUBTRACT on a non-list is INVALID_CONFIG).
+``validate_only`` checks and changes nothing.
+
+Differences from Kafka: other resource types (BROKER_LOGGER, CLIENT_METRICS, GROUP)
+are INVALID_REQUEST; APPEND/SUBTRACT on a broker config Kafka does not know is
+INVALID_CONFIG (Kafka's broker fails it with UNKNOWN_SERVER_ERROR). No alter-config
+policy, no ACLs, throttle time 0. A new value reaches existing partitions at once.
 """
 
 from __future__ import annotations
@@ -23,12 +31,23 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import MetadataError, TopicInfo
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.handlers.broker_configs import (
+    APPEND,
+    DELETE,
+    SET,
+    SUBTRACT,
+    alter_broker_configs,
+    incremental_broker_configs,
+    layers_for,
+)
 from broker.handlers.topic_configs import (
+    BROKER_RESOURCE,
     TOPIC_CONFIG_DEFS,
     ConfigType,
-    broker_topic_defaults,
     check_alterable_topic,
+    check_config_changes,
     duplicate_resources,
+    topic_defaults,
     validate_topic_configs,
 )
 from protocol.builders import response_builder
@@ -37,26 +56,34 @@ API_KEY = 44
 MIN_VERSION = 0
 MAX_VERSION = 1
 
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OPERATION_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    cluster = ctx.services.metadata
     duplicates = duplicate_resources(
         (int(r.resource_type), r.resource_name) for r in request.resources
     )
+    validate_only = bool(request.validate_only)
     responses = []
     for resource in request.resources:
         kind, name = int(resource.resource_type), resource.resource_name
         error, message = ErrorCode.none, None
         try:
             if (kind, name) in duplicates:
-                raise MetadataError(ErrorCode.invalid_request, f"Duplicate resource {name}")
-            info = check_alterable_topic(cluster, kind, name)
-            configs = _apply(ctx, info, resource.configs)
-            if not request.validate_only:
-                cluster.replace_configs(name, configs)
+                raise MetadataError(
+                    ErrorCode.invalid_request, "Each resource must appear at most once."
+                )
+            changes = [(c.name, c.value, int(c.config_operation)) for c in resource.configs]
+            check_config_changes(changes)
+            if kind == BROKER_RESOURCE:
+                configs = incremental_broker_configs(ctx, name, changes)
+                alter_broker_configs(ctx, name, configs, validate_only)
+            else:
+                info = check_alterable_topic(ctx.services.metadata, kind, name)
+                overrides = _apply(ctx, info, changes)
+                if not validate_only:
+                    ctx.services.metadata.replace_configs(name, overrides)
         except MetadataError as exc:
             error, message = exc.error, exc.message
         responses.append(
@@ -67,32 +94,35 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return b.IncrementalAlterConfigsResponse(throttle_time=0, responses=tuple(responses))
 
 
-def _apply(ctx: RequestContext, info: TopicInfo, changes: Any) -> dict[str, str]:
+def _apply(
+    ctx: RequestContext, info: TopicInfo, changes: list[tuple[str, str | None, int]]
+) -> dict[str, str]:
     """The topic's overrides after ``changes``, validated."""
-    names = [c.name for c in changes]
-    if len(set(names)) != len(names):
-        raise MetadataError(ErrorCode.invalid_request, "A config is named twice in the request")
+    for name, _value, operation in changes:
+        if operation not in (SET, DELETE, APPEND, SUBTRACT):
+            raise MetadataError(
+                ErrorCode.invalid_request, f"Unknown operations type {operation} for {name}"
+            )
     overrides = dict(info.configs)
-    defaults = broker_topic_defaults(ctx.services.config)
-    for change in changes:
-        name, operation, value = change.name, int(change.config_operation), change.value
+    defaults: dict[str, str] | None = None
+    for name, value, operation in changes:
         definition = TOPIC_CONFIG_DEFS.get(name)
         if definition is None:
             raise MetadataError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
         if operation == SET:
-            if value is None:
-                raise MetadataError(
-                    ErrorCode.invalid_config, f"Null value not supported for topic config: {name}"
-                )
+            assert value is not None  # refused by check_config_changes
             overrides[name] = value
         elif operation == DELETE:
             overrides.pop(name, None)
-        elif operation in (APPEND, SUBTRACT):
+        else:
             if definition.type is not ConfigType.LIST:
                 raise MetadataError(
-                    ErrorCode.invalid_request,
-                    f"Config value append/subtract is not allowed for config key: {name}",
+                    ErrorCode.invalid_config,
+                    f"Can't {_OPERATION_NAMES[operation]} to key {name} because its type "
+                    "is not LIST.",
                 )
+            if defaults is None:
+                defaults = topic_defaults(layers_for(ctx.services))
             current = overrides.get(name, defaults.get(name, ""))
             items = [item.strip() for item in current.split(",") if item.strip()]
             given = [item.strip() for item in (value or "").split(",") if item.strip()]
@@ -101,8 +131,6 @@ def _apply(ctx: RequestContext, info: TopicInfo, changes: Any) -> dict[str, str]
             else:
                 items = [item for item in items if item not in given]
             overrides[name] = ",".join(items)
-        else:
-            raise MetadataError(ErrorCode.invalid_request, f"Unknown config operation {operation}")
     return validate_topic_configs(overrides.items())
 
 

@@ -1,4 +1,4 @@
-"""InitProducerId (key 22): a producer id for an idempotent producer.
+"""InitProducerId (key 22): a producer id for an idempotent or transactional producer.
 
 Without a transactional id, as Kafka: a new producer id, unique in the cluster and
 increasing (reserved in blocks that survive a restart when there is a data directory,
@@ -6,44 +6,78 @@ see ``ProducerIdAllocator``), with epoch 0. The ``producer_id``/``producer_epoch
 v3+ client sends to bump its epoch are ignored, as Kafka ignores them without a
 transactional id: the client simply gets a fresh id.
 
-With a transactional id the answer is TRANSACTIONAL_ID_AUTHORIZATION_FAILED. This
-broker has no transaction coordinator; COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR
-would make every client retry for ever, while this code is fatal in the Java client,
-librdkafka and aiokafka, which raise it naming the transactional id — the user learns
-at once that this broker will not serve that transactional id.
+With a transactional id the transaction coordinator answers
+(``TransactionCoordinator.handle_init_producer_id``): the id's producer id with the next
+epoch, fencing the previous instance; an open transaction of that instance is aborted
+first and the request answered CONCURRENT_TRANSACTIONS (the client retries). The
+request waits in the Produce purgatory while the new epoch is written to
+``__transaction_state``. A timeout above ``transaction.max.timeout.ms`` is
+INVALID_TRANSACTION_TIMEOUT; a producer id and epoch of which only one is -1 is
+INVALID_REQUEST; v0-3 clients get INVALID_PRODUCER_EPOCH where newer ones get
+PRODUCER_FENCED, as Kafka answers them.
 
-Differences from Kafka: no transactions (above); no ACLs; throttle time 0.
+Differences from Kafka: no ACLs; throttle time 0; two-phase commit (KIP-939, v6's
+``enable_2pc``) is not served: answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KIP-939's
+answer when the broker's ``transaction.two.phase.commit.enable`` is false.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.handlers.group_common import answer_when_called
+from broker.txn.transaction_coordinator import InitProducerIdResult
 from protocol.builders import response_builder
 
 API_KEY = 22
 MIN_VERSION = 0
 MAX_VERSION = 6
 
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+# The version that introduced PRODUCER_FENCED (KIP-588); older clients know only
+# INVALID_PRODUCER_EPOCH.
+PRODUCER_FENCED_VERSION = 4
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+
+def _response(ctx: RequestContext, result: InitProducerIdResult) -> Any:
+    error = result.error
+    if error is ErrorCode.producer_fenced and ctx.api_version < PRODUCER_FENCED_VERSION:
+        error = ErrorCode.invalid_producer_epoch
     b = response_builder(API_KEY, ctx.api_version)
-    if request.transactional_id is not None:
-        return b.InitProducerIdResponse(
-            throttle_time=0,
-            error_code=ErrorCode.transactional_id_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
     return b.InitProducerIdResponse(
         throttle_time=0,
-        error_code=ErrorCode.none,
-        producer_id=ctx.services.metadata.next_producer_id(),
-        producer_epoch=0,
+        error_code=error,
+        producer_id=result.producer_id,
+        producer_epoch=result.producer_epoch,
     )
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    transactional_id = request.transactional_id
+    if transactional_id is None:
+        return _response(
+            ctx, InitProducerIdResult(ctx.services.metadata.next_producer_id(), 0, ErrorCode.none)
+        )
+    producer_id = int(getattr(request, "producer_id", NO_PRODUCER_ID))
+    producer_epoch = int(getattr(request, "producer_epoch", NO_PRODUCER_EPOCH))
+    if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
+        return error_response(ctx, request, ErrorCode.invalid_request)
+    if getattr(request, "enable2_pc", False):
+        return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
+    expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
+    timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+
+    def start(callback: Callable[[InitProducerIdResult], None]) -> None:
+        ctx.services.txn_coordinator.handle_init_producer_id(
+            transactional_id, timeout_ms, expected, callback, parked_request=ctx
+        )
+
+    return answer_when_called(start, lambda result: _response(ctx, result))
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

@@ -1,9 +1,11 @@
 """ListOffsets (key 2): earliest, latest, by timestamp, max timestamp.
 
-Special timestamps as Kafka: -2 EARLIEST (log start), -1 LATEST (the high watermark for
-consumers; read_committed sees the same since there are no transactions), -3
-MAX_TIMESTAMP (the record with the largest timestamp), -4 EARLIEST_LOCAL (= earliest:
-there is no tiered storage), -5 LATEST_TIERED (none: offset -1).
+Special timestamps as Kafka: -2 EARLIEST (log start), -1 LATEST (the last offset a
+reader may fetch: the high watermark, the last stable offset for isolation level 1
+read_committed, the log end for a replica), -3 MAX_TIMESTAMP (the record with the
+largest timestamp), -4 EARLIEST_LOCAL (= earliest: there is no tiered storage), -5
+LATEST_TIERED (none: offset -1). A timestamp lookup finds only offsets below that same
+bound.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.base import TopicPartitionPairs
+from broker.replica.delayed_fetch import READ_COMMITTED
 from protocol.builders import response_builder
 
 API_KEY = 2
@@ -31,6 +34,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     manager = ctx.services.replica_manager
     replica_id = int(request.replica_id)
+    read_committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     topics = []
     for topic in request.topics:
         partitions = []
@@ -49,12 +53,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             else:
                 epoch = partition.leader_epoch
                 wanted = int(p.timestamp)
+                # Kafka's lastFetchableOffset
+                if replica_id >= 0:
+                    fetchable = partition.log_end_offset
+                elif read_committed:
+                    fetchable = partition.last_stable_offset
+                else:
+                    fetchable = partition.high_watermark
                 if wanted in (EARLIEST, EARLIEST_LOCAL):
                     offset = partition.log_start_offset
                 elif wanted == LATEST:
-                    offset = (
-                        partition.log_end_offset if replica_id >= 0 else partition.high_watermark
-                    )
+                    offset = fetchable
                 elif wanted == MAX_TIMESTAMP:
                     found = partition.log.max_timestamp()
                     if found is not None:
@@ -63,7 +72,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     offset = -1
                 else:
                     found = partition.log.offset_for_timestamp(wanted)
-                    if found is not None and found[0] < partition.high_watermark:
+                    if found is not None and found[0] < fetchable:
                         offset, timestamp = found
             partitions.append(
                 b.ListOffsetsPartitionResponse(

@@ -1,7 +1,9 @@
 """OffsetFetch (key 9): committed offsets, for one group (v1-7) or several (v8+).
 
-A partition without a committed offset answers offset -1, as Kafka does.
-``require_stable`` has nothing to wait for: there are no transactions.
+A partition without a committed offset answers offset -1, as Kafka does. With
+``require_stable`` (v7+) a partition whose group has a transactional offset commit
+pending (TxnOffsetCommit, marker not written yet) answers UNSTABLE_OFFSET_COMMIT, which
+clients retry.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ _GROUPS = ("OffsetFetchResponseTopics", "OffsetFetchResponsePartitions")
 
 
 def _fetch(
-    ctx: RequestContext, group_id: str, topics: Any
+    ctx: RequestContext, group_id: str, topics: Any, require_stable: bool = False
 ) -> tuple[ErrorCode, dict[tuple[str, int], OffsetFetchPartition]]:
     wanted = None
     if topics is not None:
@@ -37,7 +39,7 @@ def _fetch(
     error = manager.check_coordinator(group_id)
     if error is not ErrorCode.none:
         return error, {tp: OffsetFetchPartition(-1, -1, "", error) for tp in wanted or []}
-    found = manager.get_offsets(group_id, wanted)
+    found = manager.get_offsets(group_id, wanted, require_stable)
     result = {(tp[0], tp[1]): value for tp, value in found.items()}
     for tp in wanted or []:
         result.setdefault(tp, _NONE)
@@ -65,17 +67,18 @@ def _topics(b: Builder, names: tuple[str, str], offsets: dict[Any, Any]) -> tupl
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
+    require_stable = bool(getattr(request, "require_stable", False))
     if ctx.api_version >= 8:
         groups = []
         for group in request.groups:
-            error, offsets = _fetch(ctx, group.group_id, group.topics)
+            error, offsets = _fetch(ctx, group.group_id, group.topics, require_stable)
             groups.append(
                 b.OffsetFetchResponseGroup(
                     group_id=group.group_id, topics=_topics(b, _GROUPS, offsets), error_code=error
                 )
             )
         return b.OffsetFetchResponse(throttle_time=0, groups=tuple(groups))
-    error, offsets = _fetch(ctx, request.group_id, request.topics)
+    error, offsets = _fetch(ctx, request.group_id, request.topics, require_stable)
     return b.OffsetFetchResponse(
         throttle_time=0, topics=_topics(b, _SINGLE, offsets), error_code=error
     )

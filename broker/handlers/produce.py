@@ -1,8 +1,17 @@
 """Produce (key 0): append batches; acks=all waits in the Produce purgatory.
 
-Differences from Kafka: transactional produce is not supported (no transaction
-coordinator: the transactional APIs are not advertised). With acks=0 a partition error
-closes the connection, as Kafka does, since the client reads no answer to learn from.
+Idempotent and transactional batches go through the partition's producer state
+(``broker/replica/producer_state.py``): a retry of one of a producer's last five batches
+is answered with success and the original offsets, an out-of-order sequence with
+OUT_OF_ORDER_SEQUENCE_NUMBER, a stale epoch with INVALID_PRODUCER_EPOCH. Control batches
+(transaction markers) from a client are INVALID_RECORD: only the transaction coordinator
+writes them (``AppendOrigin.COORDINATOR``).
+
+With acks=0 a partition error closes the connection, as Kafka does, since the client
+reads no answer to learn from.
+
+Differences from Kafka: Kafka 3.6+ first verifies with the transaction coordinator that
+a transactional batch's partition is in the transaction (KIP-890); we do not.
 """
 
 from __future__ import annotations

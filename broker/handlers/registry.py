@@ -12,16 +12,28 @@ from collections.abc import Mapping
 from types import ModuleType
 
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    describe_transactions,
+    elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -31,6 +43,8 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -38,6 +52,8 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from broker.handlers.base import ApiHandler
 from protocol.api_registry import KIO_VERSIONS, ApiSpec, api_name
@@ -69,6 +85,26 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     delete_groups,
     offset_delete,
     offset_for_leader_epoch,
+    describe_producers,
+    # the admin surface (issue 11): ACLs without an authorizer, log dirs, elections,
+    # reassignments, paged topic descriptions
+    describe_acls,
+    create_acls,
+    delete_acls,
+    describe_log_dirs,
+    elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+    describe_topic_partitions,
+    # transactions (issue 11): the transaction coordinator (broker/txn/), the markers,
+    # transactional offset commits
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    write_txn_markers,
+    txn_offset_commit,
+    describe_transactions,
+    list_transactions,
 )
 
 

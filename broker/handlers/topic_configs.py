@@ -7,57 +7,55 @@ the wrong type must be refused before it is stored), what a topic inherits from 
 broker when it has no override, and where a value comes from (Kafka's ConfigSource).
 
 A topic stores only its overrides (``TopicInfo.configs``); the effective value of a
-config is the override, else the broker's value for the topic-level default
-(``BrokerConfig.default_topic_configs()``), else Kafka's own default. The log honours
-the configs ``LogConfig`` knows, the replica manager ``min.insync.replicas``; every
-other known name is accepted, stored and described but does not change behaviour.
+config is the override, else what the broker gives a topic without one: its broker
+synonym's value (Kafka's ServerTopicConfigSynonyms, through the broker's dynamic,
+static and default layers -- ``broker/dynamic_config.py``), else Kafka's own default.
+DescribeConfigs lists Kafka's synonyms: the topic override (TOPIC_CONFIG), then the
+broker synonym's layers exactly as Kafka's ``configSynonyms`` gives them -- a config
+whose broker synonym is set nowhere (``retention.ms`` while ``log.retention.ms`` is
+unset) has none and is DEFAULT_CONFIG. The log honours the configs ``LogConfig``
+knows, the replica manager ``min.insync.replicas``; every other known name is
+accepted, stored and described but does not change behaviour.
+
+The request checks Kafka's ConfigAdminManager makes before any resource type's own
+(``check_config_changes``, ``duplicate_resources``) live here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 
 from kio.schema.errors import ErrorCode
 
+from broker.broker_config_defs import ConfigSource, ConfigType
 from broker.cluster_metadata import (
     ClusterMetadata,
     MetadataError,
     TopicInfo,
     validate_topic_name,
 )
-from broker.config import BrokerConfig
+from broker.dynamic_config import BrokerConfigLayers, Synonym
 from broker.log import LogConfig
+
+__all__ = (
+    "BROKER_RESOURCE",
+    "DELETE_OPERATION",
+    "TOPIC_CONFIG_DEFS",
+    "TOPIC_RESOURCE",
+    "ConfigEntry",
+    "ConfigSource",
+    "ConfigType",
+    "check_alterable_topic",
+    "check_config_changes",
+    "duplicate_resources",
+    "topic_config_entries",
+    "topic_defaults",
+    "validate_topic_configs",
+)
 
 LONG_MAX = "9223372036854775807"
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-
-
-class ConfigSource(IntEnum):
-    """Kafka's DescribeConfigs ConfigSource (v1+)."""
-
-    UNKNOWN = 0
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-
-
-class ConfigType(IntEnum):
-    """Kafka's DescribeConfigs ConfigType (v3+)."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,25 +63,23 @@ class TopicConfigDef:
     name: str
     type: ConfigType
     default: str | None
-    # The broker config whose value a topic inherits (Kafka's synonym), if any.
-    broker_synonym: str | None = None
 
 
 _T = ConfigType
 
-# Kafka's topic-level configs with Kafka's defaults. Those with a broker synonym take
-# their default from BrokerConfig.default_topic_configs() when it has them.
+# Kafka's topic-level configs with Kafka's defaults. Those with a broker synonym
+# (broker_config_defs.TOPIC_CONFIG_SYNONYMS) take their default from the broker.
 TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {
     d.name: d
     for d in (
-        TopicConfigDef("cleanup.policy", _T.LIST, "delete", "log.cleanup.policy"),
-        TopicConfigDef("compression.type", _T.STRING, "producer", "compression.type"),
+        TopicConfigDef("cleanup.policy", _T.LIST, "delete"),
+        TopicConfigDef("compression.type", _T.STRING, "producer"),
         TopicConfigDef("compression.gzip.level", _T.INT, "-1"),
         TopicConfigDef("compression.lz4.level", _T.INT, "9"),
         TopicConfigDef("compression.zstd.level", _T.INT, "3"),
         TopicConfigDef("delete.retention.ms", _T.LONG, "86400000"),
         TopicConfigDef("file.delete.delay.ms", _T.LONG, "60000"),
-        TopicConfigDef("flush.messages", _T.LONG, LONG_MAX, "log.flush.interval.messages"),
+        TopicConfigDef("flush.messages", _T.LONG, LONG_MAX),
         TopicConfigDef("flush.ms", _T.LONG, LONG_MAX),
         TopicConfigDef("follower.replication.throttled.replicas", _T.LIST, ""),
         TopicConfigDef("index.interval.bytes", _T.INT, "4096"),
@@ -91,22 +87,20 @@ TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {
         TopicConfigDef("local.retention.bytes", _T.LONG, "-2"),
         TopicConfigDef("local.retention.ms", _T.LONG, "-2"),
         TopicConfigDef("max.compaction.lag.ms", _T.LONG, LONG_MAX),
-        TopicConfigDef("max.message.bytes", _T.INT, "1048588", "message.max.bytes"),
+        TopicConfigDef("max.message.bytes", _T.INT, "1048588"),
         TopicConfigDef("message.downconversion.enable", _T.BOOLEAN, "true"),
         TopicConfigDef("message.timestamp.after.max.ms", _T.LONG, LONG_MAX),
         TopicConfigDef("message.timestamp.before.max.ms", _T.LONG, LONG_MAX),
         TopicConfigDef("message.timestamp.difference.max.ms", _T.LONG, LONG_MAX),
-        TopicConfigDef(
-            "message.timestamp.type", _T.STRING, "CreateTime", "log.message.timestamp.type"
-        ),
+        TopicConfigDef("message.timestamp.type", _T.STRING, "CreateTime"),
         TopicConfigDef("min.cleanable.dirty.ratio", _T.DOUBLE, "0.5"),
         TopicConfigDef("min.compaction.lag.ms", _T.LONG, "0"),
-        TopicConfigDef("min.insync.replicas", _T.INT, "1", "min.insync.replicas"),
+        TopicConfigDef("min.insync.replicas", _T.INT, "1"),
         TopicConfigDef("preallocate", _T.BOOLEAN, "false"),
         TopicConfigDef("remote.storage.enable", _T.BOOLEAN, "false"),
-        TopicConfigDef("retention.bytes", _T.LONG, "-1", "log.retention.bytes"),
-        TopicConfigDef("retention.ms", _T.LONG, "604800000", "log.retention.ms"),
-        TopicConfigDef("segment.bytes", _T.INT, "1073741824", "log.segment.bytes"),
+        TopicConfigDef("retention.bytes", _T.LONG, "-1"),
+        TopicConfigDef("retention.ms", _T.LONG, "604800000"),
+        TopicConfigDef("segment.bytes", _T.INT, "1073741824"),
         TopicConfigDef("segment.index.bytes", _T.INT, "10485760"),
         TopicConfigDef("segment.jitter.ms", _T.LONG, "0"),
         TopicConfigDef("segment.ms", _T.LONG, "604800000"),
@@ -182,21 +176,14 @@ def validate_topic_configs(
     return result
 
 
-def broker_topic_defaults(config: BrokerConfig) -> dict[str, str]:
+def topic_defaults(layers: BrokerConfigLayers) -> dict[str, str]:
     """What a topic without overrides has: the broker's values, else Kafka's defaults."""
     values = {name: d.default for name, d in TOPIC_CONFIG_DEFS.items() if d.default is not None}
-    values.update(config.default_topic_configs())
-    values["flush.messages"] = str(config.log_flush_interval_messages)
+    for name in TOPIC_CONFIG_DEFS:
+        inherited = layers.topic_default(name)
+        if inherited is not None:
+            values[name] = inherited
     return values
-
-
-def _broker_explicit(config: BrokerConfig) -> set[str]:
-    """Kafka names of the broker configs the operator set (properties or overrides)."""
-    fields = BrokerConfig.model_fields
-    names = {fields[f].alias or f for f in config.model_fields_set if f in fields}
-    if names & {"log.retention.hours", "log.retention.minutes"}:
-        names.add("log.retention.ms")
-    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,95 +196,46 @@ class ConfigEntry:
     type: ConfigType
     read_only: bool = False
     is_sensitive: bool = False
-    # (name, value, source), the value's own entry first (Kafka's synonym order).
-    synonyms: tuple[tuple[str, str | None, ConfigSource], ...] = ()
+    # (name, value, source), in Kafka's order of precedence.
+    synonyms: tuple[Synonym, ...] = ()
 
     @property
     def is_default(self) -> bool:
         return self.source is ConfigSource.DEFAULT_CONFIG
 
 
-def topic_config_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
-    """Every known topic config of a topic with ``overrides``, in name order."""
-    defaults = broker_topic_defaults(config)
-    explicit = _broker_explicit(config)
+def topic_config_entries(
+    layers: BrokerConfigLayers, overrides: Mapping[str, str]
+) -> list[ConfigEntry]:
+    """Every known topic config of a topic with ``overrides``, in name order (Kafka's
+    ``createTopicConfigEntry``)."""
+    defaults = topic_defaults(layers)
     entries = []
     for name in sorted(TOPIC_CONFIG_DEFS):
-        definition = TOPIC_CONFIG_DEFS[name]
-        synonyms: list[tuple[str, str | None, ConfigSource]] = []
+        synonyms = layers.topic_synonyms(name)
         if name in overrides:
-            synonyms.append((name, overrides[name], ConfigSource.TOPIC_CONFIG))
-        broker_name = definition.broker_synonym
-        broker_source = ConfigSource.DEFAULT_CONFIG
-        if broker_name is not None and broker_name in explicit:
-            broker_source = ConfigSource.STATIC_BROKER_CONFIG
-        synonyms.append((broker_name or name, defaults.get(name), broker_source))
-        value, source = synonyms[0][1], synonyms[0][2]
-        entries.append(ConfigEntry(name, value, source, definition.type, synonyms=tuple(synonyms)))
-    return entries
-
-
-def _broker_value_type(value: object) -> ConfigType:
-    if isinstance(value, bool):
-        return ConfigType.BOOLEAN
-    if isinstance(value, int):
-        return ConfigType.LONG if abs(value) > 2**31 - 1 else ConfigType.INT
-    return ConfigType.STRING
-
-
-def _broker_value_text(value: object) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def broker_config_entries(config: BrokerConfig) -> list[ConfigEntry]:
-    """The broker's own configs by Kafka name, in name order.
-
-    Every one is read-only: minikafka has no dynamic broker configs. A config the
-    operator set is STATIC_BROKER_CONFIG, one left at Kafka's default DEFAULT_CONFIG.
-    """
-    explicit = _broker_explicit(config)
-    entries = []
-    for field_name, info in BrokerConfig.model_fields.items():
-        name = info.alias or field_name
-        value = getattr(config, field_name)
-        source = (
-            ConfigSource.STATIC_BROKER_CONFIG if name in explicit else ConfigSource.DEFAULT_CONFIG
-        )
-        text = _broker_value_text(value)
+            synonyms.insert(0, (name, overrides[name], ConfigSource.TOPIC_CONFIG))
+        value = overrides.get(name, defaults.get(name))
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(
-            ConfigEntry(
-                name,
-                text,
-                source,
-                _broker_value_type(value),
-                read_only=True,
-                synonyms=((name, text, source),),
-            )
+            ConfigEntry(name, value, source, TOPIC_CONFIG_DEFS[name].type, synonyms=tuple(synonyms))
         )
-    return sorted(entries, key=lambda e: e.name)
+    return entries
 
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+#: IncrementalAlterConfigs' DELETE operation (the one that may carry a null value).
+DELETE_OPERATION = 1
 
 
 def check_alterable_topic(cluster: ClusterMetadata, resource_type: int, name: str) -> TopicInfo:
     """The topic an AlterConfigs/IncrementalAlterConfigs resource names, or the error.
 
-    Broker resources are refused: minikafka has no dynamic broker configs (Kafka
-    refuses a config that is not dynamically updatable with INVALID_REQUEST too).
+    Callers handle BROKER resources before; any other type is INVALID_REQUEST.
     """
-    if resource_type == BROKER_RESOURCE:
-        raise MetadataError(
-            ErrorCode.invalid_request,
-            "Cannot update broker configs dynamically: minikafka has no dynamic broker configs",
-        )
     if resource_type != TOPIC_RESOURCE:
-        raise MetadataError(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
+        raise MetadataError(ErrorCode.invalid_request, f"Unknown resource type {resource_type}")
     validate_topic_name(name)
     info = cluster.topics.get(name)
     if info is None:
@@ -305,8 +243,27 @@ def check_alterable_topic(cluster: ClusterMetadata, resource_type: int, name: st
     return info
 
 
+def check_config_changes(changes: Iterable[tuple[str, str | None, int]]) -> None:
+    """Kafka's ConfigAdminManager checks, for any resource type: ``(name, value,
+    operation)`` with a name given twice, or a null value for anything but a DELETE
+    (legacy AlterConfigs passes SET), is INVALID_REQUEST."""
+    names: set[str] = set()
+    nulls: list[str] = []
+    for name, value, operation in changes:
+        if name in names:
+            raise MetadataError(ErrorCode.invalid_request, "Error due to duplicate config keys")
+        names.add(name)
+        if value is None and operation != DELETE_OPERATION:
+            nulls.append(name)
+    if nulls:
+        raise MetadataError(
+            ErrorCode.invalid_request, "Null value not supported for : " + ", ".join(nulls)
+        )
+
+
 def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, str]]:
-    """Resources named more than once in a request (each is answered INVALID_REQUEST)."""
+    """Resources named more than once in a request (each is answered INVALID_REQUEST,
+    "Each resource must appear at most once.")."""
     seen: set[tuple[int, str]] = set()
     duplicates: set[tuple[int, str]] = set()
     for key in resources:

@@ -1,7 +1,8 @@
 """Per-partition logs of record batches: in memory or on disk (Kafka's segment layout).
 
 Offsets are assigned in one place, by the log on `append_as_leader`
-(partition_log.prepare_leader_append). See each module's docstring for the details.
+(partition_log.prepare_leader_append). The log cleaner (log_cleaner.py) compacts
+`cleanup.policy=compact` logs. See each module's docstring for the details.
 """
 
 from broker.log.disk_log import DiskLog

@@ -10,6 +10,9 @@ Layout, as Kafka's::
     log-start-offset                the log start when DeleteRecords/retention moved it
                                     inside a segment (Kafka keeps this in a data-dir
                                     checkpoint; one small file per partition is simpler)
+    cleaner-offset-checkpoint       the log cleaner's first dirty offset and latest
+                                    tombstone delete horizon (Kafka's data-dir file of
+                                    that name, here per partition)
     .kafka_cleanshutdown            written by close(), removed on open
 
 Durability: each append is written to the OS before append returns, so a kill -9 of
@@ -23,6 +26,14 @@ corrupt batch; any segment whose indexes are missing or inconsistent is rebuilt 
 same way. If corruption turns up in a segment that is not the last, that segment is
 cut there and every later segment is deleted, as Kafka does: offsets must stay
 contiguous.
+
+The log cleaner's swap, as Kafka's: a cleaned group of segments is written as
+`<base>.log.cleaned` (+ `.index.cleaned`, `.timeindex.cleaned`, fsynced), renamed to
+`.swap`, the old segments of the group are deleted, and the `.swap` files are renamed
+into place (`replace_cleaned`). Recovery on open: a leftover `.cleaned` (or `.deleted`,
+`.tmp`) file is deleted; a `<base>.log.swap` completes its swap -- every segment whose
+base offset lies in [base, the swap's next offset) is deleted, the swap renamed into
+place and its indexes rebuilt.
 """
 
 from __future__ import annotations
@@ -33,6 +44,13 @@ import os
 import re
 from pathlib import Path
 
+from broker.log.cleanable import (
+    SWAP_SUFFIX,
+    CleanedWriter,
+    CleanerCheckpoint,
+    DiskSnapshot,
+    SegmentWriter,
+)
 from broker.log.errors import OffsetOutOfRangeError
 from broker.log.log_config import LogConfig
 from broker.log.partition_log import AppendInfo, prepare_follower_append, prepare_leader_append
@@ -44,8 +62,9 @@ log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOG_START_OFFSET_FILE = "log-start-offset"
+CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
-_STRAY_SUFFIXES = (".deleted", ".swap", ".cleaned", ".tmp")
+_STRAY_SUFFIXES = (".deleted", ".cleaned", ".tmp")
 _INT32_MAX = 2**31 - 1
 
 
@@ -60,7 +79,11 @@ class DiskLog:
         self._log_end_offset = 0
         self.recovered_bytes = 0  # bytes cut off by recovery when this log was opened
         self._closed = False
+        # bumped whenever batches below the log end are removed or replaced
+        self._layout_version = 0
+        self.cleaner_checkpoint = CleanerCheckpoint()
         directory.mkdir(parents=True, exist_ok=True)
+        self._complete_swaps()
         self._load()
 
     # -- loading --------------------------------------------------------------------
@@ -125,7 +148,49 @@ class DiskLog:
         if persisted_start is not None:
             start = max(start, persisted_start)
         self._log_start_offset = min(start, self._log_end_offset)
+        self.cleaner_checkpoint = self._read_cleaner_checkpoint()
         marker.unlink(missing_ok=True)
+
+    def _complete_swaps(self) -> None:
+        """Finish a cleaner swap a crash interrupted (see the module docstring)."""
+        swaps: list[int] = []
+        for path in self.directory.iterdir():
+            if not path.name.endswith(SWAP_SUFFIX):
+                continue
+            m = _SEGMENT_NAME.match(path.name[: -len(SWAP_SUFFIX)])
+            if m is not None and m.group(2) == "log":
+                swaps.append(int(m.group(1)))
+            else:
+                path.unlink(missing_ok=True)  # index swaps: rebuilt below
+        for base in sorted(swaps):
+            seg, _ = LogSegment.open(
+                self.directory, base, self.config, recover=True, file_suffix=SWAP_SUFFIX
+            )
+            end = max(seg.next_offset, base + 1)
+            for path in list(self.directory.iterdir()):
+                m = _SEGMENT_NAME.match(path.name)
+                if m is not None and base <= int(m.group(1)) < end:
+                    path.unlink(missing_ok=True)
+            seg.change_file_suffix("")
+            seg.close()
+            log.warning("%s: completed the swap of cleaned segment %d", self.directory, base)
+
+    def _read_cleaner_checkpoint(self) -> CleanerCheckpoint:
+        try:
+            first_dirty, horizon = (self.directory / CLEANER_CHECKPOINT_FILE).read_text().split()
+            checkpoint = CleanerCheckpoint(int(first_dirty), int(horizon))
+        except (FileNotFoundError, ValueError):
+            return CleanerCheckpoint(self._log_start_offset)
+        if not self._log_start_offset <= checkpoint.first_dirty_offset <= self._log_end_offset:
+            return CleanerCheckpoint(self._log_start_offset, checkpoint.delete_horizon_ms)
+        return checkpoint
+
+    def _write_cleaner_checkpoint(self) -> None:
+        path = self.directory / CLEANER_CHECKPOINT_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        checkpoint = self.cleaner_checkpoint
+        tmp.write_text(f"{checkpoint.first_dirty_offset} {checkpoint.delete_horizon_ms}\n")
+        os.replace(tmp, path)
 
     def _read_log_start_offset(self) -> int | None:
         path = self.directory / LOG_START_OFFSET_FILE
@@ -157,6 +222,14 @@ class DiskLog:
     def segment_base_offsets(self) -> list[int]:
         """Base offsets of the segments, oldest first (for tests and metrics)."""
         return list(self._bases)
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        return self._bases[-1]
+
+    @property
+    def layout_version(self) -> int:
+        return self._layout_version
 
     # -- appends --------------------------------------------------------------------
 
@@ -276,6 +349,7 @@ class DiskLog:
         if self._log_start_offset > new_end:
             self._log_start_offset = new_end
             self._write_log_start_offset()
+        self._layout_changed()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the log, empty, at `offset`."""
@@ -286,6 +360,7 @@ class DiskLog:
         self._size = 0
         self._log_start_offset = self._log_end_offset = offset
         self._write_log_start_offset()
+        self._layout_changed()
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start to `offset`, delete segments wholly below
@@ -296,6 +371,7 @@ class DiskLog:
             return self._log_start_offset
         self._log_start_offset = offset
         self._write_log_start_offset()
+        self._layout_changed()
         count = 0
         while count + 1 < len(self._segments) and self._bases[count + 1] <= offset:
             count += 1
@@ -325,6 +401,7 @@ class DiskLog:
     def _delete_oldest(self, count: int) -> int:
         if count <= 0:
             return 0
+        self._layout_changed()
         deleted = 0
         for seg in self._segments[:count]:
             deleted += seg.size
@@ -340,6 +417,60 @@ class DiskLog:
         self._size -= seg.size
         seg.delete()
 
+    def _layout_changed(self) -> None:
+        """Batches went: a cleaning under way is void; the cleaner's first dirty offset
+        stays within the log (Kafka's maybeTruncateCheckpoint)."""
+        self._layout_version += 1
+        checkpoint = self.cleaner_checkpoint
+        if checkpoint.first_dirty_offset > self._log_end_offset:
+            self.cleaner_checkpoint = CleanerCheckpoint(
+                self._log_end_offset, checkpoint.delete_horizon_ms
+            )
+            self._write_cleaner_checkpoint()
+
+    # -- the log cleaner (log_cleaner.py) ---------------------------------------------
+
+    def cleaner_snapshot(self) -> DiskSnapshot:
+        """The segments below the active one, for the cleaner."""
+        return DiskSnapshot(self._layout_version, self.directory, self.config, self._segments)
+
+    def replace_cleaned(
+        self,
+        snapshot: object,
+        groups: list[tuple[tuple[int, int], CleanedWriter]],
+        checkpoint: CleanerCheckpoint | None,
+    ) -> bool:
+        """Swap each cleaned segment in for its group of segments (`.cleaned` ->
+        `.swap` -> delete the old ones -> rename into place). False, and nothing
+        changes, if the log changed since ``snapshot`` (the caller aborts the writers).
+        Groups may come in several calls, last group first (the snapshot follows);
+        the checkpoint, when given, is taken with the call's groups.
+        """
+        if (
+            self._closed
+            or not isinstance(snapshot, DiskSnapshot)
+            or snapshot.layout_version != self._layout_version
+        ):
+            return False
+        for (start, end), writer in sorted(groups, key=lambda g: g[0], reverse=True):
+            assert isinstance(writer, SegmentWriter)
+            old = self._segments[start:end]
+            assert [s.segment for s in snapshot.views[start:end]] == old
+            cleaned = writer.segment
+            cleaned.change_file_suffix(SWAP_SUFFIX)
+            for seg in old:
+                self._delete_segment(seg)
+            cleaned.change_file_suffix("")
+            self._segments[start:end] = [cleaned]
+            self._bases[start:end] = [cleaned.base_offset]
+            self._size += cleaned.size
+        self._layout_version += 1
+        snapshot.layout_version = self._layout_version
+        if checkpoint is not None:
+            self.cleaner_checkpoint = checkpoint
+            self._write_cleaner_checkpoint()
+        return True
+
     # -- lifecycle ------------------------------------------------------------------
 
     def flush(self) -> None:
@@ -352,6 +483,7 @@ class DiskLog:
         if self._closed:
             return
         self._closed = True
+        self._layout_version += 1
         for seg in self._segments:
             seg.close()
         (self.directory / CLEAN_SHUTDOWN_FILE).touch()

@@ -3,9 +3,9 @@
 Only the settings the log itself acts on live here; the metadata layer stores and
 validates the full set of topic configs and hands us the relevant ones.
 
-`cleanup.policy=compact` is accepted and stored but compaction is not implemented: a
-compact-only topic keeps everything (retention.ms/bytes apply only when the policy
-includes "delete", as in Kafka).
+`cleanup.policy=compact` topics are compacted by the log cleaner (log_cleaner.py), which
+reads delete.retention.ms, min.cleanable.dirty.ratio and min.compaction.lag.ms from here;
+retention.ms/bytes apply only when the policy includes "delete", as in Kafka.
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ class LogConfig:
     # every append is written to the OS at once, which survives a kill -9 of the
     # process; only a power loss or kernel crash needs the fsync.
     fsync_on_append: bool = False  # flush.messages == "1"
+    # the log cleaner's (broker defaults: log.cleaner.delete.retention.ms,
+    # log.cleaner.min.cleanable.ratio, log.cleaner.min.compaction.lag.ms)
+    delete_retention_ms: int = 86400000  # delete.retention.ms (tombstones, once cleaned)
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
 
     def __post_init__(self) -> None:
         _check(
@@ -45,6 +50,13 @@ class LogConfig:
         _check(self.retention_bytes >= -1, "retention.bytes", self.retention_bytes)
         _check(self.max_message_bytes >= 0, "max.message.bytes", self.max_message_bytes)
         _check(self.index_interval_bytes >= 0, "index.interval.bytes", self.index_interval_bytes)
+        _check(self.delete_retention_ms >= 0, "delete.retention.ms", self.delete_retention_ms)
+        _check(
+            0.0 <= self.min_cleanable_dirty_ratio <= 1.0,
+            "min.cleanable.dirty.ratio",
+            self.min_cleanable_dirty_ratio,
+        )
+        _check(self.min_compaction_lag_ms >= 0, "min.compaction.lag.ms", self.min_compaction_lag_ms)
         _check(
             self.message_timestamp_type in (CREATE_TIME, LOG_APPEND_TIME),
             "message.timestamp.type",
@@ -65,6 +77,11 @@ class LogConfig:
     def deletes(self) -> bool:
         """Whether retention.ms / retention.bytes apply (cleanup.policy has delete)."""
         return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the log cleaner compacts this log (cleanup.policy has compact)."""
+        return "compact" in self.cleanup_policy.split(",")
 
     @classmethod
     def from_topic_configs(
@@ -128,6 +145,9 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "cleanup.policy": ("cleanup_policy", _parse_policy),
     "index.interval.bytes": ("index_interval_bytes", int),
     "flush.messages": ("fsync_on_append", int),
+    "delete.retention.ms": ("delete_retention_ms", int),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", int),
 }
 
 assert {f.name for f in fields(LogConfig)} == {name for name, _ in _KEYS.values()}

@@ -5,6 +5,13 @@ one immutable bytes object; parallel lists hold each batch's base and last offse
 size and max timestamp, so a read is a bisect plus a join of whole batches. There are
 no segments: retention and DeleteRecords work batch by batch, which is finer than
 Kafka's segment granularity but keeps the same rules (see retention.py).
+
+The log cleaner needs Kafka's *active segment*, which it never cleans. A MemoryLog keeps
+a virtual one: the batches from `active_segment_base_offset` on, "rolled" by the rule
+DiskLog rolls by (a batch that would take the active part past segment.bytes starts a
+new one). A truncation below it, or a retention that removes it, moves it to the new
+log end or start. The cleaner cleans batch by batch below it (cleanable.py), and the
+cleaned batches replace the originals in place: offsets are kept, gaps are fine.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import bisect
 import itertools
 
+from broker.log.cleanable import CleanedWriter, CleanerCheckpoint, MemorySnapshot, MemoryWriter
 from broker.log.errors import OffsetOutOfRangeError
 from broker.log.log_config import LogConfig
 from broker.log.partition_log import AppendInfo, prepare_follower_append, prepare_leader_append
@@ -34,6 +42,12 @@ class MemoryLog:
         # running maximum of _max_ts: nondecreasing, so timestamp lookups bisect it
         # (Kafka's time index keeps the same kind of running maximum)
         self._running_max_ts: list[int] = []
+        # the virtual active segment (see the module docstring) and its bytes
+        self._active_base = start_offset
+        self._active_bytes = 0
+        # bumped whenever batches below the log end are removed or replaced
+        self._layout_version = 0
+        self.cleaner_checkpoint = CleanerCheckpoint(start_offset)
 
     # -- properties ------------------------------------------------------------------
 
@@ -48,6 +62,14 @@ class MemoryLog:
     @property
     def size_bytes(self) -> int:
         return self._size
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        return self._active_base
+
+    @property
+    def layout_version(self) -> int:
+        return self._layout_version
 
     # -- appends ----------------------------------------------------------------------
 
@@ -86,6 +108,10 @@ class MemoryLog:
             prev = self._running_max_ts[-1] if self._running_max_ts else header.max_timestamp
             self._running_max_ts.append(max(prev, header.max_timestamp))
             self._size += size
+            if self._active_bytes > 0 and self._active_bytes + size > self.config.segment_bytes:
+                self._active_base = header.base_offset  # roll the virtual segment
+                self._active_bytes = 0
+            self._active_bytes += size
             self._log_end_offset = header.last_offset + 1
 
     # -- reads ------------------------------------------------------------------------
@@ -164,12 +190,14 @@ class MemoryLog:
         self._drop_tail(keep)
         self._log_end_offset = min(new_end, offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._layout_changed()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empty the log and restart it at `offset` (a follower fell below its leader's
         log start)."""
         self._drop_tail(0)
         self._log_start_offset = self._log_end_offset = offset
+        self._layout_changed()
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start to `offset` and drop batches wholly below."""
@@ -179,6 +207,7 @@ class MemoryLog:
             return self._log_start_offset
         self._log_start_offset = offset
         self._drop_head(bisect.bisect_left(self._last, offset))
+        self._layout_changed()
         return self._log_start_offset
 
     def apply_retention(self, now_ms: int, *, high_watermark: int | None = None) -> int:
@@ -199,6 +228,7 @@ class MemoryLog:
         new_start = self._base[count] if count < len(self._base) else self._log_end_offset
         self._drop_head(count)
         self._log_start_offset = max(self._log_start_offset, new_start)
+        self._layout_changed()
         return before - self._size
 
     def _drop_head(self, count: int) -> None:
@@ -220,6 +250,72 @@ class MemoryLog:
             self._running_max_ts,
         ):
             del lst[keep:]
+
+    def _layout_changed(self) -> None:
+        """After batches went: keep the virtual active segment and the cleaner's
+        checkpoint within the log."""
+        self._layout_version += 1
+        self._active_base = min(
+            max(self._active_base, self._log_start_offset), self._log_end_offset
+        )
+        self._active_bytes = sum(self._sizes[bisect.bisect_left(self._base, self._active_base) :])
+        checkpoint = self.cleaner_checkpoint
+        if checkpoint.first_dirty_offset > self._log_end_offset:
+            self.cleaner_checkpoint = CleanerCheckpoint(
+                self._log_end_offset, checkpoint.delete_horizon_ms
+            )
+
+    # -- the log cleaner (log_cleaner.py) --------------------------------------------
+
+    def cleaner_snapshot(self) -> MemorySnapshot:
+        """The batches below the virtual active segment, for the cleaner."""
+        count = bisect.bisect_left(self._base, self._active_base)
+        return MemorySnapshot(
+            self._layout_version,
+            self._batches,
+            self._base,
+            self._last,
+            self._sizes,
+            self._max_ts,
+            count,
+        )
+
+    def replace_cleaned(
+        self,
+        snapshot: object,
+        groups: list[tuple[tuple[int, int], CleanedWriter]],
+        checkpoint: CleanerCheckpoint | None,
+    ) -> bool:
+        """Swap cleaned batches in for units [start, end) of each group; False (and
+        nothing changes) if the log changed since ``snapshot``. The old lists stay
+        with the snapshot, so that its ``release()`` frees them (off the loop)."""
+        if (
+            not isinstance(snapshot, MemorySnapshot)
+            or snapshot.layout_version != self._layout_version
+        ):
+            return False
+        for (start, end), writer in sorted(groups, key=lambda g: g[0], reverse=True):
+            assert isinstance(writer, MemoryWriter)
+            headers = writer.headers
+            self._size += sum(h.size for h in headers) - sum(self._sizes[start:end])
+            self._batches = [*self._batches[:start], *writer.batches, *self._batches[end:]]
+            self._base = self._splice(self._base, start, end, [h.base_offset for h in headers])
+            self._last = self._splice(self._last, start, end, [h.last_offset for h in headers])
+            self._sizes = self._splice(self._sizes, start, end, [h.size for h in headers])
+            self._max_ts = self._splice(
+                self._max_ts, start, end, [h.max_timestamp for h in headers]
+            )
+        self._running_max_ts = list(itertools.accumulate(self._max_ts, max))
+        self._layout_version += 1
+        snapshot.layout_version = self._layout_version
+        snapshot.retired = bool(groups)
+        if checkpoint is not None:
+            self.cleaner_checkpoint = checkpoint
+        return True
+
+    @staticmethod
+    def _splice(old: list[int], start: int, end: int, new: list[int]) -> list[int]:
+        return [*old[:start], *new, *old[end:]]
 
     def flush(self) -> None:
         """Nothing to flush in memory."""

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from broker.log.cleanable import CleanedWriter, CleanerCheckpoint, CleanerSnapshot
 from broker.log.errors import RecordTooLargeError, UnexpectedAppendOffsetError
 from broker.log.log_config import LogConfig
 from protocol.record_batch import (
@@ -92,6 +93,30 @@ class PartitionLog(Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
+
+    # -- what the log cleaner uses (log_cleaner.py, cleanable.py) ----------------------
+
+    cleaner_checkpoint: CleanerCheckpoint
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        """The cleaner never cleans at or above this."""
+        ...
+
+    @property
+    def layout_version(self) -> int:
+        """Changes whenever batches are removed or replaced (truncation, retention,
+        DeleteRecords, cleaning, close): a cleaning started before is void."""
+        ...
+
+    def cleaner_snapshot(self) -> CleanerSnapshot: ...
+
+    def replace_cleaned(
+        self,
+        snapshot: CleanerSnapshot,
+        groups: list[tuple[tuple[int, int], CleanedWriter]],
+        checkpoint: CleanerCheckpoint | None,
+    ) -> bool: ...
 
 
 def prepare_leader_append(

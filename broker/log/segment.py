@@ -9,6 +9,10 @@ pread: nothing reads or copies the whole segment.
 Recovery (`recover`) walks every batch verifying length, magic, CRC and offset order,
 cuts the file at the first bad or partial batch and rebuilds both indexes from what
 remains.
+
+The log cleaner writes a cleaned segment under Kafka's temporary suffixes
+(`<base>.log.cleaned`, then `.swap`: `file_suffix`) and renames it into place with
+`change_file_suffix("")`; the open file descriptor survives the renames.
 """
 
 from __future__ import annotations
@@ -50,14 +54,26 @@ def segment_file_name(base_offset: int) -> str:
 
 
 class LogSegment:
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, fd: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        fd: int,
+        file_suffix: str = "",
+    ) -> None:
         name = segment_file_name(base_offset)
         self.directory = directory
         self.base_offset = base_offset
         self.config = config
-        self.log_path = directory / (name + LOG_SUFFIX)
-        self.offset_index = OffsetIndex(directory / (name + INDEX_SUFFIX), base_offset)
-        self.time_index = TimeIndex(directory / (name + TIME_INDEX_SUFFIX), base_offset)
+        self.file_suffix = file_suffix
+        self.log_path = directory / (name + LOG_SUFFIX + file_suffix)
+        self.offset_index = OffsetIndex(
+            directory / (name + INDEX_SUFFIX + file_suffix), base_offset
+        )
+        self.time_index = TimeIndex(
+            directory / (name + TIME_INDEX_SUFFIX + file_suffix), base_offset
+        )
         self._fd = fd
         self.size = 0
         # offset after the last batch here (base_offset while empty)
@@ -70,17 +86,29 @@ class LogSegment:
     # -- creation and loading -----------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
+    def create(
+        cls, directory: Path, base_offset: int, config: LogConfig, file_suffix: str = ""
+    ) -> LogSegment:
         name = segment_file_name(base_offset)
-        fd = os.open(directory / (name + LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        seg = cls(directory, base_offset, config, fd)
+        fd = os.open(
+            directory / (name + LOG_SUFFIX + file_suffix),
+            os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+            0o644,
+        )
+        seg = cls(directory, base_offset, config, fd, file_suffix)
         seg.offset_index.reset()
         seg.time_index.reset()
         return seg
 
     @classmethod
     def open(
-        cls, directory: Path, base_offset: int, config: LogConfig, *, recover: bool
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        recover: bool,
+        file_suffix: str = "",
     ) -> tuple[LogSegment, int]:
         """Open an existing segment; returns it and how many bytes recovery cut off.
 
@@ -90,8 +118,8 @@ class LogSegment:
         falls back to a full recovery.
         """
         name = segment_file_name(base_offset)
-        fd = os.open(directory / (name + LOG_SUFFIX), os.O_RDWR)
-        seg = cls(directory, base_offset, config, fd)
+        fd = os.open(directory / (name + LOG_SUFFIX + file_suffix), os.O_RDWR)
+        seg = cls(directory, base_offset, config, fd, file_suffix)
         seg.size = os.fstat(fd).st_size
         if not recover:
             try:
@@ -360,6 +388,25 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+
+    def change_file_suffix(self, file_suffix: str) -> None:
+        """Rename the three files (Kafka's changeFileSuffixes): `.cleaned` -> `.swap`
+        -> ``""``. The log file goes last, so a `.log.swap` on disk means its indexes
+        were renamed before it (recovery rebuilds them anyway)."""
+        name = segment_file_name(self.base_offset)
+        for index, suffix in (
+            (self.offset_index, INDEX_SUFFIX),
+            (self.time_index, TIME_INDEX_SUFFIX),
+        ):
+            target = self.directory / (name + suffix + file_suffix)
+            index.close()
+            if index.path.exists():
+                os.replace(index.path, target)
+            index.path = target
+        target = self.directory / (name + LOG_SUFFIX + file_suffix)
+        os.replace(self.log_path, target)
+        self.log_path = target
+        self.file_suffix = file_suffix
 
     def close(self) -> None:
         self.offset_index.close()

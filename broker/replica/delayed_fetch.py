@@ -7,6 +7,12 @@ Kafka's rule (DelayedFetch.tryComplete): the fetch completes early when
 Otherwise it waits until ``max_wait_ms`` and then answers with whatever there is. It is
 watched on every partition it reads, and every append (and every high-watermark move,
 for consumers) calls ``check_and_complete`` for that partition.
+
+The bytes counted are those a read would return (Kafka's FetchIsolation): up to the log
+end for a follower, the last stable offset for a read_committed consumer, the high
+watermark for the others. The LSO moves only with the HW (a marker's transaction stays
+unstable until the HW passes the marker) or the log start, both of which already wake
+the partition's watchers; so does the marker's own append.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ if TYPE_CHECKING:
     from broker.replica.replica_manager import ReplicaManager
 
 
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
 @dataclass(slots=True)
 class FetchParams:
     replica_id: int
@@ -34,6 +44,12 @@ class FetchParams:
     @property
     def is_from_follower(self) -> bool:
         return self.replica_id >= 0
+
+    @property
+    def read_committed(self) -> bool:
+        """A consumer's read_committed fetch (isolation level 1); followers read to the
+        log end whatever they ask."""
+        return self.isolation_level == READ_COMMITTED and not self.is_from_follower
 
 
 @dataclass(slots=True)
@@ -80,7 +96,10 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()
             needed = params.min_bytes - accumulated
             accumulated += partition.bytes_available(
-                status.fetch_offset, follower, min(needed, status.partition_max_bytes)
+                status.fetch_offset,
+                follower,
+                min(needed, status.partition_max_bytes),
+                read_committed=params.read_committed,
             )
             if accumulated >= params.min_bytes:
                 return self.force_complete()

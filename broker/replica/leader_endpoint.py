@@ -1,6 +1,8 @@
 """A follower's view of its leader: one TCP connection, one request at a time.
 
 Kafka's name for it is ``LeaderEndpoint`` (``RemoteLeaderEndpoint`` over the network).
+The transaction coordinator's marker channel (``broker/txn/marker_sender.py``) uses it
+too, one per destination broker, for WriteTxnMarkers.
 This is an asyncio shell on ``protocol.client.ClientConnection``, which owns correlation
 ids, encoding and the pairing of responses with requests; the shell only opens the
 socket, writes what the connection produced and feeds it what it reads.

@@ -7,6 +7,14 @@ have fetched, which moves the high watermark — and every such move is a state 
 that may satisfy a parked DelayedProduce or DelayedFetch, so the replica manager calls
 ``check_and_complete`` for this partition whenever ``append``/``follower fetch`` return
 ``hw_changed``.
+
+Beside the log it keeps what Kafka's UnifiedLog keeps beside its segments: the producer
+state (``producer_state.py``: idempotent sequences, open transactions) and the aborted
+transaction index (``broker/log/transaction_index.py``). Both are updated by every append
+— a client's, the transaction coordinator's markers (``AppendOrigin.COORDINATOR``), a
+follower's replica of its leader's batches — and rebuilt from the log when the partition
+opens or is truncated. From them come the last stable offset (``last_stable_offset``),
+the bound of a read_committed read, and the aborted transactions such a read returns.
 """
 
 from __future__ import annotations
@@ -16,8 +24,18 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from broker.log.disk_log import DiskLog
+from broker.log.transaction_index import AbortedTxn, TransactionIndex
+from broker.replica.append_origin import AppendOrigin
 from broker.replica.leader_epoch_cache import LeaderEpochCache
-from broker.replica.producer_state import ProducerStateManager
+from broker.replica.producer_state import (
+    ProducerAppendAnalysis,
+    ProducerStateEntry,
+    ProducerStateError,
+    ProducerStateManager,
+    analyze_and_validate_producer_state,
+)
+from protocol.control_batch import EndTransactionMarker, parse_control_batch
 from protocol.record_batch import (
     CorruptRecordError,
     RecordBatchHeader,
@@ -50,6 +68,9 @@ class ReadResult:
     high_watermark: int = -1
     log_start_offset: int = -1
     log_end_offset: int = -1
+    last_stable_offset: int = -1
+    # read_committed reads only: the aborted transactions overlapping ``records``
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 @dataclass(slots=True)
@@ -80,6 +101,11 @@ class Partition:
     followers: dict[int, FollowerState] = field(default_factory=dict)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     epoch_cache: LeaderEpochCache = field(default_factory=LeaderEpochCache)
+    txn_index: TransactionIndex = field(default_factory=TransactionIndex)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.log, DiskLog):  # Kafka's .txnindex files beside the segments
+            self.txn_index = TransactionIndex(self.log.directory, self.log.segment_base_offsets)
 
     @property
     def tp(self) -> TopicPartition:
@@ -96,6 +122,22 @@ class Partition:
     @property
     def log_start_offset(self) -> int:
         return self.log.log_start_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: the first offset of the earliest transaction not yet decided, or
+        decided with its marker not yet below the HW — when that is below the HW — else
+        the HW. read_committed consumers read below it."""
+        hw = self.high_watermark
+        # Unreplicated transactions end once the HW passes their markers (Kafka drops
+        # them on each HW update; the HW only moves forward, so doing it here is the same).
+        self.producers.on_high_watermark_updated(hw)
+        first = self.producers.first_unstable_offset()
+        if first is not None:
+            first = max(first, self.log_start_offset)
+            if first < hw:
+                return first
+        return hw
 
     # -- roles -------------------------------------------------------------------------
 
@@ -123,8 +165,16 @@ class Partition:
 
     # -- leader path -------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: bytes, now_ms: int) -> AppendResult:
-        """Validate and append a producer's batches; nothing is written if any is bad."""
+    def append_records_to_leader(
+        self, records: bytes, now_ms: int, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> AppendResult:
+        """Validate and append a producer's batches; nothing is written if any is bad.
+
+        A client's retry of one of a producer's last five batches is answered with the
+        original offsets (and that batch's timestamp as log append time, as Kafka does)
+        and not written again. ``origin`` COORDINATOR lets the transaction coordinator
+        write COMMIT/ABORT markers, which a client may not (INVALID_RECORD).
+        """
         if not self.is_leader:
             return AppendResult(ErrorCode.not_leader_or_follower)
         try:
@@ -143,49 +193,74 @@ class Partition:
                     error_message=f"batch of {header.size} bytes exceeds max.message.bytes "
                     f"{self.max_message_bytes}",
                 )
-        idempotent = [h for h in headers if h.producer_id >= 0 and h.base_sequence >= 0]
-        for header in idempotent:
-            verdict = self.producers.check(
-                header.producer_id,
-                header.producer_epoch,
-                header.base_sequence,
-                header.base_sequence + header.last_offset_delta,
-            )
-            if verdict.error is not ErrorCode.none:
-                dup = verdict.duplicate_of
+            if origin is AppendOrigin.CLIENT:
+                refused = _client_batch_error(header)
+                if refused is not None:
+                    return AppendResult(ErrorCode.invalid_record, error_message=refused)
+        append_time = now_ms if self.log_append_time else None
+        analysis = None
+        if any(h.producer_id >= 0 for h in headers):
+            # The headers as the log will hold them: offsets from our log end, and the
+            # append time for LogAppendTime topics (the producer state records both).
+            offset = self.log_end_offset
+            for header in headers:
+                header.base_offset = offset
+                offset = header.next_offset
+                if append_time is not None:
+                    header.max_timestamp = append_time
+            try:
+                analysis = analyze_and_validate_producer_state(
+                    self.producers, _with_markers(records, headers, strict=True), origin
+                )
+            except ProducerStateError as exc:
                 return AppendResult(
-                    verdict.error,
-                    base_offset=dup.first_offset if dup else -1,
-                    last_offset=dup.last_offset if dup else -1,
+                    exc.error, error_message=str(exc), log_start_offset=self.log_start_offset
+                )
+            except CorruptRecordError as exc:  # a marker that does not parse
+                return AppendResult(exc.error_code, error_message=str(exc))
+            duplicate = analysis.duplicate
+            if duplicate is not None:
+                return AppendResult(
+                    base_offset=duplicate.first_offset,
+                    last_offset=duplicate.last_offset,
+                    log_append_time_ms=duplicate.timestamp,
                     log_start_offset=self.log_start_offset,
                 )
         info = self.log.append_as_leader(
-            records,
-            log_append_time_ms=now_ms if self.log_append_time else None,
-            leader_epoch=max(self.leader_epoch, 0),
+            records, log_append_time_ms=append_time, leader_epoch=max(self.leader_epoch, 0)
         )
-        if idempotent:
-            self._record_producers(info.batches)
+        if analysis is not None:
+            self._apply_producer_state(analysis)
         hw_changed = self.maybe_increment_high_watermark()
         return AppendResult(
             base_offset=info.first_offset,
             last_offset=info.last_offset,
-            log_append_time_ms=now_ms if self.log_append_time else -1,
+            log_append_time_ms=append_time if append_time is not None else -1,
             log_start_offset=self.log_start_offset,
             hw_changed=hw_changed,
         )
 
-    def _record_producers(self, batches: list[RecordBatchHeader]) -> None:
-        for header in batches:
-            if header.producer_id >= 0 and header.base_sequence >= 0:
-                self.producers.record(
-                    header.producer_id,
-                    header.producer_epoch,
-                    header.base_sequence,
-                    header.base_sequence + header.last_offset_delta,
-                    header.base_offset,
-                    header.last_offset,
+    def _apply_producer_state(self, analysis: ProducerAppendAnalysis) -> None:
+        """After the append: the staged producer entries go in, ended transactions
+        complete, aborted ones enter the transaction index (Kafka's UnifiedLog.append)."""
+        for info in analysis.updated_producers.values():
+            self.producers.update(info)
+        for txn in analysis.completed_txns:
+            if txn.is_aborted:
+                lso = self.producers.last_stable_offset(txn)
+                self.txn_index.append(
+                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
                 )
+            self.producers.complete_txn(txn)
+
+    def _replay_producer_state(self, records: bytes, headers: list[RecordBatchHeader]) -> None:
+        """A follower's (or a reopened log's) batches: producer state as the leader had it."""
+        if any(h.producer_id >= 0 for h in headers):
+            batches = _with_markers(records, headers, strict=False)
+            analysis = analyze_and_validate_producer_state(
+                self.producers, batches, AppendOrigin.REPLICATION
+            )
+            self._apply_producer_state(analysis)
 
     def maybe_increment_high_watermark(self) -> bool:
         """HW = min log-end offset over the ISR; it only moves forward."""
@@ -200,6 +275,7 @@ class Partition:
                 candidate = min(candidate, state.log_end_offset)
         if candidate > self.high_watermark:
             self.high_watermark = candidate
+            self.producers.on_high_watermark_updated(candidate)
             return True
         return False
 
@@ -265,7 +341,7 @@ class Partition:
         info = self.log.append_as_follower(records)
         for header in info.batches:
             self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-        self._record_producers(info.batches)
+        self._replay_producer_state(records, info.batches)
         self.update_follower_high_watermark(leader_high_watermark)
         return info
 
@@ -273,6 +349,7 @@ class Partition:
         """A follower's HW is the leader's, bounded by what it has itself."""
         if leader_high_watermark >= 0:
             self.high_watermark = min(leader_high_watermark, self.log_end_offset)
+            self.producers.on_high_watermark_updated(self.high_watermark)
 
     def truncate_to(self, offset: int) -> None:
         """Drop records at and above ``offset`` (they diverge from the leader's log)."""
@@ -288,15 +365,21 @@ class Partition:
         self.high_watermark = offset
         self.epoch_cache.clear()
         self.producers.clear()
+        self.txn_index.reset()
 
     def rebuild_from_log(self) -> None:
-        """Rebuild the epoch cache and producer state from the batches in the log.
+        """Rebuild the epoch cache, the producer state and the transaction index from
+        the batches in the log.
 
-        Kafka keeps both in checkpoint files and snapshots; reading the batch headers
-        once when a partition opens (and after a truncation) gives the same state.
+        Kafka keeps these in checkpoint files, producer snapshots and ``.txnindex``
+        files, and replays the segments it recovers; reading the batch headers (and the
+        transaction markers' records) once when a partition opens, and after a
+        truncation, gives the same state: sequences, epochs, open transactions and their
+        first offsets, aborted transactions, coordinator epochs.
         """
         self.epoch_cache.clear()
         self.producers.clear()
+        self.txn_index.reset()
         offset = self.log_start_offset
         end = self.log_end_offset
         while offset < end:
@@ -306,8 +389,21 @@ class Partition:
                 break
             for header in headers:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            self._record_producers(headers)
+            self._replay_producer_state(chunk, headers)
             offset = headers[-1].last_offset + 1
+
+    def on_log_start_offset_changed(self) -> None:
+        """Retention or DeleteRecords moved the log start: what lay below it goes."""
+        start = self.log_start_offset
+        self.producers.on_log_start_offset_incremented(start)
+        self.txn_index.delete_before(start)
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """DescribeProducers: every producer this replica has state for."""
+        return list(self.producers.active_producers().values())
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> list[int]:
+        return self.producers.remove_expired_producers(now_ms, expiration_ms)
 
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int, leader_epoch: int
@@ -326,30 +422,55 @@ class Partition:
     # -- reads -------------------------------------------------------------------------
 
     def read(
-        self, fetch_offset: int, max_bytes: int, *, up_to_log_end: bool, min_one: bool = True
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        up_to_log_end: bool,
+        min_one: bool = True,
+        read_committed: bool = False,
     ) -> ReadResult:
-        """Read for a consumer (below the HW) or a follower (``up_to_log_end``)."""
+        """Read for a consumer (below the HW; below the LSO for ``read_committed``, with
+        the aborted transactions the records overlap) or a follower (``up_to_log_end``)."""
         if not self.is_leader:
             return ReadResult(ErrorCode.not_leader_or_follower)
-        bound = self.log_end_offset if up_to_log_end else self.high_watermark
+        read_committed = read_committed and not up_to_log_end
+        lso = self.last_stable_offset
+        bound = self._fetch_bound(up_to_log_end, read_committed)
         result = ReadResult(
             high_watermark=self.high_watermark,
             log_start_offset=self.log_start_offset,
             log_end_offset=self.log_end_offset,
+            last_stable_offset=lso,
         )
         if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
             result.error = ErrorCode.offset_out_of_range
             return result
+        if read_committed:
+            result.aborted_transactions = []
         if fetch_offset >= bound:
             return result
         result.records = self.log.read(
             fetch_offset, max_bytes, max_offset=bound, min_one_batch=min_one
         )
+        if read_committed and result.records:
+            upper = fetch_offset
+            for _, header in iter_batches(result.records, allow_partial_tail=True):
+                upper = header.next_offset
+            result.aborted_transactions = self.txn_index.collect_aborted_txns(fetch_offset, upper)
         return result
 
-    def bytes_available(self, fetch_offset: int, up_to_log_end: bool, limit: int) -> int:
+    def _fetch_bound(self, up_to_log_end: bool, read_committed: bool) -> int:
+        """Kafka's FetchIsolation: log end (followers), LSO (read_committed), else HW."""
+        if up_to_log_end:
+            return self.log_end_offset
+        return self.last_stable_offset if read_committed else self.high_watermark
+
+    def bytes_available(
+        self, fetch_offset: int, up_to_log_end: bool, limit: int, read_committed: bool = False
+    ) -> int:
         """How many bytes a fetch at ``fetch_offset`` could return now (at most ``limit``)."""
-        bound = self.log_end_offset if up_to_log_end else self.high_watermark
+        bound = self._fetch_bound(up_to_log_end, read_committed and not up_to_log_end)
         if fetch_offset >= bound or fetch_offset < self.log_start_offset:
             return 0
         return len(self.log.read(fetch_offset, limit, max_offset=bound, min_one_batch=True))
@@ -366,3 +487,40 @@ def _validate_compressed_records(records: bytes) -> None:
     for position, header in iter_batches(records):
         if header.compression:
             validate_records(view[position : position + header.size])
+
+
+def _client_batch_error(header: RecordBatchHeader) -> str | None:
+    """Kafka's LogValidator rules for a client's batch, beyond framing (INVALID_RECORD)."""
+    if header.is_control:
+        return "Clients are not allowed to write control records"
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        return (
+            f"Invalid sequence number {header.base_sequence} in record batch with "
+            f"producerId {header.producer_id}"
+        )
+    return None
+
+
+def _with_markers(
+    records: bytes, headers: list[RecordBatchHeader], *, strict: bool
+) -> list[tuple[RecordBatchHeader, EndTransactionMarker | None]]:
+    """Each batch with the COMMIT/ABORT marker it carries, if it is a control batch.
+
+    ``headers`` are the batches of ``records`` in order from position 0. ``strict`` (a
+    leader's append) raises CorruptRecordError for a marker that does not parse; a
+    replica or a replay takes it as no marker.
+    """
+    out: list[tuple[RecordBatchHeader, EndTransactionMarker | None]] = []
+    view = memoryview(records)
+    position = 0
+    for header in headers:
+        marker = None
+        if header.is_control and header.producer_id >= 0:
+            try:
+                marker = parse_control_batch(view[position : position + header.size])
+            except CorruptRecordError:
+                if strict:
+                    raise
+        out.append((header, marker))
+        position += header.size
+    return out

@@ -18,9 +18,9 @@ asyncio task with its own connection to the leader and one request in flight:
 
 Fault injection (the control endpoint calls these): ``pause_replication`` stops
 sending fetches (for the broker or one partition) so the leader sees the follower lag
-and, after ``replica.lag.time.max.ms``, drops it from the ISR; ``resume_replication``
-undoes it; ``set_replication_delay_ms`` spaces a partition's fetches at least that far
-apart, which makes the follower slow instead of stopped.
+and, after ``replica.lag.time.max.ms``, drops it from the ISR;
+``set_replication_delay_ms`` spaces a partition's fetches at least that far apart, which
+makes the follower slow instead of stopped; ``resume_replication`` undoes both.
 """
 
 from __future__ import annotations
@@ -421,13 +421,20 @@ class ReplicaFetcherManager:
             self._paused.add(tp)
 
     def resume_replication(self, tp: TopicPartition | None = None) -> None:
-        """Fetch again (``tp=None`` clears the broker-wide pause and every per-partition one)."""
+        """Undo the replication faults: fetch again, at full speed.
+
+        ``tp=None`` clears the broker-wide pause and delay and every per-partition one;
+        a ``tp`` clears that partition's pause and delay (a broker-wide one stays).
+        """
         if tp is None:
             self._paused_all = False
             self._paused.clear()
+            self._delay_all_ms = 0
+            self._delays.clear()
         else:
             self._paused.discard(tp)
-        self._wake_all()
+            self._delays.pop(tp, None)
+        self._fetch_now(tp)
 
     def set_replication_delay_ms(self, ms: int, tp: TopicPartition | None = None) -> None:
         """Space each partition's fetches at least ``ms`` apart (0 removes the delay)."""
@@ -442,10 +449,16 @@ class ReplicaFetcherManager:
         else:
             self._delays[tp] = ms
         if ms == 0:
-            for fetcher in self.fetchers.values():
-                for state in fetcher.partitions.values():
-                    if tp is None or state.tp == tp:
-                        state.not_before_ms = 0
+            self._fetch_now(tp)
+        else:
+            self._wake_all()
+
+    def _fetch_now(self, tp: TopicPartition | None) -> None:
+        """Drop the wait a delay left (of ``tp``, or of every partition) and wake up."""
+        for fetcher in self.fetchers.values():
+            for state in fetcher.partitions.values():
+                if tp is None or state.tp == tp:
+                    state.not_before_ms = 0
         self._wake_all()
 
     def is_paused(self, tp: TopicPartition) -> bool:

@@ -19,8 +19,10 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
 from broker.controller import Controller
+from broker.dynamic_config import broker_topic_defaults
 from broker.log import LogConfig, LogManager, PartitionLog
 from broker.purgatories import ParkedRequest, PurgatoryName
+from broker.replica.append_origin import AppendOrigin
 from broker.replica.delayed_fetch import (
     DelayedFetch,
     FetchParams,
@@ -28,7 +30,13 @@ from broker.replica.delayed_fetch import (
     FetchResults,
 )
 from broker.replica.delayed_produce import DelayedProduce, ProducePartitionStatus, ProduceStatuses
-from broker.replica.partition import AppendResult, Partition, ReadResult, TopicPartition
+from broker.replica.partition import (
+    AppendResult,
+    FollowerState,
+    Partition,
+    ReadResult,
+    TopicPartition,
+)
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.scheduler import PeriodicTask
 from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
@@ -88,6 +96,12 @@ class ReplicaManager:
                 config.log_retention_check_interval_ms,
                 self.apply_retention,
             ),
+            PeriodicTask(
+                scheduler_timer,
+                f"producer-expiration-{broker_id}",
+                config.producer_id_expiration_check_interval_ms,
+                self.remove_expired_producers,
+            ),
         ]
         # Kafka's IsrShrinksPerSec / IsrExpandsPerSec, as counts (for metrics).
         self.isr_shrinks = 0
@@ -128,7 +142,8 @@ class ReplicaManager:
     # -- metadata ----------------------------------------------------------------------
 
     def _topic_log_config(self, topic: TopicInfo) -> LogConfig:
-        configs = self.config.default_topic_configs()
+        # The broker's topic defaults, dynamic broker configs included (KIP-226).
+        configs = broker_topic_defaults(self.config, self.metadata, self.broker_id)
         configs.update(topic.configs)
         return LogConfig.from_topic_configs(configs)
 
@@ -159,6 +174,9 @@ class ReplicaManager:
                     # that now lack min.insync.replicas); check what waits either way.
                     partition.replicas = list(state.replicas)
                     partition.isr = list(state.isr)
+                    for replica in state.replicas:  # a reassignment's new replicas
+                        if replica != self.broker_id and replica not in partition.followers:
+                            partition.followers[replica] = FollowerState(0, now, now)
                     partition.maybe_increment_high_watermark()
                     self.complete_delayed_requests(tp)
             else:
@@ -229,10 +247,15 @@ class ReplicaManager:
         topic = self.metadata.topics.get(tp[0])
         if topic is not None and "min.insync.replicas" in topic.configs:
             return int(topic.configs["min.insync.replicas"])
-        return self.config.min_insync_replicas
+        defaults = broker_topic_defaults(self.config, self.metadata, self.broker_id)
+        return int(defaults.get("min.insync.replicas", self.config.min_insync_replicas))
 
     def append_to_leader(
-        self, tp: TopicPartition, records: bytes, required_acks: int
+        self,
+        tp: TopicPartition,
+        records: bytes,
+        required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendResult:
         """Append one partition's batches; wake what the append may satisfy."""
         partition = self.partitions.get(tp)
@@ -246,7 +269,7 @@ class ReplicaManager:
                     error_message=f"ISR {partition.isr} is smaller than min.insync.replicas "
                     f"{min_isr}",
                 )
-        result = partition.append_records_to_leader(records, self.wall_clock_ms())
+        result = partition.append_records_to_leader(records, self.wall_clock_ms(), origin)
         if result.error is ErrorCode.none:
             # Followers wait on the log end, consumers on the high watermark: both may go.
             self.fetch_purgatory.check_and_complete(tp)
@@ -261,11 +284,18 @@ class ReplicaManager:
         entries: dict[TopicPartition, bytes],
         respond: Callable[[ProduceStatuses], None],
         parked_request: ParkedRequest | None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> None:
-        """Kafka's appendRecords: append now; with acks=all, park until the ISR has it."""
+        """Kafka's appendRecords: append now; with acks=all, park until the ISR has it.
+
+        ``origin`` is who writes (Kafka's AppendOrigin): CLIENT for Produce; COORDINATOR
+        for the coordinators' own records — the transaction coordinator's COMMIT/ABORT
+        markers (``protocol.record_batch.build_control_batch``), which a client may not
+        write — and REPLICATION never comes here (followers append in the fetcher).
+        """
         statuses: ProduceStatuses = {}
         for tp, records in entries.items():
-            result = self.append_to_leader(tp, records, required_acks)
+            result = self.append_to_leader(tp, records, required_acks, origin)
             statuses[tp] = ProducePartitionStatus(
                 result, result.last_offset + 1, acks_pending=result.error is ErrorCode.none
             )
@@ -370,11 +400,21 @@ class ReplicaManager:
         for tp, partition in list(self.partitions.items()):
             start = partition.log_start_offset
             deleted += partition.log.apply_retention(now, high_watermark=partition.high_watermark)
+            # (also after a DeleteRecords since the last run: cheap when nothing moved)
+            partition.on_log_start_offset_changed()
             if partition.log_start_offset != start:
                 self.complete_delayed_requests(tp)
         if deleted:
             log.info("retention deleted %d bytes", deleted)
         return deleted
+
+    def remove_expired_producers(self) -> None:
+        """Kafka's producer-expiration task: forget producers idle for
+        ``producer.id.expiration.ms`` (their last timestamp against the wall clock)."""
+        now = self.wall_clock_ms()
+        expiration_ms = self.config.producer_id_expiration_ms
+        for partition in list(self.partitions.values()):
+            partition.remove_expired_producers(now, expiration_ms)
 
     # -- OffsetForLeaderEpoch ----------------------------------------------------------
 
@@ -412,7 +452,11 @@ class ReplicaManager:
                 continue
             limit = min(status.partition_max_bytes, max(remaining, 0))
             result = partition.read(
-                status.fetch_offset, limit, up_to_log_end=follower, min_one=min_one
+                status.fetch_offset,
+                limit,
+                up_to_log_end=follower,
+                min_one=min_one,
+                read_committed=params.read_committed,
             )
             if result.records:
                 remaining -= len(result.records)

@@ -325,7 +325,11 @@ async def test_describe_configs_shows_broker_settings_and_synonyms() -> None:
             configs = _configs(topic)
             assert configs["retention.ms"] == ("5000", STATIC_BROKER_CONFIG)
             entry = next(e for e in topic.resources[0][4] if e[0] == "retention.ms")
-            assert [s[0] for s in entry[5]] == ["log.retention.ms"]
+            # Kafka's synonyms: the broker config's layers, log.retention.ms first.
+            assert [(s[0], s[2]) for s in entry[5]] == [
+                ("log.retention.ms", STATIC_BROKER_CONFIG),
+                ("log.retention.hours", DEFAULT_CONFIG),
+            ]
 
             (broker,) = await admin.describe_configs(
                 [ConfigResource(ConfigResourceType.BROKER, "0")]
@@ -452,7 +456,7 @@ async def test_incremental_alter_configs(kafka: MiniKafka) -> None:
         assert kafka.cluster.topics["incremental"].configs["cleanup.policy"] == "delete,compact"
 
         result = await alter(("retention.ms", 2, "5"))  # APPEND to a non-list config
-        assert result.error_code == ErrorCode.invalid_request
+        assert result.error_code == ErrorCode.invalid_config  # as KRaft's controller
         result = await alter(("segment.bytes", 0, "big"))
         assert result.error_code == ErrorCode.invalid_config
         assert kafka.cluster.topics["incremental"].configs["segment.bytes"] == "65536"

@@ -333,7 +333,7 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("POST", "/faults", {"broker": 9, "api_key": 0, "error_code": 6}, 404, "unknown broker"),
     ("POST", "/faults", {"broker": 0, "api_key": 0, "error_code": "BOGUS"}, 400, "BOGUS"),
     ("POST", "/faults", {"broker": 0, "api_key": "Bogus", "error_code": 6}, 400, "Bogus"),
-    ("POST", "/faults", {"broker": 0, "api_key": 24, "error_code": 6}, 400, "cannot fail"),
+    ("POST", "/faults", {"broker": 0, "api_key": 67, "error_code": 6}, 400, "cannot fail"),
     ("POST", "/faults", {"broker": 0, "api_key": 0, "error_code": 0}, 400, "not an error"),
     (
         "POST",
@@ -499,7 +499,7 @@ def test_cli_serves_control_and_drives_faults(broker_process: Any) -> None:
     status = _fault_cli(url, "status")
     assert status.returncode == 0, status.stderr
     answer = json.loads(status.stdout)
-    assert answer["health"]["status"] == "ok"
+    assert (answer["status"], answer["problems"]) == ("ok", [])
     assert answer["faults"]["failures"] == []
 
     fail = _fault_cli(
@@ -538,6 +538,7 @@ def test_cli_serves_control_and_drives_faults(broker_process: Any) -> None:
     assert clear.returncode == 0, clear.stderr
     faults = json.loads(_fault_cli(url, "status").stdout)["faults"]
     assert faults["failures"] == [] and faults["latency_ms"] == {}
+    assert faults["replication"] == {}
     assert broker.terminate() == 0
 
 

@@ -6,6 +6,7 @@ Validated offline against the Compose specification that check-jsonschema ships
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from ruamel.yaml import YAML  # comes with check-jsonschema
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
+README = ROOT / "README.md"
+PYPROJECT = ROOT / "pyproject.toml"
 
 
 def check_jsonschema() -> str:
@@ -147,3 +150,39 @@ def test_dockerfile_basics() -> None:
     assert "FROM python:3.11-slim" in text
     assert "openjdk-17-jre-headless" in text
     assert '".[spark]"' in text
+
+
+def _header_commands() -> list[str]:
+    return [
+        line.lstrip("#").strip()
+        for line in COMPOSE.read_text().splitlines()
+        if line.lstrip("#").strip().startswith("docker compose ")
+    ]
+
+
+def test_the_readme_shows_the_files_own_commands() -> None:
+    header = _header_commands()
+    assert header and header[0].startswith("docker compose up --build report")
+    readme = [
+        line.strip()
+        for line in README.read_text().splitlines()
+        if line.strip().startswith("docker compose ")
+    ]
+    assert readme == header
+
+
+def test_the_image_has_what_every_service_runs() -> None:
+    """The image installs the spark extra; it must hold what each service imports: the
+    workload aiokafka, the replay and report PySpark (pyarrow, matplotlib)."""
+    import tomllib
+
+    extras = tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower() for req in extras["spark"]}
+    assert {"aiokafka", "pyspark", "pyarrow", "matplotlib"} <= names
+    assert 'pip install ".[spark]"' in DOCKERFILE.read_text()
+    # and each service's command is one the image's minikafka has
+    from broker.cli import SPARK_JOBS
+
+    s = YAML(typ="safe").load(COMPOSE.read_text())["services"]
+    for name in ("workload", "replay", "report"):
+        assert command(s[name]).split()[1] in SPARK_JOBS

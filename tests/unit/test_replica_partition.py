@@ -101,10 +101,12 @@ def test_follower_append_keeps_offsets_epochs_and_producer_state() -> None:
     assert follower.high_watermark == 1
     assert follower.epoch_cache.latest_epoch == 0
 
-    # Promoted, it recognises the producer's retry of what it replicated.
+    # Promoted, it recognises the producer's retry of what it replicated: success with
+    # the original offsets, nothing written again.
     follower.make_leader(1, [0, 1, 2], [1, 2], now_ms=0)
     retry = follower.append_records_to_leader(_batch(2, producer_id=7, base_sequence=0), now_ms=0)
-    assert retry.error.name == "duplicate_sequence_number"
+    assert (retry.error.name, retry.base_offset, retry.last_offset) == ("none", 0, 1)
+    assert follower.log_end_offset == 2
     assert follower.epoch_cache.end_offset_for(0, follower.log_end_offset) == (0, 2)
 
 

@@ -1,0 +1,195 @@
+"""The group coordinator's side of transactions: TxnOffsetCommit, and the markers.
+
+Kafka's ``GroupCoordinator.handleTxnCommitOffsets`` and
+``GroupMetadataManager.storeOffsets`` for a transactional producer, and
+``handleTxnCompletion`` (``scheduleHandleTxnCompletion``):
+
+* **TxnOffsetCommit** (``handle_txn_commit_offsets``): validated as an OffsetCommit from
+  a member (generation and member id when the client sends them, v3+; older clients
+  send none and are accepted as Kafka accepts them), the offsets are put *pending* for
+  the producer (``PendingTxnOffsets``), then written to ``__consumer_offsets`` as one
+  transactional batch of that producer id and epoch, acks=all — the request waits in the
+  Produce purgatory meanwhile. The log checks the epoch: a fenced producer's write is
+  refused (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH reach the client as they are).
+* **The marker** (``handle_txn_completion``): once WriteTxnMarkers has written a
+  producer's COMMIT or ABORT into an offsets partition, the pending offsets of that
+  producer in that partition's groups become committed offsets, or are dropped.
+
+Functions over the coordinator and its manager, as ``group_join.py`` and
+``group_sync.py`` are.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+
+from kio.schema.errors import ErrorCode
+
+from broker.group.group_coordinator import GroupCoordinator
+from broker.group.group_log import OffsetCommitRecord, Record
+from broker.group.group_metadata import GroupMetadata
+from broker.group.group_metadata_manager import CommitValue, GroupMetadataManager, commit_error
+from broker.group.group_state import GroupState
+from broker.group.offsets import NO_LEADER_EPOCH, NO_METADATA, OffsetAndMetadata
+from broker.group.results import UNKNOWN_MEMBER_ID, CommitCallback, TopicPartition
+from broker.purgatories import ParkedRequest
+
+log = logging.getLogger("broker.group")
+
+E = ErrorCode
+
+# Errors of a transactional append the client must see as they are (it is fenced, or its
+# transaction is not in a state to write), not as a coordinator problem.
+_PRODUCER_ERRORS = frozenset(
+    {
+        E.producer_fenced,
+        E.invalid_producer_epoch,
+        E.invalid_txn_state,
+        E.invalid_producer_id_mapping,
+        E.transaction_coordinator_fenced,
+    }
+)
+
+
+def txn_commit_error(append_error: ErrorCode) -> ErrorCode:
+    """TxnOffsetCommit's error for a failed append (Kafka keeps producer errors)."""
+    if append_error in _PRODUCER_ERRORS:
+        return append_error
+    return commit_error(append_error)
+
+
+def handle_txn_commit_offsets(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    member_id: str,
+    group_instance_id: str | None,
+    generation_id: int,
+    offsets: Mapping[tuple[str, int], CommitValue],
+    response_callback: CommitCallback,
+    parked_request: ParkedRequest | None = None,
+) -> None:
+    """TxnOffsetCommit, to the group coordinator (the handler checked placement).
+    ``response_callback`` gets an error per partition, now or when the append is done."""
+    manager = coordinator.group_manager
+    group = manager.get_or_maybe_create_group(group_id, True)
+    assert group is not None
+    error = _validate_txn_offset_commit(
+        coordinator, group, generation_id, member_id, group_instance_id
+    )
+    if error is not None:
+        response_callback({TopicPartition(*tp): error for tp in offsets})
+        return
+    store_txn_offsets(
+        manager, group, producer_id, producer_epoch, offsets, response_callback, parked_request
+    )
+
+
+def _validate_txn_offset_commit(
+    coordinator: GroupCoordinator,
+    group: GroupMetadata,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+) -> ErrorCode | None:
+    """Kafka's ``validateOffsetCommit(isTransactional = true)``: a transactional commit
+    without a member id and generation is accepted whatever the group's state."""
+    if group.is_in(GroupState.DEAD):
+        return E.coordinator_not_available
+    if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+        error = coordinator.validate_current_member(
+            group, member_id, group_instance_id, "txn-offset-commit"
+        )
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return E.illegal_generation
+    return None
+
+
+def store_txn_offsets(
+    manager: GroupMetadataManager,
+    group: GroupMetadata,
+    producer_id: int,
+    producer_epoch: int,
+    offsets: Mapping[tuple[str, int], CommitValue],
+    callback: CommitCallback,
+    parked_request: ParkedRequest | None = None,
+) -> None:
+    """Kafka's ``storeOffsets`` for a transactional producer: pending now, written as
+    the producer's transactional batch, committed by its marker."""
+    now = manager._clock.now_ms()
+    results: dict[TopicPartition, ErrorCode] = {}
+    accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+    for raw_tp, (offset, leader_epoch, metadata) in offsets.items():
+        tp = TopicPartition(*raw_tp)
+        text = metadata if metadata is not None else NO_METADATA
+        if len(text.encode("utf-8")) > manager.config.offset_metadata_max_bytes:
+            results[tp] = E.offset_metadata_too_large
+            continue
+        accepted[tp] = OffsetAndMetadata(
+            offset=offset,
+            leader_epoch=leader_epoch if leader_epoch is not None else NO_LEADER_EPOCH,
+            metadata=text,
+            commit_timestamp=now,
+        )
+    if not accepted:
+        callback(results)
+        return
+    group.pending_txn_offsets.prepare_txn_offset_commit(producer_id, accepted)
+    records: list[Record] = [
+        OffsetCommitRecord(group.group_id, tp.topic, tp.partition, om)
+        for tp, om in accepted.items()
+    ]
+
+    def on_appended(append_error: ErrorCode) -> None:
+        error = txn_commit_error(append_error)
+        pending = group.pending_txn_offsets
+        for tp, om in accepted.items():
+            if error is E.none:
+                pending.on_txn_offset_commit_append(producer_id, tp, om)
+            else:
+                pending.fail_pending_txn_offset_commit(producer_id, tp)
+            results[tp] = error
+        if error is not E.none:
+            log.debug(
+                "Transactional offset commit of group %s (producer %d) failed when appending "
+                "to __consumer_offsets: %s",
+                group.group_id,
+                producer_id,
+                append_error.name,
+            )
+        callback(results)
+
+    manager._append_for_group(
+        group.group_id, records, on_appended, parked_request, producer=(producer_id, producer_epoch)
+    )
+
+
+def handle_txn_completion(
+    manager: GroupMetadataManager, producer_id: int, partitions: Collection[int], is_commit: bool
+) -> int:
+    """A producer's marker is in these ``__consumer_offsets`` partitions: its pending
+    offsets there are committed (or dropped). Returns how many groups it completed."""
+    completed = 0
+    for group in manager.current_groups:
+        if manager.partition_for(group.group_id) not in partitions:
+            continue
+        pending = group.pending_txn_offsets
+        if not pending.has_pending_offset_commits_from_producer(producer_id):
+            continue
+        if group.is_in(GroupState.DEAD):
+            continue
+        committed = pending.complete_pending_txn_offset_commit(producer_id, is_commit)
+        group.offsets.update(committed)
+        completed += 1
+        log.debug(
+            "TxnOffsetCommit for producer %d and group %s %s: %d offsets",
+            producer_id,
+            group.group_id,
+            "committed" if is_commit else "aborted",
+            len(committed),
+        )
+    return completed

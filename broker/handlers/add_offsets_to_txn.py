@@ -1,0 +1,60 @@
+"""AddOffsetsToTxn (key 25): a transaction will commit offsets of a consumer group.
+
+As Kafka: the group's ``__consumer_offsets`` partition is added to the transaction
+(``handle_add_partitions_to_transaction``), so the transaction's marker reaches the
+offsets the producer then commits with TxnOffsetCommit. The request waits in the Produce
+purgatory while the new partition set is written to ``__transaction_state``. Errors as
+AddPartitionsToTxn's (INVALID_PRODUCER_EPOCH for PRODUCER_FENCED before v2). The offsets
+topic is created here if it does not exist yet.
+
+Differences from Kafka: no ACLs; throttle time 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import OFFSETS_TOPIC
+from broker.context import RequestContext
+from broker.handlers.group_common import answer_when_called
+from protocol.builders import response_builder
+
+API_KEY = 25
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+PRODUCER_FENCED_VERSION = 2
+
+
+def _response(ctx: RequestContext, error: ErrorCode) -> Any:
+    if error is ErrorCode.producer_fenced and ctx.api_version < PRODUCER_FENCED_VERSION:
+        error = ErrorCode.invalid_producer_epoch
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.AddOffsetsToTxnResponse(throttle_time=0, error_code=error)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    if not request.group_id:
+        return _response(ctx, ErrorCode.invalid_group_id)
+    groups = ctx.services.group_metadata_manager
+    groups.ensure_offsets_topic()
+    offsets_partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
+
+    def start(callback: Callable[[ErrorCode], None]) -> None:
+        ctx.services.txn_coordinator.handle_add_partitions_to_transaction(
+            request.transactional_id,
+            int(request.producer_id),
+            int(request.producer_epoch),
+            [offsets_partition],
+            callback,
+            parked_request=ctx,
+        )
+
+    return answer_when_called(start, lambda error: _response(ctx, error))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    return _response(ctx, error)

@@ -1,0 +1,173 @@
+"""AddPartitionsToTxn (key 24): partitions a transactional producer is about to write.
+
+v0-3 come from producers (one transaction); v4+ from brokers (several transactions;
+``verify_only`` asks whether the partitions are already in the transaction, Kafka's
+KIP-890 verification, answered without writing anything). As Kafka: a partition of an
+unknown topic fails the whole transaction (UNKNOWN_TOPIC_OR_PARTITION for it,
+OPERATION_NOT_ATTEMPTED for the others); otherwise the coordinator adds them
+(``TransactionCoordinator.handle_add_partitions_to_transaction``) and the request waits
+in the Produce purgatory while the new partition set is written to
+``__transaction_state``; every partition of the transaction gets its answer. Errors are
+Kafka's: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH for v0-1),
+CONCURRENT_TRANSACTIONS while the previous transaction's markers are being written,
+NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+
+Differences from Kafka: no ACLs (no TOPIC/TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+throttle time 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.handlers.group_common import answer_when_called
+from protocol.builders import Builder, response_builder
+
+API_KEY = 24
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+# KIP-588: PRODUCER_FENCED from v2; older clients know INVALID_PRODUCER_EPOCH.
+PRODUCER_FENCED_VERSION = 2
+BATCHED_VERSION = 4
+
+TopicPartition = tuple[str, int]
+# One transaction's request: (transactional id, producer id, epoch, verify only, partitions).
+Txn = tuple[str, int, int, bool, list[TopicPartition]]
+Results = dict[str, dict[TopicPartition, ErrorCode]]
+
+
+def _transactions(ctx: RequestContext, request: Any) -> list[Txn]:
+    if ctx.api_version < BATCHED_VERSION:
+        return [
+            (
+                request.v3_and_below_transactional_id,
+                int(request.v3_and_below_producer_id),
+                int(request.v3_and_below_producer_epoch),
+                False,
+                [(t.name, int(p)) for t in request.v3_and_below_topics for p in t.partitions],
+            )
+        ]
+    return [
+        (
+            t.transactional_id,
+            int(t.producer_id),
+            int(t.producer_epoch),
+            bool(t.verify_only),
+            [(topic.name, int(p)) for topic in t.topics for p in topic.partitions],
+        )
+        for t in request.transactions
+    ]
+
+
+def topic_partitions(ctx: RequestContext, request: Any) -> list[tuple[str | None, int | None]]:
+    return [tp for txn in _transactions(ctx, request) for tp in txn[4]]
+
+
+def _topic_results(b: Builder, errors: dict[TopicPartition, ErrorCode]) -> tuple[Any, ...]:
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append(
+            b.AddPartitionsToTxnPartitionResult(
+                partition_index=partition, partition_error_code=error
+            )
+        )
+    return tuple(
+        b.AddPartitionsToTxnTopicResult(name=name, results_by_partition=tuple(parts))
+        for name, parts in by_topic.items()
+    )
+
+
+def _response(ctx: RequestContext, results: Results) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    if ctx.api_version < BATCHED_VERSION:
+        errors = next(iter(results.values()), {})
+        return b.AddPartitionsToTxnResponse(
+            throttle_time=0, results_by_topic_v3_and_below=_topic_results(b, errors)
+        )
+    return b.AddPartitionsToTxnResponse(
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        results_by_transaction=tuple(
+            b.AddPartitionsToTxnResult(
+                transactional_id=transactional_id, topic_results=_topic_results(b, errors)
+            )
+            for transactional_id, errors in results.items()
+        ),
+    )
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    txns = _transactions(ctx, request)
+    if not txns:
+        return _response(ctx, {})
+    coordinator = ctx.services.txn_coordinator
+    metadata = ctx.services.metadata
+
+    def start(callback: Callable[[Results], None]) -> None:
+        results: Results = {}
+        answered = 0
+
+        def done(transactional_id: str, errors: dict[TopicPartition, ErrorCode]) -> None:
+            nonlocal answered
+            results[transactional_id] = errors
+            answered += 1
+            if answered == len(txns):
+                callback(results)
+
+        for transactional_id, producer_id, epoch, verify_only, partitions in txns:
+            unknown = [tp for tp in partitions if metadata.partition_state(*tp) is None]
+            if unknown:
+                done(
+                    transactional_id,
+                    {
+                        tp: ErrorCode.unknown_topic_or_partition
+                        if tp in unknown
+                        else ErrorCode.operation_not_attempted
+                        for tp in partitions
+                    },
+                )
+            elif verify_only:
+                done(
+                    transactional_id,
+                    coordinator.handle_verify_partitions_in_transaction(
+                        transactional_id, producer_id, epoch, partitions
+                    ),
+                )
+            else:
+                coordinator.handle_add_partitions_to_transaction(
+                    transactional_id,
+                    producer_id,
+                    epoch,
+                    partitions,
+                    _answer_all(ctx, transactional_id, partitions, done),
+                    parked_request=ctx,
+                )
+
+    return answer_when_called(start, lambda results: _response(ctx, results))
+
+
+def _answer_all(
+    ctx: RequestContext,
+    transactional_id: str,
+    partitions: list[TopicPartition],
+    done: Callable[[str, dict[TopicPartition, ErrorCode]], None],
+) -> Callable[[ErrorCode], None]:
+    def on_error(error: ErrorCode) -> None:
+        if error is ErrorCode.producer_fenced and ctx.api_version < PRODUCER_FENCED_VERSION:
+            error = ErrorCode.invalid_producer_epoch
+        done(transactional_id, dict.fromkeys(partitions, error))
+
+    return on_error
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition of every transaction."""
+    return _response(
+        ctx,
+        {txn[0]: dict.fromkeys(txn[4], error) for txn in _transactions(ctx, request)},
+    )

@@ -1,0 +1,101 @@
+"""TxnOffsetCommit (key 28): offsets committed as part of a transaction.
+
+Sent to the group's coordinator (``send_offsets_to_transaction``). As Kafka: partitions
+of unknown topics get UNKNOWN_TOPIC_OR_PARTITION and the others go on; the group
+coordinator (``broker/group/group_txn.py``) validates the member (v3+ clients send
+their generation and member id) and writes the offsets to ``__consumer_offsets`` as a
+transactional batch of the producer, acks=all — the request waits in the Produce
+purgatory meanwhile. The offsets stay pending (OffsetFetch with ``require_stable``
+answers UNSTABLE_OFFSET_COMMIT) until the transaction's marker reaches that partition:
+COMMIT makes them the group's offsets, ABORT drops them.
+
+Differences from Kafka: v5 (KIP-890 part 2) is not served; no ACLs; throttle time 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.group.group_txn import handle_txn_commit_offsets
+from broker.group.results import TopicPartition
+from broker.handlers.group_common import answer_when_called
+from protocol.builders import response_builder
+
+API_KEY = 28
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def _partitions(request: Any) -> list[tuple[str, int]]:
+    return [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
+
+
+def topic_partitions(ctx: RequestContext, request: Any) -> list[tuple[str | None, int | None]]:
+    return list(_partitions(request))
+
+
+def _response(ctx: RequestContext, errors: dict[tuple[str, int], ErrorCode]) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append(
+            b.TxnOffsetCommitResponsePartition(partition_index=partition, error_code=error)
+        )
+    return b.TxnOffsetCommitResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.TxnOffsetCommitResponseTopic(name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ),
+    )
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    group_id = request.group_id
+    error = ctx.services.group_metadata_manager.check_coordinator(group_id)
+    if error is not ErrorCode.none:
+        return error_response(ctx, request, error)
+    metadata = ctx.services.metadata
+    unknown: dict[tuple[str, int], ErrorCode] = {}
+    offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, int(p.partition_index))
+            if metadata.partition_state(*tp) is None:
+                unknown[tp] = ErrorCode.unknown_topic_or_partition
+            else:
+                offsets[tp] = (
+                    int(p.committed_offset),
+                    int(getattr(p, "committed_leader_epoch", -1)),
+                    p.committed_metadata,
+                )
+    if not offsets:
+        return _response(ctx, unknown)
+
+    def start(callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
+        handle_txn_commit_offsets(
+            ctx.services.group_coordinator,
+            group_id,
+            int(request.producer_id),
+            int(request.producer_epoch),
+            getattr(request, "member_id", ""),
+            getattr(request, "group_instance_id", None),
+            int(getattr(request, "generation_id", -1)),
+            offsets,
+            callback,
+            parked_request=ctx,
+        )
+
+    def build(errors: dict[TopicPartition, ErrorCode]) -> Any:
+        return _response(ctx, {**unknown, **{(tp[0], tp[1]): e for tp, e in errors.items()}})
+
+    return answer_when_called(start, build)
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition of the request."""
+    return _response(ctx, dict.fromkeys(_partitions(request), error))

@@ -1,0 +1,9 @@
+"""Kafka's transaction coordinator, split at Kafka's seams (see ARCHITECTURE.md).
+
+``TransactionCoordinator`` (``transaction_coordinator.py``, with EndTxn and the aborts it
+starts in ``txn_end.py`` and the admin APIs in ``txn_admin.py``) decides;
+``TransactionStateManager`` (``transaction_state_manager.py``) keeps the transactions
+and writes ``__transaction_state``; ``TransactionMarkerChannelManager``
+(``transaction_marker_channel_manager.py``, its TCP side in ``marker_sender.py``) writes
+the COMMIT/ABORT markers. Import from the modules themselves.
+"""

@@ -1,0 +1,317 @@
+"""EndTxn, and the aborts the coordinator starts itself: Kafka's
+``TransactionCoordinator.endTransaction`` and ``abortTimedOutTransactions``.
+
+``end_transaction`` checks the producer and the state (Kafka's rules: a client must
+send the current epoch, the coordinator's own aborts carry a bumped one; Ongoing moves
+to PrepareCommit/PrepareAbort, a Complete state repeats its answer, a Prepare state is
+CONCURRENT_TRANSACTIONS for the same result and INVALID_TXN_STATE for the other),
+writes the prepare to ``__transaction_state`` (the request waits in the Produce
+purgatory), answers once it is replicated, and hands the transaction to the marker
+channel with its completion prepared.
+
+A fence (InitProducerId of a new instance, or a timeout) arrives here with the pending
+state PrepareEpochFence and the bumped epoch: it becomes PrepareAbort with that epoch,
+so the markers fence the old instance on every partition.
+
+Functions over the coordinator, as ``group_join.py`` is over the group coordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from broker.purgatories import ParkedRequest
+from broker.txn.transaction_metadata import (
+    NO_PRODUCER_EPOCH,
+    TransactionMetadata,
+    TxnTransitMetadata,
+)
+from broker.txn.transaction_state import IllegalTransactionStateTransition, TransactionState
+from broker.txn.transaction_state_manager import TransactionalIdAndProducerIdEpoch
+
+if TYPE_CHECKING:
+    from broker.txn.transaction_coordinator import TransactionCoordinator
+
+log = logging.getLogger("broker.txn")
+
+E = ErrorCode
+S = TransactionState
+
+ErrorCallback = Callable[[ErrorCode], None]
+
+
+def end_transaction(
+    coordinator: TransactionCoordinator,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    is_from_client: bool,
+    response_callback: ErrorCallback,
+    parked_request: ParkedRequest | None,
+) -> None:
+    if not transactional_id:
+        response_callback(E.invalid_request)
+        return
+    error, found = coordinator.txn_manager.get_transaction_state(transactional_id)
+    if error is E.none and found is None:
+        error = E.invalid_producer_id_mapping
+    if error is not E.none or found is None:
+        response_callback(error)
+        return
+    metadata = found.transaction_metadata
+    coordinator_epoch = found.coordinator_epoch
+    result = _prepare_end_transit(
+        coordinator, metadata, producer_id, producer_epoch, commit, is_from_client
+    )
+    if isinstance(result, ErrorCode):
+        log.debug(
+            "Aborting append of %s to transaction log with coordinator and returning %s "
+            "error to client for %s's EndTransaction request",
+            "COMMIT" if commit else "ABORT",
+            result.name,
+            transactional_id,
+        )
+        response_callback(result)
+        return
+    new_metadata, is_epoch_fence = result
+
+    def send_txn_markers_callback(error: ErrorCode) -> None:
+        if error is not E.none:
+            log.info(
+                "Aborting sending of transaction markers and returning %s error to client "
+                "for %s's EndTransaction request of %s, since appending %s to transaction "
+                "log with coordinator epoch %d failed",
+                error.name,
+                transactional_id,
+                "COMMIT" if commit else "ABORT",
+                new_metadata.txn_state,
+                coordinator_epoch,
+            )
+            if is_epoch_fence:
+                _mark_failed_epoch_fence(coordinator, transactional_id, coordinator_epoch, error)
+            response_callback(error)
+            return
+        pre_send = _prepare_complete_after_append(
+            coordinator, transactional_id, producer_id, producer_epoch, commit, coordinator_epoch
+        )
+        if isinstance(pre_send, ErrorCode):
+            log.info(
+                "Aborting sending of transaction markers after appended %s to transaction "
+                "log and returning %s error to client for %s's EndTransaction request",
+                "COMMIT" if commit else "ABORT",
+                pre_send.name,
+                transactional_id,
+            )
+            response_callback(pre_send)
+            return
+        txn_metadata, complete = pre_send
+        # The prepare is durable: answer now, and write the markers behind it.
+        response_callback(E.none)
+        coordinator.marker_channel_manager.add_txn_markers_to_send(
+            coordinator_epoch, commit, txn_metadata, complete
+        )
+
+    coordinator.txn_manager.append_transaction_to_log(
+        transactional_id,
+        coordinator_epoch,
+        new_metadata,
+        send_txn_markers_callback,
+        parked_request=parked_request,
+    )
+
+
+def _prepare_end_transit(
+    coordinator: TransactionCoordinator,
+    metadata: TransactionMetadata,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    is_from_client: bool,
+) -> tuple[TxnTransitMetadata, bool] | ErrorCode:
+    if metadata.producer_id != producer_id:
+        return E.invalid_producer_id_mapping
+    # Clients must send their epoch; the coordinator's own aborts carry a bumped one.
+    if (is_from_client and producer_epoch != metadata.producer_epoch) or (
+        producer_epoch < metadata.producer_epoch
+    ):
+        return E.producer_fenced
+    if (
+        metadata.pending_transition_in_progress
+        and metadata.pending_state is not S.PREPARE_EPOCH_FENCE
+    ):
+        return E.concurrent_transactions
+    state = metadata.state
+    if state is S.ONGOING:
+        next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        is_epoch_fence = False
+        if next_state is S.PREPARE_ABORT and metadata.pending_state is S.PREPARE_EPOCH_FENCE:
+            # Make way for PrepareAbort, carrying the bumped epoch.
+            is_epoch_fence = True
+            metadata.pending_state = None
+            metadata.producer_epoch = producer_epoch
+            metadata.last_producer_epoch = NO_PRODUCER_EPOCH
+        transit = metadata.prepare_abort_or_commit(next_state, coordinator.clock.now_ms())
+        return transit, is_epoch_fence
+    if state is S.COMPLETE_COMMIT:
+        return E.none if commit else _invalid_state(metadata, commit)
+    if state is S.COMPLETE_ABORT:
+        return E.none if not commit else _invalid_state(metadata, commit)
+    if state is S.PREPARE_COMMIT:
+        return E.concurrent_transactions if commit else _invalid_state(metadata, commit)
+    if state is S.PREPARE_ABORT:
+        return E.concurrent_transactions if not commit else _invalid_state(metadata, commit)
+    if state is S.EMPTY:
+        return _invalid_state(metadata, commit)
+    message = (
+        f"Found transactionalId {metadata.transactional_id} with state {state}. This is "
+        "illegal as we should never have transitioned to this state."
+    )
+    log.critical(message)
+    raise IllegalTransactionStateTransition(message)
+
+
+def _invalid_state(metadata: TransactionMetadata, commit: bool) -> ErrorCode:
+    log.debug(
+        "TransactionalId: %s's state is %s, but received transaction marker result to send: %s",
+        metadata.transactional_id,
+        metadata.state,
+        "COMMIT" if commit else "ABORT",
+    )
+    return E.invalid_txn_state
+
+
+def _prepare_complete_after_append(
+    coordinator: TransactionCoordinator,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+) -> tuple[TransactionMetadata, TxnTransitMetadata] | ErrorCode:
+    error, found = coordinator.txn_manager.get_transaction_state(transactional_id)
+    if error is not E.none:
+        return error
+    if found is None:
+        message = (
+            f"The coordinator still owns the transaction partition for {transactional_id}, "
+            "but there is no metadata in the cache; this is not expected"
+        )
+        log.critical(message)
+        raise IllegalTransactionStateTransition(message)
+    if found.coordinator_epoch != coordinator_epoch:
+        return E.not_coordinator
+    metadata = found.transaction_metadata
+    if metadata.producer_id != producer_id:
+        return E.invalid_producer_id_mapping
+    if metadata.producer_epoch != producer_epoch:
+        return E.producer_fenced
+    if metadata.pending_transition_in_progress:
+        return E.concurrent_transactions
+    if metadata.state is S.PREPARE_COMMIT and commit:
+        return metadata, metadata.prepare_complete(coordinator.clock.now_ms())
+    if metadata.state is S.PREPARE_ABORT and not commit:
+        return metadata, metadata.prepare_complete(coordinator.clock.now_ms())
+    return _invalid_state(metadata, commit)
+
+
+def _mark_failed_epoch_fence(
+    coordinator: TransactionCoordinator,
+    transactional_id: str,
+    coordinator_epoch: int,
+    error: ErrorCode,
+) -> None:
+    _error, found = coordinator.txn_manager.get_transaction_state(transactional_id)
+    if found is not None and found.coordinator_epoch == coordinator_epoch:
+        found.transaction_metadata.has_failed_epoch_fence = True
+        log.warning(
+            "The coordinator failed to write an epoch fence transition for producer %s to "
+            "the transaction log with error %s. The epoch was increased to %d but not "
+            "returned to the client",
+            transactional_id,
+            error.name,
+            found.transaction_metadata.producer_epoch,
+        )
+
+
+# ==================================================== timed-out transactions
+def abort_timed_out_transactions(
+    coordinator: TransactionCoordinator,
+    on_complete: Callable[[TransactionalIdAndProducerIdEpoch], ErrorCallback],
+) -> int:
+    """Kafka's ``transaction-abort`` job: fence and abort every Ongoing transaction
+    open longer than its timeout. Returns how many aborts it started."""
+    started = 0
+    for txn in coordinator.txn_manager.timed_out_transactions():
+        error, found = coordinator.txn_manager.get_transaction_state(txn.transactional_id)
+        if error is not E.none or found is None:
+            log.error(
+                "Could not find transaction metadata when trying to timeout transaction for %s",
+                txn,
+            )
+            continue
+        metadata = found.transaction_metadata
+        if metadata.producer_id != txn.producer_id:
+            log.error(
+                "Found incorrect producerId when expiring transactionalId: %s. Expected "
+                "producerId: %d. Found producerId: %d",
+                txn.transactional_id,
+                txn.producer_id,
+                metadata.producer_id,
+            )
+            continue
+        if metadata.pending_transition_in_progress:
+            log.debug(
+                "Skipping abort of timed out transaction %s since there is a pending state "
+                "transition",
+                txn,
+            )
+            continue
+        fence = metadata.prepare_fence_producer_epoch()
+        started += 1
+        coordinator.timed_out_aborts += 1
+        end_transaction(
+            coordinator,
+            metadata.transactional_id,
+            fence.producer_id,
+            fence.producer_epoch,
+            False,
+            False,
+            on_complete(txn),
+            None,
+        )
+    return started
+
+
+def on_end_transaction_complete(
+    txn: TransactionalIdAndProducerIdEpoch,
+) -> ErrorCallback:
+    def on_done(error: ErrorCode) -> None:
+        if error is E.none:
+            log.info(
+                "Completed rollback of ongoing transaction for transactionalId %s due to timeout",
+                txn.transactional_id,
+            )
+        elif error in (
+            E.invalid_producer_id_mapping,
+            E.producer_fenced,
+            E.concurrent_transactions,
+        ):
+            log.debug(
+                "Rollback of ongoing transaction for transactionalId %s has been cancelled "
+                "due to error %s",
+                txn.transactional_id,
+                error.name,
+            )
+        else:
+            log.warning(
+                "Rollback of ongoing transaction for transactionalId %s failed due to error %s",
+                txn.transactional_id,
+                error.name,
+            )
+
+    return on_done
