@@ -18,6 +18,7 @@ from broker.cluster_metadata import ClusterMetadata
 from broker.config import BrokerConfig
 from broker.control.faults import FaultInjector
 from broker.controller import Controller
+from broker.coordinator_loader import EventLoopLoadScheduler
 from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
 from broker.group.group_config import GroupConfig, OffsetConfig
 from broker.group.group_coordinator import GroupCoordinator
@@ -110,8 +111,11 @@ def build_broker(
             clock,
             offset_config.offsets_commit_timeout_ms,
             offset_config.offsets_commit_required_acks,
+            offset_config.offsets_load_buffer_size,
         ),
         purgatories.scheduler_timer,
+        # Kafka's group-metadata-manager scheduler thread: loads in slices on the loop.
+        load_scheduler=EventLoopLoadScheduler(),
     )
     group_coordinator = GroupCoordinator(
         GroupConfig.from_broker_config(config),
@@ -122,7 +126,13 @@ def build_broker(
     # Kafka's TransactionCoordinator, with its state manager over __transaction_state and
     # its marker channel (WriteTxnMarkers to the partition leaders over TCP).
     txn_coordinator = build_transaction_coordinator(
-        broker_id, config, clock, metadata, replica_manager, purgatories.scheduler_timer
+        broker_id,
+        config,
+        clock,
+        metadata,
+        replica_manager,
+        purgatories.scheduler_timer,
+        EventLoopLoadScheduler(),
     )
     handlers = handlers if handlers is not None else build_registry()
     services = BrokerServices(

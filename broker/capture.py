@@ -3,24 +3,36 @@
 ``BrokerCapture`` is one broker's observer (``Broker.observers``): it is told when a
 request has been handled (``request_received``, with the frame as received) and when
 its response has been written (``request_completed``); at the second call the timing
-breakdown is complete and one ``protocol.capture.CaptureRequest`` is written. It is
-also the listener of the broker's four purgatories
-(``DelayedOperationPurgatory.listener``) and writes one
-``DelayedOperationEvent`` when an operation is watched ("created"), and one when it
+breakdown is complete and one ``protocol.capture.CaptureRequest`` is due. It is also
+the listener of the broker's four purgatories (``DelayedOperationPurgatory.listener``):
+one ``DelayedOperationEvent`` when an operation is watched ("created"), one when it
 completes or expires. ``CaptureSet`` owns the captures of a ``MiniKafka`` cluster (one
-writer per broker id, kept across a broker's restart) and the small task that flushes
-them when traffic is idle.
+writer per broker id, kept across a broker's restart) and the thread that writes them.
 
-Cost on the event loop, per request: a dict insert and pop, the error-code walk
-(``protocol.error_codes``, compiled per response class) and one record serialised by
-pydantic-core into an incremental zlib stream. Records are built with
-``model_construct`` (no validation): every value comes from the broker's own state,
-already of the right type, and validation would double the cost. ``bench/capture_bench``
-measures the whole.
+**Off the request path.** On the event loop a request costs a dict insert at
+``request_received`` and, at ``request_completed``, a dict pop and one tuple appended to
+a deque (references only: the context, the frame, the decoded request and response);
+an operation event, one tuple. The capture thread (``CaptureSet``, one per cluster)
+takes what is queued every ``_POLL_S``, in order, and does the rest: the timing
+breakdown, the error-code walk (``protocol.error_codes``), the record's JSON line
+(``protocol.capture_files.line_encoder``: generated from the pydantic model, no model
+instance built), the gzip compression and the file IO. Those two release the GIL, so
+the loop runs while they do; the Python part holds it for a small chunk of records at
+a time. What the thread reads is settled by then: a completed request's context,
+timing, frame, request and response are not changed again, and an operation's keys and
+timeout never are. ``bench/capture_bench.py`` measures the whole.
+
+Losses: a clean stop (``CaptureSet.stop``, after the brokers) drains every queue and
+closes every file, so nothing is lost. A crash loses the records queued since the
+thread's last pass (``_POLL_S``) and the open gzip member (at most the flush interval,
+one second by default), as before. Memory is bounded: a queue past ``_HIGH_WATER``
+records (the thread starved of CPU) is written by the loop itself, under the same lock,
+so the broker slows down instead of dropping records or growing without end.
 
 Time: ``received_monotonic_us`` and the events' ``at_monotonic_us`` are both
 ``time.perf_counter_ns`` (CLOCK_MONOTONIC on Linux), the clock the connection stamps
-requests with, so an operation's events line up with the request that parked it.
+requests with, so an operation's events line up with the request that parked it; the
+event's stamp is taken on the loop when it happens, not when it is written.
 
 A request whose response is never written (its connection dropped while it was parked,
 or the broker stopped) is not captured; ``abandoned`` counts those seen at ``close``.
@@ -29,13 +41,14 @@ or the broker stopped) is not captured; ``abandoned`` counts those seen at ``clo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
+import threading
 import time
+from collections import deque
 from collections.abc import Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from broker.purgatories import ParkedRequest
 from broker.purgatories import PurgatoryName as BrokerPurgatoryName
@@ -48,9 +61,13 @@ from protocol.capture import (
     DelayedOperationKind,
     OperationEvent,
     PurgatoryName,
-    PurgatoryOutcome,
 )
-from protocol.capture_files import DEFAULT_FLUSH_INTERVAL_MS, DEFAULT_ROLL_BYTES, CaptureWriter
+from protocol.capture_files import (
+    DEFAULT_FLUSH_INTERVAL_MS,
+    DEFAULT_ROLL_BYTES,
+    CaptureWriter,
+    line_encoder,
+)
 from protocol.error_codes import error_codes
 from purgatory.delayed_operation import DelayedOperation
 
@@ -67,6 +84,60 @@ __all__ = [
 
 log = logging.getLogger("broker.capture")
 
+#: How often the capture thread takes what is queued (seconds).
+_POLL_S: Final = 0.02
+#: Records encoded between two writes to the compressor (each releases the GIL).
+_CHUNK: Final = 128
+#: Queued records past which the loop writes them itself (see the module docstring).
+_HIGH_WATER: Final = 20_000
+
+# The JSON lines, generated from the models: the arguments in the order of these names
+# (checked against the models' fields when this module is imported).
+_encode_request = line_encoder(
+    CaptureRequest,
+    (
+        "broker_id",
+        "connection_id",
+        "sequence",
+        "api_key",
+        "api_name",
+        "api_version",
+        "correlation_id",
+        "client_id",
+        "request_size",
+        "response_size",
+        "request",
+        "received_unix_us",
+        "received_monotonic_us",
+        "request_queue_time_ms",
+        "local_time_ms",
+        "remote_time_ms",
+        "response_queue_time_ms",
+        "response_send_time_ms",
+        "total_time_ms",
+        "purgatory",
+        "purgatory_outcome",
+        "error_codes",
+        "replica_id",
+    ),
+)
+_encode_event = line_encoder(
+    DelayedOperationEvent,
+    (
+        "broker_id",
+        "operation_id",
+        "kind",
+        "purgatory",
+        "keys",
+        "event",
+        "at_unix_us",
+        "at_monotonic_us",
+        "delay_ms",
+        "connection_id",
+        "correlation_id",
+    ),
+)
+
 #: The kind a purgatory's operations are when their class names none (a subclass of
 #: our own with another name, say): Rebalance holds joins (and syncs, named).
 _DEFAULT_KIND: Final[dict[str, DelayedOperationKind]] = {
@@ -76,6 +147,7 @@ _DEFAULT_KIND: Final[dict[str, DelayedOperationKind]] = {
     "Heartbeat": "DelayedHeartbeat",
 }
 _kind_cache: dict[tuple[type, str], DelayedOperationKind] = {}
+_api_names: dict[int, str] = {}
 
 
 def operation_kind(cls: type, purgatory: str) -> DelayedOperationKind:
@@ -103,8 +175,15 @@ def replica_id(request: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _api_name(api_key: int) -> str:
+    name = _api_names.get(api_key)
+    if name is None:
+        name = _api_names[api_key] = api_name(api_key)
+    return name
+
+
 class PurgatoryEventListener:
-    """One purgatory's listener: writes created/completed/expired events."""
+    """One purgatory's listener: queues created/completed/expired events."""
 
     __slots__ = ("_capture", "_purgatory")
 
@@ -122,22 +201,36 @@ class PurgatoryEventListener:
         self._capture.operation_event(operation, self._purgatory, "expired", None)
 
 
+# What the loop queues: a completed request, ((ctx, sequence, frame, request), response,
+# response size); an operation event, (operation, purgatory, event, keys or None,
+# monotonic ns, the parked request or None).
+_Received = tuple["RequestContext", int, bytes, Any]
+_Queued = tuple[Any, ...]
+
+
 class BrokerCapture:
-    """Writes one broker's requests and delayed-operation events to a ``CaptureWriter``."""
+    """One broker's requests and delayed-operation events, queued on the loop and
+    written to a ``CaptureWriter`` by ``drain`` (the capture thread)."""
 
     def __init__(self, writer: CaptureWriter, broker_id: int) -> None:
         self.writer = writer
         self.broker_id = broker_id
-        # id(ctx) -> (ctx, sequence, frame, replica id). The ctx is held so its id cannot
-        # be reused by another request while this one is in flight.
-        self._inflight: dict[int, tuple[RequestContext, int, bytes, int | None]] = {}
-        # id(op) -> (op, operation_id, keys as strings) for operations not yet ended.
+        # id(ctx) -> (ctx, sequence, frame, request). The ctx is held so its id cannot
+        # be reused by another request while this one is in flight. Loop only.
+        self._inflight: dict[int, _Received] = {}
+        # Completed requests and operation events, in the order they happened: appended
+        # on the loop, popped by whoever holds _lock (deque's ends are thread-safe).
+        self._queue: deque[_Queued] = deque()
+        self._lock = threading.Lock()
+        # Under _lock: id(op) -> (op, operation_id, keys as strings), until it ends.
         self._operations: dict[int, tuple[DelayedOperation, int, list[str]]] = {}
         self._operation_ids = itertools.count(1)
         self.abandoned = 0
         """Requests received but never answered (connection dropped), seen at close."""
         self.failures = 0
         """Records that could not be written (logged once each); the broker goes on."""
+        self.loop_drains = 0
+        """Times the queue passed ``_HIGH_WATER`` and the loop wrote it itself."""
         # Wall clock = monotonic + this offset. The connection stamps a request's wall
         # time only after decoding it (a first decode of a class can take milliseconds),
         # so received_unix_us is derived from the monotonic stamp taken on arrival:
@@ -150,53 +243,22 @@ class BrokerCapture:
         """One listener per purgatory, for the composition root to build them with."""
         return {name: PurgatoryEventListener(self, name.value) for name in BrokerPurgatoryName}
 
-    # -- requests (Broker.observers) ---------------------------------------------------
+    # -- on the loop: requests (Broker.observers) --------------------------------------
 
     def request_received(self, ctx: RequestContext, request: Any, frame: bytes) -> None:
         # The connection counts from 1 and has just counted this request; the sequence
         # must be read now: by completion time later requests may have been counted.
-        self._inflight[id(ctx)] = (ctx, ctx.connection.sequence - 1, frame, replica_id(request))
+        self._inflight[id(ctx)] = (ctx, ctx.connection.sequence - 1, frame, request)
 
     def request_completed(self, ctx: RequestContext, response: Any, size: int) -> None:
         entry = self._inflight.pop(id(ctx), None)
-        if entry is None:
-            return
-        _, sequence, frame, replica = entry
-        timing = ctx.timing
-        header = ctx.header
-        b = timing.breakdown_ms()
-        try:
-            record = CaptureRequest.model_construct(
-                broker_id=self.broker_id,
-                connection_id=ctx.connection.connection_id,
-                sequence=sequence,
-                api_key=header.api_key,
-                api_name=api_name(header.api_key),
-                api_version=header.api_version,
-                correlation_id=header.correlation_id,
-                client_id=header.client_id,
-                request_size=ctx.request_size,
-                response_size=size,
-                request=bytes(frame),
-                received_unix_us=timing.received_ns // 1000 + self._wall_offset_us,
-                received_monotonic_us=timing.received_ns // 1000,
-                request_queue_time_ms=b["request_queue_ms"],
-                local_time_ms=b["local_ms"],
-                remote_time_ms=b["remote_ms"],
-                throttle_time_ms=0.0,
-                response_queue_time_ms=b["response_queue_ms"],
-                response_send_time_ms=b["send_ms"],
-                total_time_ms=b["total_ms"],
-                purgatory=cast(PurgatoryName | None, timing.purgatory),
-                purgatory_outcome=cast(PurgatoryOutcome | None, timing.purgatory_outcome),
-                error_codes=error_codes(response),
-                replica_id=replica,
-            )
-            self._write(record)
-        except Exception:  # a capture must never take the broker down
-            self._failed("request")
+        if entry is not None:
+            queue = self._queue
+            queue.append((entry, response, size))
+            if len(queue) > _HIGH_WATER:
+                self._loop_drain()
 
-    # -- delayed operations (PurgatoryEventListener) -----------------------------------
+    # -- on the loop: delayed operations (PurgatoryEventListener) ----------------------
 
     def operation_event(
         self,
@@ -205,65 +267,157 @@ class BrokerCapture:
         event: OperationEvent,
         keys: tuple[Hashable, ...] | None,
     ) -> None:
-        try:
-            op_key = id(operation)
-            if keys is not None:
-                key_strings = [watch_key_name(k) for k in keys]
-                operation_id = next(self._operation_ids)
-                self._operations[op_key] = (operation, operation_id, key_strings)
-            else:
-                known = self._operations.pop(op_key, None)
-                if known is None:
-                    return  # watched before the capture was attached
-                _, operation_id, key_strings = known
-            request: ParkedRequest | None = getattr(operation, "parked_request", None)
-            mono_us = time.perf_counter_ns() // 1000
-            wall_us = mono_us + self._wall_offset_us
-            record = DelayedOperationEvent.model_construct(
-                broker_id=self.broker_id,
-                operation_id=operation_id,
-                kind=operation_kind(type(operation), purgatory),
-                purgatory=purgatory,
-                keys=key_strings,
-                event=event,
-                at_unix_us=wall_us,
-                at_monotonic_us=mono_us,
-                delay_ms=operation.delay_ms,
-                connection_id=request.connection_id if request is not None else None,
-                correlation_id=request.correlation_id if request is not None else None,
+        request: ParkedRequest | None = getattr(operation, "parked_request", None)
+        queue = self._queue
+        queue.append((operation, purgatory, event, keys, time.perf_counter_ns(), request))
+        if len(queue) > _HIGH_WATER:
+            self._loop_drain()
+
+    def _loop_drain(self) -> None:
+        self.loop_drains += 1
+        if self.loop_drains == 1:
+            log.warning(
+                "capture of broker %d: more than %d records queued; the broker writes them "
+                "itself (counted in loop_drains)",
+                self.broker_id,
+                _HIGH_WATER,
             )
-            self._write(record)
+        self.drain()
+
+    # -- on the capture thread -----------------------------------------------------------
+
+    def drain(self, now_monotonic: float | None = None) -> int:
+        """Write every queued record, in order; then flush if the interval has passed
+        (with ``now_monotonic``). Any thread; one at a time. Records written."""
+        queue = self._queue
+        request_line = self._request_line
+        event_line = self._event_line
+        written = 0
+        with self._lock:
+            lines: list[str] = []
+            while queue:
+                entry = queue.popleft()
+                try:
+                    line = request_line(*entry) if len(entry) == 3 else event_line(*entry)
+                except Exception:  # a capture must never take the broker down
+                    self._failed("request" if len(entry) == 3 else "delayed operation event")
+                    continue
+                if line is not None:
+                    lines.append(line)
+                    if len(lines) >= _CHUNK:
+                        written += self._write(lines)
+                        lines = []
+            if lines:
+                written += self._write(lines)
+            if now_monotonic is not None:
+                try:
+                    self.writer.maybe_flush(now_monotonic)
+                except Exception:
+                    self._failed("flush")
+        return written
+
+    def _write(self, lines: list[str]) -> int:
+        try:
+            self.writer.write_lines("".join(lines).encode(), len(lines))
         except Exception:
-            self._failed("delayed operation event")
+            self._failed("batch of records")
+            return 0
+        return len(lines)
 
-    # -- writing -----------------------------------------------------------------------
+    def _request_line(self, entry: _Received, response: Any, size: int) -> str:
+        ctx, sequence, frame, request = entry
+        header = ctx.header
+        api_key = header.api_key
+        t = ctx.timing
+        # RequestTiming.breakdown_ms's arithmetic on the ints: each phase rounded to the
+        # microsecond (+500 // 1000), never negative, as milliseconds.
+        received = t.received_ns
+        local_start = t.local_start_ns
+        local_end = t.local_end_ns
+        remote_end = t.remote_end_ns or local_end
+        ready = t.response_ready_ns or remote_end
+        send_end = t.send_end_ns or ready
+        send_start = t.send_start_ns or ready
+        received_us = received // 1000
+        name = _api_names.get(api_key) or _api_name(api_key)
+        return _encode_request(
+            self.broker_id,
+            ctx.connection.connection_id,
+            sequence,
+            api_key,
+            name,
+            header.api_version,
+            header.correlation_id,
+            header.client_id,
+            ctx.request_size,
+            size,
+            frame,
+            received_us + self._wall_offset_us,
+            received_us,
+            max(local_start - received + 500, 0) // 1000 / 1000,
+            max(local_end - local_start + 500, 0) // 1000 / 1000,
+            max(remote_end - local_end + 500, 0) // 1000 / 1000,
+            max(send_start - remote_end + 500, 0) // 1000 / 1000,
+            max(send_end - send_start + 500, 0) // 1000 / 1000,
+            max(send_end - received + 500, 0) // 1000 / 1000,
+            t.purgatory,
+            t.purgatory_outcome,
+            error_codes(response),
+            replica_id(request),
+        )
 
-    def _write(self, record: CaptureRequest | DelayedOperationEvent) -> None:
-        writer = self.writer
-        writer.write(record)
-        writer.maybe_flush(time.monotonic())
+    def _event_line(
+        self,
+        operation: DelayedOperation,
+        purgatory: PurgatoryName,
+        event: OperationEvent,
+        keys: tuple[Hashable, ...] | None,
+        mono_ns: int,
+        request: ParkedRequest | None,
+    ) -> str | None:
+        op_key = id(operation)
+        if keys is not None:
+            key_strings = [watch_key_name(k) for k in keys]
+            operation_id = next(self._operation_ids)
+            self._operations[op_key] = (operation, operation_id, key_strings)
+        else:
+            known = self._operations.pop(op_key, None)
+            if known is None:
+                return None  # watched before the capture was attached
+            _, operation_id, key_strings = known
+        mono_us = mono_ns // 1000
+        return _encode_event(
+            self.broker_id,
+            operation_id,
+            operation_kind(type(operation), purgatory),
+            purgatory,
+            key_strings,
+            event,
+            mono_us + self._wall_offset_us,
+            mono_us,
+            operation.delay_ms,
+            request.connection_id if request is not None else None,
+            request.correlation_id if request is not None else None,
+        )
 
     def _failed(self, what: str) -> None:
         self.failures += 1
         if self.failures <= 10:
             log.exception("capture of broker %d: could not write a %s", self.broker_id, what)
 
-    def maybe_flush(self, now_monotonic: float) -> None:
-        try:
-            self.writer.maybe_flush(now_monotonic)
-        except Exception:
-            self._failed("flush")
-
     def close(self) -> None:
+        """Write what is queued and close the file (after the capture thread stopped)."""
         self.abandoned += len(self._inflight)
         self._inflight.clear()
-        self._operations.clear()
-        self.writer.close()
+        self.drain()
+        with self._lock:
+            self._operations.clear()
+            self.writer.close()
 
 
 class CaptureSet:
     """The captures of one cluster: a writer per broker id, all in one directory, and
-    the task that flushes them when no record arrives to do it."""
+    the thread that writes and flushes them."""
 
     def __init__(
         self,
@@ -276,7 +430,9 @@ class CaptureSet:
         self.roll_bytes = roll_bytes
         self.flush_interval_ms = flush_interval_ms
         self.captures: dict[int, BrokerCapture] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._all: tuple[BrokerCapture, ...] = ()  # what the thread reads (swapped whole)
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def for_broker(self, broker_id: int) -> BrokerCapture:
         """The capture of ``broker_id``; a restarted broker continues its predecessor's
@@ -287,28 +443,30 @@ class CaptureSet:
                 self.directory, broker_id, self.roll_bytes, self.flush_interval_ms
             )
             capture = self.captures[broker_id] = BrokerCapture(writer, broker_id)
+            self._all = tuple(self.captures.values())
         return capture
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._flush_periodically(), name="capture-flush"
-            )
+        if self._thread is None:
+            self._stopping.clear()
+            # A daemon: a crashed broker's process must be able to exit without it.
+            self._thread = threading.Thread(target=self._run, name="capture-writer", daemon=True)
+            self._thread.start()
 
-    async def _flush_periodically(self) -> None:
-        interval_s = max(self.flush_interval_ms / 1000.0, 0.01) / 2
-        while True:
-            await asyncio.sleep(interval_s)
+    def _run(self) -> None:
+        stopping = self._stopping
+        while not stopping.wait(_POLL_S):
             now = time.monotonic()
-            for capture in self.captures.values():
-                capture.maybe_flush(now)
+            for capture in self._all:
+                capture.drain(now)
 
     async def stop(self) -> None:
-        """Stop the flush task and close every file (call after the brokers stopped)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Stop the thread, write what is left and close every file (call after the
+        brokers stopped)."""
+        thread = self._thread
+        if thread is not None:
+            self._stopping.set()
+            await asyncio.to_thread(thread.join)
+            self._thread = None
         for capture in self.captures.values():
             capture.close()

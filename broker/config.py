@@ -129,6 +129,11 @@ class BrokerConfig(BaseModel):
     # this long, as Kafka's coordinator does; the timeout answers COORDINATOR_NOT_AVAILABLE.
     offsets_commit_timeout_ms: int = Field(5000, alias="offsets.commit.timeout.ms", ge=1)
     offsets_commit_required_acks: int = Field(-1, alias="offsets.commit.required.acks", ge=-1, le=1)
+    # __consumer_offsets is created with this segment.bytes, so that the cleaner can
+    # compact all but its last segment (the active segment is never cleaned).
+    offsets_topic_segment_bytes: int = Field(104857600, alias="offsets.topic.segment.bytes", ge=14)
+    # A coordinator's load reads its __consumer_offsets partition this many bytes at a time.
+    offsets_load_buffer_size: int = Field(5242880, alias="offsets.load.buffer.size", ge=1)
 
     transactional_id_expiration_ms: int = Field(
         604800000, alias="transactional.id.expiration.ms", ge=1
@@ -143,9 +148,9 @@ class BrokerConfig(BaseModel):
     )
     transaction_state_log_min_isr: int = Field(2, alias="transaction.state.log.min.isr", ge=1)
     transaction_state_log_segment_bytes: int = Field(
-        104857600, alias="transaction.state.log.segment.bytes", ge=1
+        104857600, alias="transaction.state.log.segment.bytes", ge=14
     )
-    # Accepted for compatibility: a load reads the partition in chunks of its own size.
+    # A load reads its __transaction_state partition this many bytes at a time.
     transaction_state_log_load_buffer_size: int = Field(
         5242880, alias="transaction.state.log.load.buffer.size", ge=1
     )

@@ -61,6 +61,8 @@ class OffsetConfig(_FromBrokerConfig):
     offsets_topic_replication_factor: int = 3  # offsets.topic.replication.factor
     offsets_commit_timeout_ms: int = 5000  # offsets.commit.timeout.ms
     offsets_commit_required_acks: int = -1  # offsets.commit.required.acks
+    offsets_topic_segment_bytes: int = 104857600  # offsets.topic.segment.bytes
+    offsets_load_buffer_size: int = 5242880  # offsets.load.buffer.size
 
     def __post_init__(self) -> None:
         if self.offsets_topic_num_partitions < 1:
@@ -69,6 +71,8 @@ class OffsetConfig(_FromBrokerConfig):
             raise ValueError("offsets.topic.replication.factor must be >= 1")
         if self.offsets_retention_check_interval_ms < 1:
             raise ValueError("offsets.retention.check.interval.ms must be >= 1")
+        if self.offsets_load_buffer_size < 1:
+            raise ValueError("offsets.load.buffer.size must be >= 1")
 
     @property
     def offsets_retention_ms(self) -> int:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -77,10 +77,12 @@ class GroupLog(Protocol):
     With ``producer`` (producer id, epoch) the records are a TxnOffsetCommit's: one
     transactional batch of that producer, pending until its transaction's marker.
 
-    ``read_log`` is every entry of the partition in order, or None when this broker has
-    no online replica of it (yet): a key/value pair for a plain record, a
+    ``open_log`` reads the partition back for a load: the entries of each record batch
+    from the log start up to the log end it had when it was opened, one list per batch,
+    read when the iterator gets there -- a key/value pair for a plain record, a
     :class:`TxnRecord` for a record of a transactional batch and a :class:`TxnMarker` for
-    a transaction's COMMIT/ABORT marker.
+    a transaction's COMMIT/ABORT marker; None when this broker has no online replica of
+    the partition (yet).
     """
 
     def append_to_log(
@@ -93,7 +95,7 @@ class GroupLog(Protocol):
         producer: tuple[int, int] | None = None,
     ) -> None: ...
 
-    def read_log(self, partition: int) -> list[LogEntry] | None: ...
+    def open_log(self, partition: int) -> Iterator[list[LogEntry]] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,7 +424,12 @@ class InMemoryGroupLog:
             parked_request.purgatory_done(PurgatoryOutcome.EXPIRED)
 
     def read_log(self, partition: int) -> list[LogEntry]:
+        """Every entry of ``partition``, in order."""
         return list(self._log.get(partition, []))
+
+    def open_log(self, partition: int) -> Iterator[list[LogEntry]]:
+        """One entry a "batch", up to the end the partition has now."""
+        return iter([[entry] for entry in self.read_log(partition)])
 
     def write_marker(self, partition: int, producer_id: int, commit: bool) -> None:
         """A transaction's marker lands in ``partition`` (what WriteTxnMarkers writes)."""

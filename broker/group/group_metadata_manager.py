@@ -8,22 +8,29 @@ component keeps the groups and makes their state durable, as Kafka's manager doe
   an injected :class:`~broker.group.group_log.GroupLog`: ``store_group`` (a generation,
   its members and assignment) and ``store_offsets`` (a commit) are written with acks=all
   and take effect only in the append's callback, once the in-sync replicas have them;
-  a failed append is answered with Kafka's mapped error (:func:`commit_error`,
-  :func:`store_group_error`). The request an append serves is handed to the log, so
-  it is recorded as waiting in the Produce purgatory;
+  a failed append is answered with Kafka's mapped error (``append_errors.py``). The
+  request an append serves is handed to the log, so it is recorded as waiting in the
+  Produce purgatory;
 * **fetch offsets** (``get_offsets``);
 * **load and unload**: when this broker becomes the leader of an offsets-topic
-  partition it reads the partition back and rebuilds its groups
-  (``load_groups_for_partition``, Kafka's ``loadGroupsAndOffsets``); when it stops
-  leading it, it drops them (``remove_groups_for_partition``). The coordinator is told
-  of each group through a :class:`GroupLoadListener`, Kafka's ``onGroupLoaded`` and
-  ``onGroupUnloaded``;
+  partition it reads it back and rebuilds its groups (``load_groups_for_partition``,
+  Kafka's ``loadGroupsAndOffsets``; the steps are ``group_loader.py``'s) in slices on
+  the injected :class:`~broker.coordinator_loader.LoadScheduler` (the broker's: a
+  couple of milliseconds per event-loop iteration), its groups answering
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile; the groups are installed only if this broker
+  still leads the partition at the leader epoch the load began at. When it stops
+  leading one it drops its groups, or gives its load up (``remove_groups_for_partition``).
+  The coordinator hears of each group through a :class:`GroupLoadListener` (Kafka's
+  ``onGroupLoaded``, ``onGroupUnloaded``). A transaction marker landing in a partition
+  being loaded takes effect once it is loaded (``defer_txn_completion_while_loading``),
+  as Kafka runs it after the load on the loading thread;
 * **expiry** of committed offsets every ``offsets.retention.check.interval.ms``
   (``cleanup_group_metadata``, Kafka's ``delete-expired-group-metadata`` job), a task on
   the broker's scheduler timer: nothing sleeps, the injected clock rules;
 * **placement**: who coordinates a group (the leader of its partition), the creation of
-  ``__consumer_offsets`` on first use, and the error a request gets when this broker is
-  not, or not yet, its coordinator.
+  ``__consumer_offsets`` on first use (compacted, with ``offsets.topic.segment.bytes``
+  segments so that the log cleaner can compact all but the last one), and the error a
+  request gets when this broker is not, or not yet, its coordinator.
 
 Where this differs from Kafka:
 
@@ -34,9 +41,9 @@ Where this differs from Kafka:
   UNSTABLE_OFFSET_COMMIT.
 * A ``GroupLog`` that raises (a bug, not an append error) counts as an append that
   failed with UNKNOWN_SERVER_ERROR.
-* A partition loads at once, on the event loop (Kafka loads on a scheduler thread and
-  answers COORDINATOR_LOAD_IN_PROGRESS meanwhile); a partition whose replica is not
-  online yet stays "loading" until the next metadata change.
+* A partition loads in slices on the event loop, not on a thread (``coordinator_loader``
+  says why); a partition whose replica is not online yet stays "loading" until the next
+  metadata change.
 * Deleting a group writes its group tombstone even at generation 0.
 * No coordinator epochs.
 """
@@ -44,32 +51,32 @@ Where this differs from Kafka:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import OFFSETS_TOPIC, BrokerEndpoint, ClusterMetadata, TopicInfo
+from broker.coordinator_loader import ImmediateLoadScheduler, LoadJob, LoadScheduler, LoadSteps
+from broker.group.append_errors import commit_error, store_group_error
 from broker.group.group_config import OffsetConfig
+from broker.group.group_loader import LoadedPartition, PartitionLoad, load_partition
 from broker.group.group_log import (
     GROUP_METADATA_TOPIC_NAME,
     GroupLog,
     GroupMetadataRecord,
     GroupMetadataValue,
-    KeyValue,
     MemberRecord,
     OffsetCommitRecord,
     Record,
-    decode_all,
     encode_record,
 )
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
-from broker.group.member_metadata import MemberMetadata
 from broker.group.offsets import NO_LEADER_EPOCH, NO_METADATA, NO_OFFSET, OffsetAndMetadata
 from broker.group.partition_hash import partition_for
 from broker.group.results import CommitCallback, OffsetFetchPartition, TopicPartition
-from broker.group.txn_offsets import resolve_transactions, restore_pending_txn_offsets
+from broker.group.txn_offsets import complete_pending_txn_offsets
 from broker.purgatories import ParkedRequest
 from broker.scheduler import PeriodicTask
 from purgatory import Clock, SystemTimer
@@ -83,43 +90,6 @@ CommitValue = tuple[int, int, str | None]
 StoreCallback = Callable[[ErrorCode], None]
 # Which offsets a cleanup removes from a group (Kafka's ``selector``).
 OffsetSelector = Callable[[GroupMetadata], list[TopicPartition]]
-
-
-def commit_error(append_error: ErrorCode) -> ErrorCode:
-    """OffsetCommit's error for a failed append to ``__consumer_offsets`` (Kafka's
-    ``storeOffsets``): the client retries or rediscovers the coordinator on these."""
-    if append_error is E.none:
-        return E.none
-    if append_error in (
-        E.unknown_topic_or_partition,
-        E.not_enough_replicas,
-        E.not_enough_replicas_after_append,
-        E.request_timed_out,
-    ):
-        return E.coordinator_not_available
-    if append_error in (E.not_leader_or_follower, E.kafka_storage_error):
-        return E.not_coordinator
-    if append_error in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
-        return E.invalid_commit_offset_size
-    return E.unknown_server_error
-
-
-def store_group_error(append_error: ErrorCode) -> ErrorCode:
-    """SyncGroup's (and a static rejoin's) error for a failed group-metadata append
-    (Kafka's ``storeGroup``): a timeout asks the members to rejoin."""
-    if append_error in (
-        E.unknown_topic_or_partition,
-        E.not_enough_replicas,
-        E.not_enough_replicas_after_append,
-    ):
-        return E.coordinator_not_available
-    if append_error in (E.not_leader_or_follower, E.kafka_storage_error):
-        return E.not_coordinator
-    if append_error is E.request_timed_out:
-        return E.rebalance_in_progress
-    if append_error in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
-        return E.unknown_server_error
-    return append_error
 
 
 class GroupLoadListener(Protocol):
@@ -143,6 +113,7 @@ class GroupMetadataManager:
         group_log: GroupLog,
         scheduler_timer: SystemTimer,
         uuid_factory: Callable[[], str] | None = None,
+        load_scheduler: LoadScheduler | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -153,6 +124,9 @@ class GroupMetadataManager:
         self._num_partitions = config.offsets_topic_num_partitions
         self._groups: dict[str, GroupMetadata] = {}
         self._owned_partitions: set[int] = set()
+        self._loading: dict[int, PartitionLoad] = {}
+        # Runs the loads; by default at once (unit tests), the broker's in slices.
+        self._load_scheduler = load_scheduler or ImmediateLoadScheduler()
         self._listener: GroupLoadListener | None = None
         self._expiry = PeriodicTask(
             scheduler_timer,
@@ -177,6 +151,8 @@ class GroupMetadataManager:
         self._metadata.unsubscribe(self._on_metadata_change)
         self._expiry.stop()
         self._listener = None
+        for partition in list(self._loading):
+            self._cancel_load(partition)
         self._owned_partitions.clear()
         self._groups.clear()
 
@@ -195,7 +171,10 @@ class GroupMetadataManager:
                 OFFSETS_TOPIC,
                 self.config.offsets_topic_num_partitions,
                 min(self.config.offsets_topic_replication_factor, alive),
-                {"cleanup.policy": "compact"},
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+                },
             )
         self._num_partitions = len(topic.partitions)
         return topic
@@ -252,123 +231,142 @@ class GroupMetadataManager:
         self._follow_leadership()
 
     def _follow_leadership(self) -> None:
-        """Kafka's onElection / onResignation, from the shared cluster metadata."""
+        """Kafka's onElection / onResignation, from the shared cluster metadata: unload
+        what this broker no longer leads, load what it has come to lead (again, when a
+        load under way was started at another leader epoch)."""
         listener = self._listener
         if listener is None:
             return
         topic = self._metadata.topics.get(OFFSETS_TOPIC)
         led = (
-            {s.partition for s in topic.partitions if s.leader == self.broker_id}
+            {s.partition: s.leader_epoch for s in topic.partitions if s.leader == self.broker_id}
             if topic is not None
-            else set()
+            else {}
         )
-        for partition in sorted(self._owned_partitions - led):
+        for partition in sorted((self._owned_partitions | set(self._loading)) - set(led)):
             self.remove_groups_for_partition(partition, listener.on_group_unloaded)
-        for partition in sorted(led - self._owned_partitions):
-            self.load_groups_for_partition(partition, listener.on_group_loaded)
+        for partition, epoch in sorted(led.items()):
+            load = self._loading.get(partition)
+            if load is not None and load.leader_epoch != epoch:
+                self._cancel_load(partition)
+                load = None
+            if load is None and partition not in self._owned_partitions:
+                self.load_groups_for_partition(partition, listener.on_group_loaded, epoch)
 
     def load_groups_for_partition(
-        self, partition: int, on_group_loaded: Callable[[GroupMetadata], None]
+        self,
+        partition: int,
+        on_group_loaded: Callable[[GroupMetadata], None],
+        leader_epoch: int | None = None,
     ) -> bool:
-        """Rebuild the groups and offsets of ``partition`` from its records.
-
-        Replays in order, later records winning (what compaction would keep). Groups come
-        back Stable (with members) or Empty; ``on_group_loaded`` gets each group with
-        metadata (the coordinator makes its members heartbeat like anyone else). False
-        when this broker has no online replica of the partition yet.
+        """Start rebuilding the groups and offsets of ``partition`` from its records
+        (``group_loader.load_partition``) on the load scheduler; its groups answer
+        COORDINATOR_LOAD_IN_PROGRESS until it is done. ``on_group_loaded`` then gets each
+        group that had metadata (the coordinator makes its members heartbeat like anyone
+        else). With ``leader_epoch``, the load is given up if, when done, this broker no
+        longer leads the partition at that epoch. False when this broker has no online
+        replica of the partition yet (it stays loading until the next metadata change).
         """
-        entries = self._log.read_log(partition)
+        entries = self._log.open_log(partition)
         if entries is None:
             return False
-        records, open_txns = resolve_transactions(entries)
-        loaded = self._replay(records)
-        restore_pending_txn_offsets(open_txns, self._group_for_load)
-        self._owned_partitions.add(partition)
-        if records:
-            log.info(
-                "Finished loading offsets and group metadata from %s-%d: %d records",
-                GROUP_METADATA_TOPIC_NAME,
-                partition,
-                len(records),
-            )
-        for group in loaded:
-            on_group_loaded(group)
+        self._cancel_load(partition)
+        load = PartitionLoad(partition, leader_epoch, self._clock.now_ms())
+        self._loading[partition] = load
+        load.job = LoadJob(
+            f"{GROUP_METADATA_TOPIC_NAME}-{partition}",
+            self._load_steps(load, load_partition(entries, self._new_group), on_group_loaded),
+        )
+        self._load_scheduler.schedule(load.job)
         return True
 
-    def _replay(self, records: Iterable[KeyValue]) -> list[GroupMetadata]:
-        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        metadata: dict[str, GroupMetadataValue] = {}
-        removed: set[str] = set()
-        for record in decode_all(records):
-            if isinstance(record, OffsetCommitRecord):
-                per_group = offsets.setdefault(record.group_id, {})
-                tp = TopicPartition(record.topic, record.partition)
-                if record.value is None:
-                    per_group.pop(tp, None)
-                else:
-                    per_group[tp] = record.value
-            elif record.value is None:
-                metadata.pop(record.group_id, None)
-                removed.add(record.group_id)
-            else:
-                metadata[record.group_id] = record.value
-                removed.discard(record.group_id)
+    def _load_steps(
+        self,
+        load: PartitionLoad,
+        steps: Generator[int, None, LoadedPartition],
+        on_group_loaded: Callable[[GroupMetadata], None],
+    ) -> LoadSteps:
+        loaded = yield from steps
+        partition = load.partition
+        if self._loading.get(partition) is not load:
+            return  # given up meanwhile
+        del self._loading[partition]
+        if load.leader_epoch is not None and not self._leads(partition, load.leader_epoch):
+            log.info(
+                "Not loading %s-%d: no longer its leader", GROUP_METADATA_TOPIC_NAME, partition
+            )
+            return
+        installed = self._install(partition, loaded, load)
+        log.info(
+            "Finished loading offsets and group metadata from %s-%d in %d milliseconds "
+            "(%d slices): %d records, %d groups",
+            GROUP_METADATA_TOPIC_NAME,
+            partition,
+            self._clock.now_ms() - load.started_ms,
+            load.job.slices if load.job is not None else 0,
+            loaded.records,
+            len(loaded.groups),
+        )
+        for group_id in loaded.with_metadata:
+            if installed.get(group_id) is not None:
+                on_group_loaded(installed[group_id])
 
-        for group_id in removed:
+    def _install(
+        self, partition: int, loaded: LoadedPartition, load: PartitionLoad
+    ) -> dict[str, GroupMetadata]:
+        """Put a loaded partition's groups in the cache: from now on this broker is their
+        coordinator. A group already cached stays (Kafka's ``addGroup``). Returns the
+        groups put in."""
+        for group_id in loaded.removed:
             existing = self._groups.pop(group_id, None)
             if existing is not None and not existing.is_in(GroupState.DEAD):
                 existing.transition_to(GroupState.DEAD)
-        loaded = []
-        for group_id, value in metadata.items():
-            group = self._group_from_record(group_id, value)
-            group.offsets.update(offsets.pop(group_id, {}))
-            self._groups[group_id] = group
-            loaded.append(group)
-        for group_id, group_offsets in offsets.items():
-            if group_offsets:
-                offsets_only = self.get_or_maybe_create_group(group_id, True)
-                assert offsets_only is not None
-                offsets_only.offsets.update(group_offsets)
-        return loaded
+        installed = {}
+        for group_id, group in loaded.groups.items():
+            if self._groups.setdefault(group_id, group) is group:
+                installed[group_id] = group
+            else:
+                log.warning("Not loading group %s: it is already cached", group_id)
+        self._owned_partitions.add(partition)
+        for producer_id, is_commit in load.txn_completions:
+            complete_pending_txn_offsets(installed.values(), producer_id, is_commit)
+        return installed
 
-    def _group_for_load(self, group_id: str) -> GroupMetadata:
-        group = self.get_or_maybe_create_group(group_id, True)
-        assert group is not None
-        return group
+    def _leads(self, partition: int, leader_epoch: int) -> bool:
+        topic = self._metadata.topics.get(OFFSETS_TOPIC)
+        if topic is None or partition >= len(topic.partitions):
+            return False
+        state = topic.partitions[partition]
+        return state.leader == self.broker_id and state.leader_epoch == leader_epoch
 
-    def _group_from_record(self, group_id: str, value: GroupMetadataValue) -> GroupMetadata:
-        """Kafka's ``GroupMetadata.loadGroup``."""
-        group = self._new_group(group_id, GroupState.STABLE if value.members else GroupState.EMPTY)
-        group.generation_id = value.generation
-        group.protocol_type = value.protocol_type or None
-        group.protocol_name = value.protocol
-        for m in value.members:
-            protocols = [(value.protocol, m.subscription)] if value.protocol is not None else []
-            group.add(
-                MemberMetadata(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    rebalance_timeout_ms=m.rebalance_timeout_ms,
-                    session_timeout_ms=m.session_timeout_ms,
-                    protocol_type=value.protocol_type,
-                    supported_protocols=protocols,
-                    assignment=m.assignment,
-                )
-            )
-        group.leader_id = value.leader if value.leader in group.all_members else group.leader_id
-        group.current_state_timestamp = (
-            value.current_state_timestamp if value.current_state_timestamp >= 0 else None
-        )
-        group.refresh_subscribed_topics()
-        return group
+    def _cancel_load(self, partition: int) -> None:
+        load = self._loading.pop(partition, None)
+        if load is not None and load.job is not None:
+            load.job.cancel()
+
+    @property
+    def loading_partitions(self) -> frozenset[int]:
+        """The partitions being loaded now."""
+        return frozenset(self._loading)
+
+    def defer_txn_completion_while_loading(
+        self, producer_id: int, partitions: Iterable[int], is_commit: bool
+    ) -> None:
+        """A transaction's marker reached these partitions: those still loading apply it
+        once loaded (Kafka runs the completion on the thread that loads, after the
+        load), since their groups are not in the cache yet."""
+        for partition in partitions:
+            load = self._loading.get(partition)
+            if load is not None:
+                load.txn_completions.append((producer_id, is_commit))
 
     def remove_groups_for_partition(
         self, partition: int, on_group_unloaded: Callable[[GroupMetadata], None]
     ) -> None:
-        """This broker no longer leads ``partition``: forget its groups (Kafka's
-        ``removeGroupsForPartition``); ``on_group_unloaded`` answers what waited on them."""
+        """This broker no longer leads ``partition``: give up its load if one is under way,
+        forget its groups (Kafka's ``removeGroupsForPartition``); ``on_group_unloaded``
+        answers what waited on them."""
+        self._cancel_load(partition)
         self._owned_partitions.discard(partition)
         gone = [g for g in self._groups.values() if self.partition_for(g.group_id) == partition]
         for group in gone:

@@ -26,13 +26,15 @@ from collections.abc import Collection, Mapping
 
 from kio.schema.errors import ErrorCode
 
+from broker.group.append_errors import commit_error
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_log import OffsetCommitRecord, Record
 from broker.group.group_metadata import GroupMetadata
-from broker.group.group_metadata_manager import CommitValue, GroupMetadataManager, commit_error
+from broker.group.group_metadata_manager import CommitValue, GroupMetadataManager
 from broker.group.group_state import GroupState
 from broker.group.offsets import NO_LEADER_EPOCH, NO_METADATA, OffsetAndMetadata
 from broker.group.results import UNKNOWN_MEMBER_ID, CommitCallback, TopicPartition
+from broker.group.txn_offsets import complete_pending_txn_offsets
 from broker.purgatories import ParkedRequest
 
 log = logging.getLogger("broker.group")
@@ -172,24 +174,11 @@ def handle_txn_completion(
     manager: GroupMetadataManager, producer_id: int, partitions: Collection[int], is_commit: bool
 ) -> int:
     """A producer's marker is in these ``__consumer_offsets`` partitions: its pending
-    offsets there are committed (or dropped). Returns how many groups it completed."""
-    completed = 0
-    for group in manager.current_groups:
-        if manager.partition_for(group.group_id) not in partitions:
-            continue
-        pending = group.pending_txn_offsets
-        if not pending.has_pending_offset_commits_from_producer(producer_id):
-            continue
-        if group.is_in(GroupState.DEAD):
-            continue
-        committed = pending.complete_pending_txn_offset_commit(producer_id, is_commit)
-        group.offsets.update(committed)
-        completed += 1
-        log.debug(
-            "TxnOffsetCommit for producer %d and group %s %s: %d offsets",
-            producer_id,
-            group.group_id,
-            "committed" if is_commit else "aborted",
-            len(committed),
-        )
-    return completed
+    offsets there are committed (or dropped); in a partition still loading, once it is
+    loaded. Returns how many groups it completed now."""
+    manager.defer_txn_completion_while_loading(producer_id, partitions, is_commit)
+    return complete_pending_txn_offsets(
+        [g for g in manager.current_groups if manager.partition_for(g.group_id) in partitions],
+        producer_id,
+        is_commit,
+    )

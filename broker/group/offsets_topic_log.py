@@ -17,32 +17,36 @@ checks the epoch, not the sequence, as Kafka's), so they stay pending, and out o
 read_committed reader's view, until the transaction's marker.
 
 Reads are the load of a partition this broker has just become the leader of: its log
-from the start, in chunks; transactional records and COMMIT/ABORT markers are handed
-back as such (``TxnRecord``, ``TxnMarker``).
+from the start up to the end it had when the load began, ``offsets.load.buffer.size``
+bytes a read, one list of entries per batch, read when the load gets there
+(``coordinator_loader.read_log_batches``); transactional records and COMMIT/ABORT
+markers are handed back as such (``TxnRecord``, ``TxnMarker``). A batch that does not
+decode is skipped with a warning, as a record that does not is (``decode_record``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import OFFSETS_TOPIC
+from broker.coordinator_loader import read_log_batches
 from broker.group.group_log import AppendCallback, KeyValue, LogEntry, TxnMarker, TxnRecord
+from broker.log.cleaner_batch import iter_key_values
 from broker.purgatories import ParkedRequest
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.replica_manager import ReplicaManager
 from protocol.control_batch import parse_control_batch
-from protocol.record_batch import build_record_batch, iter_batches, iter_records
+from protocol.record_batch import CorruptRecordError, RecordBatchHeader, build_record_batch
 from purgatory import Clock
 
 if TYPE_CHECKING:
     from broker.replica.delayed_produce import ProduceStatuses
 
 log = logging.getLogger("broker.group")
-
-_LOAD_CHUNK_BYTES = 4 * 1024 * 1024
 
 
 class OffsetsTopicLog:
@@ -54,11 +58,13 @@ class OffsetsTopicLog:
         clock: Clock,
         commit_timeout_ms: int,
         commit_required_acks: int,
+        load_buffer_size: int = 5242880,
     ) -> None:
         self._replica_manager = replica_manager
         self._clock = clock
         self._commit_timeout_ms = commit_timeout_ms
         self._commit_required_acks = commit_required_acks
+        self._load_buffer_size = load_buffer_size
 
     def append_to_log(
         self,
@@ -103,40 +109,29 @@ class OffsetsTopicLog:
             origin=AppendOrigin.COORDINATOR,
         )
 
-    def read_log(self, partition: int) -> list[LogEntry] | None:
+    def open_log(self, partition: int) -> Iterator[list[LogEntry]] | None:
         replica = self._replica_manager.online_partition((OFFSETS_TOPIC, partition))
         if replica is None:
             return None
-        records: list[LogEntry] = []
-        offset = replica.log_start_offset
-        end = replica.log_end_offset
-        while offset < end:
-            chunk = replica.log.read(offset, _LOAD_CHUNK_BYTES, max_offset=end)
-            if not chunk:
-                break
-            for _position, header in iter_batches(chunk, allow_partial_tail=True):
-                offset = header.last_offset + 1
-            records.extend(_records_of(chunk))
-        return records
+        batches = read_log_batches(replica.log, self._load_buffer_size)
+        return (_entries_of(partition, header, batch) for header, batch in batches)
 
 
-def _records_of(chunk: bytes) -> list[LogEntry]:
-    out: list[LogEntry] = []
-    view = memoryview(chunk)
-    for position, header in iter_batches(chunk, allow_partial_tail=True):
-        batch = view[position : position + header.size]
-        for record in iter_records(batch):
-            if record.key is None:
-                continue
-            key = bytes(record.key)
-            if header.is_control:
-                marker = parse_control_batch(batch)
-                if marker is not None:
-                    out.append(TxnMarker(header.producer_id, marker.is_commit))
-                break  # one control record per batch
-            elif header.is_transactional:
-                out.append(TxnRecord(header.producer_id, key, record.value))
-            else:
-                kv: KeyValue = (key, record.value)
-                out.append(kv)
-    return out
+def _entries_of(partition: int, header: RecordBatchHeader, batch: bytes) -> list[LogEntry]:
+    try:
+        if header.is_control:
+            marker = parse_control_batch(batch)
+            return [] if marker is None else [TxnMarker(header.producer_id, marker.is_commit)]
+        records = iter_key_values(batch, header)
+        if header.is_transactional:
+            return [TxnRecord(header.producer_id, k, v) for k, v in records if k is not None]
+        return [(k, v) for k, v in records if k is not None]
+    except CorruptRecordError as exc:
+        log.warning(
+            "Skipping a batch of %s-%d at offset %d that does not decode: %s",
+            OFFSETS_TOPIC,
+            partition,
+            header.base_offset,
+            exc,
+        )
+        return []

@@ -8,9 +8,9 @@ and are dropped on ABORT. Meanwhile OffsetFetch with ``require_stable`` answers
 UNSTABLE_OFFSET_COMMIT for those partitions, so a consumer starting up does not read
 from an offset that may yet be rolled back.
 
-``resolve_transactions`` does the same for a partition being loaded: records of a
+A partition being loaded does the same (``group_loader.load_partition``): records of a
 committed transaction take effect at their marker, those of an aborted one never, and
-those with no marker yet come back pending.
+those with no marker yet come back pending (``restore_pending_txn_offsets``).
 
 Where this differs from Kafka: a committed transactional offset replaces the group's
 current one for that partition even when a plain OffsetCommit was written between the
@@ -26,14 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from broker.group.group_log import (
-    KeyValue,
-    LogEntry,
-    OffsetCommitRecord,
-    TxnMarker,
-    TxnRecord,
-    decode_record,
-)
+from broker.group.group_log import KeyValue, OffsetCommitRecord, decode_record
+from broker.group.group_state import GroupState
 from broker.group.offsets import OffsetAndMetadata
 from broker.group.results import TopicPartition
 
@@ -121,30 +115,48 @@ class PendingTxnOffsets:
                 pending.pop(tp, None)
 
 
-def resolve_transactions(
-    entries: Iterable[LogEntry],
-) -> tuple[list[KeyValue], dict[int, list[KeyValue]]]:
-    """A loaded partition's entries as plain records in effect order, and the records
-    of transactions with no marker yet, by producer id (still pending)."""
-    records: list[KeyValue] = []
-    open_txns: dict[int, list[KeyValue]] = {}
-    for entry in entries:
-        if isinstance(entry, TxnRecord):
-            open_txns.setdefault(entry.producer_id, []).append((entry.key, entry.value))
-        elif isinstance(entry, TxnMarker):
-            done = open_txns.pop(entry.producer_id, [])
-            if entry.commit:
-                records.extend(done)
-        else:
-            records.append(entry)
-    return records, open_txns
-
-
 class HasPendingTxnOffsets(Protocol):
     """A group, as far as loading its pending transactional offsets goes."""
 
     @property
     def pending_txn_offsets(self) -> PendingTxnOffsets: ...
+
+
+class TxnOffsetsGroup(HasPendingTxnOffsets, Protocol):
+    """A group, as far as a transaction's marker goes."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def offsets(self) -> dict[TopicPartition, OffsetAndMetadata]: ...
+
+    def is_in(self, *states: GroupState) -> bool: ...
+
+
+def complete_pending_txn_offsets(
+    groups: Iterable[TxnOffsetsGroup], producer_id: int, is_commit: bool
+) -> int:
+    """The producer's marker: its pending offsets in ``groups`` become their committed
+    offsets (COMMIT) or are dropped (ABORT). Returns how many groups it completed."""
+    completed = 0
+    for group in groups:
+        pending = group.pending_txn_offsets
+        if group.is_in(GroupState.DEAD) or not pending.has_pending_offset_commits_from_producer(
+            producer_id
+        ):
+            continue
+        committed = pending.complete_pending_txn_offset_commit(producer_id, is_commit)
+        group.offsets.update(committed)
+        completed += 1
+        log.debug(
+            "TxnOffsetCommit for producer %d and group %s %s: %d offsets",
+            producer_id,
+            group.group_id,
+            "committed" if is_commit else "aborted",
+            len(committed),
+        )
+    return completed
 
 
 def restore_pending_txn_offsets(

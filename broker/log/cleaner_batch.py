@@ -173,6 +173,43 @@ def iter_keys(batch: bytes, header: RecordBatchHeader) -> Iterator[tuple[int, by
         raise CorruptRecordError(f"batch at offset {base}: records are truncated") from exc
 
 
+def iter_key_values(
+    batch: bytes, header: RecordBatchHeader
+) -> Iterator[tuple[bytes | None, bytes | None]]:
+    """(key, value) of every record of a batch, in order: what a coordinator's load
+    reads (no timestamps, offsets or headers decoded, so about three times as fast as
+    ``protocol.record_batch.iter_records``)."""
+    data = records_section(batch, header, DEFAULT_MAX_DECOMPRESSED_BYTES)
+    pos = 0
+    end = len(data)
+    try:
+        for _ in range(header.records_count):
+            length, pos = _varint(data, pos)
+            record_end = pos + length
+            if length < 0 or record_end > end:
+                raise CorruptRecordError("record runs past the end of its batch")
+            _, pos = _varint(data, pos + 1)  # attributes, timestamp delta
+            _, pos = _varint(data, pos)  # offset delta
+            key_len, pos = _varint(data, pos)
+            key: bytes | None = None
+            if key_len >= 0:
+                key = data[pos : pos + key_len]
+                pos += key_len
+            value_len, pos = _varint(data, pos)
+            value: bytes | None = None
+            if value_len >= 0:
+                value = data[pos : pos + value_len]
+                pos += value_len
+            if pos > record_end:
+                raise CorruptRecordError("record fields run past the record")
+            yield key, value
+            pos = record_end
+    except IndexError as exc:
+        raise CorruptRecordError(
+            f"batch at offset {header.base_offset}: records are truncated"
+        ) from exc
+
+
 def filter_batch(
     batch: bytes,
     header: RecordBatchHeader,

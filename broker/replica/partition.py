@@ -180,7 +180,7 @@ class Partition:
         try:
             headers = validate_batches(records)
             if any(header.compression for header in headers):
-                _validate_compressed_records(records)
+                _validate_compressed_records(records, _inflate_bound(self.max_message_bytes))
         except CorruptRecordError as exc:
             # Bad bytes are CORRUPT_MESSAGE; well-formed bytes breaking a rule (count vs
             # lastOffsetDelta, record framing) Kafka's INVALID_RECORD; a batch inflating
@@ -476,7 +476,18 @@ class Partition:
         return len(self.log.read(fetch_offset, limit, max_offset=bound, min_one_batch=True))
 
 
-def _validate_compressed_records(records: bytes) -> None:
+#: The most a compressed batch may inflate to: 16 x max.message.bytes, at least 16 MiB.
+#: Producers compress batches of ``batch.size`` (16 KiB by default) up to a request of
+#: max.message.bytes, so real batches stay far below; a bomb is refused after inflating
+#: at most this much (~50 ms of zstd on the event loop for the 16 MiB floor).
+_MIN_INFLATE_BOUND = 16 * 1024 * 1024
+
+
+def _inflate_bound(max_message_bytes: int) -> int:
+    return max(_MIN_INFLATE_BOUND, 16 * max_message_bytes)
+
+
+def _validate_compressed_records(records: bytes, max_decompressed_bytes: int) -> None:
     """Kafka's LogValidator for compressed batches: inflate (bounded) and check every
     record's framing, so a batch whose CRC is right but whose payload is garbage or a
     decompression bomb never reaches the log. Uncompressed batches are not walked
@@ -486,7 +497,7 @@ def _validate_compressed_records(records: bytes) -> None:
     view = memoryview(records)
     for position, header in iter_batches(records):
         if header.compression:
-            validate_records(view[position : position + header.size])
+            validate_records(view[position : position + header.size], max_decompressed_bytes)
 
 
 def _client_batch_error(header: RecordBatchHeader) -> str | None:

@@ -47,12 +47,14 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import BrokerEndpoint, ClusterMetadata
 from broker.config import BrokerConfig
+from broker.coordinator_loader import LoadScheduler
 from broker.purgatories import ParkedRequest
 from broker.replica.replica_manager import ReplicaManager
 from broker.scheduler import PeriodicTask
 from broker.txn import txn_end
 from broker.txn.marker_sender import InterBrokerMarkerSender
 from broker.txn.transaction_config import TransactionConfig
+from broker.txn.transaction_loader import TransactionToComplete
 from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from broker.txn.transaction_marker_channel_manager import (
     MarkerSender,
@@ -72,7 +74,6 @@ from broker.txn.transaction_state_log import TransactionStateTopicLog
 from broker.txn.transaction_state_manager import (
     TransactionalIdAndProducerIdEpoch,
     TransactionStateManager,
-    TransactionToComplete,
 )
 from broker.txn.txn_admin import (
     TransactionDescription,
@@ -470,10 +471,12 @@ def build_transaction_coordinator(
     metadata: ClusterMetadata,
     replica_manager: ReplicaManager,
     scheduler_timer: SystemTimer,
+    load_scheduler: LoadScheduler | None = None,
 ) -> TransactionCoordinator:
     """Kafka's ``TransactionCoordinator.apply``: the coordinator with its state manager
-    (over ``__transaction_state`` through the replica manager), its marker channel and
-    the channel's TCP sender, all on the broker's scheduler timer."""
+    (over ``__transaction_state`` through the replica manager, loading its partitions on
+    ``load_scheduler``), its marker channel and the channel's TCP sender, all on the
+    broker's scheduler timer."""
     txn_config = TransactionConfig.from_broker_config(config)
     txn_manager = TransactionStateManager(
         broker_id,
@@ -484,6 +487,7 @@ def build_transaction_coordinator(
             replica_manager, clock, txn_config.transaction_log_load_buffer_size
         ),
         scheduler_timer,
+        load_scheduler,
     )
     channel = TransactionMarkerChannelManager(
         broker_id, txn_config, metadata, txn_manager, scheduler_timer

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,8 +65,10 @@ class TransactionLog(Protocol):
     ``timeout_ms``), NOT_LEADER_OR_FOLLOWER. Meanwhile the request it serves
     (``parked_request``) waits in the Produce purgatory and is told so.
 
-    ``read_log`` is every key/value of the partition in order, or None when this broker
-    has no online replica of it (yet).
+    ``open_log`` reads the partition back for a load: the key/values of each record
+    batch from the log start up to the log end it had when it was opened, one list per
+    batch, read when the iterator gets there; None when this broker has no online
+    replica of the partition (yet).
     """
 
     def append_to_log(
@@ -78,7 +80,7 @@ class TransactionLog(Protocol):
         parked_request: ParkedRequest | None = None,
     ) -> None: ...
 
-    def read_log(self, partition: int) -> list[KeyValue] | None: ...
+    def open_log(self, partition: int) -> Iterator[list[KeyValue]] | None: ...
 
 
 # ------------------------------------------------------------------- records
@@ -257,7 +259,7 @@ class InMemoryTransactionLog:
         self.hold = False
         self.waiting: list[tuple[AppendCallback, ParkedRequest | None]] = []
         self.timeouts: list[int] = []
-        # Partitions without an online replica (read_log answers None).
+        # Partitions without an online replica (open_log answers None).
         self.offline: set[int] = set()
 
     def append_to_log(
@@ -292,10 +294,11 @@ class InMemoryTransactionLog:
             )
         on_done(error)
 
-    def read_log(self, partition: int) -> list[KeyValue] | None:
+    def open_log(self, partition: int) -> Iterator[list[KeyValue]] | None:
+        """One record a "batch", up to the end the partition has now."""
         if partition in self.offline:
             return None
-        return self.records(partition)
+        return iter([[record] for record in self.records(partition)])
 
     def records(self, partition: int | None = None) -> list[KeyValue]:
         return [(k, v) for p, k, v in self._entries if partition is None or p == partition]

@@ -12,22 +12,31 @@ DelayedProduce how it left. Appends no client waits for (completions after the m
 tombstones) have none.
 
 Reads are the load of a partition this broker has just become the leader of: its log
-from the start, in chunks of ``transaction.state.log.load.buffer.size``.
+from the start up to the end it had when the load began, in chunks of
+``transaction.state.log.load.buffer.size``, one list of key/values per batch, read when
+the load gets there (``coordinator_loader.read_log_batches``). A batch that does not
+decode is skipped with a warning, as a record that does not is (``decode_all``).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from broker.coordinator_loader import read_log_batches
+from broker.log.cleaner_batch import iter_key_values
 from broker.purgatories import ParkedRequest
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.replica_manager import ReplicaManager
 from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME, AppendCallback, KeyValue
-from protocol.record_batch import build_record_batch, iter_batches, iter_records
+from protocol.record_batch import CorruptRecordError, RecordBatchHeader, build_record_batch
 from purgatory import Clock
 
 if TYPE_CHECKING:
     from broker.replica.delayed_produce import ProduceStatuses
+
+log = logging.getLogger("broker.txn")
 
 REQUIRED_ACKS = -1
 
@@ -67,22 +76,25 @@ class TransactionStateTopicLog:
             origin=AppendOrigin.COORDINATOR,
         )
 
-    def read_log(self, partition: int) -> list[KeyValue] | None:
+    def open_log(self, partition: int) -> Iterator[list[KeyValue]] | None:
         replica = self._replica_manager.online_partition((TRANSACTION_STATE_TOPIC_NAME, partition))
         if replica is None:
             return None
-        records: list[KeyValue] = []
-        offset = replica.log_start_offset
-        end = replica.log_end_offset
-        while offset < end:
-            chunk = replica.log.read(offset, self._load_buffer_size, max_offset=end)
-            if not chunk:
-                break
-            view = memoryview(chunk)
-            for position, header in iter_batches(chunk, allow_partial_tail=True):
-                offset = header.last_offset + 1
-                for record in iter_records(view[position : position + header.size]):
-                    if record.key is not None:
-                        value = None if record.value is None else bytes(record.value)
-                        records.append((bytes(record.key), value))
-        return records
+        batches = read_log_batches(replica.log, self._load_buffer_size)
+        return (_records_of(partition, header, batch) for header, batch in batches)
+
+
+def _records_of(partition: int, header: RecordBatchHeader, batch: bytes) -> list[KeyValue]:
+    if header.is_control:
+        return []
+    try:
+        return [(k, v) for k, v in iter_key_values(batch, header) if k is not None]
+    except CorruptRecordError as exc:
+        log.warning(
+            "Skipping a batch of %s-%d at offset %d that does not decode: %s",
+            TRANSACTION_STATE_TOPIC_NAME,
+            partition,
+            header.base_offset,
+            exc,
+        )
+        return []

@@ -13,9 +13,13 @@ this component keeps the transactions and makes their state durable, as Kafka's 
   in-sync replicas have it and only if the partition's coordinator epoch has not moved
   meanwhile; a failed append clears the pending state and answers Kafka's mapped error;
 * **load and unload**: when this broker becomes the leader of a partition it reads the
-  partition back (``load_transactions_for_txn_topic_partition``) and hands the
-  transactions caught between PrepareCommit/Abort and Complete to the marker channel;
-  when it stops leading it, it drops them. Requests for a partition being loaded get
+  partition back (``load_transactions_for_txn_topic_partition``) in slices on the
+  injected :class:`~broker.coordinator_loader.LoadScheduler` (the broker's: a couple of
+  milliseconds per event-loop iteration, as Kafka loads on a scheduler thread), keeping
+  each id's last record and decoding only those, installs it if this broker still leads
+  the partition at that coordinator epoch, and hands the transactions caught between
+  PrepareCommit/Abort and Complete to the marker channel; when it stops leading it, it
+  drops them or gives the load up. Requests for a partition being loaded get
   COORDINATOR_LOAD_IN_PROGRESS, for a partition not led here NOT_COORDINATOR;
 * **expiry** of idle transactional ids (``transactional.id.expiration.ms``, checked
   every ``transaction.remove.expired.transaction.cleanup.interval.ms``): tombstones
@@ -26,9 +30,9 @@ this component keeps the transactions and makes their state durable, as Kafka's 
 
 Where this differs from Kafka:
 
-* A partition loads at once, on the event loop (Kafka loads on a scheduler thread); a
-  partition whose replica is not online yet stays loading until the next metadata
-  change. Unloading is at once too.
+* A partition loads in slices on the event loop, not on a thread (``coordinator_loader``
+  says why); a partition whose replica is not online yet stays loading until the next
+  metadata change. Unloading is at once.
 * ``__transaction_state`` is created with the replication factor capped by the live
   brokers, and ``min.insync.replicas`` capped by that factor (Kafka refuses to create
   it with fewer brokers than ``transaction.state.log.replication.factor``, and a
@@ -41,22 +45,27 @@ Where this differs from Kafka:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import BrokerEndpoint, ClusterMetadata, TopicInfo
+from broker.coordinator_loader import ImmediateLoadScheduler, LoadJob, LoadScheduler, LoadSteps
 from broker.group.partition_hash import partition_for
 from broker.purgatories import ParkedRequest
 from broker.scheduler import PeriodicTask
 from broker.txn.transaction_config import TransactionConfig
+from broker.txn.transaction_loader import (
+    TransactionToComplete,
+    load_partition,
+    transactions_to_complete,
+)
 from broker.txn.transaction_log import (
     TRANSACTION_STATE_TOPIC_NAME,
     KeyValue,
     TransactionLog,
-    decode_all,
     key_to_bytes,
     value_to_bytes,
 )
@@ -91,17 +100,6 @@ class TransactionalIdAndProducerIdEpoch:
     transactional_id: str
     producer_id: int
     producer_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class TransactionToComplete:
-    """A loaded transaction caught between Prepare and Complete: its markers are owed."""
-
-    transactional_id: str
-    coordinator_epoch: int
-    commit: bool
-    txn_metadata: TransactionMetadata
-    transit: TxnTransitMetadata
 
 
 class TxnElectionListener(Protocol):
@@ -141,6 +139,7 @@ class TransactionStateManager:
         metadata: ClusterMetadata,
         txn_log: TransactionLog,
         scheduler_timer: SystemTimer,
+        load_scheduler: LoadScheduler | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -150,6 +149,9 @@ class TransactionStateManager:
         self._num_partitions = config.transaction_log_num_partitions
         self._cache: dict[int, TxnMetadataCacheEntry] = {}
         self._loading: dict[int, int] = {}  # partition -> coordinator epoch being loaded
+        self._load_jobs: dict[int, LoadJob] = {}  # the loads under way
+        # Runs the loads; by default at once (unit tests), the broker's in slices.
+        self._load_scheduler = load_scheduler or ImmediateLoadScheduler()
         self._send_markers: dict[int, Callable[[TransactionToComplete], None]] = {}
         self._listener: TxnElectionListener | None = None
         self._expiration = PeriodicTask(
@@ -176,6 +178,8 @@ class TransactionStateManager:
         self._metadata.unsubscribe(self._on_metadata_change)
         self._expiration.stop()
         self._listener = None
+        for partition in list(self._load_jobs):
+            self._cancel_load(partition)
         self._cache.clear()
         self._loading.clear()
         self._send_markers.clear()
@@ -304,16 +308,20 @@ class TransactionStateManager:
         coordinator_epoch: int,
         send_txn_markers: Callable[[TransactionToComplete], None],
     ) -> None:
-        """Rebuild the transactions of ``partition`` from its records; those between
-        Prepare and Complete get their markers sent (``send_txn_markers``)."""
+        """Rebuild the transactions of ``partition`` from its records, in slices on the
+        load scheduler (COORDINATOR_LOAD_IN_PROGRESS meanwhile); those between Prepare
+        and Complete get their markers sent (``send_txn_markers``)."""
         self._cache.pop(partition, None)
+        self._cancel_load(partition)
         self._loading[partition] = coordinator_epoch
         self._send_markers[partition] = send_txn_markers
         self._load(partition, coordinator_epoch)
 
     def _load(self, partition: int, coordinator_epoch: int) -> None:
-        records = self._log.read_log(partition)
-        if records is None:
+        if partition in self._load_jobs:
+            return  # under way
+        batches = self._log.open_log(partition)
+        if batches is None:
             return  # no online replica yet: still loading
         log.debug(
             "Loading transaction metadata from %s-%d at epoch %d",
@@ -321,45 +329,69 @@ class TransactionStateManager:
             partition,
             coordinator_epoch,
         )
-        loaded = self._replay(records)
-        entry = TxnMetadataCacheEntry(coordinator_epoch, loaded)
-        to_complete: list[TransactionToComplete] = []
-        now = self._clock.now_ms()
-        for transactional_id, metadata in loaded.items():
-            if metadata.state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
-                to_complete.append(
-                    TransactionToComplete(
-                        transactional_id,
-                        coordinator_epoch,
-                        metadata.state is S.PREPARE_COMMIT,
-                        metadata,
-                        metadata.prepare_complete(now),
-                    )
-                )
-        self._cache[partition] = entry
+        job = LoadJob(
+            f"{TRANSACTION_STATE_TOPIC_NAME}-{partition}",
+            self._load_steps(partition, coordinator_epoch, batches, self._clock.now_ms()),
+        )
+        self._load_jobs[partition] = job
+        self._load_scheduler.schedule(job)
+
+    def _load_steps(
+        self,
+        partition: int,
+        coordinator_epoch: int,
+        batches: Iterator[list[KeyValue]],
+        started_ms: int,
+    ) -> LoadSteps:
+        """``transaction_loader.load_partition``'s steps, then the install if this
+        broker still leads the partition at ``coordinator_epoch``."""
+        loaded = yield from load_partition(batches)
+        job = self._load_jobs.pop(partition, None)
+        if self._loading.get(partition) != coordinator_epoch or job is None:
+            return  # given up meanwhile
+        if not self._leads(partition, coordinator_epoch):
+            log.info(
+                "Not loading %s-%d: no longer its leader", TRANSACTION_STATE_TOPIC_NAME, partition
+            )
+            return
+        self._install(partition, coordinator_epoch, loaded.transactions)
+        log.info(
+            "Finished loading %d transaction metadata from %s-%d in %d milliseconds "
+            "(%d slices, %d records)",
+            len(loaded.transactions),
+            TRANSACTION_STATE_TOPIC_NAME,
+            partition,
+            self._clock.now_ms() - started_ms,
+            job.slices,
+            loaded.records,
+        )
+
+    def _install(
+        self, partition: int, coordinator_epoch: int, loaded: dict[str, TransactionMetadata]
+    ) -> None:
+        to_complete = transactions_to_complete(loaded, coordinator_epoch, self._clock.now_ms())
+        self._cache[partition] = TxnMetadataCacheEntry(coordinator_epoch, loaded)
         del self._loading[partition]
         send_txn_markers = self._send_markers.pop(partition)
-        if records:
-            log.info(
-                "Finished loading %d transaction metadata from %s-%d (%d records)",
-                len(loaded),
-                TRANSACTION_STATE_TOPIC_NAME,
-                partition,
-                len(records),
-            )
         for txn in to_complete:
             send_txn_markers(txn)
 
-    @staticmethod
-    def _replay(records: list[KeyValue]) -> dict[str, TransactionMetadata]:
-        return {
-            transactional_id: value.to_metadata(transactional_id)
-            for transactional_id, value in decode_all(records).items()
-            if value is not None
-        }
+    def _leads(self, partition: int, coordinator_epoch: int) -> bool:
+        topic = self._metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
+        if topic is None or partition >= len(topic.partitions):
+            return False
+        state = topic.partitions[partition]
+        return state.leader == self.broker_id and state.leader_epoch == coordinator_epoch
+
+    def _cancel_load(self, partition: int) -> None:
+        job = self._load_jobs.pop(partition, None)
+        if job is not None:
+            job.cancel()
 
     def remove_transactions_for_txn_topic_partition(self, partition: int) -> None:
-        """This broker no longer leads ``partition``: forget its transactions."""
+        """This broker no longer leads ``partition``: forget its transactions (or give
+        their load up)."""
+        self._cancel_load(partition)
         self._loading.pop(partition, None)
         self._send_markers.pop(partition, None)
         entry = self._cache.pop(partition, None)

@@ -22,16 +22,18 @@ Skipped, and why: ``make test`` (it is what runs this test); ``pip install`` (th
 extras are installed already; it would reach the package index); ``kcat`` (when it is
 not installed, and its group member runs until Ctrl-C); ``xdg-open`` (a browser);
 ``docker compose`` (a Docker daemon and an image build; ``tests/unit/test_compose.py``
-checks the file and that the README's commands are its own); ``minikafka replay`` and
-``report`` unless ``MINIKAFKA_WALKTHROUGH_SPARK=1`` (a local Spark session takes a
+checks the file and that the README's commands are its own); ``minikafka replay``,
+``report`` and ``compare`` unless ``MINIKAFKA_WALKTHROUGH_SPARK=1`` (a local Spark session takes a
 minute; ``tests/integration/test_replay_e2e.py`` and ``test_report.py`` cover them).
 The pytest-plugin example is run by ``tests/integration/test_pytest_plugin.py``; the
-aiokafka example here, with ``python``.
+other ```python examples here, with ``python -`` (each must print something).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import re
 import shutil
 import signal
@@ -39,6 +41,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,26 +77,37 @@ def readme_blocks() -> list[Block]:
     return blocks
 
 
-def free_run(count: int) -> int:
-    """A port p with p..p+count-1 all free on 127.0.0.1."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count > 65000:
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_run(count: int, taken: set[int]) -> int:
+    """A port p with p..p+count-1 all free on 127.0.0.1, below the ephemeral range (as
+    the README's 9092 is), so no client's outgoing connection takes it meanwhile."""
+    low, _ = _ephemeral_range()
+    rng = random.Random()
+    for _ in range(500):
+        base = rng.randrange(10000, max(low - count, 10001))
+        ports = range(base, base + count)
+        if taken.intersection(ports):
             continue
         sockets = []
         try:
-            for port in range(base, base + count):
+            for port in ports:
                 s = socket.socket()
-                s.bind(("127.0.0.1", port))
                 sockets.append(s)
-            return base
+                s.bind(("127.0.0.1", port))
         except OSError:
             continue
         finally:
             for s in sockets:
                 s.close()
+        taken.update(ports)
+        return base
     raise RuntimeError("no free ports")
 
 
@@ -111,7 +125,7 @@ def skip_reason(line: str) -> str | None:
         return "opens a browser"
     if line.startswith("docker "):
         return "needs a Docker daemon (test_compose.py checks the file)"
-    if not SPARK and re.search(r"minikafka (replay|report)\b", line):
+    if not SPARK and re.search(r"minikafka (replay|report|compare)\b", line):
         return "Spark takes a minute (MINIKAFKA_WALKTHROUGH_SPARK=1 runs it)"
     return None
 
@@ -123,19 +137,28 @@ class Server:
     output: list[str] = field(default_factory=list)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)  # Ctrl-C in its terminal
+        """Ctrl-C in its terminal: SIGINT to its process group, then wait until every
+        process of the group (make and the broker under it) is gone."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            self.proc.poll()
             try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+                os.killpg(self.proc.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
 
 
 class Walkthrough:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
-        first, replay, control = free_run(3), free_run(3), free_run(1)
+        taken: set[int] = set()
+        first, replay, control = free_run(3, taken), free_run(3, taken), free_run(1, taken)
         self.ports = {
             "9092": first,
             "9093": first + 1,
@@ -255,9 +278,11 @@ class Walkthrough:
             text=True,
             timeout=COMMAND_TIMEOUT_S,
         )
-        self.ran.append("python <the aiokafka example>")
-        self.check("the aiokafka example", result.returncode, result.stdout + result.stderr, None)
-        assert result.stdout.strip(), "the aiokafka example printed nothing"
+        first = next((line for line in code.splitlines() if "bootstrap_servers" in line), "")
+        name = f"python <the example with {first.strip()}>"
+        self.ran.append(name)
+        self.check(name, result.returncode, result.stdout + result.stderr, None)
+        assert result.stdout.strip(), f"{name} printed nothing"
 
     def finish(self) -> None:
         for _, proc in self.background:

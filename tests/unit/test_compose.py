@@ -96,11 +96,12 @@ def test_commands(compose: dict[str, Any]) -> None:
         # Clients in other containers must be told a name they can reach, not 0.0.0.0.
         assert serve.advertised_host == advertised
     assert str(parse("broker").capture_dir) == "/captures"
-    assert parse("replay-broker").capture_dir is None
+    # The target captures too: the report joins its records with the replay's.
+    assert str(parse("replay-broker").capture_dir) == "/target-captures"
     assert command(s["workload"]) == "minikafka workload --bootstrap broker:9092 --duration 30"
     assert command(s["replay"]) == (
         "minikafka replay --capture /captures --bootstrap replay-broker:9092 "
-        "--out /results --master spark://spark-master:7077"
+        "--out /results --master spark://spark-master:7077 --target-capture /target-captures"
     )
     assert command(s["report"]) == "minikafka report --results /results --out /report"
     assert "spark://spark-master:7077" in command(s["spark-worker"])
@@ -142,7 +143,18 @@ def test_volumes_are_shared_where_the_data_flows(compose: dict[str, Any]) -> Non
         assert "captures:/captures" in mounts(reader)
         assert "results:/results" in mounts(reader)
     assert "results:/results" in mounts("report")
-    assert {"captures", "results"} <= set(compose["volumes"])
+    # The target's capture flows from replay-broker to the report, beside the capture.
+    assert "target-captures:/target-captures" in mounts("replay-broker")
+    assert {"captures:/captures", "target-captures:/target-captures"} <= mounts("report")
+    assert {"captures", "target-captures", "results"} <= set(compose["volumes"])
+
+
+def test_the_spark_worker_works_outside_the_package_dir(compose: dict[str, Any]) -> None:
+    """pyspark's package dir is root's: the worker (our user) writes its work dir in /tmp."""
+    worker = compose["services"]["spark-worker"]
+    argv = command(worker).split()
+    assert argv[argv.index("--work-dir") + 1] == worker["environment"]["SPARK_WORKER_DIR"]
+    assert argv[argv.index("--work-dir") + 1].startswith("/tmp/")
 
 
 def test_dockerfile_basics() -> None:

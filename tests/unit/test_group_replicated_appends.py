@@ -12,7 +12,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.group import GroupState, InMemoryGroupLog, group_admin
-from broker.group.group_metadata_manager import commit_error, store_group_error
+from broker.group.append_errors import commit_error, store_group_error
 from tests.helpers.group_harness import (
     Box,
     E,

@@ -134,6 +134,7 @@ def _row(
         "local_time_ms": 0.2,
         "response_queue_time_ms": 0.0,
         "response_send_time_ms": 0.2,
+        "correlation_id": 40 + sequence,
         **extra,
     }
 
@@ -173,6 +174,7 @@ async def test_follower_traffic_is_skipped_not_failed_and_each_send_is_mapped() 
     assert [r["replay_correlation_id"] for r in clients] == broker.correlations == [0, 1]
     assert {r["replay_broker_id"] for r in clients} == {0}
     assert clients[0]["captured_request_queue_ms"] == 0.1
+    assert [r["captured_correlation_id"] for r in clients] == [40, 41]  # the mapping
 
 
 # -- speed ------------------------------------------------------------------------------

@@ -1,0 +1,49 @@
+"""The errors a group request gets when its append to ``__consumer_offsets`` failed
+(Kafka's mappings in ``GroupMetadataManager.storeOffsets`` and ``storeGroup``).
+
+The append's own error (``GroupLog.append_to_log``'s callback) is mapped to one the
+client knows what to do with: retry, rediscover the coordinator, or rejoin.
+"""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+E = ErrorCode
+
+
+def commit_error(append_error: ErrorCode) -> ErrorCode:
+    """OffsetCommit's error for a failed append to ``__consumer_offsets`` (Kafka's
+    ``storeOffsets``): the client retries or rediscovers the coordinator on these."""
+    if append_error is E.none:
+        return E.none
+    if append_error in (
+        E.unknown_topic_or_partition,
+        E.not_enough_replicas,
+        E.not_enough_replicas_after_append,
+        E.request_timed_out,
+    ):
+        return E.coordinator_not_available
+    if append_error in (E.not_leader_or_follower, E.kafka_storage_error):
+        return E.not_coordinator
+    if append_error in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+        return E.invalid_commit_offset_size
+    return E.unknown_server_error
+
+
+def store_group_error(append_error: ErrorCode) -> ErrorCode:
+    """SyncGroup's (and a static rejoin's) error for a failed group-metadata append
+    (Kafka's ``storeGroup``): a timeout asks the members to rejoin."""
+    if append_error in (
+        E.unknown_topic_or_partition,
+        E.not_enough_replicas,
+        E.not_enough_replicas_after_append,
+    ):
+        return E.coordinator_not_available
+    if append_error in (E.not_leader_or_follower, E.kafka_storage_error):
+        return E.not_coordinator
+    if append_error is E.request_timed_out:
+        return E.rebalance_in_progress
+    if append_error in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+        return E.unknown_server_error
+    return append_error
