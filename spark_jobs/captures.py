@@ -20,6 +20,7 @@ from spark_jobs.schema import (
     CAPTURE_REQUEST_SCHEMA,
     DELAYED_OPERATION_EVENT_SCHEMA,
 )
+from spark_jobs.traffic import REPLICA_ID_APIS, replica_id_of_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,7 +57,15 @@ def capture_analysis_row(record: CaptureRequest) -> tuple[Any, ...]:
         record.purgatory,
         record.purgatory_outcome,
         list(record.error_codes),
+        _replica_id(record),
     )
+
+
+def _replica_id(record: CaptureRequest) -> int | None:
+    """The record's replica id; decoded from its bytes for captures older than the field."""
+    if record.replica_id is not None or record.api_key not in REPLICA_ID_APIS:
+        return record.replica_id
+    return replica_id_of_frame(record.api_key, record.request)
 
 
 def _requests_as_analysis_rows(path: str) -> Iterator[tuple[Any, ...]]:
@@ -69,7 +78,9 @@ def _requests_as_full_rows(path: str) -> Iterator[tuple[Any, ...]]:
     names = CAPTURE_REQUEST_SCHEMA.fieldNames()
     for record in read_capture(path):
         if isinstance(record, CaptureRequest):
-            yield tuple(getattr(record, name) for name in names)
+            values = {name: getattr(record, name) for name in names}
+            values["replica_id"] = _replica_id(record)
+            yield tuple(values[name] for name in names)
 
 
 def _events_as_rows(path: str) -> Iterator[tuple[Any, ...]]:

@@ -2,8 +2,21 @@
 
 Entry point of ``minikafka replay`` and of ``spark-submit spark_jobs/replay.py``::
 
-    replay --capture DIR --bootstrap HOST:PORT --out DIR [--speed F] [--master URL]
-           [--start-delay-s S] [--partitions N]
+    replay --capture DIR (--bootstrap HOST:PORT | --target-brokers N
+           [--target-override KEY=VALUE ...]) --out DIR [--speed F] [--master URL]
+           [--target-capture DIR] [--label TEXT] [--start-delay-s S] [--partitions N]
+
+The target. ``--bootstrap`` replays against a running cluster. ``--target-brokers N``
+starts a fresh minikafka of N brokers itself (``spark_jobs.target``), with the given
+``--target-override``s, capturing into ``OUT/_target_capture``, and stops it when the
+replay is done: one what-if variant per command. Either way the driver asks the target
+for its brokers (Metadata) and their configs (DescribeConfigs): the configs that are
+not Kafka's defaults label the variant in the report and in ``minikafka compare``.
+
+Like for like. Only client requests are replayed; inter-broker requests (follower
+fetches, with a replica id >= 0) are left out and reported as skips
+(``replay_skip``): the target's own followers replicate what the replay produces
+(``spark_jobs.traffic`` says why simulated followers would distort the figures).
 
 How the work is cut. The capture is read with its explicit schema
 (``read_capture_requests_df``), repartitioned by client (``replay_client.client_key``
@@ -19,13 +32,14 @@ There are as many partitions as task slots (``defaultParallelism``, or
 ``--partitions``): every connection must be live at once, and a second wave of tasks
 would start late.
 
-The driver asks ``--bootstrap`` for the cluster's brokers (Metadata) and sends each
-captured broker's connections to the broker with the same id. The replay stage runs in
-barrier mode: its tasks start together, warm up (codecs, every connection open: see
-``replay_client``), agree (``allGather`` of their ready instants) on a shared start
-(``shared_start_unix_s``) and send each request at its captured offset from the
-capture's first request divided by ``--speed``. Barrier mode also makes a cluster
-without enough free slots fail at once instead of replaying connections in late waves.
+Each captured broker's connections go to the target broker with the same id. The
+replay stage runs in barrier mode: its tasks start together, warm up (codecs, every
+connection open: see ``replay_client``), agree (``allGather`` of their ready instants)
+on a shared start (``shared_start_unix_s``) and send each request at its captured
+offset from the capture's first request divided by ``--speed`` (what that scales and
+what it cannot: ``spark_jobs.speed``; the replay warns about each captured wait that
+does not scale). Barrier mode also makes a cluster without enough free slots fail at
+once instead of replaying connections in late waves.
 
 Spark does not release a barrier the moment the last task arrives: each task's JVM
 side polls for the answer once a second (``BarrierTaskContext.runBarrier`` sleeps
@@ -41,22 +55,31 @@ On a cluster, ship this project's ``protocol`` and ``spark_jobs`` (done here wit
 ``addPyFile`` for non-local masters) and install kio, pydantic and crc32c on the
 executors.
 
-Progress: a driver thread polls Spark's status tracker and prints completed tasks.
-Output: Parquet with ``spark_jobs.schema.RESULT_SCHEMA`` in ``--out``; a summary line.
+Progress: one line per phase on stderr, and a bar of client requests replayed with an
+ETA (``spark_jobs.progress``: the status tracker for the tasks, the tasks' own counts).
+Output, in ``--out``: Parquet with ``spark_jobs.schema.RESULT_SCHEMA`` (each replayed
+request's target connection and correlation id: the key of the target's capture
+record), ``_replay.json`` (``spark_jobs.run_info``), and for a started target its
+capture and log; a summary line on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
-import threading
 import time
 import zipfile
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+from spark_jobs.progress import ProgressMonitor, phase
+from spark_jobs.run_info import RUN_FILE, TARGET_CAPTURE_DIR, ReplayRun, default_label
+from spark_jobs.target import TargetCluster, TargetError, parse_override
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -99,17 +122,28 @@ def shared_start_unix_s(
 class ReplaySummary:
     """What a replay did, for the caller and the summary line."""
 
-    def __init__(self, out: Path, requests: int, connections: int, errors: dict[str, int]):
+    def __init__(
+        self,
+        out: Path,
+        requests: int,
+        connections: int,
+        errors: dict[str, int],
+        skipped: dict[str, int] | None = None,
+    ):
         self.out = out
         self.requests = requests
         self.connections = connections
         self.errors = errors
+        self.skipped = skipped or {}
 
     def __str__(self) -> str:
         errs = ", ".join(f"{k}: {v}" for k, v in sorted(self.errors.items())) or "none"
+        skipped = sum(self.skipped.values())
+        replayed = self.requests - skipped
+        left_out = f"{skipped} inter-broker requests left out; " if skipped else ""
         return (
-            f"replayed {self.requests} requests on {self.connections} connections "
-            f"into {self.out} (replay errors: {errs})"
+            f"replayed {replayed} client requests on {self.connections} connections "
+            f"into {self.out} ({left_out}replay errors: {errs})"
         )
 
 
@@ -125,37 +159,36 @@ def _ship_packages(sc: SparkContext) -> None:
     sc.addPyFile(name)
 
 
-class _Progress(threading.Thread):
-    """Prints "replay: N/M tasks" while the replay stage runs (the status tracker)."""
+def prepare_out_dir(out: Path) -> None:
+    """Make ``out`` an empty directory: a previous replay's output is replaced, anything
+    else is refused (Spark's overwrite would delete it, and the target's capture goes
+    in here before the results are written)."""
+    if out.exists():
+        if not out.is_dir():
+            raise ValueError(f"--out {out} is not a directory")
+        entries = list(out.iterdir())
+        ours = any(e.name in ("_SUCCESS", RUN_FILE) for e in entries)
+        if entries and not ours:
+            raise ValueError(f"--out {out} holds files that are not a replay's: not replacing them")
+        for entry in entries:  # the directory itself may be a mount point (a volume)
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    out.mkdir(parents=True, exist_ok=True)
 
-    def __init__(self, sc: SparkContext, group: str, interval_s: float = 2.0) -> None:
-        super().__init__(name="replay-progress", daemon=True)
-        self._sc = sc
-        self._group = group
-        self._interval_s = interval_s
-        self._stop_event = threading.Event()
 
-    def run(self) -> None:
-        tracker = self._sc.statusTracker()
-        last = ""
-        while not self._stop_event.wait(self._interval_s):
-            done = total = 0
-            for job_id in tracker.getJobIdsForGroup(self._group):
-                job = tracker.getJobInfo(job_id)
-                if job is None:
-                    continue
-                for stage_id in job.stageIds:
-                    stage = tracker.getStageInfo(stage_id)
-                    if stage is not None:
-                        done += stage.numCompletedTasks
-                        total += stage.numTasks
-            line = f"replay: {done}/{total} tasks done"
-            if total and line != last:
-                print(line, flush=True)
-                last = line
+def _progress_host(sc: SparkContext) -> str:
+    return str(sc.getConf().get("spark.driver.host", "127.0.0.1") or "127.0.0.1")
 
-    def stop(self) -> None:
-        self._stop_event.set()
+
+@dataclass
+class TargetInfo:
+    """What the caller knows of the target beyond its bootstrap (for ``_replay.json``)."""
+
+    started: bool = False
+    overrides: list[str] = field(default_factory=list)
+    capture: Path | None = None
 
 
 def run_replay(
@@ -168,24 +201,31 @@ def run_replay(
     start_delay_s: float = 0.5,
     partitions: int | None = None,
     response_timeout_s: float = 60.0,
+    target: TargetInfo | None = None,
+    label: str | None = None,
 ) -> ReplaySummary:
-    """Replay ``capture`` against ``bootstrap``; write RESULT_SCHEMA Parquet to ``out``."""
+    """Replay ``capture`` against ``bootstrap``; write RESULT_SCHEMA Parquet and
+    ``_replay.json`` to ``out`` (which must exist and hold no results yet)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from spark_jobs.captures import read_capture_requests_df
-    from spark_jobs.replay_client import (
-        REPLAY_COLUMNS,
-        ReplaySchedule,
-        fetch_broker_addresses,
-        replay_rows,
-    )
+    from spark_jobs.replay_client import REPLAY_COLUMNS, ReplaySchedule, replay_rows
     from spark_jobs.schema import RESULT_SCHEMA
+    from spark_jobs.speed import SCALED, captured_waits, merge_waits, speed_warnings
+    from spark_jobs.target import describe_broker_configs, fetch_broker_addresses
+    from spark_jobs.traffic import traffic_column
 
     if speed <= 0:
         raise ValueError(f"--speed must be positive, got {speed}")
+    began = time.monotonic()
+    target = target or TargetInfo()
     sc = spark.sparkContext
+    out_path = Path(out)
+    out_path.mkdir(parents=True, exist_ok=True)
+    phase(f"reading the capture {capture}")
     addresses = fetch_broker_addresses(bootstrap)
+    config = describe_broker_configs(addresses)
     requests = read_capture_requests_df(spark, capture).select(*REPLAY_COLUMNS)
     # One read of the capture: shuffled into per-connection order and cached, and the
     # figures below computed from the cache, all before the clock starts.
@@ -199,25 +239,79 @@ def run_replay(
     ordered: DataFrame = requests.withColumn("_client", client).repartition(n_parts, "_client")
     ordered = ordered.drop("_client")
     ordered = ordered.sortWithinPartitions("broker_id", "connection_id", "sequence").persist()
+    # The schedule runs from the first client request to the last: a cluster's own
+    # traffic before and after its clients' is not replayed.
+    client_at = F.when(traffic_column() == "client", F.col("received_unix_us"))
     stats = ordered.agg(
-        F.min("received_unix_us").alias("first"),
+        F.coalesce(F.min(client_at), F.min("received_unix_us")).alias("first"),
+        F.coalesce(F.max(client_at), F.max("received_unix_us")).alias("last"),
         F.count(F.lit(1)).alias("n"),
+        F.sum(F.when(traffic_column() == "client", 1).otherwise(0)).alias("client"),
         F.countDistinct("broker_id", "connection_id").alias("connections"),
+        F.collect_set("broker_id").alias("brokers"),
     ).first()
     assert stats is not None
-    out_path = Path(out)
+    run = ReplayRun(
+        label=label or default_label(config.overrides()),
+        capture=str(Path(capture).resolve()),
+        speed=speed,
+        speed_scales=SCALED,
+        master=str(sc.master),
+        tasks=n_parts,
+        target_bootstrap=bootstrap,
+        target_brokers=len(addresses),
+        target_started=target.started,
+        target_overrides=list(target.overrides),
+        target_config=config.overrides(),
+        target_capture=str(target.capture.resolve()) if target.capture else None,
+    )
     if not stats["n"]:
         ordered.unpersist()
-        spark.createDataFrame([], RESULT_SCHEMA).write.mode("overwrite").parquet(str(out_path))
+        spark.createDataFrame([], RESULT_SCHEMA).write.mode("append").parquet(str(out_path))
+        run.write(out_path)
         return ReplaySummary(out_path, 0, 0, {})
-    connections = int(stats["connections"])
+    n, n_client = int(stats["n"]), int(stats["client"])
+    run.requests, run.client_requests = n, n_client
+    run.connections = int(stats["connections"])
+    run.capture_brokers = len(stats["brokers"])
+    run.capture_span_s = (int(stats["last"]) - int(stats["first"])) / 1e6
+    phase(
+        f"{n} captured requests on {run.connections} connections of {run.capture_brokers} "
+        f"brokers: {n_client} client requests to replay, {n - n_client} inter-broker left "
+        f"out (the target's brokers send their own); the schedule spans "
+        f"{run.capture_span_s:.1f} s, {run.capture_span_s / speed:.1f} s at --speed {speed:g}"
+    )
+    phase(f"target: {len(addresses)} brokers at {bootstrap}; config: {run.config_text()}")
+    missing = sorted(set(map(int, stats["brokers"])) - set(addresses))
+    if missing:
+        run.warnings.append(
+            f"captured brokers {missing} have no broker of the same id in the target: "
+            "their connections fail"
+        )
+    waits = ordered.where(F.col("api_key").isin(1, 11)).select("api_key", "request", "replica_id")
+    merged = merge_waits(
+        waits.rdd.mapPartitions(lambda rows: captured_waits(r.asDict() for r in rows)).collect()
+    )
+    run.warnings += speed_warnings(speed, merged, config.values)
+    if speed != 1:
+        phase(SCALED)
+    for warning in run.warnings:
+        phase(f"warning: {warning}")
 
+    group = f"minikafka-replay-{os.getpid()}-{time.time_ns()}"
+    try:
+        monitor: ProgressMonitor | None = ProgressMonitor(
+            sc, group, n_client, run.capture_span_s / speed, host=_progress_host(sc)
+        )
+    except OSError:
+        monitor = None  # no progress channel: the replay itself does not need one
     schedule = ReplaySchedule(
         addresses=addresses,
         start_unix_s=time.time() + start_delay_s,  # each task's agree_start replaces it
         first_received_us=int(stats["first"]),
         speed=speed,
         response_timeout_s=response_timeout_s,
+        progress_address=monitor.address if monitor is not None else None,
     )
 
     def replay_partition(rows: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
@@ -243,29 +337,37 @@ def run_replay(
             return start
 
         materialised = [row.asDict() for row in rows]
-        return replay_rows(materialised, schedule, agree_start)
+        return replay_rows(materialised, schedule, agree_start, context.partitionId())
 
-    group = f"minikafka-replay-{os.getpid()}-{time.time_ns()}"
     sc.setJobGroup(group, "minikafka replay")
-    progress = _Progress(sc, group)
-    progress.start()
+    phase(f"starting {n_parts} replay tasks (a barrier stage: they start together)")
+    if monitor is not None:
+        monitor.start()
     try:
         results = spark.createDataFrame(
             ordered.rdd.barrier().mapPartitions(replay_partition), RESULT_SCHEMA
         )
-        results.write.mode("overwrite").parquet(str(out_path))
+        results.write.mode("append").parquet(str(out_path))
     finally:
-        progress.stop()
+        if monitor is not None:
+            monitor.stop()
         ordered.unpersist()
+    phase("results written; counting errors")
     written = spark.read.schema(RESULT_SCHEMA).parquet(str(out_path))
-    errors = {
-        str(row["kind"]): int(row["count"])
-        for row in written.where(F.col("replay_error").isNotNull())
-        .groupBy(F.regexp_extract("replay_error", r"^([^:]*)", 1).alias("kind"))
-        .count()
-        .collect()
-    }
-    return ReplaySummary(out_path, int(stats["n"]), connections, errors)
+
+    def kinds(column: str) -> dict[str, int]:
+        return {
+            str(row["kind"]): int(row["count"])
+            for row in written.where(F.col(column).isNotNull())
+            .groupBy(F.regexp_extract(column, r"^([^:]*)", 1).alias("kind"))
+            .count()
+            .collect()
+        }
+
+    run.errors, run.skipped = kinds("replay_error"), kinds("replay_skip")
+    run.elapsed_s = round(time.monotonic() - began, 3)
+    run.write(out_path)
+    return ReplaySummary(out_path, n, run.connections, run.errors, run.skipped)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -274,9 +376,38 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description="Replay a capture against a broker from Spark; results as Parquet.",
     )
     parser.add_argument("--capture", required=True, help="capture directory (or file)")
-    parser.add_argument("--bootstrap", required=True, help="HOST:PORT[,...] of the target")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap", help="HOST:PORT[,...] of a running target")
+    where.add_argument(
+        "--target-brokers",
+        type=int,
+        help="start the target cluster itself: a fresh minikafka of N brokers on free ports "
+        f"of 127.0.0.1, capturing into OUT/{TARGET_CAPTURE_DIR}, stopped at the end",
+    )
+    parser.add_argument(
+        "--target-override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker config of the started target (repeatable), e.g. "
+        "replica.fetch.wait.max.ms=100: one what-if variant per command",
+    )
+    parser.add_argument(
+        "--target-capture",
+        default=None,
+        help="where the target captures: with --target-brokers, instead of "
+        f"OUT/{TARGET_CAPTURE_DIR}; with --bootstrap, the --capture-dir the target was "
+        "started with (the report then shows its outcomes beside the captured ones)",
+    )
+    parser.add_argument("--label", default=None, help="name of this variant (its configs)")
     parser.add_argument("--out", required=True, help="results directory (Parquet)")
-    parser.add_argument("--speed", type=float, default=1.0, help="time factor: 2 = twice as fast")
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="time factor of the client's schedule: 2 = twice as fast (broker-side waits "
+        "keep their length; see spark_jobs/speed.py)",
+    )
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
     parser.add_argument(
         "--start-delay-s",
@@ -291,7 +422,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--response-timeout-s", type=float, default=60.0, help="give up on an answer after (60)"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.target_override and not args.target_brokers:
+        parser.error("--target-override needs --target-brokers (a target the replay starts)")
+    if args.target_brokers is not None and args.target_brokers < 1:
+        parser.error(f"--target-brokers must be at least 1, not {args.target_brokers}")
+    for override in args.target_override:
+        try:
+            parse_override(override)
+        except ValueError as exc:
+            parser.error(f"--target-override: {exc}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -301,24 +442,59 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from spark_jobs.session import build_spark_session, is_local_master
 
-    active = SparkSession.getActiveSession()
-    spark = active or build_spark_session("minikafka-replay", args.master)
+    out = Path(args.out)
     try:
-        if not is_local_master(spark.sparkContext.master or "local"):
-            _ship_packages(spark.sparkContext)
-        summary = run_replay(
-            spark,
-            args.capture,
-            args.bootstrap,
-            args.out,
-            speed=args.speed,
-            start_delay_s=args.start_delay_s,
-            partitions=args.partitions,
-            response_timeout_s=args.response_timeout_s,
+        prepare_out_dir(out)
+    except ValueError as exc:
+        print(f"minikafka replay: error: {exc}", file=sys.stderr)
+        return 2
+    cluster: TargetCluster | None = None
+    target = TargetInfo(
+        overrides=list(args.target_override),
+        capture=Path(args.target_capture) if args.target_capture else None,
+    )
+    bootstrap = args.bootstrap
+    if args.target_brokers:
+        target.started = True
+        target.capture = target.capture or out / TARGET_CAPTURE_DIR
+        overrides = " ".join(args.target_override) or "none"
+        phase(f"starting the target cluster: {args.target_brokers} brokers, overrides: {overrides}")
+        cluster = TargetCluster(
+            args.target_brokers,
+            args.target_override,
+            capture_dir=target.capture,
+            log_path=out / "_target.log",
         )
+        try:
+            bootstrap = cluster.start()
+        except TargetError as exc:
+            print(f"minikafka replay: {exc}", file=sys.stderr)
+            return 1
+    active = SparkSession.getActiveSession()
+    try:
+        spark = active or build_spark_session("minikafka-replay", args.master)
+        try:
+            if not is_local_master(spark.sparkContext.master or "local"):
+                _ship_packages(spark.sparkContext)
+            summary = run_replay(
+                spark,
+                args.capture,
+                bootstrap,
+                out,
+                speed=args.speed,
+                start_delay_s=args.start_delay_s,
+                partitions=args.partitions,
+                response_timeout_s=args.response_timeout_s,
+                target=target,
+                label=args.label,
+            )
+        finally:
+            if active is None:
+                spark.stop()
     finally:
-        if active is None:
-            spark.stop()
+        if cluster is not None:
+            phase("stopping the target cluster (which closes its capture)")
+            cluster.stop()
     print(summary, flush=True)
     return 0
 

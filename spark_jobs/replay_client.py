@@ -58,7 +58,16 @@ from protocol.client import ClientConnection, Response
 from protocol.codec import RequestHeader, decode_request, encode_request, parse_request_header
 from protocol.error_codes import error_codes
 from protocol.errors import ProtocolError
+from spark_jobs.progress import ProgressReporter
 from spark_jobs.replay_rewrite import DECODE_APIS, LEARN_APIS, PRODUCE, ReplayRewriter
+from spark_jobs.traffic import (
+    CLIENT,
+    INTER_BROKER,
+    REPLICA_ID_APIS,
+    SKIP_INTER_BROKER,
+    is_inter_broker,
+    replica_id_of_frame,
+)
 
 __all__ = [
     "REPLAY_COLUMNS",
@@ -66,7 +75,6 @@ __all__ = [
     "ReplaySchedule",
     "causal_prerequisites",
     "client_key",
-    "fetch_broker_addresses",
     "replay_rows",
 ]
 
@@ -85,11 +93,15 @@ REPLAY_COLUMNS: Final = (
     "remote_time_ms",
     "purgatory",
     "purgatory_outcome",
+    "replica_id",
+    "request_queue_time_ms",
+    "local_time_ms",
+    "response_queue_time_ms",
+    "response_send_time_ms",
+    "correlation_id",
 )
 
 _READ_SIZE: Final = 1 << 16
-_METADATA: Final = 3
-_METADATA_VERSION: Final = 4
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,8 @@ class ReplaySchedule:
     speed: float = 1.0
     response_timeout_s: float = 60.0
     connect_timeout_s: float = 10.0
+    #: Where to send progress reports (``spark_jobs.progress``), if anywhere.
+    progress_address: tuple[str, int] | None = None
 
 
 # -- causality: what a client had been answered before it sent a request ------------
@@ -182,6 +196,9 @@ class _Result:
     response_ms: float | None = None
     codes: list[int] | None = None
     error: str | None = None
+    skip: str | None = None
+    connection: str | None = None  # as the target broker names it: "local-remote"
+    correlation_id: int | None = None
 
 
 @dataclass
@@ -200,6 +217,9 @@ class _Connection:
     client: ClientConnection = field(default_factory=ClientConnection)
     inflight: dict[int, _Inflight] = field(default_factory=dict)
     closed_reason: str | None = None
+    #: The connection as the broker names it, ``host:port-host:port`` (its address,
+    #: then ours): Kafka's connection id without the trailing index.
+    name: str | None = None
 
     async def connect(self) -> None:
         address = self.schedule.addresses.get(self.broker_id)
@@ -211,6 +231,8 @@ class _Connection:
         sock = self.writer.get_extra_info("socket") if self.writer is not None else None
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            broker, ours = sock.getpeername()[:2], sock.getsockname()[:2]
+            self.name = f"{broker[0]}:{broker[1]}-{ours[0]}:{ours[1]}"
         self.client = ClientConnection()  # correlation ids start over with the socket
         self.closed_reason = None
         self.reader_task = asyncio.get_running_loop().create_task(self._read_responses())
@@ -292,6 +314,17 @@ def _reframe(
     return memoryview(encoded)[4:], rewritten, expects, None
 
 
+def _inter_broker(row: dict[str, Any]) -> bool:
+    """Whether ``row`` is inter-broker traffic, by its replica id; decoded from the frame
+    (once, kept in the row) when the row has none, as rows of old captures."""
+    api_key = int(row["api_key"])
+    replica_id = row.get("replica_id")
+    if replica_id is None and api_key in REPLICA_ID_APIS and "_replica_decoded" not in row:
+        replica_id = row["replica_id"] = replica_id_of_frame(api_key, bytes(row["request"]))
+        row["_replica_decoded"] = True
+    return is_inter_broker(api_key, None if replica_id is None else int(replica_id))
+
+
 def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -327,6 +360,10 @@ async def _replay_rows_of(
         offset_s = (row["received_unix_us"] - schedule.first_received_us) / 1e6 / schedule.speed
         result = _Result(planned_ms=round(offset_s * 1000.0, 3))
         conn.results.append(result)
+        if _inter_broker(row):  # not replayed: see spark_jobs.traffic
+            result.skip = SKIP_INTER_BROKER
+            _settle(settled[index])
+            continue
         # Causality: wait for the answers the client had before it sent this request.
         pending = [f for f in prerequisites[index] if not f.done()]
         if pending:
@@ -343,7 +380,7 @@ async def _replay_rows_of(
             _settle(settled[index])
             continue
         if reason is not None:
-            result.error = reason
+            result.skip = reason
             _settle(settled[index])
             continue
         assert data is not None
@@ -360,6 +397,7 @@ async def _replay_rows_of(
         outgoing = conn.client.send_frame(data, expect_response=expects)
         sent_at = time.monotonic()
         result.actual_ms = round((sent_at - start_mono) * 1000.0, 3)
+        result.connection, result.correlation_id = conn.name, outgoing.correlation_id
         if expects:
             conn.inflight[outgoing.correlation_id] = _Inflight(
                 request=request, sent_at=sent_at, row_index=index, future=settled[index]
@@ -382,6 +420,7 @@ class _Prepared:
     rows: list[list[dict[str, Any]]]
     settled: list[list[asyncio.Future[None]]]
     waits: list[list[list[asyncio.Future[None]]]]
+    progress: ProgressReporter
 
 
 def _warm_codecs(groups: Sequence[tuple[int, str, list[dict[str, Any]]]]) -> None:
@@ -406,7 +445,7 @@ def _warm_codecs(groups: Sequence[tuple[int, str, list[dict[str, Any]]]]) -> Non
 
 
 async def _prepare(
-    groups: list[tuple[int, str, list[dict[str, Any]]]], schedule: ReplaySchedule
+    groups: list[tuple[int, str, list[dict[str, Any]]]], schedule: ReplaySchedule, task: int
 ) -> _Prepared:
     """Everything a task does before it says it is ready, so none of it eats into the
     shared schedule: the causal plan, the codecs, and every connection opened (a
@@ -428,9 +467,23 @@ async def _prepare(
     loop = asyncio.get_running_loop()
     settled: list[asyncio.Future[None]] = [loop.create_future() for _ in timings]
     waits = [[settled[j] for j in plan] for plan in causal_prerequisites(timings)]
+    client_rows = [
+        future
+        for future, row in zip(settled, (r for _, _, rs in groups for r in rs), strict=True)
+        if not _inter_broker(row)
+    ]
+    progress = ProgressReporter(schedule.progress_address, task, len(client_rows))
+    for future in client_rows:
+        future.add_done_callback(progress.tick)
     _warm_codecs(groups)
-    await asyncio.gather(*(_connect_early(conn) for conn in conns))
-    prepared = _Prepared(conns, [], [], [])
+    await asyncio.gather(
+        *(
+            _connect_early(conn)
+            for conn, (_, _, rows) in zip(conns, groups, strict=True)
+            if not all(_inter_broker(row) for row in rows)
+        )
+    )
+    prepared = _Prepared(conns, [], [], [], progress)
     first = 0
     for _, _, rows in groups:
         last = first + len(rows)
@@ -464,6 +517,7 @@ def replay_rows(
     rows: Iterable[Mapping[str, Any]],
     schedule: ReplaySchedule,
     agree_start: Callable[[float], float] | None = None,
+    task: int = 0,
 ) -> Iterator[tuple[Any, ...]]:
     """Replay ``rows`` (``REPLAY_COLUMNS``, each connection's rows together and in
     sequence order, every connection of a client in the same call) and yield one
@@ -473,7 +527,8 @@ def replay_rows(
     tasks of a barrier wait for every one of them), when this task is fully warmed up
     -- event loop running, codecs loaded, connections open -- with that instant; it
     blocks until the tasks agree and returns the shared start (wall clock, seconds).
-    Without it the start is ``schedule.start_unix_s``."""
+    Without it the start is ``schedule.start_unix_s``. ``task`` names this task in the
+    progress reports (``schedule.progress_address``)."""
     groups: list[tuple[int, str, list[dict[str, Any]]]] = []
     for row in rows:
         key = (int(row["broker_id"]), str(row["connection_id"]))
@@ -486,9 +541,13 @@ def replay_rows(
         return
     # One loop for both phases: the connections opened while preparing stay open.
     with asyncio.Runner() as runner:
-        prepared = runner.run(_prepare(groups, schedule))
+        prepared = runner.run(_prepare(groups, schedule, task))
         start = schedule.start_unix_s if agree_start is None else agree_start(time.time())
-        conns = runner.run(_replay_prepared(prepared, start))
+        prepared.progress.started(start)
+        try:
+            conns = runner.run(_replay_prepared(prepared, start))
+        finally:
+            prepared.progress.close()
     for conn, (_, _, conn_rows) in zip(conns, groups, strict=True):
         for row, result in zip(conn_rows, conn.results, strict=False):
             yield (
@@ -506,43 +565,19 @@ def replay_rows(
                 result.response_ms,
                 result.codes,
                 result.error,
+                conn.broker_id,
+                INTER_BROKER if _inter_broker(row) or result.skip == SKIP_INTER_BROKER else CLIENT,
+                result.skip,
+                _opt_float(row.get("request_queue_time_ms")),
+                _opt_float(row.get("local_time_ms")),
+                _opt_float(row.get("response_queue_time_ms")),
+                _opt_float(row.get("response_send_time_ms")),
+                conn.broker_id if result.correlation_id is not None else None,
+                result.connection,
+                result.correlation_id,
+                row.get("correlation_id"),
             )
 
 
-# -- the driver's one look at the target cluster ------------------------------------
-
-
-def fetch_broker_addresses(bootstrap: str, timeout_s: float = 10.0) -> dict[int, tuple[str, int]]:
-    """Broker id -> (host, port) from a Metadata request to the first reachable
-    bootstrap server."""
-    from protocol.builders import request_builder
-
-    request = request_builder(_METADATA, _METADATA_VERSION).MetadataRequest(
-        topics=(), allow_auto_topic_creation=False
-    )
-    errors: list[str] = []
-    for server in bootstrap.split(","):
-        host, _, port = server.strip().rpartition(":")
-        client = ClientConnection("minikafka-replay")
-        outgoing = client.send(_METADATA, _METADATA_VERSION, request)
-        try:
-            with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
-                sock.sendall(outgoing.data)
-                response = _receive_one(sock, client)
-            brokers: Any = getattr(response.body, "brokers", ())
-        except (OSError, ValueError, ProtocolError) as exc:
-            errors.append(f"{server}: {exc}")
-            continue
-        return {int(b.node_id): (str(b.host), int(b.port)) for b in brokers}
-    raise ConnectionError(f"no bootstrap server answered Metadata: {'; '.join(errors)}")
-
-
-def _receive_one(sock: socket.socket, client: ClientConnection) -> Response:
-    """Read until ``client`` has the answer to its one request in flight."""
-    while True:
-        data = sock.recv(_READ_SIZE)
-        if not data:
-            raise ConnectionError("connection closed mid-response")
-        responses = client.receive(data)
-        if responses:
-            return responses[0]
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -18,9 +18,10 @@ first time after an answer of the new broker is mapped to the value that answer 
 Member ids are unique strings, so the member map may be shared by all connections of a
 replay task (a leader's SyncGroup then also rewrites the other members it knows);
 generations are per group. Inter-broker requests (follower Fetch and
-OffsetForLeaderEpoch, with a replica id >= 0) are not replayed: the new cluster's own
-followers fetch for themselves, and a fake follower would move its ISR and high
-watermark. ``skip_reason`` says so.
+OffsetForLeaderEpoch, with a replica id >= 0; WriteTxnMarkers) are not replayed: the new
+cluster's own brokers send their own, and a fake follower would move its ISR and high
+watermark (``spark_jobs.traffic``). ``skip_reason`` says so; the replay reports it as a
+skip, not an error.
 
 Sans-IO and Spark-free, so the rules are tested without a broker or a JVM.
 """
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from protocol.record_batch import compute_crc, iter_batches
+from spark_jobs.traffic import SKIP_INTER_BROKER, is_inter_broker, replica_id_of
 
 __all__ = [
     "FETCH",
@@ -128,13 +130,8 @@ class ReplayRewriter:
     @staticmethod
     def skip_reason(api_key: int, request: Any) -> str | None:
         """Why a request is not to be replayed, or None."""
-        if api_key in (FETCH, OFFSET_FOR_LEADER_EPOCH):
-            replica_id = getattr(request, "replica_id", None)
-            state = getattr(request, "replica_state", None)
-            if replica_id is None and state is not None:
-                replica_id = getattr(state, "replica_id", -1)
-            if replica_id is not None and int(replica_id) >= 0:
-                return "skipped: inter-broker request (replica id >= 0)"
+        if is_inter_broker(api_key, replica_id_of(request)):
+            return SKIP_INTER_BROKER
         return None
 
     def rewrite(self, connection: str, api_key: int, request: Any) -> Any:

@@ -168,6 +168,7 @@ class RequestLogEntry:
             self.purgatory,
             self.purgatory_outcome,
             list(self.error_codes) if self.error_codes is not None else None,
+            self.replica_id,
         )
 
 

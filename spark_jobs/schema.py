@@ -108,11 +108,17 @@ CAPTURE_REQUEST_SCHEMA: Final = spark_schema_for(CaptureRequest)
 #: Every field of a delayed-operation event.
 DELAYED_OPERATION_EVENT_SCHEMA: Final = spark_schema_for(DelayedOperationEvent)
 
-#: One row per replayed request, the captured figures beside the replayed ones. Written
+#: One row per captured request, the captured figures beside the replayed ones. Written
 #: by the replay job, read by the report. Times are milliseconds; ``planned_send_ms`` and
 #: ``actual_send_ms`` count from the start of the replay, so ``actual - planned`` is the
 #: schedule lag. ``response_ms`` is send -> response latency, null when no response came
-#: (acks=0, or ``replay_error`` says why).
+#: (acks=0, ``replay_skip`` says why it was not sent, or ``replay_error`` what failed).
+#: ``traffic`` is "client" or "inter-broker" (``spark_jobs.traffic``); inter-broker
+#: requests are skipped. ``captured_*_ms`` are Kafka's breakdown as captured. The
+#: ``replay_*`` columns say where the request went: the target broker, the connection
+#: as that broker names it (the ``LOCAL-REMOTE`` part of Kafka's connection id
+#: ``local:port-remote:port-index``) and the correlation id the replay gave it -- the
+#: key of the target's own capture record of it.
 RESULT_SCHEMA: Final = StructType(
     [
         StructField("api_key", IntegerType(), nullable=False),
@@ -129,6 +135,18 @@ RESULT_SCHEMA: Final = StructType(
         StructField("response_ms", DoubleType(), nullable=True),
         StructField("error_codes", ArrayType(IntegerType(), containsNull=False), nullable=True),
         StructField("replay_error", StringType(), nullable=True),
+        # -- added with the fidelity report (appended: positions above are kept) --
+        StructField("broker_id", LongType(), nullable=False),
+        StructField("traffic", StringType(), nullable=False),
+        StructField("replay_skip", StringType(), nullable=True),
+        StructField("captured_request_queue_ms", DoubleType(), nullable=True),
+        StructField("captured_local_ms", DoubleType(), nullable=True),
+        StructField("captured_response_queue_ms", DoubleType(), nullable=True),
+        StructField("captured_send_ms", DoubleType(), nullable=True),
+        StructField("replay_broker_id", LongType(), nullable=True),
+        StructField("replay_connection", StringType(), nullable=True),
+        StructField("replay_correlation_id", LongType(), nullable=True),
+        StructField("captured_correlation_id", LongType(), nullable=True),
     ]
 )
 
@@ -136,7 +154,7 @@ RESULT_SCHEMA: Final = StructType(
 #: (a capture directory or Kafka's request log). ``source`` says which.
 #: ``received_unix_us`` is when the broker received it (request log: log time minus
 #: total time). ``sequence`` and ``broker_id`` are null for the request log, which has
-#: neither.
+#: neither. ``replica_id`` tells follower requests (``spark_jobs.traffic``).
 ANALYSIS_SCHEMA: Final = StructType(
     [
         StructField("source", StringType(), nullable=False),
@@ -159,6 +177,7 @@ ANALYSIS_SCHEMA: Final = StructType(
         StructField("purgatory", StringType(), nullable=True),
         StructField("purgatory_outcome", StringType(), nullable=True),
         StructField("error_codes", ArrayType(IntegerType(), containsNull=False), nullable=True),
+        StructField("replica_id", LongType(), nullable=True),
     ]
 )
 

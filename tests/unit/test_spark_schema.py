@@ -106,6 +106,26 @@ def test_result_schema_is_the_replay_contract() -> None:
         "response_ms",
         "error_codes",
         "replay_error",
+        # appended with the fidelity report: the positions above are kept
+        "broker_id",
+        "traffic",
+        "replay_skip",
+        "captured_request_queue_ms",
+        "captured_local_ms",
+        "captured_response_queue_ms",
+        "captured_send_ms",
+        "replay_broker_id",
+        "replay_connection",
+        "replay_correlation_id",
+        "captured_correlation_id",
     ]
     nullable = {f.name for f in RESULT_SCHEMA.fields if f.nullable}
     assert {"purgatory", "purgatory_outcome", "response_ms", "replay_error"} <= nullable
+    assert {"replay_skip", "replay_connection", "replay_correlation_id"} <= nullable
+    assert "traffic" not in nullable
+
+
+def test_analysis_schema_tells_follower_requests() -> None:
+    fields = {f.name: f for f in ANALYSIS_SCHEMA.fields}
+    assert fields["replica_id"].dataType == LongType() and fields["replica_id"].nullable
+    assert CAPTURE_REQUEST_SCHEMA["replica_id"].nullable
