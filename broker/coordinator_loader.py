@@ -143,7 +143,7 @@ class EventLoopLoadScheduler:
     def __init__(self, max_slice_ms: float = DEFAULT_MAX_SLICE_MS) -> None:
         self.max_slice_s = max_slice_ms / 1000
         self._queue: deque[LoadJob] = deque()
-        self._scheduled = False
+        self._running_on: asyncio.AbstractEventLoop | None = None  # a slice is due there
 
     @property
     def pending(self) -> int:
@@ -157,20 +157,22 @@ class EventLoopLoadScheduler:
             job.run_to_completion()
             return
         self._queue.append(job)
-        if not self._scheduled:
-            self._scheduled = True
+        if self._running_on is not loop:
+            self._running_on = loop
             loop.call_soon(self._run_slice, loop)
 
     def _run_slice(self, loop: asyncio.AbstractEventLoop) -> None:
         deadline = time.perf_counter() + self.max_slice_s
         queue = self._queue
-        while queue and time.perf_counter() < deadline:
+        while queue:  # the next job goes on in this slice if time remains
             if not queue[0].run_slice(deadline=deadline):
                 queue.popleft()
-        if queue and not loop.is_closed():
+            if time.perf_counter() >= deadline:
+                break
+        if queue:
             loop.call_soon(self._run_slice, loop)
         else:
-            self._scheduled = False
+            self._running_on = None
 
 
 class ManualLoadScheduler:

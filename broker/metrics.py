@@ -15,7 +15,8 @@ fixed buckets (quantiles are then ``histogram_quantile`` away). Meters (``...Per
 are counters (``_total``); their rate is Prometheus's job.
 
 Per-request cost is kept small on purpose: the observer touches no prometheus-client
-object on the request path, only floats and lists of ints (one ``bisect`` per phase);
+object on the request path, only lists of ints (one ``bisect`` of the phase's integer
+nanoseconds and two adds per phase, unrolled; no float until someone reads);
 prometheus-client builds the text at scrape time, from a registry of our own (never its
 global one, so two clusters in one process do not collide).
 """
@@ -120,24 +121,59 @@ class Histogram:
         return sum(self.counts[:index])
 
 
-class _ApiMetrics:
-    """One request name's counters and time histograms."""
+_NS_BUCKETS: tuple[int, ...] = tuple(round(bound * _NS_PER_MS) for bound in BUCKETS_MS)
+"""``BUCKETS_MS`` in nanoseconds: phases are bucketed as the integer stamps' differences."""
+_STRIDE = len(BUCKETS_MS) + 1  # buckets of one phase in ``_ApiMetrics.counts``
 
-    __slots__ = ("histograms", "requests_by_version")
+
+class _ApiMetrics:
+    """One request name's counters and time histograms, kept flat for the request path:
+    ``counts`` holds the six phases' buckets one after the other (not cumulative) and
+    ``sums_ns`` their sums in nanoseconds; a phase's observation count is the sum of its
+    buckets. ``histograms`` builds ``Histogram`` snapshots for readers."""
+
+    __slots__ = ("counts", "requests_by_version", "sums_ns")
 
     def __init__(self) -> None:
-        self.histograms = tuple(Histogram() for _ in PHASES)
+        self.counts = [0] * (_STRIDE * len(PHASES))
+        self.sums_ns = [0] * len(PHASES)
         self.requests_by_version: dict[int, int] = {}
 
-    def observe(self, version: int, phases: tuple[float, ...]) -> None:
+    def observe_ns(
+        self, version: int, queue: int, local: int, remote: int, wait: int, send: int, total: int
+    ) -> None:
+        """One request's six phases (``PHASES`` order), in nanoseconds, none negative."""
         by_version = self.requests_by_version
         by_version[version] = by_version.get(version, 0) + 1
-        # Histogram.observe inlined: this runs six times for every request.
+        # Unrolled: this runs for every request; one bisect and two adds per phase.
+        counts = self.counts
+        sums = self.sums_ns
         bisect_left = bisect.bisect_left
-        for histogram, value in zip(self.histograms, phases, strict=True):
-            histogram.counts[bisect_left(BUCKETS_MS, value)] += 1
-            histogram.sum += value
-            histogram.count += 1
+        b = _NS_BUCKETS
+        counts[bisect_left(b, queue)] += 1
+        counts[_STRIDE + bisect_left(b, local)] += 1
+        counts[2 * _STRIDE + bisect_left(b, remote)] += 1
+        counts[3 * _STRIDE + bisect_left(b, wait)] += 1
+        counts[4 * _STRIDE + bisect_left(b, send)] += 1
+        counts[5 * _STRIDE + bisect_left(b, total)] += 1
+        sums[0] += queue
+        sums[1] += local
+        sums[2] += remote
+        sums[3] += wait
+        sums[4] += send
+        sums[5] += total
+
+    def histogram(self, phase: int) -> Histogram:
+        """A snapshot of phase ``phase`` (an index into ``PHASES``)."""
+        h = Histogram()
+        h.counts = self.counts[phase * _STRIDE : (phase + 1) * _STRIDE]
+        h.count = sum(h.counts)
+        h.sum = self.sums_ns[phase] / _NS_PER_MS
+        return h
+
+    @property
+    def histograms(self) -> tuple[Histogram, ...]:
+        return tuple(self.histogram(i) for i in range(len(PHASES)))
 
 
 class RequestMetrics:
@@ -148,6 +184,7 @@ class RequestMetrics:
         self.broker_id = broker_id
         self.apis: dict[str, _ApiMetrics] = {}
         self._names: dict[int, str] = {key: api_name(key) for key in KIO_VERSIONS}
+        self._by_key: dict[int, _ApiMetrics] = {}  # api key -> its apis entry
         # Follower fetches in flight: id(ctx) -> ctx (the ctx is held, so its id cannot
         # be reused while it is here; a connection lost mid-fetch leaves an entry, which
         # the size check below bounds).
@@ -172,22 +209,29 @@ class RequestMetrics:
         remote_end = t.remote_end_ns or local_end
         send_start = t.send_start_ns or remote_end
         send_end = t.send_end_ns or send_start
-        phases = (
-            max(local_start - received, 0) / _NS_PER_MS,
-            max(local_end - local_start, 0) / _NS_PER_MS,
-            max(remote_end - local_end, 0) / _NS_PER_MS,
-            max(send_start - remote_end, 0) / _NS_PER_MS,
-            max(send_end - send_start, 0) / _NS_PER_MS,
-            max(send_end - received, 0) / _NS_PER_MS,
-        )
+        # The stamps come from one monotonic clock in this order; the guards only keep
+        # a stamp that was never taken (0) from making a phase negative.
+        queue = local_start - received
+        local = local_end - local_start
+        remote = remote_end - local_end
+        wait = send_start - remote_end
+        send = send_end - send_start
+        total = send_end - received
+        if queue < 0 or local < 0 or remote < 0 or wait < 0 or send < 0 or total < 0:
+            queue, local, remote = max(queue, 0), max(local, 0), max(remote, 0)
+            wait, send, total = max(wait, 0), max(send, 0), max(total, 0)
         header = ctx.header
         api_key = header.api_key
-        name = self._names.get(api_key) or f"ApiKey{api_key}"
-        self._api(name).observe(header.api_version, phases)
+        metrics = self._by_key.get(api_key)
+        if metrics is None:
+            name = self._names.get(api_key) or f"ApiKey{api_key}"
+            metrics = self._by_key[api_key] = self._api(name)
+        version = header.api_version
+        metrics.observe_ns(version, queue, local, remote, wait, send, total)
         if api_key == FETCH_KEY:
             follower = self._follower_fetches.pop(id(ctx), None) is ctx
-            self._api(FOLLOWER_FETCH if follower else CONSUMER_FETCH).observe(
-                header.api_version, phases
+            self._api(FOLLOWER_FETCH if follower else CONSUMER_FETCH).observe_ns(
+                version, queue, local, remote, wait, send, total
             )
             if t.purgatory_outcome == "expired":
                 self.fetch_expirations["follower" if follower else "consumer"] += 1
@@ -203,12 +247,12 @@ class RequestMetrics:
     # -- reading ------------------------------------------------------------------------
 
     def histogram(self, request: str, phase: str) -> Histogram:
-        """The histogram of ``phase`` (a name from ``PHASES``) for ``request``; empty
-        when no such request completed yet."""
+        """A snapshot of the histogram of ``phase`` (a name from ``PHASES``) for
+        ``request``; empty when no such request completed yet."""
         metrics = self.apis.get(request)
         if metrics is None:
             return Histogram()
-        return metrics.histograms[PHASES.index(phase)]
+        return metrics.histogram(PHASES.index(phase))
 
     def request_count(self, request: str) -> int:
         metrics = self.apis.get(request)

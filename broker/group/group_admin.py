@@ -62,14 +62,17 @@ def handle_describe_groups(
 def handle_list_groups(
     manager: GroupMetadataManager, states: Iterable[str] = ()
 ) -> tuple[ErrorCode, list[GroupOverview]]:
-    """ListGroups, optionally filtered by state names (case-insensitive, v4+)."""
+    """ListGroups, optionally filtered by state names (case-insensitive, v4+). While a
+    partition is being loaded the groups known so far come with
+    COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers (the list may be incomplete)."""
     wanted = {s.lower() for s in states}
     overviews = [
         GroupOverview(g.group_id, g.protocol_type or "", g.state.value)
         for g in manager.current_groups
         if not g.is_in(GroupState.DEAD) and (not wanted or g.state.value.lower() in wanted)
     ]
-    return E.none, overviews
+    error = E.coordinator_load_in_progress if manager.loading_partitions else E.none
+    return error, overviews
 
 
 def is_known_state(name: str) -> bool:

@@ -47,8 +47,8 @@ from broker.group.offsets import OffsetAndMetadata
 from broker.group.results import TopicPartition
 from broker.group.txn_offsets import restore_pending_txn_offsets
 
-DECODE_UNIT = 256  # records decoded a step (a few hundred microseconds)
-BUILD_UNIT = 64  # groups built a step
+DECODE_UNIT = 64  # records decoded a step (a few hundred microseconds)
+BUILD_UNIT = 16  # groups built a step
 
 NewGroup = Callable[[str, GroupState], GroupMetadata]
 

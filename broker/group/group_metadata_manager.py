@@ -42,8 +42,7 @@ Where this differs from Kafka:
 * A ``GroupLog`` that raises (a bug, not an append error) counts as an append that
   failed with UNKNOWN_SERVER_ERROR.
 * A partition loads in slices on the event loop, not on a thread (``coordinator_loader``
-  says why); a partition whose replica is not online yet stays "loading" until the next
-  metadata change.
+  says why), and stays "loading" while its replica is not online.
 * Deleting a group writes its group tombstone even at generation 0.
 * No coordinator epochs.
 """
@@ -231,9 +230,8 @@ class GroupMetadataManager:
         self._follow_leadership()
 
     def _follow_leadership(self) -> None:
-        """Kafka's onElection / onResignation, from the shared cluster metadata: unload
-        what this broker no longer leads, load what it has come to lead (again, when a
-        load under way was started at another leader epoch)."""
+        """Kafka's onElection / onResignation, from the cluster metadata: unload what this
+        broker no longer leads, load what it leads now (again if at another epoch)."""
         listener = self._listener
         if listener is None:
             return
@@ -286,18 +284,23 @@ class GroupMetadataManager:
         steps: Generator[int, None, LoadedPartition],
         on_group_loaded: Callable[[GroupMetadata], None],
     ) -> LoadSteps:
-        loaded = yield from steps
         partition = load.partition
+        try:
+            loaded = yield from steps
+        except Exception:  # a bug: the next metadata change tries again
+            log.exception("Error loading %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
+            loaded = None
         if self._loading.get(partition) is not load:
             return  # given up meanwhile
         del self._loading[partition]
+        if loaded is None:
+            return
         if load.leader_epoch is not None and not self._leads(partition, load.leader_epoch):
-            log.info(
-                "Not loading %s-%d: no longer its leader", GROUP_METADATA_TOPIC_NAME, partition
-            )
+            log.info("Not loading %s-%d: not its leader", GROUP_METADATA_TOPIC_NAME, partition)
             return
         installed = self._install(partition, loaded, load)
-        log.info(
+        log.log(
+            logging.INFO if loaded.records else logging.DEBUG,
             "Finished loading offsets and group metadata from %s-%d in %d milliseconds "
             "(%d slices): %d records, %d groups",
             GROUP_METADATA_TOPIC_NAME,

@@ -22,7 +22,7 @@ from broker.txn.transaction_state import TransactionState
 
 S = TransactionState
 
-DECODE_UNIT = 256  # records decoded a step
+DECODE_UNIT = 64  # records decoded a step (a few hundred microseconds)
 
 
 @dataclass

@@ -31,8 +31,7 @@ this component keeps the transactions and makes their state durable, as Kafka's 
 Where this differs from Kafka:
 
 * A partition loads in slices on the event loop, not on a thread (``coordinator_loader``
-  says why); a partition whose replica is not online yet stays loading until the next
-  metadata change. Unloading is at once.
+  says why), and stays loading while its replica is not online. Unloading is at once.
 * ``__transaction_state`` is created with the replication factor capped by the live
   brokers, and ``min.insync.replicas`` capped by that factor (Kafka refuses to create
   it with fewer brokers than ``transaction.state.log.replication.factor``, and a
@@ -323,14 +322,10 @@ class TransactionStateManager:
         batches = self._log.open_log(partition)
         if batches is None:
             return  # no online replica yet: still loading
-        log.debug(
-            "Loading transaction metadata from %s-%d at epoch %d",
-            TRANSACTION_STATE_TOPIC_NAME,
-            partition,
-            coordinator_epoch,
-        )
+        name = f"{TRANSACTION_STATE_TOPIC_NAME}-{partition}"
+        log.debug("Loading transaction metadata from %s at epoch %d", name, coordinator_epoch)
         job = LoadJob(
-            f"{TRANSACTION_STATE_TOPIC_NAME}-{partition}",
+            name,
             self._load_steps(partition, coordinator_epoch, batches, self._clock.now_ms()),
         )
         self._load_jobs[partition] = job
@@ -345,17 +340,21 @@ class TransactionStateManager:
     ) -> LoadSteps:
         """``transaction_loader.load_partition``'s steps, then the install if this
         broker still leads the partition at ``coordinator_epoch``."""
-        loaded = yield from load_partition(batches)
+        try:
+            loaded = yield from load_partition(batches)
+        except Exception:  # a bug: the next metadata change tries again
+            log.exception("Error loading %s-%d", TRANSACTION_STATE_TOPIC_NAME, partition)
+            self._load_jobs.pop(partition, None)
+            return
         job = self._load_jobs.pop(partition, None)
         if self._loading.get(partition) != coordinator_epoch or job is None:
             return  # given up meanwhile
         if not self._leads(partition, coordinator_epoch):
-            log.info(
-                "Not loading %s-%d: no longer its leader", TRANSACTION_STATE_TOPIC_NAME, partition
-            )
+            log.info("Not loading %s-%d: not its leader", TRANSACTION_STATE_TOPIC_NAME, partition)
             return
         self._install(partition, coordinator_epoch, loaded.transactions)
-        log.info(
+        log.log(
+            logging.INFO if loaded.records else logging.DEBUG,
             "Finished loading %d transaction metadata from %s-%d in %d milliseconds "
             "(%d slices, %d records)",
             len(loaded.transactions),

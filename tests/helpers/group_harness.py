@@ -19,6 +19,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import ClusterMetadata
+from broker.coordinator_loader import LoadScheduler
 from broker.group import (
     GroupConfig,
     GroupCoordinator,
@@ -94,7 +95,12 @@ def _split_config(config: dict[str, Any]) -> tuple[GroupConfig, OffsetConfig]:
 
 
 class Harness:
-    def __init__(self, log: InMemoryGroupLog | None = None, **config: Any) -> None:
+    def __init__(
+        self,
+        log: InMemoryGroupLog | None = None,
+        load_scheduler: LoadScheduler | None = None,
+        **config: Any,
+    ) -> None:
         self.clock = ManualClock(0)
         self.scheduler = SystemTimer(self.clock, name="scheduler")
         self.timers = [
@@ -120,6 +126,7 @@ class Harness:
             self.log,
             self.scheduler,
             uuid_factory=lambda: f"uuid{next(counter)}",
+            load_scheduler=load_scheduler,
         )
         self.coord = GroupCoordinator(group_config, self.heartbeat, self.rebalance, self.manager)
 

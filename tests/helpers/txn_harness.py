@@ -18,6 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import ClusterMetadata
+from broker.coordinator_loader import LoadScheduler
 from broker.txn.transaction_config import TransactionConfig
 from broker.txn.transaction_coordinator import InitProducerIdResult, TransactionCoordinator
 from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME, InMemoryTransactionLog
@@ -54,6 +55,7 @@ class TxnHarness:
         brokers: int = 1,
         num_partitions: int = 3,
         topics: dict[str, int] | None = None,
+        load_scheduler: LoadScheduler | None = None,
         **config: Any,
     ) -> None:
         self.clock = ManualClock(1_000_000)
@@ -64,7 +66,7 @@ class TxnHarness:
         self.config = TransactionConfig(transaction_log_num_partitions=num_partitions, **config)
         self.log = InMemoryTransactionLog()
         self.manager = TransactionStateManager(
-            0, self.config, self.clock, self.metadata, self.log, self.scheduler
+            0, self.config, self.clock, self.metadata, self.log, self.scheduler, load_scheduler
         )
         self.channel = TransactionMarkerChannelManager(
             0, self.config, self.metadata, self.manager, self.scheduler

@@ -137,7 +137,8 @@ async def test_tombstones_are_kept_for_delete_retention_ms_then_removed() -> Non
 async def test_consumer_offsets_is_compacted(tmp_path: Path) -> None:
     overrides = {
         **CLEANER,
-        "log.segment.bytes": "2048",
+        # __consumer_offsets has its own segment size (Kafka's), not log.segment.bytes
+        "offsets.topic.segment.bytes": "2048",
         "offsets.topic.num.partitions": "1",
         "offsets.topic.replication.factor": "1",
     }
