@@ -56,7 +56,7 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.cluster_metadata import OFFSETS_TOPIC
 from broker.config import BrokerConfig
-from broker.group.partition_hash import partition_for
+from broker.partition_hash import partition_for
 from protocol.builders import request_builder
 from tests.helpers.raw_client import RawClient
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import socket
 import struct
 import tempfile
@@ -72,10 +73,8 @@ class Probe:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
 
 
 async def _request(host: str, port: int, api_key: int, version: int, body: Any) -> str:
@@ -198,7 +197,8 @@ async def connect_storm(host: str, port: int, seconds: float) -> str:
     times.sort()
     if not times:
         return "no client served"
-    return f"{len(times)} served, p50 {times[len(times) // 2]:.0f} ms, p99 {times[-len(times) // 100]:.0f} ms"
+    p50, p99 = times[len(times) // 2], times[-max(1, len(times) // 100)]
+    return f"{len(times)} served, p50 {p50:.0f} ms, p99 {p99:.0f} ms"
 
 
 def _metadata(topic: str) -> Any:

@@ -23,7 +23,6 @@ from broker.group.join_params import JoinGroupParams
 from broker.group.keys import GroupJoinKey, GroupSyncKey, MemberKey
 from broker.group.member_metadata import MemberMetadata
 from broker.group.offsets import OffsetAndMetadata
-from broker.group.partition_hash import partition_for
 from broker.group.response_callback import ResponseCallback
 from broker.group.results import (
     GroupOverview,
@@ -37,6 +36,7 @@ from broker.group.results import (
     SyncGroupResult,
     TopicPartition,
 )
+from broker.partition_hash import partition_for
 
 __all__ = [
     "GROUP_METADATA_TOPIC_NAME",

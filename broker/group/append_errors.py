@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator_partitions import LEADER_MOVED_ERRORS, PARTITION_UNAVAILABLE_ERRORS
+
 E = ErrorCode
+
+# An append too large for the offsets topic.
+_RECORDS_TOO_LARGE_ERRORS = frozenset(
+    {E.message_too_large, E.record_list_too_large, E.invalid_fetch_size}
+)
 
 
 def commit_error(append_error: ErrorCode) -> ErrorCode:
@@ -17,16 +24,11 @@ def commit_error(append_error: ErrorCode) -> ErrorCode:
     ``storeOffsets``): the client retries or rediscovers the coordinator on these."""
     if append_error is E.none:
         return E.none
-    if append_error in (
-        E.unknown_topic_or_partition,
-        E.not_enough_replicas,
-        E.not_enough_replicas_after_append,
-        E.request_timed_out,
-    ):
+    if append_error in PARTITION_UNAVAILABLE_ERRORS or append_error is E.request_timed_out:
         return E.coordinator_not_available
-    if append_error in (E.not_leader_or_follower, E.kafka_storage_error):
+    if append_error in LEADER_MOVED_ERRORS:
         return E.not_coordinator
-    if append_error in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+    if append_error in _RECORDS_TOO_LARGE_ERRORS:
         return E.invalid_commit_offset_size
     return E.unknown_server_error
 
@@ -34,16 +36,12 @@ def commit_error(append_error: ErrorCode) -> ErrorCode:
 def store_group_error(append_error: ErrorCode) -> ErrorCode:
     """SyncGroup's (and a static rejoin's) error for a failed group-metadata append
     (Kafka's ``storeGroup``): a timeout asks the members to rejoin."""
-    if append_error in (
-        E.unknown_topic_or_partition,
-        E.not_enough_replicas,
-        E.not_enough_replicas_after_append,
-    ):
+    if append_error in PARTITION_UNAVAILABLE_ERRORS:
         return E.coordinator_not_available
-    if append_error in (E.not_leader_or_follower, E.kafka_storage_error):
+    if append_error in LEADER_MOVED_ERRORS:
         return E.not_coordinator
     if append_error is E.request_timed_out:
         return E.rebalance_in_progress
-    if append_error in (E.message_too_large, E.record_list_too_large, E.invalid_fetch_size):
+    if append_error in _RECORDS_TOO_LARGE_ERRORS:
         return E.unknown_server_error
     return append_error

@@ -57,6 +57,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import OFFSETS_TOPIC, BrokerEndpoint, ClusterMetadata, TopicInfo
 from broker.coordinator_loader import ImmediateLoadScheduler, LoadJob, LoadScheduler, LoadSteps
+from broker.coordinator_partitions import CoordinatorPartitions
 from broker.group.append_errors import commit_error, store_group_error
 from broker.group.group_config import OffsetConfig
 from broker.group.group_loader import LoadedPartition, PartitionLoad, load_partition
@@ -73,7 +74,6 @@ from broker.group.group_log import (
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
 from broker.group.offsets import NO_LEADER_EPOCH, NO_METADATA, NO_OFFSET, OffsetAndMetadata
-from broker.group.partition_hash import partition_for
 from broker.group.results import CommitCallback, OffsetFetchPartition, TopicPartition
 from broker.group.txn_offsets import complete_pending_txn_offsets
 from broker.purgatories import ParkedRequest
@@ -117,10 +117,19 @@ class GroupMetadataManager:
         self.broker_id = broker_id
         self.config = config
         self._clock = clock
-        self._metadata = metadata
         self._log = group_log
         self._uuid_factory = uuid_factory
-        self._num_partitions = config.offsets_topic_num_partitions
+        self._partitions = CoordinatorPartitions(
+            OFFSETS_TOPIC,
+            broker_id,
+            metadata,
+            config.offsets_topic_num_partitions,
+            config.offsets_topic_replication_factor,
+            lambda _replication: {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(config.offsets_topic_segment_bytes),
+            },
+        )
         self._groups: dict[str, GroupMetadata] = {}
         self._owned_partitions: set[int] = set()
         self._loading: dict[int, PartitionLoad] = {}
@@ -139,15 +148,11 @@ class GroupMetadataManager:
         """Load the partitions this broker leads, follow leadership changes, and start
         the offset expiry. ``listener`` hears of every group loaded or unloaded."""
         self._listener = listener
-        topic = self._metadata.topics.get(OFFSETS_TOPIC)
-        if topic is not None:
-            self._num_partitions = len(topic.partitions)
-        self._metadata.subscribe(self._on_metadata_change)
-        self._follow_leadership()
+        self._partitions.follow(self._follow_leadership)
         self._expiry.start()
 
     def shutdown(self) -> None:
-        self._metadata.unsubscribe(self._on_metadata_change)
+        self._partitions.unfollow()
         self._expiry.stop()
         self._listener = None
         for partition in list(self._loading):
@@ -158,41 +163,22 @@ class GroupMetadataManager:
     # ============================================================== placement
     def partition_for(self, group_id: str) -> int:
         """The ``__consumer_offsets`` partition holding ``group_id``'s records."""
-        return partition_for(group_id, self._num_partitions)
+        return self._partitions.partition_for(group_id)
 
     def ensure_offsets_topic(self) -> TopicInfo:
         """Create ``__consumer_offsets`` on first use, as Kafka does."""
-        cluster = self._metadata
-        topic = cluster.topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            alive = max(len(cluster.alive_brokers()), 1)
-            topic = cluster.create_topic(
-                OFFSETS_TOPIC,
-                self.config.offsets_topic_num_partitions,
-                min(self.config.offsets_topic_replication_factor, alive),
-                {
-                    "cleanup.policy": "compact",
-                    "segment.bytes": str(self.config.offsets_topic_segment_bytes),
-                },
-            )
-        self._num_partitions = len(topic.partitions)
-        return topic
+        return self._partitions.ensure_topic()
 
     def coordinator_endpoint(self, group_id: str) -> tuple[ErrorCode, BrokerEndpoint | None]:
         """FindCoordinator: the leader of the group's partition, if it is alive."""
-        topic = self.ensure_offsets_topic()
-        state = topic.partitions[self.partition_for(group_id)]
-        endpoint = self._metadata.brokers.get(state.leader)
-        if endpoint is None or not endpoint.alive:
-            return E.coordinator_not_available, None
-        return E.none, endpoint
+        return self._partitions.coordinator_endpoint(group_id)
 
     def check_coordinator(self, group_id: str) -> ErrorCode:
         """NONE when this broker coordinates ``group_id`` and has loaded it, else Kafka's
         error for it (Kafka's ``validateGroupStatus``)."""
         if not group_id:
             return E.invalid_group_id
-        topic = self._metadata.topics.get(OFFSETS_TOPIC)
+        topic = self._partitions.topic()
         if topic is None:
             return E.coordinator_not_available
         partition = self.partition_for(group_id)
@@ -222,25 +208,13 @@ class GroupMetadataManager:
         return GroupMetadata(group_id, state, self._clock, self._uuid_factory)
 
     # ========================================================== load / unload
-    def _on_metadata_change(self, name: str, topic: TopicInfo | None) -> None:
-        if name != OFFSETS_TOPIC:
-            return
-        if topic is not None:
-            self._num_partitions = len(topic.partitions)
-        self._follow_leadership()
-
     def _follow_leadership(self) -> None:
         """Kafka's onElection / onResignation, from the cluster metadata: unload what this
         broker no longer leads, load what it leads now (again if at another epoch)."""
         listener = self._listener
         if listener is None:
             return
-        topic = self._metadata.topics.get(OFFSETS_TOPIC)
-        led = (
-            {s.partition: s.leader_epoch for s in topic.partitions if s.leader == self.broker_id}
-            if topic is not None
-            else {}
-        )
+        led = self._partitions.led_partitions()
         for partition in sorted((self._owned_partitions | set(self._loading)) - set(led)):
             self.remove_groups_for_partition(partition, listener.on_group_unloaded)
         for partition, epoch in sorted(led.items()):
@@ -295,7 +269,9 @@ class GroupMetadataManager:
         del self._loading[partition]
         if loaded is None:
             return
-        if load.leader_epoch is not None and not self._leads(partition, load.leader_epoch):
+        if load.leader_epoch is not None and not self._partitions.leads(
+            partition, load.leader_epoch
+        ):
             log.info("Not loading %s-%d: not its leader", GROUP_METADATA_TOPIC_NAME, partition)
             return
         installed = self._install(partition, loaded, load)
@@ -334,13 +310,6 @@ class GroupMetadataManager:
         for producer_id, is_commit in load.txn_completions:
             complete_pending_txn_offsets(installed.values(), producer_id, is_commit)
         return installed
-
-    def _leads(self, partition: int, leader_epoch: int) -> bool:
-        topic = self._metadata.topics.get(OFFSETS_TOPIC)
-        if topic is None or partition >= len(topic.partitions):
-            return False
-        state = topic.partitions[partition]
-        return state.leader == self.broker_id and state.leader_epoch == leader_epoch
 
     def _cancel_load(self, partition: int) -> None:
         load = self._loading.pop(partition, None)
@@ -473,22 +442,7 @@ class GroupMetadataManager:
     ) -> None:
         """Kafka's ``storeOffsets``: the cache changes only once the append succeeded.
         ``callback`` gets an error per partition, now or when the append is done."""
-        now = self._clock.now_ms()
-        results: dict[TopicPartition, ErrorCode] = {}
-        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        for raw_tp, (offset, leader_epoch, metadata) in offsets.items():
-            tp = TopicPartition(*raw_tp)
-            text = metadata if metadata is not None else NO_METADATA
-            if len(text.encode("utf-8")) > self.config.offset_metadata_max_bytes:
-                results[tp] = E.offset_metadata_too_large
-                continue
-            accepted[tp] = OffsetAndMetadata(
-                offset=offset,
-                leader_epoch=leader_epoch if leader_epoch is not None else NO_LEADER_EPOCH,
-                metadata=text,
-                commit_timestamp=now,
-                expire_timestamp=expire_timestamp_ms,
-            )
+        results, accepted = self.accept_offsets(offsets, expire_timestamp_ms)
         if not accepted:
             callback(results)
             return
@@ -515,6 +469,32 @@ class GroupMetadataManager:
             callback(results)
 
         self._append_for_group(group.group_id, records, on_appended, parked_request)
+
+    def accept_offsets(
+        self,
+        offsets: Mapping[tuple[str, int], CommitValue],
+        expire_timestamp_ms: int | None = None,
+    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]]:
+        """The offsets of a commit (plain or transactional) that may be stored, stamped
+        now, and the error of each that may not: OFFSET_METADATA_TOO_LARGE when its
+        metadata is over ``offset.metadata.max.bytes``."""
+        now = self._clock.now_ms()
+        rejected: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        for raw_tp, (offset, leader_epoch, metadata) in offsets.items():
+            tp = TopicPartition(*raw_tp)
+            text = metadata if metadata is not None else NO_METADATA
+            if len(text.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+                rejected[tp] = E.offset_metadata_too_large
+                continue
+            accepted[tp] = OffsetAndMetadata(
+                offset=offset,
+                leader_epoch=leader_epoch if leader_epoch is not None else NO_LEADER_EPOCH,
+                metadata=text,
+                commit_timestamp=now,
+                expire_timestamp=expire_timestamp_ms,
+            )
+        return rejected, accepted
 
     def get_offsets(
         self,

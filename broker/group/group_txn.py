@@ -32,7 +32,6 @@ from broker.group.group_log import OffsetCommitRecord, Record
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_metadata_manager import CommitValue, GroupMetadataManager
 from broker.group.group_state import GroupState
-from broker.group.offsets import NO_LEADER_EPOCH, NO_METADATA, OffsetAndMetadata
 from broker.group.results import UNKNOWN_MEMBER_ID, CommitCallback, TopicPartition
 from broker.group.txn_offsets import complete_pending_txn_offsets
 from broker.purgatories import ParkedRequest
@@ -122,21 +121,7 @@ def store_txn_offsets(
 ) -> None:
     """Kafka's ``storeOffsets`` for a transactional producer: pending now, written as
     the producer's transactional batch, committed by its marker."""
-    now = manager._clock.now_ms()
-    results: dict[TopicPartition, ErrorCode] = {}
-    accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-    for raw_tp, (offset, leader_epoch, metadata) in offsets.items():
-        tp = TopicPartition(*raw_tp)
-        text = metadata if metadata is not None else NO_METADATA
-        if len(text.encode("utf-8")) > manager.config.offset_metadata_max_bytes:
-            results[tp] = E.offset_metadata_too_large
-            continue
-        accepted[tp] = OffsetAndMetadata(
-            offset=offset,
-            leader_epoch=leader_epoch if leader_epoch is not None else NO_LEADER_EPOCH,
-            metadata=text,
-            commit_timestamp=now,
-        )
+    results, accepted = manager.accept_offsets(offsets)
     if not accepted:
         callback(results)
         return

@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import OFFSETS_TOPIC
 from broker.context import RequestContext
 from broker.handlers.group_common import answer_when_called
+from broker.handlers.txn_common import fenced_error_for_version
 from protocol.builders import response_builder
 
 API_KEY = 25
@@ -30,8 +31,7 @@ PRODUCER_FENCED_VERSION = 2
 
 
 def _response(ctx: RequestContext, error: ErrorCode) -> Any:
-    if error is ErrorCode.producer_fenced and ctx.api_version < PRODUCER_FENCED_VERSION:
-        error = ErrorCode.invalid_producer_epoch
+    error = fenced_error_for_version(error, ctx.api_version, PRODUCER_FENCED_VERSION)
     b = response_builder(API_KEY, ctx.api_version)
     return b.AddOffsetsToTxnResponse(throttle_time=0, error_code=error)
 

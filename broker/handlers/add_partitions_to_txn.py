@@ -25,6 +25,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.group_common import answer_when_called
+from broker.handlers.txn_common import fenced_error_for_version
 from protocol.builders import Builder, response_builder
 
 API_KEY = 24
@@ -158,8 +159,7 @@ def _answer_all(
     done: Callable[[str, dict[TopicPartition, ErrorCode]], None],
 ) -> Callable[[ErrorCode], None]:
     def on_error(error: ErrorCode) -> None:
-        if error is ErrorCode.producer_fenced and ctx.api_version < PRODUCER_FENCED_VERSION:
-            error = ErrorCode.invalid_producer_epoch
+        error = fenced_error_for_version(error, ctx.api_version, PRODUCER_FENCED_VERSION)
         done(transactional_id, dict.fromkeys(partitions, error))
 
     return on_error

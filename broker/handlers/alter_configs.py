@@ -21,15 +21,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import SET, alter_broker_configs
 from broker.handlers.topic_configs import (
     BROKER_RESOURCE,
+    alter_config_resources,
     check_alterable_topic,
     check_config_changes,
-    duplicate_resources,
+    config_resource_errors,
     validate_topic_configs,
 )
 from protocol.builders import response_builder
@@ -41,27 +41,13 @@ MAX_VERSION = 2
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    duplicates = duplicate_resources(
-        (int(r.resource_type), r.resource_name) for r in request.resources
+    validate_only = bool(request.validate_only)
+    responses = alter_config_resources(
+        b,
+        request.resources,
+        lambda kind, name, resource: _alter(ctx, kind, name, resource.configs, validate_only),
     )
-    responses = []
-    for resource in request.resources:
-        kind, name = int(resource.resource_type), resource.resource_name
-        error, message = ErrorCode.none, None
-        try:
-            if (kind, name) in duplicates:
-                raise MetadataError(
-                    ErrorCode.invalid_request, "Each resource must appear at most once."
-                )
-            _alter(ctx, kind, name, resource.configs, bool(request.validate_only))
-        except MetadataError as exc:
-            error, message = exc.error, exc.message
-        responses.append(
-            b.AlterConfigsResourceResponse(
-                error_code=error, error_message=message, resource_type=kind, resource_name=name
-            )
-        )
-    return b.AlterConfigsResponse(throttle_time=0, responses=tuple(responses))
+    return b.AlterConfigsResponse(throttle_time=0, responses=responses)
 
 
 def _alter(ctx: RequestContext, kind: int, name: str, configs: Any, validate_only: bool) -> None:
@@ -81,13 +67,5 @@ def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     return b.AlterConfigsResponse(
         throttle_time=0,
-        responses=tuple(
-            b.AlterConfigsResourceResponse(
-                error_code=error,
-                error_message=error_message(error),
-                resource_type=int(resource.resource_type),
-                resource_name=resource.resource_name,
-            )
-            for resource in request.resources
-        ),
+        responses=config_resource_errors(b, request.resources, error, error_message(error)),
     )

@@ -10,7 +10,7 @@ completes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -64,3 +64,21 @@ class ApiHandler:
     handle: Handle
     error_response: ErrorResponse
     topic_partitions: TopicPartitions | None = None
+
+
+def partition_errors_by_topic(
+    errors: Iterable[tuple[tuple[str, int], ErrorCode]],
+    partition_response: Callable[..., Any],
+    topic_response: Callable[..., Any],
+) -> tuple[Any, ...]:
+    """The ``topics`` of a response that answers an error per partition: a
+    ``topic_response(name, partitions)`` per topic, in the order topics first appear,
+    each with a ``partition_response(partition_index, error_code)`` per partition."""
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), error in errors:
+        by_topic.setdefault(topic, []).append(
+            partition_response(partition_index=partition, error_code=error)
+        )
+    return tuple(
+        topic_response(name=name, partitions=tuple(parts)) for name, parts in by_topic.items()
+    )

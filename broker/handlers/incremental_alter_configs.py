@@ -44,9 +44,10 @@ from broker.handlers.topic_configs import (
     BROKER_RESOURCE,
     TOPIC_CONFIG_DEFS,
     ConfigType,
+    alter_config_resources,
     check_alterable_topic,
     check_config_changes,
-    duplicate_resources,
+    config_resource_errors,
     topic_defaults,
     validate_topic_configs,
 )
@@ -61,37 +62,22 @@ _OPERATION_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    duplicates = duplicate_resources(
-        (int(r.resource_type), r.resource_name) for r in request.resources
-    )
     validate_only = bool(request.validate_only)
-    responses = []
-    for resource in request.resources:
-        kind, name = int(resource.resource_type), resource.resource_name
-        error, message = ErrorCode.none, None
-        try:
-            if (kind, name) in duplicates:
-                raise MetadataError(
-                    ErrorCode.invalid_request, "Each resource must appear at most once."
-                )
-            changes = [(c.name, c.value, int(c.config_operation)) for c in resource.configs]
-            check_config_changes(changes)
-            if kind == BROKER_RESOURCE:
-                configs = incremental_broker_configs(ctx, name, changes)
-                alter_broker_configs(ctx, name, configs, validate_only)
-            else:
-                info = check_alterable_topic(ctx.services.metadata, kind, name)
-                overrides = _apply(ctx, info, changes)
-                if not validate_only:
-                    ctx.services.metadata.replace_configs(name, overrides)
-        except MetadataError as exc:
-            error, message = exc.error, exc.message
-        responses.append(
-            b.AlterConfigsResourceResponse(
-                error_code=error, error_message=message, resource_type=kind, resource_name=name
-            )
-        )
-    return b.IncrementalAlterConfigsResponse(throttle_time=0, responses=tuple(responses))
+
+    def alter(kind: int, name: str, resource: Any) -> None:
+        changes = [(c.name, c.value, int(c.config_operation)) for c in resource.configs]
+        check_config_changes(changes)
+        if kind == BROKER_RESOURCE:
+            configs = incremental_broker_configs(ctx, name, changes)
+            alter_broker_configs(ctx, name, configs, validate_only)
+        else:
+            info = check_alterable_topic(ctx.services.metadata, kind, name)
+            overrides = _apply(ctx, info, changes)
+            if not validate_only:
+                ctx.services.metadata.replace_configs(name, overrides)
+
+    responses = alter_config_resources(b, request.resources, alter)
+    return b.IncrementalAlterConfigsResponse(throttle_time=0, responses=responses)
 
 
 def _apply(
@@ -139,13 +125,5 @@ def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     return b.IncrementalAlterConfigsResponse(
         throttle_time=0,
-        responses=tuple(
-            b.AlterConfigsResourceResponse(
-                error_code=error,
-                error_message=error_message(error),
-                resource_type=int(resource.resource_type),
-                resource_name=resource.resource_name,
-            )
-            for resource in request.resources
-        ),
+        responses=config_resource_errors(b, request.resources, error, error_message(error)),
     )

@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import TopicPartition
+from broker.handlers.base import partition_errors_by_topic
 from broker.handlers.group_common import answer_when_called
 from broker.handlers.topic_names import offset_commit_topic_partitions, topic_id, topic_name
 from protocol.builders import response_builder
@@ -31,16 +32,10 @@ topic_partitions = offset_commit_topic_partitions
 
 def _response(ctx: RequestContext, errors: dict[TopicPartition, ErrorCode]) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, partition), code in errors.items():
-        by_topic.setdefault(topic, []).append(
-            b.OffsetCommitResponsePartition(partition_index=partition, error_code=code)
-        )
     return b.OffsetCommitResponse(
         throttle_time=0,
-        topics=tuple(
-            b.OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
-            for name, parts in by_topic.items()
+        topics=partition_errors_by_topic(
+            errors.items(), b.OffsetCommitResponsePartition, b.OffsetCommitResponseTopic
         ),
     )
 

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import TopicPartition, group_admin
+from broker.handlers.base import partition_errors_by_topic
 from protocol.builders import response_builder
 
 API_KEY = 47
@@ -27,18 +28,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     error, per_partition = group_admin.handle_delete_offsets(manager, request.group_id, wanted)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
-    by_topic: dict[str, list[Any]] = {}
-    for topic, partition in wanted:
-        code = per_partition.get(TopicPartition(topic, partition), ErrorCode.none)
-        by_topic.setdefault(topic, []).append(
-            b.OffsetDeleteResponsePartition(partition_index=partition, error_code=code)
-        )
     return b.OffsetDeleteResponse(
         error_code=ErrorCode.none,
         throttle_time=0,
-        topics=tuple(
-            b.OffsetDeleteResponseTopic(name=name, partitions=tuple(parts))
-            for name, parts in by_topic.items()
+        topics=partition_errors_by_topic(
+            ((tp, per_partition.get(TopicPartition(*tp), ErrorCode.none)) for tp in wanted),
+            b.OffsetDeleteResponsePartition,
+            b.OffsetDeleteResponseTopic,
         ),
     )
 

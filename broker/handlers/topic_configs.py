@@ -18,13 +18,15 @@ knows, the replica manager ``min.insync.replicas``; every other known name is
 accepted, stored and described but does not change behaviour.
 
 The request checks Kafka's ConfigAdminManager makes before any resource type's own
-(``check_config_changes``, ``duplicate_resources``) live here too.
+(``check_config_changes``, ``duplicate_resources``) live here too, with the per-resource
+answer both AlterConfigs APIs give (``alter_config_resources``, ``config_resource_errors``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -269,3 +271,47 @@ def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, 
     for key in resources:
         (duplicates if key in seen else seen).add(key)
     return duplicates
+
+
+def alter_config_resources(
+    b: Any, resources: Iterable[Any], alter: Callable[[int, str, Any], None]
+) -> tuple[Any, ...]:
+    """(Incremental)AlterConfigs: ``alter(resource_type, name, resource)`` for each
+    resource of the request, a resource named twice refused first; the
+    ``AlterConfigsResourceResponse`` of each, with the ``MetadataError`` it raised."""
+    resources = list(resources)
+    duplicates = duplicate_resources((int(r.resource_type), r.resource_name) for r in resources)
+    responses = []
+    for resource in resources:
+        kind, name = int(resource.resource_type), resource.resource_name
+        error, message = ErrorCode.none, None
+        try:
+            if (kind, name) in duplicates:
+                raise MetadataError(
+                    ErrorCode.invalid_request, "Each resource must appear at most once."
+                )
+            alter(kind, name, resource)
+        except MetadataError as exc:
+            error, message = exc.error, exc.message
+        responses.append(
+            b.AlterConfigsResourceResponse(
+                error_code=error, error_message=message, resource_type=kind, resource_name=name
+            )
+        )
+    return tuple(responses)
+
+
+def config_resource_errors(
+    b: Any, resources: Iterable[Any], error: ErrorCode, message: str | None
+) -> tuple[Any, ...]:
+    """``error`` (with ``message``) as the ``AlterConfigsResourceResponse`` of every
+    resource: a whole (Incremental)AlterConfigs request refused."""
+    return tuple(
+        b.AlterConfigsResourceResponse(
+            error_code=error,
+            error_message=message,
+            resource_type=int(resource.resource_type),
+            resource_name=resource.resource_name,
+        )
+        for resource in resources
+    )

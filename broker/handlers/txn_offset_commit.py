@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.group.group_txn import handle_txn_commit_offsets
 from broker.group.results import TopicPartition
+from broker.handlers.base import partition_errors_by_topic
 from broker.handlers.group_common import answer_when_called
 from protocol.builders import response_builder
 
@@ -40,16 +41,10 @@ def topic_partitions(ctx: RequestContext, request: Any) -> list[tuple[str | None
 
 def _response(ctx: RequestContext, errors: dict[tuple[str, int], ErrorCode]) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, partition), error in errors.items():
-        by_topic.setdefault(topic, []).append(
-            b.TxnOffsetCommitResponsePartition(partition_index=partition, error_code=error)
-        )
     return b.TxnOffsetCommitResponse(
         throttle_time=0,
-        topics=tuple(
-            b.TxnOffsetCommitResponseTopic(name=name, partitions=tuple(parts))
-            for name, parts in by_topic.items()
+        topics=partition_errors_by_topic(
+            errors.items(), b.TxnOffsetCommitResponsePartition, b.TxnOffsetCommitResponseTopic
         ),
     )
 

@@ -52,7 +52,11 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import BrokerEndpoint, ClusterMetadata, TopicInfo
 from broker.coordinator_loader import ImmediateLoadScheduler, LoadJob, LoadScheduler, LoadSteps
-from broker.group.partition_hash import partition_for
+from broker.coordinator_partitions import (
+    LEADER_MOVED_ERRORS,
+    PARTITION_UNAVAILABLE_ERRORS,
+    CoordinatorPartitions,
+)
 from broker.purgatories import ParkedRequest
 from broker.scheduler import PeriodicTask
 from broker.txn.transaction_config import TransactionConfig
@@ -113,14 +117,9 @@ class TxnElectionListener(Protocol):
 def append_error(error: ErrorCode) -> ErrorCode:
     """The coordinator's error for a failed ``__transaction_state`` append (Kafka's
     ``appendTransactionToLog``): clients retry or rediscover the coordinator."""
-    if error in (
-        E.unknown_topic_or_partition,
-        E.not_enough_replicas,
-        E.not_enough_replicas_after_append,
-        E.request_timed_out,
-    ):
+    if error in PARTITION_UNAVAILABLE_ERRORS or error is E.request_timed_out:
         return E.coordinator_not_available
-    if error in (E.not_leader_or_follower, E.kafka_storage_error):
+    if error in LEADER_MOVED_ERRORS:
         return E.not_coordinator
     if error in (E.message_too_large, E.record_list_too_large):
         return E.unknown_server_error
@@ -143,9 +142,15 @@ class TransactionStateManager:
         self.broker_id = broker_id
         self.config = config
         self._clock = clock
-        self._metadata = metadata
         self._log = txn_log
-        self._num_partitions = config.transaction_log_num_partitions
+        self._partitions = CoordinatorPartitions(
+            TRANSACTION_STATE_TOPIC_NAME,
+            broker_id,
+            metadata,
+            config.transaction_log_num_partitions,
+            config.transaction_log_replication_factor,
+            self.transaction_topic_configs,
+        )
         self._cache: dict[int, TxnMetadataCacheEntry] = {}
         self._loading: dict[int, int] = {}  # partition -> coordinator epoch being loaded
         self._load_jobs: dict[int, LoadJob] = {}  # the loads under way
@@ -165,16 +170,12 @@ class TransactionStateManager:
         """Follow the leadership of ``__transaction_state`` (``listener`` hears of each
         partition won or lost) and start transactional id expiration."""
         self._listener = listener
-        topic = self._metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
-        if topic is not None:
-            self._num_partitions = len(topic.partitions)
-        self._metadata.subscribe(self._on_metadata_change)
-        self._follow_leadership()
+        self._partitions.follow(self._follow_leadership)
         if enable_expiration:
             self._expiration.start()
 
     def shutdown(self) -> None:
-        self._metadata.unsubscribe(self._on_metadata_change)
+        self._partitions.unfollow()
         self._expiration.stop()
         self._listener = None
         for partition in list(self._load_jobs):
@@ -186,23 +187,11 @@ class TransactionStateManager:
     # ============================================================== placement
     def partition_for(self, transactional_id: str) -> int:
         """Kafka's ``Utils.abs(transactionalId.hashCode) % partitions``."""
-        return partition_for(transactional_id, self._num_partitions)
+        return self._partitions.partition_for(transactional_id)
 
     def ensure_transaction_topic(self) -> TopicInfo:
         """Create ``__transaction_state`` on first use (compacted, acks=all appends)."""
-        cluster = self._metadata
-        topic = cluster.topics.get(TRANSACTION_STATE_TOPIC_NAME)
-        if topic is None:
-            alive = max(len(cluster.alive_brokers()), 1)
-            replication = min(self.config.transaction_log_replication_factor, alive)
-            topic = cluster.create_topic(
-                TRANSACTION_STATE_TOPIC_NAME,
-                self.config.transaction_log_num_partitions,
-                replication,
-                self.transaction_topic_configs(replication),
-            )
-        self._num_partitions = len(topic.partitions)
-        return topic
+        return self._partitions.ensure_topic()
 
     def transaction_topic_configs(self, replication: int) -> dict[str, str]:
         return {
@@ -217,12 +206,7 @@ class TransactionStateManager:
         self, transactional_id: str
     ) -> tuple[ErrorCode, BrokerEndpoint | None]:
         """FindCoordinator (key type 1): the leader of the id's partition, if alive."""
-        topic = self.ensure_transaction_topic()
-        state = topic.partitions[self.partition_for(transactional_id)]
-        endpoint = self._metadata.brokers.get(state.leader)
-        if endpoint is None or not endpoint.alive:
-            return E.coordinator_not_available, None
-        return E.none, endpoint
+        return self._partitions.coordinator_endpoint(transactional_id)
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
@@ -274,23 +258,11 @@ class TransactionStateManager:
         return {p: e.coordinator_epoch for p, e in self._cache.items()}
 
     # ========================================================== load / unload
-    def _on_metadata_change(self, name: str, topic: TopicInfo | None) -> None:
-        if name != TRANSACTION_STATE_TOPIC_NAME:
-            return
-        if topic is not None:
-            self._num_partitions = len(topic.partitions)
-        self._follow_leadership()
-
     def _follow_leadership(self) -> None:
         listener = self._listener
         if listener is None:
             return
-        topic = self._metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
-        led = (
-            {s.partition: s.leader_epoch for s in topic.partitions if s.leader == self.broker_id}
-            if topic is not None
-            else {}
-        )
+        led = self._partitions.led_partitions()
         current = {**{p: e.coordinator_epoch for p, e in self._cache.items()}, **self._loading}
         for partition, epoch in sorted(current.items()):
             if led.get(partition) != epoch:
@@ -349,7 +321,7 @@ class TransactionStateManager:
         job = self._load_jobs.pop(partition, None)
         if self._loading.get(partition) != coordinator_epoch or job is None:
             return  # given up meanwhile
-        if not self._leads(partition, coordinator_epoch):
+        if not self._partitions.leads(partition, coordinator_epoch):
             log.info("Not loading %s-%d: not its leader", TRANSACTION_STATE_TOPIC_NAME, partition)
             return
         self._install(partition, coordinator_epoch, loaded.transactions)
@@ -374,13 +346,6 @@ class TransactionStateManager:
         send_txn_markers = self._send_markers.pop(partition)
         for txn in to_complete:
             send_txn_markers(txn)
-
-    def _leads(self, partition: int, coordinator_epoch: int) -> bool:
-        topic = self._metadata.topics.get(TRANSACTION_STATE_TOPIC_NAME)
-        if topic is None or partition >= len(topic.partitions):
-            return False
-        state = topic.partitions[partition]
-        return state.leader == self.broker_id and state.leader_epoch == coordinator_epoch
 
     def _cancel_load(self, partition: int) -> None:
         job = self._load_jobs.pop(partition, None)

@@ -21,7 +21,7 @@ from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import VALID_PREVIOUS_STATES, is_valid_transition
 from broker.group.member_metadata import MemberMetadata
 from broker.group.offsets import OffsetAndMetadata
-from broker.group.partition_hash import java_string_hash
+from broker.partition_hash import java_string_hash
 from purgatory import ManualClock
 
 S = GroupState

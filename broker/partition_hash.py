@@ -1,4 +1,5 @@
-"""Which ``__consumer_offsets`` partition owns a group.
+"""Which partition of a coordinator topic holds a key (a group id in ``__consumer_offsets``,
+a transactional id in ``__transaction_state``).
 
 Kafka computes ``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``. Clients do
 not compute it themselves (they ask FindCoordinator), but tools that read the offsets
