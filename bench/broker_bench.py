@@ -107,7 +107,7 @@ def broker_under_test(args: argparse.Namespace) -> Iterator[str]:
     extra: list[str] = ["--brokers", str(args.brokers)]
     if args.data_dir:
         extra += ["--data-dir", str(args.data_dir)]
-    broker = BrokerSubprocess(extra, profile=args.profile)
+    broker = BrokerSubprocess(extra, profile=args.profile, cwd=args.broker_cwd)
     try:
         yield broker.bootstrap
     finally:
@@ -309,6 +309,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="of the bench topics; 3 with --brokers 3 makes acks=all wait for followers",
     )
     p.add_argument("--data-dir", type=Path, default=None, help="minikafka on disk, not memory")
+    p.add_argument(
+        "--broker-cwd",
+        type=Path,
+        default=None,
+        help="checkout whose broker runs (this one), e.g. another for a before/after",
+    )
     p.add_argument("--profile", type=Path, default=None, help="cProfile the broker to FILE")
     p.add_argument("--profile-top", type=int, default=25, help="functions to print (25)")
     p.add_argument("--json", action="store_true", help="also print the rows as JSON lines")

@@ -7,33 +7,35 @@ breakdown is complete and one ``protocol.capture.CaptureRequest`` is due. It is 
 the listener of the broker's four purgatories (``DelayedOperationPurgatory.listener``):
 one ``DelayedOperationEvent`` when an operation is watched ("created"), one when it
 completes or expires. ``CaptureSet`` owns the captures of a ``MiniKafka`` cluster (one
-writer per broker id, kept across a broker's restart) and the thread that writes them.
+writer per broker id, kept across a broker's restart) and the small task that flushes
+them when traffic is idle.
 
-**Off the request path.** On the event loop a request costs a dict insert at
-``request_received`` and, at ``request_completed``, a dict pop and one tuple appended to
-a deque (references only: the context, the frame, the decoded request and response);
-an operation event, one tuple. The capture thread (``CaptureSet``, one per cluster)
-takes what is queued every ``_POLL_S`` (0.1 s), in order, and does the rest: the timing
-breakdown, the error-code walk (``protocol.error_codes``), the record's JSON line
-(``protocol.capture_files.line_encoder``: generated from the pydantic model, no model
-instance built), the gzip compression and the file IO. What the thread reads is
-settled by then: a completed request's context, timing, frame, request and response
-are not changed again, and an operation's keys and timeout never are.
+**Off the request path, batched.** An observer call costs a dict insert
+(``request_received``) and a dict pop and a list append (``request_completed``:
+references only, the context, the frame, the decoded request and response); an
+operation event, one append. ``format_pending`` turns them into JSON lines a batch at a
+time, on the loop, when ``_BATCH`` (64) records are queued or ``_BATCH_DELAY_S`` (5 ms)
+after the first: the timing breakdown from the integer stamps, the error-code walk
+(``protocol.error_codes``), the line itself (``protocol.capture_files.line_encoder``,
+generated from the pydantic model: no model instance per record), and the batch joined
+into one call of the writer, which compresses 256 KiB at a time. Every response of the
+batch was written before its record is made. About 5 us of CPU for a small request,
+against about 60 us when each record was a pydantic model serialised and compressed on
+its own (``bench/capture_bench.py``; ``bench/request_cost.py --broker-args
+'--capture-dir DIR'``).
 
-The GIL: compression and file writes release it; the Python part holds it for
-``_CHUNK`` (16) records at a time (a few hundred microseconds), then hands the chunk
-to the compressor, so the loop, when it wants the GIL back, waits at most about that
-long. Larger chunks cost less CPU but, holding the GIL for milliseconds, slow a
-latency-bound client down more than they save (``bench/capture_bench.py`` measured
-128 against 16). Per record the thread spends about 10 us of CPU (a Produce of a few
-records), against about 60 us when the loop built a pydantic model and serialised it.
+Why not a thread, although zlib and file writes release the GIL: the loop under load
+(uvloop) releases and retakes the GIL around every poll, so a thread waiting for it
+never sees the switch interval pass without a switch and never asks for it: measured,
+the compression of 3 MB took 10 ms of CPU and 300 ms waiting, records queued by the
+tens of megabytes, and a thread that also formatted the records cost more CPU per
+record than the loop does. On the loop the cost is plain, bounded by a batch, and needs
+no queue between threads.
 
-Losses: a clean stop (``CaptureSet.stop``, after the brokers) drains every queue and
-closes every file, so nothing is lost. A crash loses the records queued since the
-thread's last pass (``_POLL_S``) and the open gzip member (at most the flush interval,
-one second by default), as before. Memory is bounded: a queue past ``_HIGH_WATER``
-records (the thread starved of CPU) is written by the loop itself, under the same lock,
-so the broker slows down instead of dropping records or growing without end.
+Losses: a clean stop (``CaptureSet.stop``, after the brokers) writes what is queued and
+closes every file. A crash loses what was not flushed: the open gzip member and the
+lines not yet compressed (at most the flush interval, one second by default), and the
+records queued in the last 5 ms.
 
 Time: ``received_monotonic_us`` and the events' ``at_monotonic_us`` are both
 ``time.perf_counter_ns`` (CLOCK_MONOTONIC on Linux), the clock the connection stamps
@@ -47,11 +49,10 @@ or the broker stopped) is not captured; ``abandoned`` counts those seen at ``clo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
-import threading
 import time
-from collections import deque
 from collections.abc import Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -90,12 +91,11 @@ __all__ = [
 
 log = logging.getLogger("broker.capture")
 
-#: How often the capture thread takes what is queued (seconds).
-_POLL_S: Final = 0.1
-#: Records encoded between two writes to the compressor (each releases the GIL).
-_CHUNK: Final = 16
-#: Queued records past which the loop writes them itself (see the module docstring).
-_HIGH_WATER: Final = 20_000
+
+#: Records formatted and handed to the writer together ...
+_BATCH: Final = 64
+#: ... or, when fewer come, this long after the first of them was queued (seconds).
+_BATCH_DELAY_S: Final = 0.005
 
 # The JSON lines, generated from the models: the arguments in the order of these names
 # (checked against the models' fields when this module is imported).
@@ -215,28 +215,25 @@ _Queued = tuple[Any, ...]
 
 
 class BrokerCapture:
-    """One broker's requests and delayed-operation events, queued on the loop and
-    written to a ``CaptureWriter`` by ``drain`` (the capture thread)."""
+    """One broker's requests and delayed-operation events: queued by the observer calls,
+    written to a ``CaptureWriter`` as JSON lines once per turn of the loop."""
 
     def __init__(self, writer: CaptureWriter, broker_id: int) -> None:
         self.writer = writer
         self.broker_id = broker_id
-        # id(ctx) -> (ctx, sequence, frame, request). The ctx is held so its id cannot
-        # be reused by another request while this one is in flight. Loop only.
+        # id(ctx) -> (ctx, sequence, frame, request); the ctx is held so its id cannot be
+        # reused by another request while this one is in flight.
         self._inflight: dict[int, _Received] = {}
-        # Completed requests and operation events, in the order they happened: appended
-        # on the loop, popped by whoever holds _lock (deque's ends are thread-safe).
-        self._queue: deque[_Queued] = deque()
-        self._lock = threading.Lock()
-        # Under _lock: id(op) -> (op, operation_id, keys as strings), until it ends.
+        # Completed requests and operation events not yet written, in order.
+        self._pending: list[_Queued] = []
+        self._timer: asyncio.TimerHandle | None = None
+        # id(op) -> (op, operation_id, keys as strings), until the op ends.
         self._operations: dict[int, tuple[DelayedOperation, int, list[str]]] = {}
         self._operation_ids = itertools.count(1)
         self.abandoned = 0
         """Requests received but never answered (connection dropped), seen at close."""
         self.failures = 0
         """Records that could not be written (logged once each); the broker goes on."""
-        self.loop_drains = 0
-        """Times the queue passed ``_HIGH_WATER`` and the loop wrote it itself."""
         # Wall clock = monotonic + this offset. The connection stamps a request's wall
         # time only after decoding it (a first decode of a class can take milliseconds),
         # so received_unix_us is derived from the monotonic stamp taken on arrival:
@@ -259,10 +256,12 @@ class BrokerCapture:
     def request_completed(self, ctx: RequestContext, response: Any, size: int) -> None:
         entry = self._inflight.pop(id(ctx), None)
         if entry is not None:
-            queue = self._queue
-            queue.append((entry, response, size))
-            if len(queue) > _HIGH_WATER:
-                self._loop_drain()
+            pending = self._pending
+            pending.append((entry, response, size))
+            if len(pending) >= _BATCH:
+                self.format_pending()
+            elif self._timer is None:
+                self._arm_timer()
 
     # -- on the loop: delayed operations (PurgatoryEventListener) ----------------------
 
@@ -274,64 +273,61 @@ class BrokerCapture:
         keys: tuple[Hashable, ...] | None,
     ) -> None:
         request: ParkedRequest | None = getattr(operation, "parked_request", None)
-        queue = self._queue
-        queue.append((operation, purgatory, event, keys, time.perf_counter_ns(), request))
-        if len(queue) > _HIGH_WATER:
-            self._loop_drain()
+        pending = self._pending
+        pending.append((operation, purgatory, event, keys, time.perf_counter_ns(), request))
+        if len(pending) >= _BATCH:
+            self.format_pending()
+        elif self._timer is None:
+            self._arm_timer()
 
-    def _loop_drain(self) -> None:
-        self.loop_drains += 1
-        if self.loop_drains == 1:
-            log.warning(
-                "capture of broker %d: more than %d records queued; the broker writes them "
-                "itself (counted in loop_drains)",
-                self.broker_id,
-                _HIGH_WATER,
-            )
-        self.drain()
+    # -- on the loop: a batch at a time -------------------------------------------------
 
-    # -- on the capture thread -----------------------------------------------------------
+    def _arm_timer(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop running (a test): write now
+            self.format_pending()
+            return
+        self._timer = loop.call_later(_BATCH_DELAY_S, self._on_timer)
 
-    def drain(self, now_monotonic: float | None = None) -> int:
-        """Write every queued record, in order; then flush if the interval has passed
-        (with ``now_monotonic``). Any thread; one at a time. Records written."""
-        queue = self._queue
-        popleft = queue.popleft
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.format_pending()
+
+    def format_pending(self) -> int:
+        """Write what the observer calls queued: their JSON lines, joined, to the writer
+        (on the loop, when ``_BATCH`` records are queued or ``_BATCH_DELAY_S`` after the
+        first). The records written."""
+        pending = self._pending
+        if not pending:
+            return 0
+        self._pending = []
         request_line = self._request_line
         event_line = self._event_line
-        written = 0
-        with self._lock:
-            lines: list[bytes] = []
-            append = lines.append
-            while queue:
-                item = popleft()
-                try:
-                    line = request_line(item) if len(item) == 3 else event_line(item)
-                except Exception:  # a capture must never take the broker down
-                    self._failed("request" if len(item) == 3 else "delayed operation event")
-                    continue
-                if line is not None:
-                    append(line)
-                    if len(lines) >= _CHUNK:
-                        written += self._write(lines)
-                        lines = []
-                        append = lines.append
-            if lines:
-                written += self._write(lines)
-            if now_monotonic is not None:
-                try:
-                    self.writer.maybe_flush(now_monotonic)
-                except Exception:
-                    self._failed("flush")
-        return written
-
-    def _write(self, lines: list[bytes]) -> int:
+        lines: list[bytes] = []
+        append = lines.append
+        for item in pending:
+            try:
+                line = request_line(item) if len(item) == 3 else event_line(item)
+            except Exception:  # a capture must never take the broker down
+                self._failed("request" if len(item) == 3 else "delayed operation event")
+                continue
+            if line is not None:
+                append(line)
+        if not lines:
+            return 0
         try:
             self.writer.write_lines(b"".join(lines), len(lines))
         except Exception:
             self._failed("batch of records")
             return 0
         return len(lines)
+
+    def maybe_flush(self, now_monotonic: float) -> None:
+        try:
+            self.writer.maybe_flush(now_monotonic)
+        except Exception:
+            self._failed("flush")
 
     def _request_line(self, item: _Queued) -> bytes:
         (ctx, sequence, frame, request), response, size = item
@@ -412,18 +408,20 @@ class BrokerCapture:
             log.exception("capture of broker %d: could not write a %s", self.broker_id, what)
 
     def close(self) -> None:
-        """Write what is queued and close the file (after the capture thread stopped)."""
+        """Write what is queued and close the file."""
         self.abandoned += len(self._inflight)
         self._inflight.clear()
-        self.drain()
-        with self._lock:
-            self._operations.clear()
-            self.writer.close()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.format_pending()
+        self._operations.clear()
+        self.writer.close()
 
 
 class CaptureSet:
     """The captures of one cluster: a writer per broker id, all in one directory, and
-    the thread that writes and flushes them."""
+    the task that flushes them when no record arrives to do it."""
 
     def __init__(
         self,
@@ -436,9 +434,7 @@ class CaptureSet:
         self.roll_bytes = roll_bytes
         self.flush_interval_ms = flush_interval_ms
         self.captures: dict[int, BrokerCapture] = {}
-        self._all: tuple[BrokerCapture, ...] = ()  # what the thread reads (swapped whole)
-        self._thread: threading.Thread | None = None
-        self._stopping = threading.Event()
+        self._task: asyncio.Task[None] | None = None
 
     def for_broker(self, broker_id: int) -> BrokerCapture:
         """The capture of ``broker_id``; a restarted broker continues its predecessor's
@@ -449,30 +445,29 @@ class CaptureSet:
                 self.directory, broker_id, self.roll_bytes, self.flush_interval_ms
             )
             capture = self.captures[broker_id] = BrokerCapture(writer, broker_id)
-            self._all = tuple(self.captures.values())
         return capture
 
     def start(self) -> None:
-        if self._thread is None:
-            self._stopping.clear()
-            # A daemon: a crashed broker's process must be able to exit without it.
-            self._thread = threading.Thread(target=self._run, name="capture-writer", daemon=True)
-            self._thread.start()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._flush_periodically(), name="capture-flush"
+            )
 
-    def _run(self) -> None:
-        stopping = self._stopping
-        while not stopping.wait(_POLL_S):
+    async def _flush_periodically(self) -> None:
+        interval_s = max(self.flush_interval_ms / 1000.0, 0.01) / 2
+        while True:
+            await asyncio.sleep(interval_s)
             now = time.monotonic()
-            for capture in self._all:
-                capture.drain(now)
+            for capture in self.captures.values():
+                capture.maybe_flush(now)
 
     async def stop(self) -> None:
-        """Stop the thread, write what is left and close every file (call after the
-        brokers stopped)."""
-        thread = self._thread
-        if thread is not None:
-            self._stopping.set()
-            await asyncio.to_thread(thread.join)
-            self._thread = None
+        """Stop the flush task, write what is queued and close every file (call after
+        the brokers stopped)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
         for capture in self.captures.values():
             capture.close()

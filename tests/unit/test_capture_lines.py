@@ -1,4 +1,4 @@
-"""Capture's fast path: lines generated from the models, and the capture thread's queue."""
+"""Capture's fast path: lines generated from the models, written in batches on the loop."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-import broker.capture as capture_module
 from broker.capture import BrokerCapture, CaptureSet
 from broker.context import ConnectionInfo, RequestContext
 from broker.purgatories import PurgatoryName, PurgatoryOutcome
@@ -151,15 +150,13 @@ def _serve(capture: BrokerCapture, sequence: int) -> RequestTiming:
     return timing
 
 
-def test_drain_writes_what_the_loop_queued_in_order(tmp_path: Path) -> None:
+def test_queued_records_are_written_in_order(tmp_path: Path) -> None:
     capture = BrokerCapture(CaptureWriter(tmp_path, 3), 3)
     timings = [_serve(capture, i) for i in range(3)]
     operation = _Fetch()
     listener = capture.purgatory_listeners()[PurgatoryName.FETCH]
     listener.on_watch(operation, (("orders", 0),))
     listener.on_expire(operation)
-    assert capture.writer.records_written == 0  # nothing written on the loop
-    assert capture.drain() == 5
     capture.close()
     records = list(read_capture(tmp_path))
     requests = [r for r in records if isinstance(r, CaptureRequest)]
@@ -185,27 +182,29 @@ def test_drain_writes_what_the_loop_queued_in_order(tmp_path: Path) -> None:
     assert events[0].connection_id == "127.0.0.1:9092-127.0.0.1:5000-0"
 
 
-def test_a_full_queue_is_written_by_the_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(capture_module, "_HIGH_WATER", 4)
+async def test_records_are_written_in_batches_on_the_loop(tmp_path: Path) -> None:
     capture = BrokerCapture(CaptureWriter(tmp_path, 1), 1)
-    for i in range(5):
+    for i in range(3):
         _serve(capture, i)
-    assert capture.loop_drains == 1 and capture.writer.records_written == 5
-    capture.close()
+    assert capture.writer.records_written == 0  # queued: a batch waits a few ms
+    await asyncio.sleep(0.05)
+    assert capture.writer.records_written == 3
+    for i in range(3, 3 + 64):  # a full batch is written at once
+        _serve(capture, i)
+    assert capture.writer.records_written == 3 + 64
+    _serve(capture, 67)
+    capture.close()  # a clean stop writes what is queued
+    sequences = [r.sequence for r in read_capture(tmp_path) if isinstance(r, CaptureRequest)]
+    assert sequences == list(range(68))
 
 
-async def test_the_capture_thread_writes_and_a_clean_stop_loses_nothing(tmp_path: Path) -> None:
-    captures = CaptureSet(tmp_path)
+async def test_a_capture_set_stopped_cleanly_loses_nothing(tmp_path: Path) -> None:
+    captures = CaptureSet(tmp_path, flush_interval_ms=20)
     capture = captures.for_broker(0)
     captures.start()
     for i in range(200):
         _serve(capture, i)
-    for _ in range(100):  # the thread takes them within _POLL_S
-        await asyncio.sleep(0.02)
-        if capture.writer.records_written == 200:
-            break
+    await asyncio.sleep(0.1)  # written, and the member flushed by the task
     assert capture.writer.records_written == 200
     for i in range(200, 300):
         _serve(capture, i)
