@@ -37,7 +37,7 @@ def run_group_members(make_member, count: int, stop: threading.Event) -> list[se
 
 
 async def wait_split(assignments: list[set[int]], total: int) -> None:
-    for _ in range(600):
+    for _ in range(1200):  # 60 s: members in their own processes start slowly on a busy machine
         if (
             all(assignments)
             and sum(len(a) for a in assignments) == total
