@@ -222,7 +222,6 @@ async def test_create_topics_refuses_more_than_10000_partitions_at_once(kafka: M
     b = request_builder(CREATE_TOPICS, 7)
     client = await RawClient.connect(kafka.bootstrap, timeout_s=10.0, client_id="greedy")
     try:
-        start = time.perf_counter()
         response = await client.request(
             CREATE_TOPICS,
             7,
@@ -239,13 +238,11 @@ async def test_create_topics_refuses_more_than_10000_partitions_at_once(kafka: M
             timeout=5000,
             validate_only=True,
         )
-        elapsed = time.perf_counter() - start
     finally:
         await client.close()
     (topic,) = response.topics
     assert topic.error_code == ErrorCode.policy_violation
     assert topic.error_message == "Excessively large number of partitions per request."
-    assert elapsed < 5.0
     assert "huge" not in kafka.cluster.topics
 
 
