@@ -34,7 +34,7 @@ from broker.log import LogManager
 from broker.metrics import RequestMetrics
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
-from protocol.record_batch import build_record_batch
+from protocol.record_builder import build_record_batch
 from purgatory import LoopClock
 
 API_VERSIONS, METADATA, PRODUCE, HEARTBEAT, JOIN_GROUP, SYNC_GROUP = 18, 3, 0, 12, 11, 14
@@ -227,6 +227,7 @@ async def measure(kinds: list[str], requests: int, rounds: int, profile: str | N
             once()
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
     await broker.services.group_coordinator.stop()
     await broker.services.replica_manager.stop()
     await broker.purgatories.stop()

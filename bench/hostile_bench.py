@@ -26,7 +26,8 @@ from bench.broker_process import BrokerSubprocess
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
 from protocol.compression import compress
-from protocol.record_batch import build_record_batch, compute_crc
+from protocol.record_batch import compute_crc
+from protocol.record_builder import build_record_batch
 from tests.helpers.requests import FETCH, FETCH_V, fetch_fields, produce_fields
 
 API_VERSIONS, PRODUCE, METADATA, CREATE_TOPICS, CREATE_PARTITIONS = 18, 0, 3, 19, 37

@@ -93,7 +93,7 @@ def _decode(api_key: int, version: int, frame: bytes) -> Any:
 
 
 def _record_batch(count: int) -> bytes:
-    from protocol.record_batch import build_record_batch
+    from protocol.record_builder import build_record_batch
 
     records = [(None, b"x" * RECORD_BYTES, ())] * count
     return build_record_batch(records, timestamp_ms=int(time.time() * 1000))

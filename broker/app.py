@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,7 @@ from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
+from broker.response_cache import ResponseCache
 from broker.services import BrokerServices
 from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
@@ -145,6 +147,7 @@ def build_broker(
         group_metadata_manager=group_metadata_manager,
         txn_coordinator=txn_coordinator,
         api_specs=api_specs(handlers),
+        response_cache=ResponseCache(metadata),
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
     if capture is not None:
@@ -225,7 +228,8 @@ class MiniKafka:
         if capture_dir is not None:
             from broker.capture import CaptureSet
 
-            self.captures = CaptureSet(capture_dir)
+            # Its own timer, on the monotonic clock the loop's time is read from.
+            self.captures = CaptureSet(capture_dir, clock=LoopClock(time.monotonic))
 
     def _build_broker(self, broker_id: int, port: int | None = None) -> Broker:
         if port is None:

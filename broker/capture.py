@@ -7,14 +7,14 @@ breakdown is complete and one ``protocol.capture.CaptureRequest`` is due. It is 
 the listener of the broker's four purgatories (``DelayedOperationPurgatory.listener``):
 one ``DelayedOperationEvent`` when an operation is watched ("created"), one when it
 completes or expires. ``CaptureSet`` owns the captures of a ``MiniKafka`` cluster (one
-writer per broker id, kept across a broker's restart) and the small task that flushes
-them when traffic is idle.
+writer per broker id, kept across a broker's restart) and their timer, on an injected
+clock: the batch delays, and the flush of files when traffic is idle.
 
 **Off the request path, batched.** An observer call costs a dict insert
 (``request_received``) and a dict pop and a list append (``request_completed``:
 references only, the context, the frame, the decoded request and response); an
 operation event, one append. ``format_pending`` turns them into JSON lines a batch at a
-time, on the loop, when ``_BATCH`` (64) records are queued or ``_BATCH_DELAY_S`` (5 ms)
+time, on the loop, when ``_BATCH`` (64) records are queued or ``_BATCH_DELAY_MS`` (5 ms)
 after the first: the timing breakdown from the integer stamps, the error-code walk
 (``protocol.error_codes``), the line itself (``protocol.capture_files.line_encoder``,
 generated from the pydantic model: no model instance per record), and the batch joined
@@ -48,8 +48,6 @@ or the broker stopped) is not captured; ``abandoned`` counts those seen at ``clo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
 import logging
 import time
@@ -59,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from broker.purgatories import ParkedRequest
 from broker.purgatories import PurgatoryName as BrokerPurgatoryName
+from broker.scheduler import PeriodicTask
 from broker.watch_keys import watch_key_name
 from protocol.api_registry import api_name
 from protocol.capture import (
@@ -76,6 +75,7 @@ from protocol.capture_files import (
     line_encoder,
 )
 from protocol.error_codes import error_codes
+from purgatory import Clock, ExpirationReaper, SystemTimer, TimerTask
 from purgatory.delayed_operation import DelayedOperation
 
 if TYPE_CHECKING:
@@ -94,8 +94,8 @@ log = logging.getLogger("broker.capture")
 
 #: Records formatted and handed to the writer together ...
 _BATCH: Final = 64
-#: ... or, when fewer come, this long after the first of them was queued (seconds).
-_BATCH_DELAY_S: Final = 0.005
+#: ... or, when fewer come, this long after the first of them was queued (ms).
+_BATCH_DELAY_MS: Final = 5
 
 # The JSON lines, generated from the models: the arguments in the order of these names
 # (checked against the models' fields when this module is imported).
@@ -214,19 +214,42 @@ _Received = tuple["RequestContext", int, bytes, Any]
 _Queued = tuple[Any, ...]
 
 
+class _FormatLater(TimerTask):
+    """A capture's batch delay: formats what is queued when the timer runs it."""
+
+    __slots__ = ("capture",)
+
+    def __init__(self, capture: BrokerCapture) -> None:
+        super().__init__(_BATCH_DELAY_MS)
+        self.capture = capture
+
+    def run(self) -> None:
+        capture = self.capture
+        if capture._format_later is self:
+            capture._format_later = None
+            capture.format_pending()
+
+
 class BrokerCapture:
     """One broker's requests and delayed-operation events: queued by the observer calls,
-    written to a ``CaptureWriter`` as JSON lines once per turn of the loop."""
+    written to a ``CaptureWriter`` as JSON lines a batch at a time.
 
-    def __init__(self, writer: CaptureWriter, broker_id: int) -> None:
+    ``timer`` runs the batch delay (``CaptureSet``'s, on its injected clock); without
+    one, every record is written as soon as it is queued.
+    """
+
+    def __init__(
+        self, writer: CaptureWriter, broker_id: int, timer: SystemTimer | None = None
+    ) -> None:
         self.writer = writer
         self.broker_id = broker_id
+        self._timer = timer
         # id(ctx) -> (ctx, sequence, frame, request); the ctx is held so its id cannot be
         # reused by another request while this one is in flight.
         self._inflight: dict[int, _Received] = {}
         # Completed requests and operation events not yet written, in order.
         self._pending: list[_Queued] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self._format_later: _FormatLater | None = None
         # id(op) -> (op, operation_id, keys as strings), until the op ends.
         self._operations: dict[int, tuple[DelayedOperation, int, list[str]]] = {}
         self._operation_ids = itertools.count(1)
@@ -260,7 +283,7 @@ class BrokerCapture:
             pending.append((entry, response, size))
             if len(pending) >= _BATCH:
                 self.format_pending()
-            elif self._timer is None:
+            elif self._format_later is None:
                 self._arm_timer()
 
     # -- on the loop: delayed operations (PurgatoryEventListener) ----------------------
@@ -277,26 +300,21 @@ class BrokerCapture:
         pending.append((operation, purgatory, event, keys, time.perf_counter_ns(), request))
         if len(pending) >= _BATCH:
             self.format_pending()
-        elif self._timer is None:
+        elif self._format_later is None:
             self._arm_timer()
 
     # -- on the loop: a batch at a time -------------------------------------------------
 
     def _arm_timer(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop running (a test): write now
+        if self._timer is None:
             self.format_pending()
             return
-        self._timer = loop.call_later(_BATCH_DELAY_S, self._on_timer)
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        self.format_pending()
+        self._format_later = _FormatLater(self)
+        self._timer.add(self._format_later)
 
     def format_pending(self) -> int:
         """Write what the observer calls queued: their JSON lines, joined, to the writer
-        (on the loop, when ``_BATCH`` records are queued or ``_BATCH_DELAY_S`` after the
+        (on the loop, when ``_BATCH`` records are queued or ``_BATCH_DELAY_MS`` after the
         first). The records written."""
         pending = self._pending
         if not pending:
@@ -411,9 +429,9 @@ class BrokerCapture:
         """Write what is queued and close the file."""
         self.abandoned += len(self._inflight)
         self._inflight.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        if self._format_later is not None:
+            self._format_later.cancel()
+            self._format_later = None
         self.format_pending()
         self._operations.clear()
         self.writer.close()
@@ -421,12 +439,15 @@ class BrokerCapture:
 
 class CaptureSet:
     """The captures of one cluster: a writer per broker id, all in one directory, and
-    the task that flushes them when no record arrives to do it."""
+    their timer — the brokers' batch delays and the flush of files that no record
+    arrives to flush — on ``clock``, driven by its own ExpirationReaper between
+    ``start`` and ``stop`` (a unit test drives it with ``ManualClock`` instead)."""
 
     def __init__(
         self,
         directory: str | Path,
         *,
+        clock: Clock,
         roll_bytes: int = DEFAULT_ROLL_BYTES,
         flush_interval_ms: int = DEFAULT_FLUSH_INTERVAL_MS,
     ) -> None:
@@ -434,7 +455,12 @@ class CaptureSet:
         self.roll_bytes = roll_bytes
         self.flush_interval_ms = flush_interval_ms
         self.captures: dict[int, BrokerCapture] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._clock = clock
+        self.timer = SystemTimer(clock, name="capture")
+        self._reaper = ExpirationReaper(self.timer, "capture")
+        self._flusher = PeriodicTask(
+            self.timer, "capture-flush", max(flush_interval_ms / 2, 10), self.flush_idle
+        )
 
     def for_broker(self, broker_id: int) -> BrokerCapture:
         """The capture of ``broker_id``; a restarted broker continues its predecessor's
@@ -444,30 +470,25 @@ class CaptureSet:
             writer = CaptureWriter(
                 self.directory, broker_id, self.roll_bytes, self.flush_interval_ms
             )
-            capture = self.captures[broker_id] = BrokerCapture(writer, broker_id)
+            capture = self.captures[broker_id] = BrokerCapture(writer, broker_id, self.timer)
         return capture
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._flush_periodically(), name="capture-flush"
-            )
+        """Run the timer on the event loop (the reaper) and the periodic flush."""
+        if not self._flusher.running:
+            self._flusher.start()
+            self._reaper.start()
 
-    async def _flush_periodically(self) -> None:
-        interval_s = max(self.flush_interval_ms / 1000.0, 0.01) / 2
-        while True:
-            await asyncio.sleep(interval_s)
-            now = time.monotonic()
-            for capture in self.captures.values():
-                capture.maybe_flush(now)
+    def flush_idle(self) -> None:
+        """Flush each file whose flush interval has passed (the periodic task's job)."""
+        now_s = self._clock.now_ms() / 1000
+        for capture in self.captures.values():
+            capture.maybe_flush(now_s)
 
     async def stop(self) -> None:
-        """Stop the flush task, write what is queued and close every file (call after
-        the brokers stopped)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Stop the timer, write what is queued and close every file (call after the
+        brokers stopped)."""
+        self._flusher.stop()
+        await self._reaper.stop()
         for capture in self.captures.values():
             capture.close()

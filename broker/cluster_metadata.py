@@ -115,13 +115,20 @@ Listener = Callable[[str, TopicInfo | None], None]
 
 
 class ClusterMetadata:
-    """Shared, mutable cluster view; every change notifies listeners synchronously."""
+    """Shared, mutable cluster view; every change notifies listeners synchronously.
+
+    ``version`` goes up on every change a client could see in a Metadata answer
+    (brokers, controller, topics, partitions, leaders, ISR, configs): the brokers'
+    response caches are valid while it stays the same. Every mutation goes through a
+    method here (or ends in ``partition_changed``), which is what keeps it true.
+    """
 
     def __init__(self, cluster_id: str | None = None, data_dir: Path | None = None) -> None:
         self.cluster_id = cluster_id or "minikafka-" + uuid.uuid4().hex[:12]
         self.brokers: dict[int, BrokerEndpoint] = {}
         self.topics: dict[str, TopicInfo] = {}
-        self.controller_id = 0
+        self._version = 0
+        self._controller_id = 0
         # Dynamic broker configs (KIP-226) by resource name: "" is the cluster-wide
         # default, "<id>" one broker's (broker/dynamic_config.py reads them).
         self.broker_configs: dict[str, dict[str, str]] = {}
@@ -133,16 +140,32 @@ class ClusterMetadata:
         if self._path is not None and self._path.exists():
             self._load()
 
+    @property
+    def version(self) -> int:
+        """Bumped by every change; equal versions mean an unchanged cluster."""
+        return self._version
+
+    @property
+    def controller_id(self) -> int:
+        return self._controller_id
+
+    @controller_id.setter
+    def controller_id(self, broker_id: int) -> None:
+        self._controller_id = broker_id
+        self._version += 1
+
     # -- brokers -----------------------------------------------------------------------
 
     def register_broker(self, broker_id: int, host: str, port: int) -> None:
         self.brokers[broker_id] = BrokerEndpoint(broker_id, host, port, True)
+        self._version += 1
 
     def mark_broker_stopped(self, broker_id: int) -> None:
         """The broker's listener closed; the controller fails its leaders over."""
         endpoint = self.brokers.get(broker_id)
         if endpoint is not None:
             endpoint.alive = False
+            self._version += 1
 
     def alive_brokers(self) -> list[BrokerEndpoint]:
         return [b for b in sorted(self.brokers.values(), key=lambda b: b.broker_id) if b.alive]
@@ -157,6 +180,7 @@ class ClusterMetadata:
             self._listeners.remove(listener)
 
     def _notify(self, name: str, topic: TopicInfo | None) -> None:
+        self._version += 1
         self._save()
         for listener in list(self._listeners):
             listener(name, topic)
@@ -303,6 +327,7 @@ class ClusterMetadata:
             self.broker_configs[resource_name] = dict(configs)
         else:
             self.broker_configs.pop(resource_name, None)
+        self._version += 1
         self._save()
         for name, topic in list(self.topics.items()):
             for listener in list(self._listeners):
@@ -342,6 +367,7 @@ class ClusterMetadata:
         if isr is not None:
             state.isr = list(isr)
         state.partition_epoch += 1
+        self._version += 1
         if notify:
             self.partition_changed(topic)
         return state

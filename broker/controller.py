@@ -181,9 +181,7 @@ class Controller:
         """A broker stopped: drop it from every ISR, re-elect where it led.
 
         Logs one line with what moved and returns it."""
-        endpoint = self.cluster.brokers.get(broker_id)
-        if endpoint is not None:
-            endpoint.alive = False
+        self.cluster.mark_broker_stopped(broker_id)
         alive = {b.broker_id for b in self.cluster.alive_brokers()}
         change = BrokerChange(broker_id)
         for name, topic in list(self.cluster.topics.items()):

@@ -36,8 +36,10 @@ from broker.handlers.base import ApiHandler, TopicPartitions
 from broker.request_timing import RequestClock, RequestTiming
 from broker.services import BrokerServices
 from protocol.codec import (
+    EncodedResponse,
     decode_request,
     encode_response,
+    frame_encoded_response,
     parse_request_header,
     unsupported_version_api_versions_response,
 )
@@ -75,7 +77,8 @@ class InFlight:
     """One request whose answer the connection has not written yet.
 
     Exactly one of: ``ready`` with ``response`` (None for an acks=0 produce: nothing is
-    written, the order is kept), a ``future`` the parked operation completes, or
+    written, the order is kept; an ``EncodedResponse`` for an answer served from a
+    ``ResponseCache``), a ``future`` the parked operation completes, or
     ``raw`` bytes already encoded (the ApiVersions version probe).
     """
 
@@ -264,6 +267,8 @@ class RequestDispatcher:
         if response is None:
             return None
         header = ctx.header
+        if response.__class__ is EncodedResponse:
+            return frame_encoded_response(header.correlation_id, response)
         try:
             return encode_response(
                 header.api_key, header.api_version, header.correlation_id, response
@@ -289,5 +294,8 @@ class RequestDispatcher:
         ctx = in_flight.ctx
         if ctx is None:
             return
+        response = in_flight.response
+        if response.__class__ is EncodedResponse:
+            response = response.payload  # observers read the message, not its bytes
         for observer in self._observers:
-            observer.request_completed(ctx, in_flight.response, size)
+            observer.request_completed(ctx, response, size)

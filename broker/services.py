@@ -5,7 +5,8 @@ dispatcher, which puts it in each ``RequestContext``. A handler sees its broker'
 config, the shared cluster metadata, the replica manager, the group coordinator and its
 group metadata manager (Kafka's pair: membership and rebalances; groups, offsets and
 coordinator placement), the transaction coordinator, the versions the broker serves,
-and nothing else: not the listener, not the other brokers, not the control endpoint.
+the cache of its encoded ApiVersions and Metadata answers, and nothing else: not the
+listener, not the other brokers, not the control endpoint.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from broker.config import BrokerConfig
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.replica.replica_manager import ReplicaManager
+from broker.response_cache import ResponseCache
 from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
@@ -33,6 +35,7 @@ class BrokerServices:
     group_metadata_manager: GroupMetadataManager
     txn_coordinator: TransactionCoordinator
     api_specs: tuple[ApiSpec, ...]
+    response_cache: ResponseCache
 
     def auto_create_topic(self, name: str) -> TopicInfo:
         """Create a topic with the broker's defaults (``auto.create.topics.enable``)."""

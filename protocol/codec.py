@@ -23,12 +23,9 @@ allow one: kio would hand the handler a ``None`` there.
 
 from __future__ import annotations
 
-import dataclasses
 import struct
-import types
-import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
@@ -40,21 +37,26 @@ from kio.static.primitive import i16
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from protocol.api_registry import (
+    KIO_VERSIONS,
     ApiSpec,
     request_class,
     request_header_version,
     response_class,
     response_header_version,
 )
+from protocol.body_guards import check_body
 from protocol.errors import MalformedRequest, MalformedResponse, UnsupportedApiKey
 from protocol.fast_writers import writer_for
 
 __all__ = (
+    "EncodedResponse",
     "RequestHeader",
     "decode_request",
     "decode_response",
     "encode_request",
     "encode_response",
+    "encode_response_body",
+    "frame_encoded_response",
     "parse_request_header",
     "unsupported_version_api_versions_response",
 )
@@ -144,225 +146,13 @@ def _readonly(frame: bytes | bytearray | memoryview) -> bytes | memoryview:
 
 # --------------------------------------------------------------------------- body guard
 #
-# kio's native reader sizes each array's storage from the count on the wire *before*
-# reading an element (8 bytes per element). A 15-byte request claiming 2**32 elements in
-# a compact array makes it request 32 GiB, and Rust aborts the whole process when an
-# allocation fails -- no exception, the broker is gone. (Legacy int32 arrays do the same
-# up to 16 GiB, fatal under a memory limit.) So before kio sees a body, a small walker
-# compiled from the same schema checks that every array count fits in the bytes left:
-# each element takes at least its minimum encoded size (one byte for the smallest), so a
-# larger count is malformed anyway. It reads only lengths and counts; fixed-width fields
-# are skipped in merged runs. Strings and bytes need no such care: kio checks their
-# length against the buffer before it copies (and refuses a null where the schema has
-# none), and the walk's final "body runs past the frame" check catches them too.
-#
-# Null arrays. kio reads an array count of -1 as ``None`` whatever the schema says, so a
-# peer could hand a handler ``topic_data=None`` where Kafka's schema has no
-# ``nullableVersions``. Kafka's generated readers refuse that ("non-nullable field ... was
-# serialized as null"); so does the walker. kio's classes carry the schema's
-# nullability per version in their type hints: ``tuple[X, ...] | None`` is nullable
-# (Metadata v1+ ``topics``), ``tuple[X, ...]`` is not (Metadata v0). The check costs one
-# comparison on a path the walker takes anyway (count <= 0), computed once per class.
+# Before kio's native reader sees a body, the guard ``protocol.body_guards`` generates
+# from the same schema checks it: every array count against the bytes left (kio would
+# otherwise reserve memory for whatever count a peer claims, and a failed allocation
+# aborts the process), no null where the schema has none, tagged fields filling their
+# sizes, the body within the frame. Its docstring tells the whole story.
 
-
-class _Bad(Exception):
-    pass
-
-
-_Skip = Callable[[bytes | memoryview, int], int]
-_Op = int | _Skip
-
-_FIXED_WIDTH: Final[dict[str, int]] = {
-    "bool": 1,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "error_code": 2,
-    "int32": 4,
-    "uint32": 4,
-    "timedelta_i32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-    "timedelta_i64": 8,
-    "datetime_i64": 8,
-    "uuid": 16,
-}
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-
-
-def _apply(op: _Op, buf: bytes | memoryview, pos: int) -> int:
-    return pos + op if isinstance(op, int) else op(buf, pos)
-
-
-def _skip_compact_bytes(buf: bytes | memoryview, pos: int) -> int:
-    size, pos = _read_uvarint(buf, pos, _Bad)
-    return pos + size - 1 if size else pos  # 0 is null
-
-
-def _skip_int16_bytes(buf: bytes | memoryview, pos: int) -> int:
-    size: int = _I16.unpack_from(buf, pos)[0]
-    return pos + 2 + max(size, 0)
-
-
-def _skip_int32_bytes(buf: bytes | memoryview, pos: int) -> int:
-    size: int = _I32.unpack_from(buf, pos)[0]
-    return pos + 4 + max(size, 0)
-
-
-def _scalar_op(kafka_type: str, flexible: bool) -> tuple[_Op, int]:
-    """The step for one scalar, and the fewest bytes it can take on the wire."""
-    width = _FIXED_WIDTH.get(kafka_type)
-    if width is not None:
-        return width, width
-    if kafka_type not in ("string", "bytes", "records"):  # pragma: no cover - kio invariant
-        raise TypeError(f"no guard for kafka type {kafka_type!r}")
-    if flexible:
-        return _skip_compact_bytes, 1
-    if kafka_type == "string":
-        return _skip_int16_bytes, 2
-    return _skip_int32_bytes, 4
-
-
-def _array_op(element: _Op, min_size: int, flexible: bool, nullable: bool, name: str) -> _Skip:
-    # An element of no bytes at all exists in no Kafka schema; counting it as one byte
-    # keeps the bound (and the walk) finite if one ever appears.
-    per_element = max(min_size, 1)
-
-    def skip_array(buf: bytes | memoryview, pos: int) -> int:
-        if flexible:
-            count, pos = _read_uvarint(buf, pos, _Bad)
-            count -= 1  # -1 is null
-        else:
-            (count,) = _I32.unpack_from(buf, pos)
-            pos += 4
-        if count <= 0:
-            if count == 0 or (count == -1 and nullable):
-                return pos
-            if count == -1:
-                raise _Bad(f"non-nullable array {name} is null")
-            raise _Bad(f"negative array length {count} for {name}")
-        if count * per_element > len(buf) - pos:
-            raise _Bad(
-                f"array {name} of {count} elements cannot fit in the "
-                f"{max(len(buf) - pos, 0)} bytes left"
-            )
-        if isinstance(element, int):
-            return pos + count * element
-        for _ in range(count):
-            pos = element(buf, pos)
-        return pos
-
-    return skip_array
-
-
-def _nullable_op(inner: _Skip) -> _Skip:
-    def skip_nullable(buf: bytes | memoryview, pos: int) -> int:
-        (marker,) = _I8.unpack_from(buf, pos)
-        return pos + 1 if marker < 0 else inner(buf, pos + 1)
-
-    return skip_nullable
-
-
-def _tagged_fields_op(tagged: dict[int, _Op]) -> _Skip:
-    def skip_tagged(buf: bytes | memoryview, pos: int) -> int:
-        if buf[pos] == 0:
-            return pos + 1
-        count, pos = _read_uvarint(buf, pos, _Bad)
-        for _ in range(count):
-            tag, pos = _read_uvarint(buf, pos, _Bad)
-            size, pos = _read_uvarint(buf, pos, _Bad)
-            end = pos + size
-            if end > len(buf):
-                raise _Bad("truncated tagged field")
-            op = tagged.get(tag)
-            if op is not None and _apply(op, buf, pos) != end:
-                raise _Bad(f"tagged field {tag} does not fill its {size} bytes")
-            pos = end
-        return pos
-
-    return skip_tagged
-
-
-def _field_op(
-    owner: type, field: dataclasses.Field[Any], flexible: bool, is_tag: bool
-) -> tuple[_Op, int]:
-    """The step for one field of ``owner``, and the fewest bytes it can take."""
-    tp: Any = field.type
-    nullable = False
-    if typing.get_origin(tp) in (types.UnionType, typing.Union):
-        args = [arg for arg in typing.get_args(tp) if arg is not type(None)]
-        nullable = len(args) < len(typing.get_args(tp))
-        tp = args[0]
-    kafka_type = field.metadata.get("kafka_type", "")
-    if typing.get_origin(tp) is tuple:
-        inner = typing.get_args(tp)[0]
-        if isinstance(inner, type) and dataclasses.is_dataclass(inner):
-            element: _Op = _entity_op(inner)
-            element_min = _entity_min_size[inner]
-        else:
-            element, element_min = _scalar_op(kafka_type, flexible)
-        name = f"{owner.__qualname__}.{field.name}"
-        return _array_op(element, element_min, flexible, nullable, name), 1 if flexible else 4
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        entity = _entity_op(tp)
-        # Tagged structs carry no null marker: presence is the tag itself.
-        if nullable and not is_tag:
-            return _nullable_op(entity), 1
-        return entity, _entity_min_size[tp]
-    return _scalar_op(kafka_type, flexible)
-
-
-_entity_ops: dict[type, _Skip] = {}
-_entity_min_size: dict[type, int] = {}
-
-
-def _entity_op(cls: type) -> _Skip:
-    """A function ``(buf, pos) -> end`` that walks one ``cls`` or raises."""
-    cached = _entity_ops.get(cls)
-    if cached is not None:
-        return cached
-    flexible: bool = getattr(cls, "__flexible__", False)
-    ops: list[_Op] = []
-    tagged: dict[int, _Op] = {}
-    min_size = 1 if flexible else 0  # the tagged-field count
-    for field in dataclasses.fields(cls):
-        tag = field.metadata.get("tag")
-        op, field_min = _field_op(cls, field, flexible, tag is not None)
-        if tag is not None:
-            tagged[tag] = op
-            continue
-        min_size += field_min
-        if isinstance(op, int) and ops and isinstance(ops[-1], int):
-            ops[-1] += op  # merge runs of fixed-width fields
-        else:
-            ops.append(op)
-    if flexible:
-        ops.append(_tagged_fields_op(tagged))
-    steps = tuple(ops)
-
-    def skip_entity(buf: bytes | memoryview, pos: int) -> int:
-        for op in steps:
-            pos = pos + op if op.__class__ is int else op(buf, pos)  # type: ignore[operator]
-        return pos
-
-    _entity_ops[cls] = skip_entity
-    _entity_min_size[cls] = min_size
-    return skip_entity
-
-
-def _guard(cls: type, data: bytes | memoryview, offset: int) -> str | None:
-    """None when ``data[offset:]`` is safe to hand to kio, else why not."""
-    try:
-        end = _entity_op(cls)(data, offset)
-    except (_Bad, IndexError, struct.error) as exc:
-        return str(exc) or type(exc).__name__
-    if end > len(data):
-        return f"body needs {end - offset} bytes, {len(data) - offset} present"
-    return None
+_guard: Final = check_body
 
 
 def _check_payload(payload: object, api_key: int, api_version: int, kind: EntityType) -> None:
@@ -383,6 +173,31 @@ def _check_payload(payload: object, api_key: int, api_version: int, kind: Entity
 
 # --------------------------------------------------------------------------- broker side
 
+_unpack_request_header = _REQUEST_HEADER_FIXED.unpack_from
+
+# (api key, api version) -> request header version, for the pairs kio has a schema of
+# (so a peer sending random versions cannot grow it); other pairs take the slow path.
+_request_header_versions: dict[tuple[int, int], int] = {}
+
+
+def _request_header_version_of(api_key: int, api_version: int) -> int:
+    try:
+        header_version = request_header_version(api_key, api_version)
+    except UnsupportedApiKey:
+        return 1
+    if KIO_VERSIONS[api_key].supports(api_version):
+        _request_header_versions[api_key, api_version] = header_version
+    return header_version
+
+
+# ``RequestHeader`` is frozen: its ``__init__`` calls ``object.__setattr__`` per field.
+# Setting the slots through their descriptors is what that call does, at less than half
+# the cost -- this runs once per request. (The tests compare with the constructor.)
+_new_object = object.__new__
+_set_api_key, _set_api_version, _set_correlation_id, _set_client_id = (
+    RequestHeader.__dict__[field.name].__set__ for field in fields(RequestHeader)
+)
+
 
 def parse_request_header(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, int]:
     """Read the request header; return it and the offset where the body starts.
@@ -396,27 +211,33 @@ def parse_request_header(frame: bytes | bytearray | memoryview) -> tuple[Request
     size = len(frame)
     if size < 10:
         raise MalformedRequest(f"request header truncated: {size} bytes")
-    api_key, api_version, correlation_id, client_len = _REQUEST_HEADER_FIXED.unpack_from(frame, 0)
-    pos = 10
+    api_key, api_version, correlation_id, client_len = _unpack_request_header(frame, 0)
     client_id: str | None
     if client_len < 0:  # Kafka reads any negative length as null
         client_id = None
+        pos = 10
     else:
-        end = pos + client_len
-        if end > size:
+        pos = 10 + client_len
+        if pos > size:
             raise MalformedRequest(
-                f"client_id truncated: needs {client_len} bytes, {size - pos} left"
+                f"client_id truncated: needs {client_len} bytes, {size - 10} left"
             )
         # Java's String(bytes, UTF_8) replaces bad sequences; do the same.
-        client_id = str(frame[pos:end], "utf-8", "replace")
-        pos = end
-    try:
-        header_version = request_header_version(api_key, api_version)
-    except UnsupportedApiKey:
-        header_version = 1
+        client_id = str(frame[10:pos], "utf-8", "replace")
+    header_version = _request_header_versions.get((api_key, api_version))
+    if header_version is None:
+        header_version = _request_header_version_of(api_key, api_version)
     if header_version >= 2:
-        pos = _skip_tagged_fields(frame, pos, MalformedRequest)
-    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+        if pos < size and frame[pos] == 0:  # the usual case: no tags
+            pos += 1
+        else:
+            pos = _skip_tagged_fields(frame, pos, MalformedRequest)
+    header = _new_object(RequestHeader)
+    _set_api_key(header, api_key)
+    _set_api_version(header, api_version)
+    _set_correlation_id(header, correlation_id)
+    _set_client_id(header, client_id)
+    return header, pos
 
 
 def decode_request(
@@ -467,6 +288,42 @@ def encode_response(
     writer(out, payload)
     _LENGTH.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedResponse:
+    """A response whose body is already encoded for one API version.
+
+    For the answers a broker gives many times over (ApiVersions per version, Metadata
+    until the cluster changes): encoded once, each later answer only puts a header in
+    front. ``payload`` stays for whoever reads the answer (capture, the error policy).
+    """
+
+    api_key: int
+    api_version: int
+    payload: ResponsePayload
+    body: bytes
+    header_tags: bytes
+
+
+def encode_response_body(
+    api_key: int, api_version: int, payload: ResponsePayload
+) -> EncodedResponse:
+    """Encode ``payload``'s body once, for ``frame_encoded_response`` to reuse."""
+    _check_payload(payload, api_key, api_version, EntityType.response)
+    body = bytearray()
+    writer_for(type(payload))(body, payload)
+    tags = _NO_TAGGED_FIELDS if response_header_version(api_key, api_version) else b""
+    return EncodedResponse(api_key, api_version, payload, bytes(body), tags)
+
+
+def frame_encoded_response(correlation_id: int, encoded: EncodedResponse) -> bytes:
+    """The full frame of an already encoded body: what ``encode_response`` returns."""
+    tags = encoded.header_tags
+    body = encoded.body
+    return b"".join(
+        (_FRAME_AND_CORRELATION.pack(4 + len(tags) + len(body), correlation_id), tags, body)
+    )
 
 
 def unsupported_version_api_versions_response(

@@ -17,7 +17,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from protocol.record_batch import Buffer, InvalidRecordError, build_record_batch, iter_records
+from protocol.record_batch import Buffer, InvalidRecordError, iter_records
+from protocol.record_builder import build_record_batch
 
 __all__ = [
     "CONTROL_TYPE_ABORT",

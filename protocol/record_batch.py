@@ -42,9 +42,9 @@ INVALID_RECORD, RecordsTooLargeError MESSAGE_TOO_LARGE.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar, NoReturn
 
 import crc32c
 
@@ -54,7 +54,6 @@ from protocol.compression import (
     CompressionError,
     DecompressedSizeExceeded,
     UnsupportedCodecError,
-    compress,
     decompress_bounded,
 )
 from protocol.errors import ErrorCode
@@ -75,13 +74,11 @@ __all__ = [
     "RecordBatchHeader",
     "RecordHeaders",
     "RecordsTooLargeError",
-    "assign_offsets",
-    "build_record_batch",
     "compute_crc",
     "iter_batches",
     "iter_records",
     "parse_batch_header",
-    "set_partition_leader_epoch",
+    "stamp_leader_batches",
     "validate_batches",
     "validate_records",
 ]
@@ -103,12 +100,10 @@ _MAGIC_POS = 16
 _CRC_POS = 17
 _ATTRIBUTES_POS = 21  # the CRC covers everything from here to the end of the batch
 _MAX_TIMESTAMP_POS = 35
-_PARTITION_LEADER_EPOCH_POS = 12
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_BASE_OFFSET = struct.Struct(">q")
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
-_INT32 = struct.Struct(">i")
+_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
@@ -262,29 +257,11 @@ def iter_batches(
     end = len(view)
     pos = 0
     while pos < end:
-        remaining = end - pos
-        if remaining < LOG_OVERHEAD:
+        size = _batch_size(view, pos, end)
+        if size < 0:
             if allow_partial_tail:
                 return
-            raise CorruptRecordError(
-                f"{remaining} trailing bytes at position {pos} are not a record batch"
-            )
-        _, batch_length = _OFFSET_AND_LENGTH.unpack_from(view, pos)
-        size = batch_length + LOG_OVERHEAD
-        if remaining > _MAGIC_POS and view[pos + _MAGIC_POS] != MAGIC_V2:
-            _check_magic(view[pos + _MAGIC_POS])
-        if size < BATCH_HEADER_SIZE:
-            raise CorruptRecordError(
-                f"record batch at position {pos} has length {batch_length}, "
-                f"shorter than the {BATCH_HEADER_SIZE}-byte header"
-            )
-        if size > remaining:
-            if allow_partial_tail:
-                return
-            raise CorruptRecordError(
-                f"record batch at position {pos} has length {batch_length}, which runs "
-                f"past the end of the buffer ({remaining} bytes left)"
-            )
+            _raise_incomplete(view, pos, end)
         header = RecordBatchHeader(*_HEADER.unpack_from(view, pos))
         if verify_crc:
             actual = crc32c.crc32c(view[pos + _ATTRIBUTES_POS : pos + size])
@@ -297,6 +274,39 @@ def iter_batches(
         pos += size
 
 
+def _batch_size(view: memoryview, pos: int, end: int) -> int:
+    """The size of the whole batch at ``pos``; -1 when the buffer ends inside it.
+
+    Raises CorruptRecordError for a wrong magic or a length shorter than a header.
+    """
+    remaining = end - pos
+    if remaining < LOG_OVERHEAD:
+        return -1
+    _, batch_length = _OFFSET_AND_LENGTH.unpack_from(view, pos)
+    size: int = batch_length + LOG_OVERHEAD
+    if remaining > _MAGIC_POS and view[pos + _MAGIC_POS] != MAGIC_V2:
+        _check_magic(view[pos + _MAGIC_POS])
+    if size < BATCH_HEADER_SIZE:
+        raise CorruptRecordError(
+            f"record batch at position {pos} has length {batch_length}, "
+            f"shorter than the {BATCH_HEADER_SIZE}-byte header"
+        )
+    return size if size <= remaining else -1
+
+
+def _raise_incomplete(view: memoryview, pos: int, end: int) -> NoReturn:
+    remaining = end - pos
+    if remaining < LOG_OVERHEAD:
+        raise CorruptRecordError(
+            f"{remaining} trailing bytes at position {pos} are not a record batch"
+        )
+    _, batch_length = _OFFSET_AND_LENGTH.unpack_from(view, pos)
+    raise CorruptRecordError(
+        f"record batch at position {pos} has length {batch_length}, which runs "
+        f"past the end of the buffer ({remaining} bytes left)"
+    )
+
+
 def validate_batches(buf: Buffer) -> list[RecordBatchHeader]:
     """The produce path's checks: whole magic-2 batches, good CRCs, sane counts.
 
@@ -305,8 +315,24 @@ def validate_batches(buf: Buffer) -> list[RecordBatchHeader]:
     record count, lastOffsetDelta that disagrees with the count, unknown codec). An
     empty buffer is not valid: a produce request must carry at least one batch.
     """
+    # Every produced batch passes here exactly once: a plain loop, not the generator of
+    # ``iter_batches`` (the same checks, in the same words).
     headers: list[RecordBatchHeader] = []
-    for _, header in iter_batches(buf, verify_crc=True):
+    view = memoryview(buf)
+    end = len(view)
+    pos = 0
+    while pos < end:
+        size = _batch_size(view, pos, end)
+        if size < 0:
+            _raise_incomplete(view, pos, end)
+        header = RecordBatchHeader(*_HEADER.unpack_from(view, pos))
+        actual = crc32c.crc32c(view[pos + _ATTRIBUTES_POS : pos + size])
+        if actual != header.crc:
+            raise CorruptRecordError(
+                f"record batch at offset {header.base_offset} (position {pos}) has CRC "
+                f"{header.crc:#010x}, computed {actual:#010x}"
+            )
+        pos += size
         if header.records_count <= 0:
             raise InvalidRecordError(
                 f"record batch at offset {header.base_offset} has record count "
@@ -325,37 +351,43 @@ def validate_batches(buf: Buffer) -> list[RecordBatchHeader]:
     return headers
 
 
-def assign_offsets(
-    buf: Buffer, first_offset: int, log_append_time_ms: int | None = None
-) -> tuple[bytearray, int]:
-    """Give each batch consecutive offsets from `first_offset`; returns (bytes, next).
+def stamp_leader_batches(
+    buf: Buffer,
+    headers: list[RecordBatchHeader],
+    first_offset: int,
+    leader_epoch: int,
+    log_append_time_ms: int | None = None,
+) -> bytearray:
+    """The leader's rewrite of validated batches, in one pass over their headers.
 
-    baseOffset is outside the CRC, so this is a plain overwrite. With
-    `log_append_time_ms`, the batch becomes LogAppendTime: the timestamp-type bit is set
-    and maxTimestamp is the append time (readers then use it for every record), which
-    the CRC covers, so the CRC is recomputed. Compressed batches keep their payload as
-    sent. The caller has validated `buf` (see validate_batches).
+    Consecutive offsets from ``first_offset`` and the leader epoch that appends them:
+    baseOffset and partitionLeaderEpoch are outside the CRC, so these are plain
+    overwrites. With ``log_append_time_ms`` a batch becomes LogAppendTime: the
+    timestamp-type bit is set and maxTimestamp is the append time (readers then use it
+    for every record), which the CRC covers, so the CRC is recomputed. Compressed
+    batches keep their payload as sent. ``headers`` are ``validate_batches(buf)``'s,
+    and are updated to describe the bytes returned.
     """
     out = bytearray(buf)
-    next_offset = first_offset
-    for pos, header in iter_batches(out):
-        _BASE_OFFSET.pack_into(out, pos, next_offset)
+    pos = 0
+    offset = first_offset
+    for header in headers:
+        _OFFSET_LENGTH_EPOCH.pack_into(out, pos, offset, header.batch_length, leader_epoch)
+        header.base_offset = offset
+        header.partition_leader_epoch = leader_epoch
+        size = header.batch_length + LOG_OVERHEAD
         if log_append_time_ms is not None:
-            _INT16.pack_into(out, pos + _ATTRIBUTES_POS, header.attributes | ATTR_TIMESTAMP_TYPE)
+            attributes = header.attributes | ATTR_TIMESTAMP_TYPE
+            _INT16.pack_into(out, pos + _ATTRIBUTES_POS, attributes)
             _INT64.pack_into(out, pos + _MAX_TIMESTAMP_POS, log_append_time_ms)
-            crc = crc32c.crc32c(memoryview(out)[pos + _ATTRIBUTES_POS : pos + header.size])
+            crc = crc32c.crc32c(memoryview(out)[pos + _ATTRIBUTES_POS : pos + size])
             _UINT32.pack_into(out, pos + _CRC_POS, crc)
-        next_offset += header.last_offset_delta + 1
-    return out, next_offset
-
-
-def set_partition_leader_epoch(buf: bytearray | memoryview, epoch: int) -> None:
-    """Stamp every batch in `buf` (in place) with the leader epoch that appended it.
-
-    partitionLeaderEpoch is outside the CRC, so nothing else changes.
-    """
-    for pos, _ in iter_batches(buf):
-        _INT32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_POS, epoch)
+            header.attributes = attributes
+            header.max_timestamp = log_append_time_ms
+            header.crc = crc
+        offset += header.last_offset_delta + 1
+        pos += size
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -399,14 +431,6 @@ def _uvarint(buf: Buffer, pos: int, max_len: int) -> tuple[int, int]:
         shift += 7
     kind = "varint" if max_len == 5 else "varlong"
     raise InvalidRecordError(f"Found invalid record structure: {kind} out of range")
-
-
-def _write_varint(out: bytearray, value: int) -> None:
-    value = (value << 1) ^ (value >> 63)
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 def _batch_payload(
@@ -701,94 +725,3 @@ def iter_records(
             f"record batch at offset {base_offset}: records section is truncated or "
             f"malformed ({exc})"
         ) from exc
-
-
-def build_record_batch(
-    records: Sequence[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
-    *,
-    base_offset: int = 0,
-    timestamp_ms: int,
-    compression: int = 0,
-    producer_id: int = -1,
-    producer_epoch: int = -1,
-    base_sequence: int = -1,
-    is_transactional: bool = False,
-    is_control: bool = False,
-    partition_leader_epoch: int = -1,
-    record_timestamps: Sequence[int] | None = None,
-) -> bytes:
-    """Encode one v2 batch of (key, value, headers) records, as a producer would.
-
-    Every record gets `timestamp_ms` unless `record_timestamps` gives one per record.
-    For our own writers (internal topics, tests, benchmarks).
-    """
-    if not records:
-        raise ValueError("a record batch holds at least one record")
-    if record_timestamps is not None and len(record_timestamps) != len(records):
-        raise ValueError("record_timestamps must give one timestamp per record")
-    timestamps = list(record_timestamps) if record_timestamps is not None else None
-    base_timestamp = min(timestamps) if timestamps else timestamp_ms
-    max_timestamp = max(timestamps) if timestamps else timestamp_ms
-
-    body = bytearray()
-    record = bytearray()
-    for delta, (key, value, headers) in enumerate(records):
-        record.clear()
-        record.append(0)  # attributes
-        ts = timestamps[delta] if timestamps else timestamp_ms
-        _write_varint(record, ts - base_timestamp)
-        _write_varint(record, delta)
-        _write_bytes(record, key)
-        _write_bytes(record, value)
-        _write_varint(record, len(headers))
-        for hkey, hval in headers:
-            _write_bytes(record, hkey.encode("utf-8"))
-            _write_bytes(record, hval)
-        _write_varint(body, len(record))
-        body += record
-
-    payload = compress(compression, body) if compression else bytes(body)
-    attributes = compression & ATTR_COMPRESSION_MASK
-    if is_transactional:
-        attributes |= ATTR_TRANSACTIONAL
-    if is_control:
-        attributes |= ATTR_CONTROL
-    out = bytearray(BATCH_HEADER_SIZE)
-    _HEADER.pack_into(
-        out,
-        0,
-        base_offset,
-        BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload),
-        partition_leader_epoch,
-        MAGIC_V2,
-        0,  # CRC, filled in below
-        attributes,
-        len(records) - 1,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        len(records),
-    )
-    out += payload
-    _UINT32.pack_into(out, _CRC_POS, crc32c.crc32c(memoryview(out)[_ATTRIBUTES_POS:]))
-    return bytes(out)
-
-
-def _write_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        _write_varint(out, -1)
-    else:
-        _write_varint(out, len(data))
-        out += data
-
-
-# Transaction markers (control batches) live in control_batch.py, which imports this
-# module; build_control_batch, parse_control_batch and the rest resolve from here too.
-def __getattr__(name: str) -> Any:
-    from protocol import control_batch
-
-    if name in control_batch.__all__:
-        return getattr(control_batch, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -210,6 +210,20 @@ class ProgressMonitor(threading.Thread):
         except (ValueError, KeyError, TypeError):
             return
 
+    def receive_available(self) -> int:
+        """Take every report already queued on the socket, without waiting; how many.
+
+        Loopback datagrams are queued by the time their ``sendto`` returns, so a test
+        can check what a reporter sent without starting the thread."""
+        count = 0
+        while True:
+            try:
+                data = self._sock.recv(4096, socket.MSG_DONTWAIT)
+            except (BlockingIOError, TimeoutError):
+                return count
+            self.receive(data)
+            count += 1
+
     def _stage_line(self) -> str:
         """The replay stage's tasks, from the status tracker (the group's latest stage)."""
         if self._sc is None:

@@ -40,7 +40,8 @@ from broker.purgatories import ParkedRequest
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.replica_manager import ReplicaManager
 from protocol.control_batch import parse_control_batch
-from protocol.record_batch import CorruptRecordError, RecordBatchHeader, build_record_batch
+from protocol.record_batch import CorruptRecordError, RecordBatchHeader
+from protocol.record_builder import build_record_batch
 from purgatory import Clock
 
 if TYPE_CHECKING:

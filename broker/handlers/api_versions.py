@@ -12,25 +12,24 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from protocol.api_registry import ApiSpec
 from protocol.builders import response_builder
+from protocol.codec import encode_response_body
 
 API_KEY = 18
 MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-#: The answer never changes for a broker and a version: built once (kio's messages are
-#: frozen dataclasses, safe to share). Keyed by the identity of the broker's spec tuple.
-_ANSWERS: dict[tuple[int, int], tuple[tuple[ApiSpec, ...], Any]] = {}
-
-
 def handle(ctx: RequestContext, request: Any) -> Any:
-    specs = ctx.services.api_specs
-    key = (id(specs), ctx.api_version)
-    cached = _ANSWERS.get(key)
-    if cached is not None and cached[0] is specs:
-        return cached[1]
+    # The answer depends on the version only: encoded once, served from the broker's
+    # response cache (which starts over when the cluster changes; cheap to rebuild).
+    services = ctx.services
+    key = (API_KEY, ctx.api_version)
+    cached = services.response_cache.get(key)
+    if cached is not None:
+        return cached
+    version = services.metadata.version
+    specs = services.api_specs
     b = response_builder(API_KEY, ctx.api_version)
     answer = b.ApiVersionsResponse(
         error_code=ErrorCode.none,
@@ -40,8 +39,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         ),
         throttle_time=0,
     )
-    _ANSWERS[key] = (specs, answer)
-    return answer
+    encoded = encode_response_body(API_KEY, ctx.api_version, answer)
+    services.response_cache.put(key, encoded, version)
+    return encoded
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

@@ -17,6 +17,7 @@ from broker.context import RequestContext
 from broker.handlers.base import TopicPartitionPairs
 from broker.handlers.topic_names import topic_name
 from protocol.builders import Builder, response_builder
+from protocol.codec import encode_response_body
 
 API_KEY = 3
 MIN_VERSION = 0
@@ -26,6 +27,43 @@ _NO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    """The answer from the broker's response cache when the same question was asked
+    since the cluster last changed, else built, encoded and cached."""
+    services = ctx.services
+    key = _cache_key(ctx, request)
+    if key is not None:
+        cached = services.response_cache.get(key)
+        if cached is not None:
+            return cached
+    version = services.metadata.version
+    answer = _answer(ctx, request)
+    if key is None:
+        return answer
+    encoded = encode_response_body(API_KEY, ctx.api_version, answer)
+    services.response_cache.put(key, encoded, version)
+    return encoded
+
+
+def _cache_key(ctx: RequestContext, request: Any) -> tuple[object, ...] | None:
+    """What the answer depends on besides the cluster: the version, the topics asked
+    for by name (None: all) and whether unknown ones may be created. Requests naming
+    topics by id are not cached (rare: only admin clients of Kafka 3.x+ do)."""
+    requested = request.topics
+    if requested is None:
+        names: tuple[str, ...] | None = None
+    else:
+        names = tuple(topic.name for topic in requested)
+        if None in names:
+            return None
+    return (
+        API_KEY,
+        ctx.api_version,
+        names,
+        bool(getattr(request, "allow_auto_topic_creation", True)),
+    )
+
+
+def _answer(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     cluster = services.metadata
     b = response_builder(API_KEY, ctx.api_version)

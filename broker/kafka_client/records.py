@@ -23,10 +23,10 @@ from protocol.builders import Builder
 from protocol.record_batch import (
     CorruptRecordError,
     Record,
-    build_record_batch,
     iter_batches,
     iter_records,
 )
+from protocol.record_builder import build_record_batch
 
 # -- producing --------------------------------------------------------------------------
 

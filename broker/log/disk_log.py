@@ -234,7 +234,12 @@ class DiskLog:
     # -- appends --------------------------------------------------------------------
 
     def append_as_leader(
-        self, records: bytes, *, log_append_time_ms: int | None = None, leader_epoch: int = 0
+        self,
+        records: bytes,
+        *,
+        log_append_time_ms: int | None = None,
+        leader_epoch: int = 0,
+        validated: list[RecordBatchHeader] | None = None,
     ) -> AppendInfo:
         data, info = prepare_leader_append(
             records,
@@ -242,6 +247,7 @@ class DiskLog:
             log_end_offset=self._log_end_offset,
             log_append_time_ms=log_append_time_ms,
             leader_epoch=leader_epoch,
+            validated=validated,
         )
         self._append(data, info.batches)
         info.log_start_offset = self._log_start_offset

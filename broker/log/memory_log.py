@@ -25,7 +25,7 @@ from broker.log.log_config import LogConfig
 from broker.log.partition_log import AppendInfo, prepare_follower_append, prepare_leader_append
 from broker.log.retention import deletable_prefix
 from broker.log.timestamps import first_record_at_or_after, record_with_timestamp
-from protocol.record_batch import iter_batches
+from protocol.record_batch import RecordBatchHeader
 
 
 class MemoryLog:
@@ -74,7 +74,12 @@ class MemoryLog:
     # -- appends ----------------------------------------------------------------------
 
     def append_as_leader(
-        self, records: bytes, *, log_append_time_ms: int | None = None, leader_epoch: int = 0
+        self,
+        records: bytes,
+        *,
+        log_append_time_ms: int | None = None,
+        leader_epoch: int = 0,
+        validated: list[RecordBatchHeader] | None = None,
     ) -> AppendInfo:
         data, info = prepare_leader_append(
             records,
@@ -82,25 +87,28 @@ class MemoryLog:
             log_end_offset=self._log_end_offset,
             log_append_time_ms=log_append_time_ms,
             leader_epoch=leader_epoch,
+            validated=validated,
         )
-        self._store(bytes(data))
+        self._store(bytes(data), info.batches)
         info.log_start_offset = self._log_start_offset
         return info
 
     def append_as_follower(self, records: bytes) -> AppendInfo:
         info = prepare_follower_append(records, log_end_offset=self._log_end_offset)
         if info.batches:
-            self._store(bytes(records))
+            self._store(bytes(records), info.batches)
         info.log_start_offset = self._log_start_offset
         return info
 
-    def _store(self, data: bytes) -> None:
+    def _store(self, data: bytes, headers: list[RecordBatchHeader]) -> None:
+        """Keep ``data``'s batches (``headers`` describe them, in order) one by one."""
         view = memoryview(data)
-        single = True
-        for pos, header in iter_batches(view):
+        single = len(headers) == 1
+        pos = 0
+        for header in headers:
             size = header.size
-            single = single and pos == 0 and size == len(data)
             self._batches.append(data if single else bytes(view[pos : pos + size]))
+            pos += size
             self._base.append(header.base_offset)
             self._last.append(header.last_offset)
             self._sizes.append(size)

@@ -15,11 +15,9 @@ from broker.log.cleanable import CleanedWriter, CleanerCheckpoint, CleanerSnapsh
 from broker.log.errors import RecordTooLargeError, UnexpectedAppendOffsetError
 from broker.log.log_config import LogConfig
 from protocol.record_batch import (
-    ATTR_TIMESTAMP_TYPE,
     RecordBatchHeader,
-    assign_offsets,
     iter_batches,
-    set_partition_leader_epoch,
+    stamp_leader_batches,
     validate_batches,
 )
 
@@ -64,8 +62,20 @@ class PartitionLog(Protocol):
     def size_bytes(self) -> int: ...
 
     def append_as_leader(
-        self, records: bytes, *, log_append_time_ms: int | None = None, leader_epoch: int = 0
-    ) -> AppendInfo: ...
+        self,
+        records: bytes,
+        *,
+        log_append_time_ms: int | None = None,
+        leader_epoch: int = 0,
+        validated: list[RecordBatchHeader] | None = None,
+    ) -> AppendInfo:
+        """Append a producer's batches with offsets from our log end.
+
+        ``validated``: ``validate_batches(records)``'s headers when the caller (the
+        partition, which checks more than the log does) has validated them already;
+        they are not walked again, and they are updated to the appended batches.
+        """
+        ...
 
     def append_as_follower(self, records: bytes) -> AppendInfo: ...
 
@@ -126,6 +136,7 @@ def prepare_leader_append(
     log_end_offset: int,
     log_append_time_ms: int | None,
     leader_epoch: int,
+    validated: list[RecordBatchHeader] | None = None,
 ) -> tuple[bytearray, AppendInfo]:
     """Validate a producer's batches and rewrite them for the log.
 
@@ -133,40 +144,33 @@ def prepare_leader_append(
     `log_append_time_ms` is "now" on the broker's clock; it is applied only when the
     topic's message.timestamp.type is LogAppendTime, as in Kafka (for CreateTime the
     producer's timestamps stand). A LogAppendTime topic with no time given falls back
-    to the wall clock.
+    to the wall clock. `validated`: see ``PartitionLog.append_as_leader``.
     """
-    headers = validate_batches(records)
-    for header in headers:
-        if header.size > config.max_message_bytes:
-            raise RecordTooLargeError(
-                f"record batch of {header.size} bytes exceeds max.message.bytes "
-                f"{config.max_message_bytes}"
-            )
+    headers = validate_batches(records) if validated is None else validated
+    if validated is None:
+        for header in headers:
+            if header.size > config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"record batch of {header.size} bytes exceeds max.message.bytes "
+                    f"{config.max_message_bytes}"
+                )
     append_time: int | None = None
     if config.uses_log_append_time:
         append_time = (
             log_append_time_ms if log_append_time_ms is not None else int(time.time() * 1000)
         )
-    data, next_offset = assign_offsets(records, log_end_offset, append_time)
-    set_partition_leader_epoch(data, leader_epoch)
+    data = stamp_leader_batches(records, headers, log_end_offset, leader_epoch, append_time)
     num_records = 0
     max_ts = NO_TIMESTAMP
     offset_of_max = -1
-    offset = log_end_offset
     for header in headers:
-        header.base_offset = offset
-        header.partition_leader_epoch = leader_epoch
-        if append_time is not None:
-            header.max_timestamp = append_time
-            header.attributes |= ATTR_TIMESTAMP_TYPE
-        offset += header.last_offset_delta + 1
         num_records += header.records_count
         if header.max_timestamp > max_ts:
             max_ts = header.max_timestamp
-            offset_of_max = header.last_offset
+            offset_of_max = header.base_offset + header.last_offset_delta
     info = AppendInfo(
         first_offset=log_end_offset,
-        last_offset=next_offset - 1,
+        last_offset=headers[-1].base_offset + headers[-1].last_offset_delta,
         num_records=num_records,
         max_timestamp=max_ts,
         log_append_time_ms=append_time if append_time is not None else NO_TIMESTAMP,

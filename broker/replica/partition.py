@@ -37,6 +37,7 @@ from broker.replica.producer_state import (
 )
 from protocol.control_batch import EndTransactionMarker, parse_control_batch
 from protocol.record_batch import (
+    ATTR_COMPRESSION_MASK,
     CorruptRecordError,
     RecordBatchHeader,
     iter_batches,
@@ -179,14 +180,12 @@ class Partition:
             return AppendResult(ErrorCode.not_leader_or_follower)
         try:
             headers = validate_batches(records)
-            if any(header.compression for header in headers):
-                _validate_compressed_records(records, _inflate_bound(self.max_message_bytes))
         except CorruptRecordError as exc:
             # Bad bytes are CORRUPT_MESSAGE; well-formed bytes breaking a rule (count vs
-            # lastOffsetDelta, record framing) Kafka's INVALID_RECORD; a batch inflating
-            # past the bound MESSAGE_TOO_LARGE: the error says which (``error_code``).
+            # lastOffsetDelta, record framing) Kafka's INVALID_RECORD: ``error_code``.
             return AppendResult(exc.error_code, error_message=str(exc))
-        for header in headers:
+        compressed = idempotent = False
+        for header in headers:  # one pass: the log is handed these headers, not the bytes
             if header.size > self.max_message_bytes:
                 return AppendResult(
                     ErrorCode.message_too_large,
@@ -197,9 +196,16 @@ class Partition:
                 refused = _client_batch_error(header)
                 if refused is not None:
                     return AppendResult(ErrorCode.invalid_record, error_message=refused)
+            compressed = compressed or header.attributes & ATTR_COMPRESSION_MASK != 0
+            idempotent = idempotent or header.producer_id >= 0
+        if compressed:
+            try:
+                _validate_compressed_records(records, _inflate_bound(self.max_message_bytes))
+            except CorruptRecordError as exc:  # a batch inflating past the bound too
+                return AppendResult(exc.error_code, error_message=str(exc))
         append_time = now_ms if self.log_append_time else None
         analysis = None
-        if any(h.producer_id >= 0 for h in headers):
+        if idempotent:
             # The headers as the log will hold them: offsets from our log end, and the
             # append time for LogAppendTime topics (the producer state records both).
             offset = self.log_end_offset
@@ -227,7 +233,10 @@ class Partition:
                     log_start_offset=self.log_start_offset,
                 )
         info = self.log.append_as_leader(
-            records, log_append_time_ms=append_time, leader_epoch=max(self.leader_epoch, 0)
+            records,
+            log_append_time_ms=append_time,
+            leader_epoch=max(self.leader_epoch, 0),
+            validated=headers,
         )
         if analysis is not None:
             self._apply_producer_state(analysis)

@@ -30,7 +30,8 @@ from broker.purgatories import ParkedRequest
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.replica_manager import ReplicaManager
 from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME, AppendCallback, KeyValue
-from protocol.record_batch import CorruptRecordError, RecordBatchHeader, build_record_batch
+from protocol.record_batch import CorruptRecordError, RecordBatchHeader
+from protocol.record_builder import build_record_batch
 from purgatory import Clock
 
 if TYPE_CHECKING:

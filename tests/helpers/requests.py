@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.builders import request_builder
-from protocol.record_batch import build_record_batch
+from protocol.record_builder import build_record_batch
 
 PRODUCE, FETCH, METADATA = 0, 1, 3
 PRODUCE_V, FETCH_V, METADATA_V = 9, 11, 9

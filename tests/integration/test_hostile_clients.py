@@ -22,7 +22,8 @@ from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
 from protocol.compression import compress
-from protocol.record_batch import build_record_batch, compute_crc
+from protocol.record_batch import compute_crc
+from protocol.record_builder import build_record_batch
 from tests.helpers.raw_client import RawClient
 from tests.helpers.requests import (
     FETCH,

@@ -30,7 +30,7 @@ from broker.replica.append_origin import AppendOrigin
 from broker.replica.delayed_produce import ProduceStatuses
 from protocol.builders import request_builder
 from protocol.control_batch import build_control_batch
-from protocol.record_batch import build_record_batch
+from protocol.record_builder import build_record_batch
 from tests.helpers.cluster import leader_of, wait_until
 from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster

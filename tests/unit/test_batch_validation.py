@@ -41,10 +41,10 @@ from protocol.record_batch import (
     CorruptRecordError,
     InvalidRecordError,
     RecordsTooLargeError,
-    build_record_batch,
     iter_records,
     validate_records,
 )
+from protocol.record_builder import build_record_batch
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 COMPRESSED = [GZIP, SNAPPY, LZ4, ZSTD]

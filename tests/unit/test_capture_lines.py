@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +19,7 @@ from protocol.builders import response_builder
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import CaptureWriter, line_encoder, read_capture
 from protocol.codec import RequestHeader
+from purgatory import ManualClock
 from purgatory.delayed_operation import DelayedOperation
 from tests.helpers.captures import make_event, make_request
 
@@ -182,12 +182,17 @@ def test_queued_records_are_written_in_order(tmp_path: Path) -> None:
     assert events[0].connection_id == "127.0.0.1:9092-127.0.0.1:5000-0"
 
 
-async def test_records_are_written_in_batches_on_the_loop(tmp_path: Path) -> None:
-    capture = BrokerCapture(CaptureWriter(tmp_path, 1), 1)
+def test_records_are_written_in_batches_on_the_timer(tmp_path: Path) -> None:
+    clock = ManualClock(0)
+    captures = CaptureSet(tmp_path, clock=clock)
+    capture = captures.for_broker(1)
     for i in range(3):
         _serve(capture, i)
-    assert capture.writer.records_written == 0  # queued: a batch waits a few ms
-    await asyncio.sleep(0.05)
+    clock.advance(4)
+    captures.timer.advance_clock()
+    assert capture.writer.records_written == 0  # queued: a batch waits 5 ms
+    clock.advance(1)
+    captures.timer.advance_clock()
     assert capture.writer.records_written == 3
     for i in range(3, 3 + 64):  # a full batch is written at once
         _serve(capture, i)
@@ -199,13 +204,18 @@ async def test_records_are_written_in_batches_on_the_loop(tmp_path: Path) -> Non
 
 
 async def test_a_capture_set_stopped_cleanly_loses_nothing(tmp_path: Path) -> None:
-    captures = CaptureSet(tmp_path, flush_interval_ms=20)
+    clock = ManualClock(0)
+    captures = CaptureSet(tmp_path, clock=clock, flush_interval_ms=20)
     capture = captures.for_broker(0)
     captures.start()
     for i in range(200):
         _serve(capture, i)
-    await asyncio.sleep(0.1)  # written, and the member flushed by the task
+    for _ in range(5):  # the batch delay, then flush periods of 10 ms: a flush is due
+        clock.advance(10)
+        captures.timer.advance_clock()
     assert capture.writer.records_written == 200
+    flushed = list(read_capture(tmp_path))  # the file has them, not only the writer
+    assert len([r for r in flushed if isinstance(r, CaptureRequest)]) == 200
     for i in range(200, 300):
         _serve(capture, i)
     await captures.stop()

@@ -23,7 +23,7 @@ from protocol.errors import (
     ProtocolError,
     UnexpectedResponse,
 )
-from protocol.record_batch import build_record_batch
+from protocol.record_builder import build_record_batch
 
 PRODUCE, METADATA, API_VERSIONS = 0, 3, 18
 

@@ -6,6 +6,7 @@ Golden byte strings are written out by hand from the protocol guide's layouts
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import subprocess
@@ -25,12 +26,14 @@ from protocol import (
     RequestHeader,
     UnsupportedApiKey,
     UnsupportedVersion,
+    codec,
     decode_request,
     decode_response,
     encode_request,
     encode_response,
     parse_request_header,
     request_builder,
+    request_header_version,
     response_builder,
     unsupported_version_api_versions_response,
 )
@@ -330,6 +333,67 @@ def test_future_api_versions_request_header_is_read_as_v2() -> None:
     assert offset == 12
     with pytest.raises(UnsupportedVersion):
         decode_request(header, frame, offset)
+
+
+def test_parsed_header_is_a_plain_frozen_request_header() -> None:
+    # parse_request_header fills the slots without calling __init__: the result must be
+    # indistinguishable from the constructor's.
+    header, _ = parse_request_header(METADATA_V1_REQUEST[4:])
+    expected = RequestHeader(3, 1, 7, None)
+    assert type(header) is RequestHeader
+    assert header == expected
+    assert hash(header) == hash(expected)
+    assert repr(header) == repr(expected)
+    assert dataclasses.replace(header, correlation_id=8) == RequestHeader(3, 1, 8, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        header.api_key = 4  # type: ignore[misc]
+
+
+def test_header_version_cache_holds_only_versions_kio_has() -> None:
+    known = {
+        (key, version)
+        for key, spec in KIO_VERSIONS.items()
+        for version in range(spec.min_version, spec.max_version + 1)
+    }
+    for api_key, api_version in [(18, 3), (18, 99), (18, -5), (3, 1000), (30000, 1), (-1, 0)]:
+        frame = struct.pack(">hhih", api_key, api_version, 1, -1) + b"\x00"
+        header, _ = parse_request_header(frame)
+        assert (header.api_key, header.api_version) == (api_key, api_version)
+    assert set(codec._request_header_versions) <= known
+    assert (18, 3) in codec._request_header_versions
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    api_key=st.sampled_from([0, 3, 12, 18, 68, 9999, -1]),
+    api_version=st.integers(-3, 20),
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+    client=st.none() | st.binary(max_size=12),
+    tags=st.sampled_from([b"\x00", b"\x01\x00\x02hi", b"\x02\x00\x00\x05\x01x"]),
+    body=st.binary(max_size=4),
+)
+def test_header_fields_and_body_offset(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client: bytes | None,
+    tags: bytes,
+    body: bytes,
+) -> None:
+    length = -1 if client is None else len(client)
+    frame = struct.pack(">hhih", api_key, api_version, correlation_id, length) + (client or b"")
+    try:
+        flexible = request_header_version(api_key, api_version) >= 2
+    except UnsupportedApiKey:
+        flexible = False  # an unknown api key is read as header v1
+    offset = len(frame) + (len(tags) if flexible else 0)
+    frame += (tags if flexible else b"") + body
+    client_id = None if client is None else client.decode("utf-8", "replace")
+    for data in (frame, bytearray(frame), memoryview(frame)):
+        assert parse_request_header(data) == (
+            RequestHeader(api_key, api_version, correlation_id, client_id),
+            offset,
+        )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

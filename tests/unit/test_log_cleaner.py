@@ -17,10 +17,10 @@ from broker.log.time_index import TimeIndex
 from protocol.compression import GZIP
 from protocol.record_batch import (
     RecordBatchHeader,
-    build_record_batch,
     iter_batches,
     iter_records,
 )
+from protocol.record_builder import build_record_batch
 from purgatory import ManualClock, SystemTimer
 
 NOW = 1_700_000_000_000

@@ -10,7 +10,8 @@ import pytest
 from broker.log import DiskLog, LogConfig
 from broker.log.disk_log import CLEAN_SHUTDOWN_FILE
 from broker.log.offset_index import OffsetIndex
-from protocol.record_batch import build_record_batch, iter_batches
+from protocol.record_batch import iter_batches
+from protocol.record_builder import build_record_batch
 
 CONFIG = LogConfig(segment_bytes=1000, index_interval_bytes=150)
 

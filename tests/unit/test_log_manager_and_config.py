@@ -8,7 +8,7 @@ import pytest
 
 from broker.log import DiskLog, LogConfig, LogManager, MemoryLog
 from broker.log.log_manager import parse_partition_dir_name
-from protocol.record_batch import build_record_batch
+from protocol.record_builder import build_record_batch
 
 
 def batch() -> bytes:

@@ -18,7 +18,8 @@ from broker.log import (
     UnexpectedAppendOffsetError,
 )
 from protocol.compression import SNAPPY, ZSTD
-from protocol.record_batch import build_record_batch, iter_batches, iter_records
+from protocol.record_batch import iter_batches, iter_records
+from protocol.record_builder import build_record_batch
 
 MakeLog = Callable[..., PartitionLog]
 

@@ -26,7 +26,7 @@ from broker.replica.producer_state import (
     increment_sequence,
 )
 from protocol.control_batch import build_control_batch
-from protocol.record_batch import build_record_batch
+from protocol.record_builder import build_record_batch
 
 PID = 1000
 INT32_MAX = 2**31 - 1

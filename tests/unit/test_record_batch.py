@@ -19,15 +19,14 @@ from protocol.record_batch import (
     CorruptRecordError,
     InvalidRecordError,
     Record,
-    assign_offsets,
-    build_record_batch,
     compute_crc,
     iter_batches,
     iter_records,
     parse_batch_header,
-    set_partition_leader_epoch,
+    stamp_leader_batches,
     validate_batches,
 )
+from protocol.record_builder import build_record_batch
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 RECORDS: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]] = [
@@ -101,19 +100,21 @@ def test_crc_catches_a_flipped_byte() -> None:
 
 
 def test_base_offset_and_leader_epoch_are_outside_the_crc() -> None:
-    data = bytearray(batch(3))
-    set_partition_leader_epoch(data, 12)
-    out, _ = assign_offsets(data, 5000)
+    data = batch(3)
+    out = stamp_leader_batches(data, validate_batches(data), 5000, 12)
     validate_batches(out)
     h = parse_batch_header(out)
     assert (h.base_offset, h.partition_leader_epoch) == (5000, 12)
 
 
-def test_assign_offsets_across_batches() -> None:
+def test_stamped_offsets_run_on_across_batches() -> None:
     buf = batch(3) + batch(1) + batch(5, compression=LZ4)
-    out, next_offset = assign_offsets(buf, 100)
-    assert next_offset == 109
+    stamped = validate_batches(buf)
+    out = stamp_leader_batches(buf, stamped, 100, 7)
+    assert stamped[-1].next_offset == 109
     headers = [h for _, h in iter_batches(out, verify_crc=True)]
+    assert headers == stamped  # the headers given are updated to the bytes returned
+    assert {h.partition_leader_epoch for h in headers} == {7}
     assert [(h.base_offset, h.last_offset) for h in headers] == [
         (100, 102),
         (103, 103),
@@ -127,10 +128,12 @@ def test_assign_offsets_across_batches() -> None:
     assert len(out) == len(buf)
 
 
-def test_assign_offsets_with_log_append_time_keeps_crc_valid() -> None:
+def test_log_append_time_keeps_crc_valid() -> None:
     buf = batch(2, ts=1000) + batch(2, ts=2000, compression=ZSTD)
-    out, _ = assign_offsets(buf, 0, log_append_time_ms=99_999)
+    stamped = validate_batches(buf)
+    out = stamp_leader_batches(buf, stamped, 0, 0, log_append_time_ms=99_999)
     headers = validate_batches(out)  # CRCs recomputed
+    assert headers == stamped
     assert all(h.timestamp_type == 1 and h.max_timestamp == 99_999 for h in headers)
     assert headers[0].base_timestamp == 1000  # the producer's stays in the header
     first = out[: headers[0].size]
@@ -218,7 +221,7 @@ def test_iter_records_on_aiokafka_batches(builder_cls: type, codec: int) -> None
     data = _aiokafka_batch(builder_cls, codec)
     (header,) = validate_batches(data)
     assert header.compression == codec and header.records_count == len(RECORDS)
-    out, _ = assign_offsets(data, 50)
+    out = stamp_leader_batches(data, validate_batches(data), 50, 0)
     records = list(iter_records(out))
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in records] == [
         (50 + i, 1000 + i, k, v, list(hs)) for i, (k, v, hs) in enumerate(RECORDS)
@@ -247,11 +250,8 @@ def test_iter_records_on_kafka_python_batches(codec: int) -> None:
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_clients_read_our_batches(codec: int) -> None:
-    data, _ = assign_offsets(
-        build_record_batch(RECORDS, timestamp_ms=3000, compression=codec),
-        20,
-        log_append_time_ms=4000,
-    )
+    built = build_record_batch(RECORDS, timestamp_ms=3000, compression=codec)
+    data = stamp_leader_batches(built, validate_batches(built), 20, 0, log_append_time_ms=4000)
     aio = AioBatch(bytes(data))
     assert aio.validate_crc()
     got = [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in aio]

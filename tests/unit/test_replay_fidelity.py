@@ -237,10 +237,7 @@ def test_tasks_report_progress_to_the_driver_over_udp() -> None:
     for _ in range(5):
         reporter.tick()
     reporter.close()
-    monitor.start()
-    deadline = time.monotonic() + 5
-    while monitor.done < 5 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert monitor.receive_available() >= 2  # at least "started" and the last count
     monitor.stop()
     assert monitor.done == 5
     assert monitor.eta_s(start + 4.0) == pytest.approx(6.0)

@@ -10,7 +10,8 @@ from typing import Any
 
 from protocol.builders import request_builder, response_builder
 from protocol.codec import decode_request, encode_request, encode_response, parse_request_header
-from protocol.record_batch import build_record_batch, iter_batches, parse_batch_header
+from protocol.record_batch import iter_batches, parse_batch_header
+from protocol.record_builder import build_record_batch
 from spark_jobs.replay_client import (
     CapturedTiming,
     ReplaySchedule,

@@ -31,7 +31,8 @@ from broker.replica.delayed_produce import ProduceStatuses
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
-from protocol.record_batch import build_record_batch, iter_batches
+from protocol.record_batch import iter_batches
+from protocol.record_builder import build_record_batch
 from purgatory import ManualClock
 
 BROKER = 0

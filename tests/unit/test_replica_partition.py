@@ -10,7 +10,7 @@ from broker.cluster_metadata import ClusterMetadata
 from broker.controller import NO_LEADER, Controller
 from broker.log import MemoryLog
 from broker.replica.partition import Partition
-from protocol.record_batch import build_record_batch
+from protocol.record_builder import build_record_batch
 
 LAG_MS = 30_000
 

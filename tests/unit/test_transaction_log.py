@@ -34,7 +34,8 @@ from protocol.control_batch import (
     build_control_batch,
     parse_control_batch,
 )
-from protocol.record_batch import build_record_batch, iter_batches, parse_batch_header
+from protocol.record_batch import iter_batches, parse_batch_header
+from protocol.record_builder import build_record_batch
 from tests.unit.test_replica_manager import TP, FetchAnswer, broker_node
 
 A, B = 100, 200  # producer ids

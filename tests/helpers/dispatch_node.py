@@ -1,0 +1,74 @@
+"""One broker's dispatcher without a socket, for unit tests of the request path.
+
+The broker is built by the composition root's ``build_broker`` on a manual clock; frames
+come from the project's sans-IO client and answers go back through it, so both sides of
+the wire format are the real ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from broker.app import build_broker
+from broker.broker import Broker
+from broker.cluster_metadata import ClusterMetadata
+from broker.config import BrokerConfig
+from broker.context import ConnectionInfo
+from broker.control.faults import FaultInjector
+from broker.controller import Controller
+from broker.dispatch import InFlight, RequestDispatcher
+from broker.handlers.base import ApiHandler
+from broker.handlers.registry import build_registry
+from broker.log import LogManager
+from broker.metrics import RequestMetrics
+from protocol.client import ClientConnection
+from purgatory import ManualClock
+
+
+@dataclasses.dataclass
+class Node:
+    broker: Broker
+    dispatcher: RequestDispatcher
+    clock: ManualClock
+    faults: FaultInjector
+    client: ClientConnection
+    connection: ConnectionInfo
+    closed: list[str]
+
+    def send(self, api_key: int, version: int, body: Any) -> InFlight:
+        out = self.client.send(api_key, version, body)
+        return self.dispatcher.dispatch(out.data[4:], 0, self.connection)
+
+    def answer(self, in_flight: InFlight) -> Any:
+        if in_flight.future is not None:
+            self.dispatcher.settle(in_flight)
+        assert in_flight.ready
+        data = self.dispatcher.encode(in_flight)
+        assert data is not None
+        (response,) = self.client.receive(data)
+        return response.body
+
+
+def dispatch_node(handlers: dict[int, ApiHandler] | None = None) -> Node:
+    clock = ManualClock(1_000)
+    metadata = ClusterMetadata()
+    metadata.register_broker(0, "127.0.0.1", 9092)
+    registry = build_registry()
+    faults = FaultInjector(
+        frozenset(registry), frozenset(k for k, h in registry.items() if h.topic_partitions)
+    )
+    broker = build_broker(
+        broker_id=0,
+        config=BrokerConfig.model_validate({}),
+        metadata=metadata,
+        controller=Controller(metadata),
+        clock=clock,
+        logs=LogManager(None),
+        faults=faults,
+        request_metrics=RequestMetrics(0),
+        handlers=handlers,
+    )
+    closed: list[str] = []
+    connection = ConnectionInfo("c-1", "127.0.0.1", 1, 9092, close=closed.append)
+    return Node(broker, broker.dispatcher, clock, faults, ClientConnection("t"), connection, closed)
