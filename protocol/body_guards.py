@@ -42,12 +42,20 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import struct
-import types
 import typing
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ("BodyGuard", "check_body", "guard_for", "guard_source")
+from protocol.fast_writers import VARIABLE_TYPES, is_entity, strip_optional
+
+__all__ = (
+    "FIXED_WIDTH",
+    "BodyGuard",
+    "check_body",
+    "guard_for",
+    "guard_source",
+    "read_uvarint",
+)
 
 BodyGuard = Callable[[bytes | memoryview, int], int]
 """``guard(buf, offset) -> end``: walks one body or raises."""
@@ -63,7 +71,8 @@ class _Short(Exception):
     """A refusal raised by a helper: ``check_body`` adds where it happened."""
 
 
-_FIXED_WIDTH: Final[dict[str, int]] = {
+#: The bytes each fixed-width Kafka type takes on the wire, by kio's type name.
+FIXED_WIDTH: Final[dict[str, int]] = {
     "bool": 1,
     "int8": 1,
     "uint8": 1,
@@ -80,21 +89,23 @@ _FIXED_WIDTH: Final[dict[str, int]] = {
     "datetime_i64": 8,
     "uuid": 16,
 }
-_VARIABLE: Final = frozenset({"string", "bytes", "records"})
 
 
 # --------------------------------------------------------------------------- helpers
 # What the generated code calls off its common path.
 
 
-def _uv(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """Unsigned LEB128 as Kafka writes it (at most 5 bytes for 32 bits)."""
+def read_uvarint(
+    buf: bytes | bytearray | memoryview, pos: int, error: type[Exception] = _Short
+) -> tuple[int, int]:
+    """Unsigned LEB128 as Kafka writes it (at most 5 bytes for 32 bits); ``error`` is
+    raised on a truncated or overlong one (``codec`` reads its headers with it too)."""
     result = 0
     shift = 0
     end = len(buf)
     while True:
         if pos >= end:
-            raise _Short("truncated varint")
+            raise error("truncated varint")
         byte = buf[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
@@ -102,7 +113,10 @@ def _uv(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
             return result, pos
         shift += 7
         if shift > 28:
-            raise _Short("varint longer than 5 bytes")
+            raise error("varint longer than 5 bytes")
+
+
+_uv = read_uvarint  # the generated code's name for it
 
 
 def _compact_bytes(buf: bytes | memoryview, pos: int) -> int:
@@ -152,24 +166,10 @@ _HELPERS: Final[dict[str, object]] = {
 # --------------------------------------------------------------------------- schema
 
 
-def _strip_optional(tp: Any) -> tuple[Any, bool]:
-    if typing.get_origin(tp) in (types.UnionType, typing.Union):
-        args = typing.get_args(tp)
-        inner = [arg for arg in args if arg is not type(None)]
-        if len(inner) != 1:  # pragma: no cover - kio invariant
-            raise TypeError(f"unsupported union {tp!r}")
-        return inner[0], len(inner) < len(args)
-    return tp, False
-
-
-def _is_entity(tp: Any) -> bool:
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
-
-
 def _scalar_width(kafka_type: str) -> int | None:
     """The width of a fixed-width scalar; None for a string, bytes or records."""
-    width = _FIXED_WIDTH.get(kafka_type)
-    if width is None and kafka_type not in _VARIABLE:  # pragma: no cover - kio invariant
+    width = FIXED_WIDTH.get(kafka_type)
+    if width is None and kafka_type not in VARIABLE_TYPES:  # pragma: no cover - kio invariant
         raise TypeError(f"no guard for kafka type {kafka_type!r}")
     return width
 
@@ -189,10 +189,10 @@ def _fixed_size(cls: type) -> int | None:
         return None  # its tagged-field section varies
     total = 0
     for field in dataclasses.fields(cls):
-        tp, nullable = _strip_optional(field.type)
+        tp, nullable = strip_optional(field.type)
         if typing.get_origin(tp) is tuple:
             return None
-        if _is_entity(tp):
+        if is_entity(tp):
             inner = None if nullable else _fixed_size(tp)
         else:
             inner = _scalar_width(field.metadata.get("kafka_type", ""))
@@ -209,10 +209,10 @@ def _min_size(cls: type) -> int:
     for field in dataclasses.fields(cls):
         if "tag" in field.metadata:
             continue
-        tp, nullable = _strip_optional(field.type)
+        tp, nullable = strip_optional(field.type)
         if typing.get_origin(tp) is tuple:
             total += 1 if flexible else 4
-        elif _is_entity(tp):
+        elif is_entity(tp):
             total += 1 if nullable else _min_size(tp)
         else:
             total += _scalar_min(field.metadata.get("kafka_type", ""), flexible)
@@ -316,8 +316,8 @@ def _array(
     gen = block.gen
     gen.uses_len = True
     _count(block, flexible, name)
-    inner, _ = _strip_optional(element)
-    if _is_entity(inner):
+    inner, _ = strip_optional(element)
+    if is_entity(inner):
         width, least = _fixed_size(inner), _min_size(inner)
     else:
         width, least = _scalar_width(kafka_type), _scalar_min(kafka_type, flexible)
@@ -335,7 +335,7 @@ def _array(
         need = f"x * {least}" if least > 1 else "x"
         body.line(f"if {need} > n - p: raise _Bad(_fit({label}, x, n - p))", name)
         loop = body.nested("for _ in range(x):", name)
-        if _is_entity(inner):
+        if is_entity(inner):
             _entity(loop, inner)
         else:
             _string(loop, kafka_type, flexible, name)
@@ -352,12 +352,12 @@ def _array(
 
 def _field(block: _Block, owner: type, field: dataclasses.Field[Any], is_tag: bool) -> None:
     flexible: bool = getattr(owner, "__flexible__", False)
-    tp, nullable = _strip_optional(field.type)
+    tp, nullable = strip_optional(field.type)
     kafka_type: str = field.metadata.get("kafka_type", "")
     name = f"{owner.__qualname__}.{field.name}"
     if typing.get_origin(tp) is tuple:
         _array(block, typing.get_args(tp)[0], kafka_type, flexible, nullable, name)
-    elif _is_entity(tp):
+    elif is_entity(tp):
         # Tagged structs carry no null marker: presence is the tag itself.
         if nullable and not is_tag:  # KIP-893: int8 marker, negative for null
             at, skip = block.at()

@@ -44,7 +44,7 @@ from protocol.api_registry import (
     response_class,
     response_header_version,
 )
-from protocol.body_guards import check_body
+from protocol.body_guards import check_body, read_uvarint
 from protocol.errors import MalformedRequest, MalformedResponse, UnsupportedApiKey
 from protocol.fast_writers import writer_for
 
@@ -85,36 +85,16 @@ class RequestHeader:
 # --------------------------------------------------------------------------- helpers
 
 
-def _read_uvarint(
-    buf: bytes | bytearray | memoryview, pos: int, error: type[Exception]
-) -> tuple[int, int]:
-    """Unsigned LEB128 as Kafka writes it (at most 5 bytes for 32 bits)."""
-    result = 0
-    shift = 0
-    end = len(buf)
-    while True:
-        if pos >= end:
-            raise error("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise error("varint longer than 5 bytes")
-
-
 def _skip_tagged_fields(
     buf: bytes | bytearray | memoryview, pos: int, error: type[Exception]
 ) -> int:
     """Step over a tagged-field section; no header tag is defined that we need."""
     if pos < len(buf) and buf[pos] == 0:  # the usual case: no tags
         return pos + 1
-    count, pos = _read_uvarint(buf, pos, error)
+    count, pos = read_uvarint(buf, pos, error)
     for _ in range(count):
-        _tag, pos = _read_uvarint(buf, pos, error)
-        size, pos = _read_uvarint(buf, pos, error)
+        _tag, pos = read_uvarint(buf, pos, error)
+        size, pos = read_uvarint(buf, pos, error)
         pos += size
         if pos > len(buf):
             raise error("truncated tagged field")

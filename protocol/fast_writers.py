@@ -48,7 +48,15 @@ from typing import Any, Final, TypeVar
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.static.constants import uuid_zero
 
-__all__ = ("FastWriter", "encode", "writer_for", "writer_source")
+__all__ = (
+    "VARIABLE_TYPES",
+    "FastWriter",
+    "encode",
+    "is_entity",
+    "strip_optional",
+    "writer_for",
+    "writer_source",
+)
 
 E = TypeVar("E")
 FastWriter = Callable[[bytearray, E], None]
@@ -115,10 +123,11 @@ _FIXED: Final[dict[str, tuple[str, str]]] = {
     "timedelta_i64": ("q", "round({}.total_seconds() * 1000)"),
     "datetime_i64": ("q", "round({}.timestamp() * 1000)"),
 }
-_VARIABLE: Final = frozenset({"string", "bytes", "records"})
+VARIABLE_TYPES: Final = frozenset({"string", "bytes", "records"})
 
 
-def _strip_optional(tp: Any) -> tuple[Any, bool]:
+def strip_optional(tp: Any) -> tuple[Any, bool]:
+    """A kio field type without its ``| None``, and whether it had one (nullable)."""
     if typing.get_origin(tp) in (types.UnionType, typing.Union):
         args = typing.get_args(tp)
         inner = [arg for arg in args if arg is not type(None)]
@@ -128,7 +137,8 @@ def _strip_optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _is_entity(tp: Any) -> bool:
+def is_entity(tp: Any) -> bool:
+    """Whether a kio field type is a nested message (a dataclass) rather than a scalar."""
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
@@ -229,7 +239,7 @@ def _scalar(block: _Block, kafka_type: str, expr: str, flexible: bool, nullable:
     elif kafka_type == "uuid":  # kio writes None as the zero uuid, nullable or not
         v = _local(block, expr)
         block.fixed("16s", f"_ZERO if {v} is None else {v}.bytes")
-    elif kafka_type not in _VARIABLE:
+    elif kafka_type not in VARIABLE_TYPES:
         raise NotImplementedError(f"no writer for kafka type {kafka_type!r}")
     elif flexible:  # compact: uvarint length + 1, 0 for null; str or bytes alike
         s = _local(block, expr, "s")
@@ -261,9 +271,9 @@ def _scalar(block: _Block, kafka_type: str, expr: str, flexible: bool, nullable:
 def _array(block: _Block, element: Any, kafka_type: str, expr: str, flexible: bool) -> None:
     out = block.out
     a = _local(block, expr, "a")
-    inner, _nullable = _strip_optional(element)
+    inner, _nullable = strip_optional(element)
     fixed = _FIXED.get(kafka_type)
-    if fixed is not None and fixed[1] == "{}" and not _is_entity(inner):
+    if fixed is not None and fixed[1] == "{}" and not is_entity(inner):
         # Plain numbers: the whole array in one pack by a packer per element count,
         # the count (a compact array's varint, a legacy array's int32) included.
         packers = block.gen.constant(_ArrayPackers(fixed[0], flexible), "_A")
@@ -280,7 +290,7 @@ def _array(block: _Block, element: Any, kafka_type: str, expr: str, flexible: bo
         body = block.nested(f"if {a} is not None:")
     e = block.gen.name("e")
     loop = body.nested(f"for {e} in {a}:")
-    if _is_entity(inner):
+    if is_entity(inner):
         _entity(loop, inner, e)
     else:  # a primitive element is never null (uuid aside, which writes zeros)
         _scalar(loop, kafka_type, e, flexible, nullable=False)
@@ -296,7 +306,7 @@ def _field(
     is_tag: bool,
 ) -> None:
     flexible: bool = owner.__flexible__  # type: ignore[attr-defined]
-    tp, nullable = _strip_optional(field.type)
+    tp, nullable = strip_optional(field.type)
     # A tagged field is optional by its tag's presence: kio writes it non-nullable.
     nullable = nullable and not is_tag
     kafka_type: str = field.metadata.get("kafka_type", "")
@@ -305,7 +315,7 @@ def _field(
         _scalar(block, "string", expr, flexible=False, nullable=True)
     elif typing.get_origin(tp) is tuple:
         _array(block, typing.get_args(tp)[0], kafka_type, expr, flexible)
-    elif _is_entity(tp):
+    elif is_entity(tp):
         if nullable:  # KIP-893: int8 marker, -1 null, 1 present
             v = _local(block, expr)
             block.write(f"if {v} is None: {block.out} += b'\\xff'")

@@ -264,12 +264,7 @@ def iter_batches(
             _raise_incomplete(view, pos, end)
         header = RecordBatchHeader(*_HEADER.unpack_from(view, pos))
         if verify_crc:
-            actual = crc32c.crc32c(view[pos + _ATTRIBUTES_POS : pos + size])
-            if actual != header.crc:
-                raise CorruptRecordError(
-                    f"record batch at offset {header.base_offset} (position {pos}) has CRC "
-                    f"{header.crc:#010x}, computed {actual:#010x}"
-                )
+            _verify_crc(view, pos, size, header)
         yield pos, header
         pos += size
 
@@ -292,6 +287,15 @@ def _batch_size(view: memoryview, pos: int, end: int) -> int:
             f"shorter than the {BATCH_HEADER_SIZE}-byte header"
         )
     return size if size <= remaining else -1
+
+
+def _verify_crc(view: memoryview, pos: int, size: int, header: RecordBatchHeader) -> None:
+    actual = crc32c.crc32c(view[pos + _ATTRIBUTES_POS : pos + size])
+    if actual != header.crc:
+        raise CorruptRecordError(
+            f"record batch at offset {header.base_offset} (position {pos}) has CRC "
+            f"{header.crc:#010x}, computed {actual:#010x}"
+        )
 
 
 def _raise_incomplete(view: memoryview, pos: int, end: int) -> NoReturn:
@@ -326,12 +330,7 @@ def validate_batches(buf: Buffer) -> list[RecordBatchHeader]:
         if size < 0:
             _raise_incomplete(view, pos, end)
         header = RecordBatchHeader(*_HEADER.unpack_from(view, pos))
-        actual = crc32c.crc32c(view[pos + _ATTRIBUTES_POS : pos + size])
-        if actual != header.crc:
-            raise CorruptRecordError(
-                f"record batch at offset {header.base_offset} (position {pos}) has CRC "
-                f"{header.crc:#010x}, computed {actual:#010x}"
-            )
+        _verify_crc(view, pos, size, header)
         pos += size
         if header.records_count <= 0:
             raise InvalidRecordError(

@@ -25,7 +25,7 @@ from protocol.record_batch import (
     MAGIC_V2,
 )
 
-__all__ = ["build_record_batch"]
+__all__ = ["build_record_batch", "write_varint"]
 
 
 def build_record_batch(
@@ -61,15 +61,15 @@ def build_record_batch(
         record.clear()
         record.append(0)  # attributes
         ts = timestamps[delta] if timestamps else timestamp_ms
-        _write_varint(record, ts - base_timestamp)
-        _write_varint(record, delta)
+        write_varint(record, ts - base_timestamp)
+        write_varint(record, delta)
         _write_bytes(record, key)
         _write_bytes(record, value)
-        _write_varint(record, len(headers))
+        write_varint(record, len(headers))
         for hkey, hval in headers:
             _write_bytes(record, hkey.encode("utf-8"))
             _write_bytes(record, hval)
-        _write_varint(body, len(record))
+        write_varint(body, len(record))
         body += record
 
     payload = compress(compression, body) if compression else bytes(body)
@@ -103,13 +103,14 @@ def build_record_batch(
 
 def _write_bytes(out: bytearray, data: bytes | None) -> None:
     if data is None:
-        _write_varint(out, -1)
+        write_varint(out, -1)
     else:
-        _write_varint(out, len(data))
+        write_varint(out, len(data))
         out += data
 
 
-def _write_varint(out: bytearray, value: int) -> None:
+def write_varint(out: bytearray, value: int) -> None:
+    """Append a zig-zag varint (a record's varint or varlong) to ``out``."""
     value = (value << 1) ^ (value >> 63)
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

@@ -46,6 +46,7 @@ from protocol.record_batch import (
     RecordBatchHeader,
     compute_crc,
 )
+from protocol.record_builder import write_varint
 
 DELETE_HORIZON_FLAG = 0x40  # attributes bit 6: base timestamp holds the delete horizon
 NO_TIMESTAMP = -1
@@ -112,14 +113,6 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise CorruptRecordError("varint is too long")
-
-
-def _write_varint(out: bytearray, value: int) -> None:
-    value = (value << 1) ^ (value >> 63)
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 def records_section(batch: bytes, header: RecordBatchHeader, max_decompressed_bytes: int) -> bytes:
@@ -275,9 +268,9 @@ def filter_batch(
             continue
         _, body_start = _varint(data, record.start)
         rest = bytearray(data[body_start : body_start + 1])  # attributes
-        _write_varint(rest, timestamp - new_base_ts)
+        write_varint(rest, timestamp - new_base_ts)
         rest += data[record.ts_end : record.end]
-        _write_varint(body, len(rest))
+        write_varint(body, len(rest))
         body += rest
     if header.timestamp_type == 1:  # LogAppendTime: the batch's time stands
         max_ts = header.max_timestamp
