@@ -12,8 +12,13 @@ first time after an answer of the new broker is mapped to the value that answer 
   mapped ids then replace the captured ones in JoinGroup, SyncGroup (its own and,
   where known, the leader's assignments), Heartbeat, OffsetCommit and LeaveGroup.
 * InitProducerId answers give a producer id and epoch; the next unmapped captured
-  producer id found in a Produce batch (or an InitProducerId that names one) is mapped
-  to them. Producer id and epoch sit under the batch CRC, so it is recomputed.
+  producer id found in a request (a Produce batch, an InitProducerId that names one, or
+  a transaction's AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) is mapped
+  to them, with the captured epoch it was seen at: epochs then stay in step (a captured
+  epoch one above is one above on the new broker too — each re-initialisation bumps
+  both), so a transactional producer restarted under its transactional.id is mapped
+  right. Producer id and epoch sit under the batch CRC, so it is recomputed.
+  TxnOffsetCommit's member id and generation (v3+) are mapped as OffsetCommit's.
 
 Member ids are unique strings, so the member map may be shared by all connections of a
 replay task (a leader's SyncGroup then also rewrites the other members it knows);
@@ -41,6 +46,7 @@ __all__ = [
     "INIT_PRODUCER_ID",
     "JOIN_GROUP",
     "PRODUCE",
+    "ProducerMapping",
     "ReplayRewriter",
     "rewrite_producer_in_batches",
 ]
@@ -54,6 +60,17 @@ LEAVE_GROUP: Final = 13
 SYNC_GROUP: Final = 14
 INIT_PRODUCER_ID: Final = 22
 OFFSET_FOR_LEADER_EPOCH: Final = 23
+ADD_PARTITIONS_TO_TXN: Final = 24
+ADD_OFFSETS_TO_TXN: Final = 25
+END_TXN: Final = 26
+TXN_OFFSET_COMMIT: Final = 28
+
+#: Transaction APIs naming a producer id and epoch at the top level.
+_TXN_PRODUCER_APIS: Final = frozenset({ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT})
+#: APIs naming a member of a group (and its generation).
+_GROUP_APIS: Final = frozenset(
+    {JOIN_GROUP, SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT, LEAVE_GROUP, TXN_OFFSET_COMMIT}
+)
 
 #: APIs whose requests may need decoding (the others only get a new correlation id).
 DECODE_APIS: Final = frozenset(
@@ -67,6 +84,10 @@ DECODE_APIS: Final = frozenset(
         SYNC_GROUP,
         INIT_PRODUCER_ID,
         OFFSET_FOR_LEADER_EPOCH,
+        ADD_PARTITIONS_TO_TXN,
+        ADD_OFFSETS_TO_TXN,
+        END_TXN,
+        TXN_OFFSET_COMMIT,
     }
 )
 #: APIs whose responses teach the rewriter something.
@@ -78,21 +99,39 @@ _CRC_POS: Final = 17
 _UINT32 = struct.Struct(">I")
 
 
+@dataclass(frozen=True, slots=True)
+class ProducerMapping:
+    """A captured producer id's counterpart on the new broker, learned when the
+    captured id was seen at ``captured_epoch``: the new broker had then answered
+    ``producer_id`` at ``epoch``."""
+
+    captured_epoch: int
+    producer_id: int
+    epoch: int
+
+    def map(self, captured_epoch: int) -> tuple[int, int]:
+        """(producer id, epoch) on the new broker for the captured id at an epoch."""
+        if captured_epoch < 0:
+            return self.producer_id, captured_epoch
+        return self.producer_id, self.epoch + (captured_epoch - self.captured_epoch)
+
+
 def rewrite_producer_in_batches(
-    records: bytes, mapping: dict[int, tuple[int, int]]
-) -> tuple[bytes, list[int]]:
+    records: bytes, mapping: dict[int, ProducerMapping]
+) -> tuple[bytes, list[tuple[int, int]]]:
     """Batches with producer ids in ``mapping`` re-stamped (id, epoch) and their CRC
-    recomputed; also the producer ids (>= 0) found that ``mapping`` lacks."""
+    recomputed; also the (producer id, epoch) found (id >= 0) that ``mapping`` lacks."""
     out: bytearray | None = None
-    unknown: list[int] = []
+    unknown: list[tuple[int, int]] = []
     for pos, header in iter_batches(records, allow_partial_tail=True):
         pid = header.producer_id
         if pid < 0:
             continue
-        target = mapping.get(pid)
-        if target is None:
-            unknown.append(pid)
+        mapped = mapping.get(pid)
+        if mapped is None:
+            unknown.append((pid, header.producer_epoch))
             continue
+        target = mapped.map(header.producer_epoch)
         if target == (pid, header.producer_epoch):
             continue
         if out is None:
@@ -118,8 +157,8 @@ class ReplayRewriter:
     def __init__(self) -> None:
         #: captured member id -> new member id (shared by the task's connections).
         self.member_ids: dict[str, str] = {}
-        #: captured producer id -> (new producer id, new epoch).
-        self.producers: dict[int, tuple[int, int]] = {}
+        #: captured producer id -> its counterpart on the new broker.
+        self.producers: dict[int, ProducerMapping] = {}
         self._learned_producer: dict[str, tuple[int, int]] = {}  # per connection
         self._groups: dict[tuple[str, str], _GroupState] = {}
         # A client may ask for its producer id on one connection and produce on another.
@@ -138,23 +177,18 @@ class ReplayRewriter:
         """The request to send in place of the captured one (maybe the same object)."""
         if api_key == PRODUCE:
             return self._rewrite_produce(connection, request)
-        if api_key == INIT_PRODUCER_ID:
-            pid = getattr(request, "producer_id", -1)
-            if pid is not None and pid >= 0 and pid in self.producers:
-                new_pid, new_epoch = self.producers[pid]
-                return dataclasses.replace(request, producer_id=new_pid, producer_epoch=new_epoch)
-            return request
-        group_id = getattr(request, "group_id", None)
-        if group_id is None or api_key not in (
-            JOIN_GROUP,
-            SYNC_GROUP,
-            HEARTBEAT,
-            OFFSET_COMMIT,
-            LEAVE_GROUP,
-        ):
-            return request
-        state = self._group(connection, str(group_id))
         changes: dict[str, Any] = {}
+        if api_key == INIT_PRODUCER_ID:
+            # A re-initialisation (KIP-360) of an id never mapped here goes as captured.
+            changes.update(self._producer_fields(connection, request, learn=False))
+        elif api_key in _TXN_PRODUCER_APIS:
+            changes.update(self._producer_fields(connection, request))
+        elif api_key == ADD_PARTITIONS_TO_TXN:
+            changes.update(self._add_partitions_fields(connection, request))
+        group_id = getattr(request, "group_id", None)
+        if group_id is None or api_key not in _GROUP_APIS:
+            return dataclasses.replace(request, **changes) if changes else request
+        state = self._group(connection, str(group_id))
         member_id = getattr(request, "member_id", None)
         if member_id:
             new_member = self._map_member(state, member_id)
@@ -210,6 +244,56 @@ class ReplayRewriter:
             return state.learned_generation
         return captured
 
+    def _map_producer(
+        self, connection: str, pid: int, epoch: int, *, learn: bool = True
+    ) -> tuple[int, int]:
+        """The new broker's (id, epoch) for a captured one; unmapped ids take what this
+        connection's (or, failing that, the task's) last InitProducerId answered."""
+        if pid < 0:
+            return pid, epoch
+        mapped = self.producers.get(pid)
+        if mapped is None:
+            if not learn:
+                return pid, epoch
+            learned = self._learned_producer.get(connection, self._last_learned_producer)
+            if learned is None:
+                return pid, epoch
+            mapped = self.producers[pid] = ProducerMapping(epoch, learned[0], learned[1])
+        return mapped.map(epoch)
+
+    def _producer_fields(
+        self, connection: str, request: Any, *, learn: bool = True
+    ) -> dict[str, Any]:
+        """InitProducerId (KIP-360: naming its id), AddOffsetsToTxn, TxnOffsetCommit,
+        EndTxn, a v4+ AddPartitionsToTxn transaction: the producer id and epoch."""
+        pid = getattr(request, "producer_id", None)
+        epoch = getattr(request, "producer_epoch", None)
+        if pid is None or epoch is None or pid < 0:
+            return {}
+        new_pid, new_epoch = self._map_producer(connection, int(pid), int(epoch), learn=learn)
+        if (new_pid, new_epoch) == (pid, epoch):
+            return {}
+        return {"producer_id": type(pid)(new_pid), "producer_epoch": type(epoch)(new_epoch)}
+
+    def _add_partitions_fields(self, connection: str, request: Any) -> dict[str, Any]:
+        """AddPartitionsToTxn: top-level (v0-v3) or per transaction (v4+, a batch)."""
+        transactions = getattr(request, "transactions", None)
+        if transactions is None:
+            pid = request.v3_and_below_producer_id
+            epoch = request.v3_and_below_producer_epoch
+            new_pid, new_epoch = self._map_producer(connection, int(pid), int(epoch))
+            if (new_pid, new_epoch) == (pid, epoch):
+                return {}
+            return {
+                "v3_and_below_producer_id": type(pid)(new_pid),
+                "v3_and_below_producer_epoch": type(epoch)(new_epoch),
+            }
+        changed = tuple(
+            dataclasses.replace(txn, **self._producer_fields(connection, txn))
+            for txn in transactions
+        )
+        return {"transactions": changed}
+
     def _rewrite_produce(self, connection: str, request: Any) -> Any:
         topics = []
         changed = False
@@ -219,10 +303,9 @@ class ReplayRewriter:
                 records = partition.records
                 if records:
                     new_records, unknown = rewrite_producer_in_batches(records, self.producers)
-                    learned = self._learned_producer.get(connection, self._last_learned_producer)
-                    if unknown and learned is not None:
-                        for pid in unknown:
-                            self.producers.setdefault(pid, learned)
+                    if unknown:
+                        for pid, epoch in unknown:
+                            self._map_producer(connection, pid, epoch)
                         new_records, _ = rewrite_producer_in_batches(records, self.producers)
                     if new_records is not records:
                         partition = dataclasses.replace(partition, records=new_records)

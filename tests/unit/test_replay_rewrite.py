@@ -24,6 +24,7 @@ from spark_jobs.replay_rewrite import (
     JOIN_GROUP,
     PRODUCE,
     SYNC_GROUP,
+    ProducerMapping,
     ReplayRewriter,
     rewrite_producer_in_batches,
 )
@@ -97,7 +98,7 @@ def _batch(pid: int, epoch: int) -> bytes:
 
 def test_producer_id_rewritten_with_a_valid_crc() -> None:
     records = _batch(1000, 0) + _batch(-1, -1)
-    out, unknown = rewrite_producer_in_batches(records, {1000: (42, 3)})
+    out, unknown = rewrite_producer_in_batches(records, {1000: ProducerMapping(0, 42, 3)})
     assert unknown == []
     headers = [h for _, h in iter_batches(out, verify_crc=True)]  # raises on a bad CRC
     assert [(h.producer_id, h.producer_epoch) for h in headers] == [(42, 3), (-1, -1)]
@@ -119,20 +120,105 @@ def test_produce_learns_producer_from_init_producer_id() -> None:
             throttle_time=timedelta(0), error_code=0, producer_id=77, producer_epoch=0
         ),
     )
+    produce = _produce(_batch(5, 0))
+    out = rw.rewrite(CONN, PRODUCE, produce)
+    header = parse_batch_header(out.topic_data[0].partition_data[0].records)
+    assert header.producer_id == 77
+
+
+def _init_answer(rw: ReplayRewriter, connection: str, pid: int, epoch: int) -> None:
+    init = request_builder(INIT_PRODUCER_ID, 4).InitProducerIdRequest(
+        transactional_id="tx",
+        transaction_timeout=timedelta(seconds=60),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    rw.learn(
+        connection,
+        INIT_PRODUCER_ID,
+        init,
+        response_builder(INIT_PRODUCER_ID, 4).InitProducerIdResponse(
+            throttle_time=timedelta(0), error_code=0, producer_id=pid, producer_epoch=epoch
+        ),
+    )
+
+
+def test_a_transaction_names_the_new_producer_everywhere() -> None:
+    """Captured: producer 5 at epoch 2. The new broker answered 77 at epoch 0."""
+    rw = ReplayRewriter()
+    _init_answer(rw, CONN, 77, 0)
+    add = request_builder(24, 3).AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx",
+        v3_and_below_producer_id=5,
+        v3_and_below_producer_epoch=2,
+        v3_and_below_topics=(),
+    )
+    out = rw.rewrite(CONN, 24, add)
+    assert (out.v3_and_below_producer_id, out.v3_and_below_producer_epoch) == (77, 0)
+    offsets = request_builder(25, 3).AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=5, producer_epoch=2, group_id="g"
+    )
+    out = rw.rewrite(CONN, 25, offsets)
+    assert (out.producer_id, out.producer_epoch) == (77, 0)
+    commit = request_builder(28, 3).TxnOffsetCommitRequest(
+        transactional_id="tx",
+        group_id="g",
+        producer_id=5,
+        producer_epoch=2,
+        generation_id=1,
+        member_id="old-1",
+        group_instance_id=None,
+        topics=(),
+    )
+    rw.learn(CONN, JOIN_GROUP, _join(""), _join_response("new-1", 0, 4))
+    out = rw.rewrite(CONN, 28, commit)
+    assert (out.producer_id, out.producer_epoch, out.member_id, out.generation_id) == (
+        77,
+        0,
+        "new-1",
+        4,
+    )
+    end = request_builder(26, 3).EndTxnRequest(
+        transactional_id="tx", producer_id=5, producer_epoch=2, committed=True
+    )
+    out = rw.rewrite(CONN, 26, end)
+    assert (out.producer_id, out.producer_epoch) == (77, 0)
+
+
+def test_epochs_stay_in_step_when_the_producer_is_initialised_again() -> None:
+    """A restarted transactional producer: captured epoch 3, one above the first seen."""
+    rw = ReplayRewriter()
+    _init_answer(rw, CONN, 77, 0)
+    b = request_builder(24, 4)
+    batch_of_two = b.AddPartitionsToTxnRequest(
+        transactions=(
+            b.AddPartitionsToTxnTransaction(
+                transactional_id="tx", producer_id=5, producer_epoch=2, verify_only=False, topics=()
+            ),
+            b.AddPartitionsToTxnTransaction(
+                transactional_id="tx", producer_id=5, producer_epoch=3, verify_only=False, topics=()
+            ),
+        )
+    )
+    out = rw.rewrite(CONN, 24, batch_of_two)
+    assert [(t.producer_id, t.producer_epoch) for t in out.transactions] == [(77, 0), (77, 1)]
+    out_batch = rw.rewrite(CONN, PRODUCE, _produce(_batch(5, 3)))
+    header = parse_batch_header(out_batch.topic_data[0].partition_data[0].records)
+    assert (header.producer_id, header.producer_epoch) == (77, 1)
+
+
+def _produce(records: bytes) -> Any:
     b = request_builder(PRODUCE, 9)
-    produce = b.ProduceRequest(
+    return b.ProduceRequest(
         transactional_id=None,
         acks=-1,
         timeout=timedelta(seconds=30),
         topic_data=(
             b.TopicProduceData(
-                name="t", partition_data=(b.PartitionProduceData(index=0, records=_batch(5, 0)),)
+                name="t", partition_data=(b.PartitionProduceData(index=0, records=records),)
             ),
         ),
     )
-    out = rw.rewrite(CONN, PRODUCE, produce)
-    header = parse_batch_header(out.topic_data[0].partition_data[0].records)
-    assert header.producer_id == 77
 
 
 # -- causality across a client's connections ------------------------------------------
