@@ -59,6 +59,13 @@ ApiVersions, then nothing. A comment line gives what they cost the broker at res
 per connection, CPU per second); the ``idle`` column says which rows had them.
 ``--broker-args '--capture-dir DIR'`` passes arguments to the broker subprocess;
 ``--broker-profile FILE`` runs it under cProfile and prints its top functions at the end.
+``--count-objects N`` first parks N fetch-parked frames in this process (a broker built
+by ``build_broker`` on a manual clock, no socket) and prints the objects the garbage
+collector tracks per parked fetch, by type.
+The broker subprocess logs its garbage collections (``MINIKAFKA_GC_LOG``,
+``broker/gc_policy.py``): each row's note gives the full (generation 2) collections in
+its window, the longest pause of any generation, and the share of the window spent
+collecting.
 
 Many connections: RLIMIT_NOFILE's soft limit is raised to the hard one (the broker
 subprocess inherits it); the output says when that is not enough. Connections are
@@ -87,8 +94,11 @@ import dataclasses
 import functools
 import json
 import math
+import os
 import shlex
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -102,6 +112,7 @@ from request_cost_load import (
     Clients,
     Row,
     broker_idle,
+    count_parked_objects,
     hold_idle,
     measure,
     proc_rss_mb,
@@ -280,6 +291,16 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="run the broker subprocess under cProfile, write FILE, print its top 30",
     )
+    parser.add_argument(
+        "--keep-gc-log", type=Path, help="the broker subprocess's GC log goes to FILE (kept)"
+    )
+    parser.add_argument(
+        "--count-objects",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first, in this process: objects the GC tracks per parked fetch (N parked)",
+    )
     parser.add_argument("--json", action="store_true", help="also one JSON line per row")
     return parser
 
@@ -290,10 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, str(broker_cwd))
     import protocol
 
+    if args.count_objects:
+        print(f"# {count_parked_objects(args.count_objects, args.parked_wait_ms)}", flush=True)
     most = max(args.connections) + max(args.idle_connections)
     limits = raise_nofile(most + 1000)
     broker: BrokerSubprocess | None = None
     broker_pid: int | None = args.broker_pid
+    args.gc_log = None
     if args.bootstrap:
         bootstrap = args.bootstrap
         where = f"broker {bootstrap}" + (f" pid {broker_pid}" if broker_pid else " (CPU: -)")
@@ -301,6 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra = ["--brokers", str(args.brokers)]
         extra += ["--override", "group.initial.rebalance.delay.ms=0"]
         extra += shlex.split(args.broker_args)
+        # The broker logs its collections (broker/gc_policy.py; a checkout without it
+        # ignores the variable and the note says the log is unreadable).
+        args.gc_log = str(args.keep_gc_log or Path(tempfile.mkdtemp()) / "gc.log")
+        os.environ["MINIKAFKA_GC_LOG"] = args.gc_log
         broker = BrokerSubprocess(extra, cwd=broker_cwd, profile=args.broker_profile)
         bootstrap, broker_pid = broker.bootstrap, broker.proc.pid
         where = f"minikafka x{args.brokers} from {broker_cwd} pid {broker_pid}"
@@ -348,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"warning: broker exited with {code}", file=sys.stderr)
             if args.broker_profile is not None:
                 _print_profile(args.broker_profile)
+            if args.gc_log is not None and args.keep_gc_log is None:
+                shutil.rmtree(Path(args.gc_log).parent, ignore_errors=True)
     return 0
 
 

@@ -10,6 +10,7 @@ the measured window), ``stop``; they answer with their counters.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import socket
 import struct
@@ -390,6 +391,9 @@ async def _client_main(conn: Connection, spec: ClientSpec) -> None:
     loop.add_reader(conn.fileno(), on_command)
     await stopped
     loop.remove_reader(conn.fileno())
+    # The loop made the pipe non-blocking: a long row's report is larger than the pipe's
+    # buffer, and would fail with EAGAIN while the parent reads another client's first.
+    os.set_blocking(conn.fileno(), True)
     for protocol in protocols:
         protocol.running = False
         _close_hard(protocol.transport)

@@ -136,6 +136,10 @@ class Row:
     responses: int = 0
     seconds: float = 0.0
     settle_s: float = 0.0  # until the broker answered a new connection after the row
+    gc_full: int | None = None  # the broker's full collections in the window (its GC log)
+    gc_longest_ms: float | None = None  # ... the longest pause among them, any generation
+    gc_paused_pct: float | None = None  # ... time the broker spent collecting, % of window
+    late_ms: tuple[float, float, float] | None = None  # fetch-parked: p50, p99, max
     note: str = ""
 
 
@@ -265,11 +269,11 @@ def measure(
     clients.broadcast("start")
     time.sleep(warmup)
     clients.broadcast("mark")
-    t0 = time.perf_counter()
+    t0, mono0 = time.perf_counter(), time.monotonic()
     cpu0, wait0 = proc_cpu_s(broker_pid), proc_wait_s(broker_pid)
     time.sleep(seconds)
     clients.broadcast("mark")
-    t1 = time.perf_counter()
+    t1, mono1 = time.perf_counter(), time.monotonic()
     cpu1, wait1 = proc_cpu_s(broker_pid), proc_wait_s(broker_pid)
     row.broker_rss_mb = proc_rss_mb(broker_pid)
     results = clients.stop()
@@ -318,6 +322,10 @@ def measure(
         notes.append(f"{100 * with_data / responses:.0f}% with data")
     if parked_s:
         notes += _parked_notes(row, latencies, parked_s * 1000)
+    gc_log = getattr(args, "gc_log", None)
+    if gc_log is not None:
+        time.sleep(0.3)  # the broker writes a line at least every 0.25 s
+        notes.append(_gc_note(row, gc_log, mono0, mono1))
     if not responses:
         notes.append("no response in the window (a longer --warmup may help)")
     if lost:
@@ -338,6 +346,122 @@ def _parked_notes(row: Row, waits: list[float], max_wait_ms: float) -> list[str]
             notes.append(f"{per_fetch:+.1f} KB/parked fetch")
     if waits:
         late = [w - max_wait_ms for w in waits]  # already sorted
-        p50, p99 = _percentile(late, 50), _percentile(late, 99)
-        notes.append(f"answered {p50:+.1f} ms (p50) / {p99:+.1f} ms (p99) after max_wait")
+        p50, p99 = _percentile(late, 50) or 0.0, _percentile(late, 99) or 0.0
+        row.late_ms = (p50, p99, late[-1])
+        notes.append(
+            f"answered {p50:+.1f} ms (p50) / {p99:+.1f} ms (p99) / {late[-1]:+.1f} ms (max) "
+            "after max_wait"
+        )
     return notes
+
+
+def read_gc_log(path: str, start_s: float, end_s: float) -> tuple[int, float, float] | None:
+    """From the broker's GC log (``broker/gc_policy.py``'s ``GcLog`` lines), within
+    ``[start_s, end_s]`` of ``time.monotonic()``: (full collections, the longest pause of
+    any generation, ms spent collecting). The totals are the difference of the running
+    totals of the last lines before each end; the longest pause is that of the lines
+    inside (each full collection and each pause of 5 ms or more writes one)."""
+    before: list[float] | None = None
+    last: list[float] | None = None
+    full, longest = 0, 0.0
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                fields = [float(x) for x in line.split()]
+                if len(fields) != 9:
+                    continue
+                if fields[0] < start_s:
+                    before = fields
+                elif fields[0] <= end_s:
+                    last = fields
+                    full += fields[1] == 2
+                    longest = max(longest, fields[2])
+    except OSError:
+        return None
+    if last is None:
+        return 0, 0.0, 0.0
+    paused = last[7] - (before[7] if before is not None else 0.0)
+    return full, longest, paused
+
+
+def _gc_note(row: Row, path: str, start_s: float, end_s: float) -> str:
+    found = read_gc_log(path, start_s, end_s)
+    if found is None:
+        return "GC log unreadable"
+    row.gc_full, row.gc_longest_ms, paused_ms = found
+    row.gc_paused_pct = paused_ms / 10 / (end_s - start_s)
+    return (
+        f"GC {row.gc_full} full, longest pause {row.gc_longest_ms:.0f} ms, "
+        f"{row.gc_paused_pct:.1f}% of the window collecting"
+    )
+
+
+def count_parked_objects(count: int, max_wait_ms: int) -> str:
+    """What the garbage collector walks per parked fetch, in this process: a broker built
+    by ``build_broker`` on a manual clock (no socket), ``count`` fetch-parked frames
+    dispatched and held as a connection holds them (its in-flight entry, a done callback
+    on the future); the tracked objects they add, in all and by type (those with at
+    least one per fetch). Every one of them is walked by each collection of its
+    generation while the fetch waits."""
+    import asyncio
+    import functools
+    import gc
+    from collections import Counter
+
+    from request_cost_setup import fetch_frame
+
+    from broker.app import build_broker
+    from broker.cluster_metadata import ClusterMetadata
+    from broker.config import BrokerConfig
+    from broker.context import ConnectionInfo
+    from broker.control.faults import FaultInjector
+    from broker.controller import Controller
+    from broker.handlers.registry import build_registry
+    from broker.log import LogManager
+    from broker.metrics import RequestMetrics
+    from purgatory import ManualClock
+
+    async def park() -> str:
+        metadata = ClusterMetadata()
+        metadata.register_broker(0, "127.0.0.1", 9092)
+        registry = build_registry()
+        faults = FaultInjector(
+            frozenset(registry), frozenset(k for k, h in registry.items() if h.topic_partitions)
+        )
+        broker = build_broker(
+            broker_id=0,
+            config=BrokerConfig.model_validate({}),
+            metadata=metadata,
+            controller=Controller(metadata),
+            clock=ManualClock(1_000),
+            logs=LogManager(None),
+            faults=faults,
+            request_metrics=RequestMetrics(0),
+        )
+        manager = broker.dispatcher.services.replica_manager
+        await manager.start()
+        metadata.create_topic("parked", 1, 1, {})
+        connection = ConnectionInfo("c-1", "127.0.0.1", 1, 9092)
+        frame = fetch_frame("parked", 0, max_wait_ms)[4:]
+
+        def on_done(in_flight: object, future: object = None) -> None:
+            pass
+
+        held = [broker.dispatcher.dispatch(frame, 0, connection) for _ in range(100)]
+        held.clear()
+        gc.collect()
+        before = Counter(type(o).__name__ for o in gc.get_objects())
+        for _ in range(count):
+            in_flight = broker.dispatcher.dispatch(frame, 0, connection)
+            if in_flight.future is None:
+                return "objects per parked fetch: - (the fetch was answered at once)"
+            in_flight.future.add_done_callback(functools.partial(on_done, in_flight))
+            held.append(in_flight)
+        gc.collect()
+        added = Counter(type(o).__name__ for o in gc.get_objects()) - before
+        await manager.stop()
+        total = sum(added.values()) / count
+        kinds = ", ".join(f"{n} {c / count:.0f}" for n, c in added.most_common() if c >= count)
+        return f"objects per parked fetch: {total:.1f} tracked ({kinds})"
+
+    return asyncio.run(park())

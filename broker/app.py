@@ -21,6 +21,7 @@ from broker.control.faults import FaultInjector
 from broker.controller import Controller
 from broker.coordinator_loader import EventLoopLoadScheduler
 from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
+from broker.fetch_session import FetchManager, FetchSessionCache
 from broker.group.group_config import GroupConfig, OffsetConfig
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
@@ -71,8 +72,9 @@ def build_broker(
     replica fetcher manager and the replica manager over one table of hosted partitions,
     the group metadata manager over the replica manager (its ``__consumer_offsets``) and
     the group coordinator over that manager, the transaction coordinator (its
-    ``__transaction_state`` and marker channel), the services handlers see, the
-    dispatcher, and the broker that starts them all.
+    ``__transaction_state`` and marker channel), the fetch manager (incremental fetch
+    sessions), the services handlers see, the dispatcher, and the broker that starts
+    them all.
     """
     request_clock = request_clock or RequestClock()
     purgatories = PurgatorySet(
@@ -146,6 +148,12 @@ def build_broker(
         group_coordinator=group_coordinator,
         group_metadata_manager=group_metadata_manager,
         txn_coordinator=txn_coordinator,
+        # Kafka's FetchManager over its FetchSessionCache: the Fetch handler's sessions.
+        fetch_manager=FetchManager(
+            clock,
+            FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
+            metadata,
+        ),
         api_specs=api_specs(handlers),
         response_cache=ResponseCache(metadata),
     )

@@ -35,6 +35,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from broker.config import BrokerConfig, ConfigError, parse_overrides, read_config
+from broker.gc_policy import (
+    DEFAULT_GC_THRESHOLDS,
+    apply_gc_policy,
+    install_gc_log_from_env,
+    parse_gc_thresholds,
+)
 
 log = logging.getLogger("broker.cli")
 
@@ -101,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_control_options(serve)
     _add_capture_options(serve)
+    _add_gc_options(serve)
     _add_fault_parser(sub)
     add_admin_parsers(sub)
     _add_spark_job_parsers(sub)
@@ -144,6 +151,32 @@ def _add_capture_options(serve: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         help="capture every request and delayed-operation event into this directory",
+    )
+
+
+def _add_gc_options(serve: argparse.ArgumentParser) -> None:
+    """The broker process's collector policy (``broker/gc_policy.py``): Kafka runs on the
+    JVM and has no name for it."""
+
+    def thresholds(text: str) -> tuple[int, int, int] | None:
+        try:
+            return parse_gc_thresholds(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    serve.add_argument(
+        "--gc-threshold",
+        type=thresholds,
+        default=DEFAULT_GC_THRESHOLDS,
+        metavar="T0,T1,T2",
+        help="the broker process's gc.set_threshold; 'python': the interpreter's "
+        f"(broker/gc_policy.py says why; {','.join(map(str, DEFAULT_GC_THRESHOLDS))})",
+    )
+    serve.add_argument(
+        "--gc-freeze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="gc.freeze() what start-up imported, so collections no longer walk it (on)",
     )
 
 
@@ -382,9 +415,17 @@ def plan_serve(args: argparse.Namespace) -> ServePlan:
     )
 
 
-async def _serve(plan: ServePlan, config_file: Path | None) -> int:
+async def _serve(
+    plan: ServePlan,
+    config_file: Path | None,
+    gc_threshold: tuple[int, int, int] | None = None,
+    gc_freeze: bool = False,
+) -> int:
     from broker.app import MiniKafka  # the tools need none of the broker
 
+    # Everything is imported and no broker is built yet: what lives as long as the
+    # process is frozen (a stopped broker's objects must stay collectable).
+    apply_gc_policy(gc_threshold, freeze=gc_freeze)
     if plan.ignored:
         log.warning(
             "Ignoring %d configs of %s that minikafka does not model: %s",
@@ -472,7 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             plan = plan_serve(args)
-            return run_async(lambda: _serve(plan, args.config))
+            install_gc_log_from_env()  # MINIKAFKA_GC_LOG: the benchmarks read it
+            return run_async(lambda: _serve(plan, args.config, args.gc_threshold, args.gc_freeze))
         if args.command == "fault":
             return _fault(args)
         from broker.admin_cli import ADMIN_COMMANDS, run_admin

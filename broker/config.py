@@ -99,6 +99,11 @@ class BrokerConfig(BaseModel):
     replica_fetch_wait_max_ms: int = Field(500, alias="replica.fetch.wait.max.ms", ge=0)
     replica_fetch_min_bytes: int = Field(1, alias="replica.fetch.min.bytes", ge=1)
     replica_fetch_max_bytes: int = Field(1048576, alias="replica.fetch.max.bytes", ge=0)
+    # Incremental fetch sessions (KIP-227, broker/fetch_session.py): how many the broker
+    # keeps.
+    max_incremental_fetch_session_cache_slots: int = Field(
+        1000, alias="max.incremental.fetch.session.cache.slots", ge=0
+    )
     # Idle producers' state (sequences, epochs) is dropped after this long (Kafka's
     # ProducerStateManager expiry, checked every producer.id.expiration.check.interval.ms).
     producer_id_expiration_ms: int = Field(86400000, alias="producer.id.expiration.ms", ge=1)

@@ -26,7 +26,7 @@ either (``pause_writing``). A connection with nothing in flight for
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextvars
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -73,6 +73,10 @@ class KafkaConnection(asyncio.Protocol):
         # Responses encoded while a read is handled, written together at its end.
         self._in_read = False
         self._out: list[tuple[InFlight, bytes | None]] = []
+        # The request parked now (muting: at most one) and the context its future's
+        # callback runs in: one per connection, not one per parked request.
+        self._parked: InFlight | None = None
+        self._callback_context = contextvars.copy_context()
 
     # -- asyncio callbacks -------------------------------------------------------------
 
@@ -96,6 +100,12 @@ class KafkaConnection(asyncio.Protocol):
                 in_flight.future.cancel()
         self._pending.clear()
         self._backlog.clear()
+        self._parked = None
+        # Break the cycles through this connection (its ConnectionInfo's ``close`` is a
+        # bound method of it; uvloop's transport refers back to its protocol), so it is
+        # freed now by reference counting, not at the next full garbage collection.
+        self._info.close = None
+        self._transport = None
         self._on_close(self)
 
     def pause_writing(self) -> None:
@@ -148,12 +158,15 @@ class KafkaConnection(asyncio.Protocol):
         future = in_flight.future
         if future is not None:
             self._muted = True  # Kafka's mute: the next request waits for this answer
-            future.add_done_callback(functools.partial(self._on_parked_done, in_flight))
+            self._parked = in_flight
+            future.add_done_callback(self._on_parked_done, context=self._callback_context)
         elif self._pending[0] is in_flight:
             self._flush()
 
-    def _on_parked_done(self, in_flight: InFlight, _future: object = None) -> None:
-        if self._closed:
+    def _on_parked_done(self, _future: object = None) -> None:
+        in_flight = self._parked
+        self._parked = None
+        if self._closed or in_flight is None:
             return
         try:
             self._dispatcher.settle(in_flight)

@@ -4,9 +4,10 @@ The composition root (``broker/app.py``) builds every part whole and hands this 
 dispatcher, which puts it in each ``RequestContext``. A handler sees its broker's id and
 config, the shared cluster metadata, the replica manager, the group coordinator and its
 group metadata manager (Kafka's pair: membership and rebalances; groups, offsets and
-coordinator placement), the transaction coordinator, the versions the broker serves,
-the cache of its encoded ApiVersions and Metadata answers, and nothing else: not the
-listener, not the other brokers, not the control endpoint.
+coordinator placement), the transaction coordinator, the fetch manager (its incremental
+fetch sessions, KIP-227), the versions the broker serves, the cache of its encoded
+ApiVersions and Metadata answers, and nothing else: not the listener, not the other
+brokers, not the control endpoint.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
+from broker.fetch_session import FetchManager
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.replica.replica_manager import ReplicaManager
@@ -34,6 +36,7 @@ class BrokerServices:
     group_coordinator: GroupCoordinator
     group_metadata_manager: GroupMetadataManager
     txn_coordinator: TransactionCoordinator
+    fetch_manager: FetchManager
     api_specs: tuple[ApiSpec, ...]
     response_cache: ResponseCache
 

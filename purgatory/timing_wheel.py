@@ -181,26 +181,31 @@ class TimingWheel:
         return wheel
 
     def add(self, entry: TimerTaskEntry) -> bool:
-        """Place ``entry``; False when it is already expired or cancelled."""
+        """Place ``entry``; False when it is already expired or cancelled.
+
+        An entry beyond this level's interval goes up the overflow wheels (made on
+        demand) until one covers it: a loop rather than Kafka's recursion, since a
+        2-second fetch climbs three levels on every add.
+        """
         if entry.timer_task._timer_task_entry is not entry:
             return False
         expiration = entry.expiration_ms
-        current_time = self.current_time
-        tick_ms = self.tick_ms
-        if expiration < current_time + tick_ms:
-            return False
-        if expiration < current_time + self.interval:
-            virtual_id = expiration // tick_ms
-            bucket = self._buckets[virtual_id % self.wheel_size]
-            bucket.add(entry)
-            # Kafka's rule: queue the bucket only when its expiration changes.
-            if bucket.set_expiration(virtual_id * tick_ms):
-                self._queue.offer(bucket)
-            return True
-        overflow = self._overflow_wheel
-        if overflow is None:
-            overflow = self._add_overflow_wheel()
-        return overflow.add(entry)
+        wheel = self
+        while True:
+            current_time = wheel.current_time
+            tick_ms = wheel.tick_ms
+            if expiration < current_time + tick_ms:
+                return False
+            if expiration < current_time + wheel.interval:
+                virtual_id = expiration // tick_ms
+                bucket = wheel._buckets[virtual_id % wheel.wheel_size]
+                bucket.add(entry)
+                # Kafka's rule: queue the bucket only when its expiration changes.
+                if bucket.set_expiration(virtual_id * tick_ms):
+                    wheel._queue.offer(bucket)
+                return True
+            overflow = wheel._overflow_wheel
+            wheel = overflow if overflow is not None else wheel._add_overflow_wheel()
 
     def advance_clock(self, time_ms: int) -> None:
         """Move ``current_time`` forward to ``time_ms`` rounded down to a tick."""

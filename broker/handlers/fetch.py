@@ -6,13 +6,21 @@ read_committed consumer (isolation level 1) reads below the last stable offset a
 the aborted transactions that overlap what it reads (producer id, first offset), so it
 can drop their records; every partition answer carries the LSO.
 
-Differences from Kafka: incremental fetch sessions (KIP-227) are refused the way a
-Kafka broker with a full session cache refuses them — every response carries session
-id 0, which tells the client to keep sending full fetch requests; a request naming a
-session we do not hold gets FETCH_SESSION_ID_NOT_FOUND, after which clients start over.
-The aborted transactions listed are exactly those overlapping the returned batches
-(Kafka bounds the range by its offset index, so it may list a few more). Rack-aware
-preferred read replicas are not chosen.
+Incremental fetch sessions (KIP-227) are Kafka's, kept by the broker's ``FetchManager``
+(``broker/fetch_session.py``, which has the rules). A sessionless request — session id
+0 and epoch -1, as every v4-v6 request and every client that does not use sessions —
+takes the path it always took: every partition it names, answered, session id 0. Epoch
+0 opens a session over the partitions named (the answer's session id; 0 if the cache
+has no room); a later epoch is incremental: the fetch reads every partition of the
+session (a parked one watches them all and counts ``min_bytes`` over them all) and
+answers only those with records or a high watermark, LSO, log start offset or error
+that changed since last sent. Session errors (FETCH_SESSION_ID_NOT_FOUND,
+INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) answer no partitions.
+
+Differences from Kafka: those of ``broker/fetch_session.py`` (one cache, not 8 shards;
+an LSO change alone also includes a partition). The aborted transactions listed are
+exactly those overlapping the returned batches (Kafka bounds the range by its offset
+index, so it may list a few more). Rack-aware preferred read replicas are not chosen.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.fetch_metadata import FINAL_EPOCH, INVALID_SESSION_ID
+from broker.fetch_session import FetchContext
 from broker.handlers.base import TopicPartitionPairs
 from broker.handlers.topic_names import topic_id as request_topic_id
 from broker.handlers.topic_names import topic_name
@@ -38,16 +48,6 @@ _NO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    b = response_builder(API_KEY, ctx.api_version)
-    # Fetch sessions (KIP-227) exist from v7; v4-v6 requests have no session id.
-    if int(getattr(request, "session_id", 0)) != 0:
-        return b.FetchResponse(
-            throttle_time=0,
-            error_code=ErrorCode.fetch_session_id_not_found,
-            session_id=0,
-            responses=(),
-            node_endpoints=(),
-        )
     replica_state = getattr(request, "replica_state", None)
     replica_id = (
         int(replica_state.replica_id)
@@ -61,16 +61,24 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         max_bytes=int(getattr(request, "max_bytes", 0x7FFFFFFF)),
         isolation_level=int(getattr(request, "isolation_level", 0)),
     )
+    # Fetch sessions (KIP-227) exist from v7; v4-v6 requests are sessionless (0, -1).
+    session_id = int(getattr(request, "session_id", INVALID_SESSION_ID))
+    session_epoch = int(getattr(request, "session_epoch", FINAL_EPOCH))
+    if session_id != INVALID_SESSION_ID or session_epoch != FINAL_EPOCH:
+        return _handle_in_session(ctx, request, params, session_id, session_epoch)
     cluster = ctx.services.metadata
     statuses: list[FetchPartitionStatus] = []
-    unknown: list[tuple[str | None, uuid.UUID | None, int, ErrorCode]] = []
-    topic_ids: dict[str, uuid.UUID] = {}
+    # Rarely needed, so made only when needed: a parked fetch holds what it answers with.
+    unknown: list[_Unknown] | None = None
+    topic_ids: dict[str, uuid.UUID] | None = None
     for topic in request.topics:
         name: str | None = getattr(topic, "topic", None)
         topic_id: uuid.UUID | None = getattr(topic, "topic_id", None)
         if name is None and topic_id not in (None, _NO_UUID):
             info = cluster.topic_by_id(topic_id) if topic_id is not None else None
             if info is None:
+                if unknown is None:
+                    unknown = []
                 for p in topic.partitions:
                     unknown.append((None, topic_id, int(p.partition), ErrorCode.unknown_topic_id))
                 continue
@@ -78,6 +86,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if name is None:
             continue
         if topic_id is not None and topic_id != _NO_UUID:
+            if topic_ids is None:
+                topic_ids = {}
             topic_ids[name] = topic_id
         for p in topic.partitions:
             statuses.append(
@@ -89,16 +99,82 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
 
+    answer = _FetchAnswer(ctx, unknown, topic_ids)
+    ctx.services.replica_manager.fetch_messages(params, statuses, answer, ctx)
+    if answer.answered:
+        return answer.response
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-    def respond(results: FetchResults) -> None:
-        if not future.done():
-            future.set_result(_response(ctx, results, unknown, topic_ids))
-
-    ctx.services.replica_manager.fetch_messages(params, statuses, respond, ctx)
-    if future.done():
-        return future.result()
+    answer.future = future
     return future
+
+
+def _handle_in_session(
+    ctx: RequestContext, request: Any, params: FetchParams, session_id: int, session_epoch: int
+) -> Any:
+    """A fetch that opens, uses or closes a session: its ``FetchContext`` says what to
+    read (every partition of the session, for an incremental fetch) and what to answer."""
+    context = ctx.services.fetch_manager.new_context(
+        ctx.api_version, session_id, session_epoch, params.is_from_follower, request
+    )
+    if context.error is not ErrorCode.none:
+        return _session_error(ctx, context.error, INVALID_SESSION_ID)
+    answer = _FetchAnswer(ctx, context.unknown, context.topic_ids, context)
+    ctx.services.replica_manager.fetch_messages(params, context.statuses, answer, ctx)
+    if answer.answered:
+        return answer.response
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    answer.future = future
+    return future
+
+
+def _session_error(ctx: RequestContext, error: ErrorCode, session_id: int) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.FetchResponse(
+        throttle_time=0,
+        error_code=error,
+        session_id=session_id,
+        responses=(),
+        node_endpoints=(),
+    )
+
+
+_Unknown = tuple[str | None, uuid.UUID | None, int, ErrorCode]
+
+
+class _FetchAnswer:
+    """The ``respond`` a fetch gives the replica manager: builds the response from the
+    results. Answered at once (inside ``fetch_messages``), the response is kept for the
+    handler to return, and no future is made; parked, it completes the future the
+    handler returned. One small object per parked fetch, where a closure would be a
+    function and a cell per name it captures."""
+
+    __slots__ = ("answered", "context", "ctx", "future", "response", "topic_ids", "unknown")
+
+    def __init__(
+        self,
+        ctx: RequestContext,
+        unknown: list[_Unknown] | None,
+        topic_ids: dict[str, uuid.UUID] | None,
+        context: FetchContext | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.unknown = unknown
+        self.topic_ids = topic_ids
+        self.context = context  # a fetch session's (KIP-227); None when sessionless
+        self.future: asyncio.Future[Any] | None = None
+        self.response: Any = None
+        self.answered = False
+
+    def __call__(self, results: FetchResults) -> None:
+        if self.answered:
+            return
+        self.answered = True
+        response = _response(self.ctx, results, self.unknown, self.topic_ids, self.context)
+        future = self.future
+        if future is None:
+            self.response = response
+        elif not future.done():  # the connection may have gone: then it was cancelled
+            future.set_result(response)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
@@ -143,9 +219,16 @@ def topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
 def _response(
     ctx: RequestContext,
     results: FetchResults,
-    unknown: list[tuple[str | None, uuid.UUID | None, int, ErrorCode]],
-    topic_ids: dict[str, uuid.UUID],
+    unknown: list[_Unknown] | None,
+    topic_ids: dict[str, uuid.UUID] | None,
+    context: FetchContext | None = None,
 ) -> Any:
+    session_id = INVALID_SESSION_ID
+    if context is not None:
+        # A session's answer: an incremental one keeps only the partitions that changed.
+        error, session_id, results = context.update_and_generate_response_data(results)
+        if error is not ErrorCode.none:
+            return _session_error(ctx, error, session_id)
     b = response_builder(API_KEY, ctx.api_version)
     cluster = ctx.services.metadata
     by_topic: dict[str, list[Any]] = {}
@@ -170,14 +253,14 @@ def _response(
         )
     responses = []
     for name, partitions in by_topic.items():
-        topic_id = topic_ids.get(name)
+        topic_id = topic_ids.get(name) if topic_ids is not None else None
         if topic_id is None:
             info = cluster.topics.get(name)
             topic_id = info.topic_id if info is not None else _NO_UUID
         responses.append(
             b.FetchableTopicResponse(topic=name, topic_id=topic_id, partitions=tuple(partitions))
         )
-    for _name, topic_id, partition, error in unknown:
+    for _name, topic_id, partition, error in unknown or ():
         responses.append(
             b.FetchableTopicResponse(
                 topic="",
@@ -199,7 +282,7 @@ def _response(
     return b.FetchResponse(
         throttle_time=0,
         error_code=ErrorCode.none,
-        session_id=0,
+        session_id=session_id,
         responses=tuple(responses),
         node_endpoints=(),
     )

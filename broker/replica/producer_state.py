@@ -45,6 +45,7 @@ refuses it).
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -404,6 +405,8 @@ class ProducerStateManager:
         self._remove_unreplicated_transactions(log_start_offset)
 
     def _remove_unreplicated_transactions(self, offset: int) -> None:
+        if not self._unreplicated:  # the usual case, on every read and every HW move
+            return
         done = [
             first
             for first, txn in self._unreplicated.items()
@@ -413,8 +416,9 @@ class ProducerStateManager:
             del self._unreplicated[first]
 
     def first_unstable_offset(self) -> int | None:
-        candidates = [*self._ongoing, *self._unreplicated]
-        return min(candidates) if candidates else None
+        if not self._ongoing and not self._unreplicated:  # no transaction: every read
+            return None
+        return min(itertools.chain(self._ongoing, self._unreplicated))
 
     def first_undecided_offset(self) -> int | None:
         return min(self._ongoing) if self._ongoing else None

@@ -16,6 +16,14 @@ asyncio task with its own connection to the leader and one request in flight:
 3. The batches are appended as they are (``append_as_follower``) and the leader's high
    watermark is adopted, bounded by our log end.
 
+Each fetcher keeps an incremental fetch session (KIP-227) with its leader through a
+``FetchSessionHandler``: the first Fetch is full (every partition; epoch 0) and opens
+it; later ones name only the partitions added or whose fetch offset, log start or
+leader epoch changed, and forget the ones no longer fetched (removed, paused, backing
+off, truncating). The leader reads every partition of the session and answers those
+with something new. A session error, a new connection (a failed one, a leader restart)
+or an answer this follower could not take starts over with a full fetch.
+
 Fault injection (the control endpoint calls these): ``pause_replication`` stops
 sending fetches (for the broker or one partition) so the leader sees the follower lag
 and, after ``replica.lag.time.max.ms``, drops it from the ISR;
@@ -28,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +46,7 @@ from broker.cluster_metadata import ClusterMetadata
 from broker.config import BrokerConfig
 from broker.log import UnexpectedAppendOffsetError
 from broker.log.errors import LogError
+from broker.replica.fetch_session_handler import FetchSessionHandler, PartitionData
 from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.leader_epoch_cache import UNDEFINED_EPOCH
 from broker.replica.partition import Partition, TopicPartition
@@ -85,6 +94,8 @@ class ReplicaFetcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._connection: LeaderEndpoint | None = None
+        # The fetch session with this leader (KIP-227).
+        self.session = FetchSessionHandler(leader_id)
         self.fetches_sent = 0
         self.truncations = 0
 
@@ -133,6 +144,7 @@ class ReplicaFetcher:
                 await self._wake.wait()
 
     def _drop_connection(self) -> None:
+        self.session.handle_error()  # a new connection starts over with a full fetch
         if self._connection is not None:
             self._connection.close()
             self._connection = None
@@ -142,7 +154,7 @@ class ReplicaFetcher:
             endpoint = self.manager.metadata.brokers.get(self.leader_id)
             if endpoint is None:
                 raise ConnectionError(f"leader {self.leader_id} is not registered")
-            self._connection = LeaderEndpoint(
+            self._connection = self.manager.leader_endpoint(
                 endpoint.host, endpoint.port, f"replica-fetcher-{self.manager.broker_id}"
             )
         return self._connection
@@ -260,27 +272,41 @@ class ReplicaFetcher:
         hosted = self.manager.partitions
         config = self.manager.config
         b = request_builder(FETCH, FETCH_VERSION)
+        # Every partition fetched, with our log end when asked: what the session holds.
         sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
-        by_topic: dict[str, list[Any]] = {}
+        wanted: dict[TopicPartition, PartitionData] = {}
         for state in states:
             partition = hosted.get(state.tp)
             if partition is None or partition.is_leader:
                 continue
             offset = partition.log_end_offset
             sent[state.tp] = (state, offset)
-            by_topic.setdefault(state.tp[0], []).append(
-                b.FetchPartition(
-                    partition=state.tp[1],
-                    current_leader_epoch=state.leader_epoch,
-                    fetch_offset=offset,
-                    last_fetched_epoch=-1,
-                    log_start_offset=partition.log_start_offset,
-                    partition_max_bytes=config.replica_fetch_max_bytes,
-                )
+            wanted[state.tp] = PartitionData(
+                fetch_offset=offset,
+                log_start_offset=partition.log_start_offset,
+                max_bytes=config.replica_fetch_max_bytes,
+                current_leader_epoch=state.leader_epoch,
             )
         if not sent:
             await self._sleep(FETCH_BACKOFF_MS)
             return
+        session = self.session
+        data = session.build(wanted)
+        by_topic: dict[str, list[Any]] = {}
+        for tp, asked in data.to_send.items():
+            by_topic.setdefault(tp[0], []).append(
+                b.FetchPartition(
+                    partition=tp[1],
+                    current_leader_epoch=asked.current_leader_epoch,
+                    fetch_offset=asked.fetch_offset,
+                    last_fetched_epoch=asked.last_fetched_epoch,
+                    log_start_offset=asked.log_start_offset,
+                    partition_max_bytes=asked.max_bytes,
+                )
+            )
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in data.to_forget:
+            forgotten.setdefault(topic, []).append(index)
         request = b.FetchRequest(
             cluster_id=None,
             replica_id=self.manager.broker_id,
@@ -288,30 +314,45 @@ class ReplicaFetcher:
             min_bytes=config.replica_fetch_min_bytes,
             max_bytes=config.replica_fetch_max_bytes,
             isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
+            session_id=data.session_id,
+            session_epoch=data.epoch,
             topics=tuple(b.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
-            forgotten_topics_data=(),
+            forgotten_topics_data=tuple(
+                b.ForgottenTopic(topic=t, partitions=tuple(ps)) for t, ps in forgotten.items()
+            ),
             rack_id="",
         )
         self.fetches_sent += 1
         response = await self._leader_connection().request(FETCH, FETCH_VERSION, request)
+        answered = [
+            ((topic_response.topic, int(p.partition_index)), p)
+            for topic_response in response.responses
+            for p in topic_response.partitions
+        ]
+        if not session.handle_response(
+            response.error_code, int(response.session_id), {tp for tp, _ in answered}
+        ):
+            return  # a session error: the next fetch is a full one
         now = self.manager.clock.now_ms()
-        for topic_response in response.responses:
-            for data in topic_response.partitions:
-                tp = (topic_response.topic, int(data.partition_index))
-                entry = sent.get(tp)
-                if entry is None or self.partitions.get(tp) is not entry[0]:
-                    continue
-                state, offset = entry
-                delay = self.manager.delay_ms(tp)
-                if delay > 0:
-                    state.not_before_ms = now + delay
-                if self.manager.is_paused(tp):
-                    continue  # paused while the fetch was parked: the data is not taken
-                self._apply(state, offset, data, now)
+        if self.manager.replication_delayed:
+            for tp, (state, _offset) in sent.items():
+                # A partition of an incremental fetch is fetched even when not answered.
+                if self.partitions.get(tp) is state:
+                    delay = self.manager.delay_ms(tp)
+                    if delay > 0:
+                        state.not_before_ms = now + delay
+        for tp, partition_data in answered:
+            entry = sent.get(tp)
+            if entry is None or self.partitions.get(tp) is not entry[0]:
+                continue
+            state, offset = entry
+            if self.manager.is_paused(tp) or not self._apply(state, offset, partition_data, now):
+                # Paused while the fetch was parked, or no longer what was asked: the
+                # data is not taken, and the leader must send it again: a full fetch.
+                session.handle_error()
 
-    def _apply(self, state: PartitionFetchState, offset: int, data: Any, now: int) -> None:
+    def _apply(self, state: PartitionFetchState, offset: int, data: Any, now: int) -> bool:
+        """Take one partition's answer; False when it no longer fits (not taken)."""
         partition = self.manager.partitions.get(state.tp)
         if (
             partition is None
@@ -319,7 +360,7 @@ class ReplicaFetcher:
             or partition.leader_epoch != state.leader_epoch
             or partition.log_end_offset != offset
         ):
-            return
+            return False
         error = data.error_code
         if error is ErrorCode.none:
             records = bytes(data.records or b"")
@@ -331,17 +372,18 @@ class ReplicaFetcher:
             except (UnexpectedAppendOffsetError, CorruptRecordError, LogError) as exc:
                 log.warning("broker %d: %s-%d: %s", self.manager.broker_id, *state.tp, exc)
                 state.truncating = True
-            return
+            return True
         if error is ErrorCode.offset_out_of_range:
             leader_start = int(data.log_start_offset)
             if leader_start >= 0 and offset < leader_start:
                 partition.truncate_fully_and_start_at(leader_start)
             else:
                 state.truncating = True
-            return
+            return True
         if error not in _RETRY_LATER:
             log.warning("broker %d: fetch %s-%d: %s", self.manager.broker_id, *state.tp, error)
         state.not_before_ms = now + FETCH_BACKOFF_MS
+        return True
 
 
 class ReplicaFetcherManager:
@@ -354,11 +396,15 @@ class ReplicaFetcherManager:
         metadata: ClusterMetadata,
         clock: Clock,
         partitions: Mapping[TopicPartition, Partition],
+        leader_endpoint: Callable[[str, int, str], LeaderEndpoint] = LeaderEndpoint,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
         self.metadata = metadata
         self.clock = clock
+        # What a fetcher opens to reach its leader (host, port, client id): tests may
+        # give a connection that never leaves the process.
+        self.leader_endpoint = leader_endpoint
         # The replica manager's hosted partitions (Kafka's allPartitions), read only here.
         self.partitions = partitions
         self.fetchers: dict[int, ReplicaFetcher] = {}
@@ -466,6 +512,11 @@ class ReplicaFetcherManager:
 
     def delay_ms(self, tp: TopicPartition) -> int:
         return max(self._delay_all_ms, self._delays.get(tp, 0))
+
+    @property
+    def replication_delayed(self) -> bool:
+        """Whether any replication delay is in force (for the broker or a partition)."""
+        return self._delay_all_ms > 0 or bool(self._delays)
 
     @property
     def replication_paused(self) -> bool:

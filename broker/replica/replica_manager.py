@@ -339,7 +339,9 @@ class ReplicaManager:
             respond(results)
             return
         operation = DelayedFetch(params, statuses, self, respond, parked_request)
-        self.fetch_purgatory.try_complete_else_watch(operation, [s.tp for s in statuses])
+        # A tuple: the purgatory keeps it as the operation's watch_keys, no copy made.
+        keys = (statuses[0].tp,) if len(statuses) == 1 else tuple([s.tp for s in statuses])
+        self.fetch_purgatory.try_complete_else_watch(operation, keys)
         if parked_request is not None and operation.watch_keys:
             parked_request.parked_in(PurgatoryName.FETCH)
 

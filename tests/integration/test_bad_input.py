@@ -524,8 +524,15 @@ async def test_fetch_naming_an_unknown_session_is_refused(
 ) -> None:
     fields = fetch_fields("fetched", 0, 0)
     fields["session_id"] = 1234
+    fields["session_epoch"] = 1  # an incremental fetch in a session the broker never opened
     response = await raw.request(FETCH, FETCH_V, "FetchRequest", **fields)
     assert response.error_code == ErrorCode.fetch_session_id_not_found
+    assert response.session_id == 0 and response.responses == ()
+    # Epoch -1 closes the session named, if any, and is answered without one (Kafka's).
+    fields["session_epoch"] = -1
+    response = await raw.request(FETCH, FETCH_V, "FetchRequest", **fields)
+    assert response.error_code == ErrorCode.none and response.session_id == 0
+    assert [t.topic for t in response.responses] == ["fetched"]
 
 
 async def test_list_offsets_of_an_unknown_partition(small_kafka: MiniKafka, raw: RawClient) -> None:
