@@ -19,6 +19,10 @@ first time after an answer of the new broker is mapped to the value that answer 
   both), so a transactional producer restarted under its transactional.id is mapped
   right. Producer id and epoch sit under the batch CRC, so it is recomputed.
   TxnOffsetCommit's member id and generation (v3+) are mapped as OffsetCommit's.
+* Fetch sessions (KIP-227): the answer to a fetch opening a session (id 0, epoch 0)
+  gives the new broker's session id; the next unmapped captured session id on that
+  connection is mapped to it. Epochs need no mapping: both sides count them the same
+  way from the same opening fetch.
 
 Member ids are unique strings, so the member map may be shared by all connections of a
 replay task (a leader's SyncGroup then also rewrites the other members it knows);
@@ -91,7 +95,7 @@ DECODE_APIS: Final = frozenset(
     }
 )
 #: APIs whose responses teach the rewriter something.
-LEARN_APIS: Final = frozenset({JOIN_GROUP, INIT_PRODUCER_ID})
+LEARN_APIS: Final = frozenset({JOIN_GROUP, INIT_PRODUCER_ID, FETCH})
 
 _PRODUCER_ID_POS: Final = 43  # int64, then the int16 epoch: both under the CRC
 _PRODUCER = struct.Struct(">qh")
@@ -163,6 +167,10 @@ class ReplayRewriter:
         self._groups: dict[tuple[str, str], _GroupState] = {}
         # A client may ask for its producer id on one connection and produce on another.
         self._last_learned_producer: tuple[int, int] | None = None
+        # Fetch sessions, per connection: (connection, captured id) -> new id, and the
+        # id the new broker gave the last session opened on the connection.
+        self._fetch_sessions: dict[tuple[str, int], int] = {}
+        self._learned_session: dict[str, int] = {}
 
     # -- requests -------------------------------------------------------------------
 
@@ -177,6 +185,8 @@ class ReplayRewriter:
         """The request to send in place of the captured one (maybe the same object)."""
         if api_key == PRODUCE:
             return self._rewrite_produce(connection, request)
+        if api_key == FETCH:
+            return self._rewrite_fetch_session(connection, request)
         changes: dict[str, Any] = {}
         if api_key == INIT_PRODUCER_ID:
             # A re-initialisation (KIP-360) of an id never mapped here goes as captured.
@@ -294,6 +304,19 @@ class ReplayRewriter:
         )
         return {"transactions": changed}
 
+    def _rewrite_fetch_session(self, connection: str, request: Any) -> Any:
+        captured = int(getattr(request, "session_id", 0))
+        if captured == 0:
+            return request
+        key = (connection, captured)
+        new_id = self._fetch_sessions.get(key)
+        if new_id is None:
+            learned = self._learned_session.pop(connection, None)
+            if learned is None:
+                return request
+            new_id = self._fetch_sessions[key] = learned
+        return request if new_id == captured else dataclasses.replace(request, session_id=new_id)
+
     def _rewrite_produce(self, connection: str, request: Any) -> Any:
         topics = []
         changed = False
@@ -327,6 +350,13 @@ class ReplayRewriter:
                 state.learned_member_id = str(member_id)
             if int(response.error_code) == 0 and response.generation_id >= 0:
                 state.learned_generation = int(response.generation_id)
+        elif api_key == FETCH:
+            opening = getattr(request, "session_id", 0) == 0 and (
+                getattr(request, "session_epoch", -1) == 0
+            )
+            new_id = int(getattr(response, "session_id", 0))
+            if opening and new_id != 0:
+                self._learned_session[connection] = new_id
         elif api_key == INIT_PRODUCER_ID and int(response.error_code) == 0:
             learned = (int(response.producer_id), int(response.producer_epoch))
             self._learned_producer[connection] = learned

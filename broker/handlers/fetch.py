@@ -74,17 +74,19 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         name: str | None = getattr(topic, "topic", None)
         topic_id: uuid.UUID | None = getattr(topic, "topic_id", None)
-        if name is None and topic_id not in (None, _NO_UUID):
-            info = cluster.topic_by_id(topic_id) if topic_id is not None else None
+        if name is None:
+            # v13+ names topics by id; an unknown id, or the zero id (which kio reads as
+            # None), is UNKNOWN_TOPIC_ID, as Kafka answers.
+            info = cluster.topic_by_id(topic_id) if topic_id not in (None, _NO_UUID) else None
             if info is None:
                 if unknown is None:
                     unknown = []
                 for p in topic.partitions:
-                    unknown.append((None, topic_id, int(p.partition), ErrorCode.unknown_topic_id))
+                    unknown.append(
+                        (None, topic_id or _NO_UUID, int(p.partition), ErrorCode.unknown_topic_id)
+                    )
                 continue
             name = info.name
-        if name is None:
-            continue
         if topic_id is not None and topic_id != _NO_UUID:
             if topic_ids is None:
                 topic_ids = {}

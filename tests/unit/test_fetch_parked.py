@@ -10,6 +10,7 @@ walked by the garbage collector): the per-request objects have no ``__dict__``.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -125,3 +126,26 @@ async def test_what_a_parked_fetch_holds_has_no_instance_dict(node: Node) -> Non
     _expire(node, MAX_WAIT_MS)
     assert in_flight.future is not None and in_flight.future.done()
     await asyncio.sleep(0)
+
+
+async def test_a_topic_named_by_the_zero_id_is_unknown(node: Node) -> None:
+    """Fetch v13+ names topics by id; the all-zero id names none (Kafka: UNKNOWN_TOPIC_ID)."""
+    b = request_builder(FETCH, 13)
+    fields = fetch_fields(TOPIC, 0, MAX_WAIT_MS, version=12)  # topics replaced below
+    fields["topics"] = (
+        b.FetchTopic(
+            topic_id=uuid.UUID(int=0),
+            partitions=(
+                b.FetchPartition(
+                    partition=0,
+                    current_leader_epoch=-1,
+                    fetch_offset=0,
+                    last_fetched_epoch=-1,
+                    log_start_offset=-1,
+                    partition_max_bytes=1 << 20,
+                ),
+            ),
+        ),
+    )
+    (topic,) = node.answer(node.send(FETCH, 13, b.FetchRequest(**fields))).responses
+    assert [p.error_code for p in topic.partitions] == [ErrorCode.unknown_topic_id]

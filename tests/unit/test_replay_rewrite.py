@@ -19,6 +19,7 @@ from spark_jobs.replay_client import (
     replay_rows,
 )
 from spark_jobs.replay_rewrite import (
+    FETCH,
     HEARTBEAT,
     INIT_PRODUCER_ID,
     JOIN_GROUP,
@@ -28,6 +29,7 @@ from spark_jobs.replay_rewrite import (
     ReplayRewriter,
     rewrite_producer_in_batches,
 )
+from tests.helpers.requests import fetch_fields
 
 CONN = "c1"
 
@@ -219,6 +221,34 @@ def _produce(records: bytes) -> Any:
             ),
         ),
     )
+
+
+def _session_fetch(session_id: int, epoch: int) -> Any:
+    fields = fetch_fields("t", 0, 500, version=12)
+    fields.update(session_id=session_id, session_epoch=epoch)
+    return request_builder(FETCH, 12).FetchRequest(**fields)
+
+
+def _fetch_answer(session_id: int) -> Any:
+    return response_builder(FETCH, 12).FetchResponse(
+        throttle_time=timedelta(0), error_code=0, session_id=session_id, responses=()
+    )
+
+
+def test_fetch_sessions_are_mapped_to_the_new_brokers_ids() -> None:
+    rw = ReplayRewriter()
+    sessionless = _session_fetch(0, -1)
+    assert rw.rewrite(CONN, FETCH, sessionless) is sessionless
+    opening = rw.rewrite(CONN, FETCH, _session_fetch(0, 0))
+    rw.learn(CONN, FETCH, opening, _fetch_answer(555))
+    assert rw.rewrite(CONN, FETCH, _session_fetch(77, 1)).session_id == 555
+    assert rw.rewrite(CONN, FETCH, _session_fetch(77, 2)).session_epoch == 2
+    reopened = rw.rewrite(CONN, FETCH, _session_fetch(0, 0))  # e.g. after an error
+    rw.learn(CONN, FETCH, reopened, _fetch_answer(666))
+    assert rw.rewrite(CONN, FETCH, _session_fetch(88, 1)).session_id == 666
+    assert rw.rewrite(CONN, FETCH, _session_fetch(77, 3)).session_id == 555
+    # Another connection's sessions are its own.
+    assert rw.rewrite("c2", FETCH, _session_fetch(77, 1)).session_id == 77
 
 
 # -- causality across a client's connections ------------------------------------------
