@@ -298,6 +298,7 @@ class Partition:
         state = self.followers.get(replica_id)
         if state is None:
             return False
+        advanced = fetch_offset > state.log_end_offset
         if fetch_offset >= self.log_end_offset:
             state.last_caught_up_time_ms = now_ms
         elif fetch_offset >= state.last_fetch_leader_log_end_offset:
@@ -308,7 +309,9 @@ class Partition:
         state.log_end_offset = fetch_offset
         state.last_fetch_time_ms = now_ms
         state.last_fetch_leader_log_end_offset = self.log_end_offset
-        return self.maybe_increment_high_watermark()
+        # The HW is a minimum over the ISR: only a follower that moved up can raise it
+        # (every other cause — an append, an ISR change — checks it itself).
+        return self.maybe_increment_high_watermark() if advanced else False
 
     # -- ISR (leader side) -------------------------------------------------------------
 

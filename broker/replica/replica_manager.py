@@ -76,6 +76,9 @@ class ReplicaManager:
         self.metadata = metadata
         self.config = config
         self.clock = clock
+        # min.insync.replicas by topic, valid while ``metadata.version`` is this.
+        self._min_isr: dict[str, int] = {}
+        self._min_isr_version = -1
         # Kafka's allPartitions: shared with the fetcher manager, which reads it.
         self.partitions = partitions
         # A restarted broker without a data dir gets its memory logs back (its "disk").
@@ -244,11 +247,25 @@ class ReplicaManager:
     # -- produce -----------------------------------------------------------------------
 
     def min_insync_replicas(self, tp: TopicPartition) -> int:
-        topic = self.metadata.topics.get(tp[0])
+        """The topic's ``min.insync.replicas`` (its override, else the broker's dynamic
+        or static default), asked on every acks=all produce and each of its checks:
+        kept per topic until the cluster metadata (configs included) changes."""
+        version = self.metadata.version
+        if version != self._min_isr_version:
+            self._min_isr.clear()
+            self._min_isr_version = version
+        name = tp[0]
+        cached = self._min_isr.get(name)
+        if cached is not None:
+            return cached
+        topic = self.metadata.topics.get(name)
         if topic is not None and "min.insync.replicas" in topic.configs:
-            return int(topic.configs["min.insync.replicas"])
-        defaults = broker_topic_defaults(self.config, self.metadata, self.broker_id)
-        return int(defaults.get("min.insync.replicas", self.config.min_insync_replicas))
+            value = int(topic.configs["min.insync.replicas"])
+        else:
+            defaults = broker_topic_defaults(self.config, self.metadata, self.broker_id)
+            value = int(defaults.get("min.insync.replicas", self.config.min_insync_replicas))
+        self._min_isr[name] = value
+        return value
 
     def append_to_leader(
         self,

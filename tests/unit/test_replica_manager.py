@@ -446,6 +446,17 @@ async def test_the_broker_wide_min_insync_replicas_applies_without_a_topic_overr
         assert node.purgatories.produce.num_delayed() == 0
 
 
+async def test_a_changed_min_insync_replicas_binds_the_next_produce() -> None:
+    async with broker_node([0, 1], isr=[0]) as node:
+        assert node.produce(1).error() is ErrorCode.none  # the default: 1
+        node.metadata.set_broker_configs("", {"min.insync.replicas": "2"})  # cluster default
+        assert node.produce(1).error() is ErrorCode.not_enough_replicas
+        node.metadata.update_configs(TOPIC, {"min.insync.replicas": "1"})  # topic override
+        assert node.produce(1).error() is ErrorCode.none
+        node.metadata.replace_configs(TOPIC, {})  # back to the cluster default
+        assert node.produce(1).error() is ErrorCode.not_enough_replicas
+
+
 async def test_an_acks_all_produce_waiting_when_the_isr_shrinks_below_min_fails_after_append() -> (
     None
 ):
