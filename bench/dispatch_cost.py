@@ -22,16 +22,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from broker.app import build_broker
+from broker.app import build_standalone_broker
 from broker.broker import Broker
-from broker.cluster_metadata import ClusterMetadata
 from broker.config import BrokerConfig
 from broker.context import ConnectionInfo
 from broker.control.faults import NoFaults
-from broker.controller import Controller
 from broker.dispatch import InFlight
-from broker.log import LogManager
-from broker.metrics import RequestMetrics
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
 from protocol.record_builder import build_record_batch
@@ -42,18 +38,10 @@ TOPIC = "bench"
 
 
 def _broker() -> Broker:
-    metadata = ClusterMetadata()
-    config = BrokerConfig.model_validate({"group.initial.rebalance.delay.ms": "0"})
-    return build_broker(
-        broker_id=0,
-        config=config,
-        metadata=metadata,
-        controller=Controller(metadata),
-        clock=LoopClock(asyncio.get_running_loop().time),
-        logs=LogManager(None),
+    return build_standalone_broker(
+        LoopClock(asyncio.get_running_loop().time),
+        config=BrokerConfig.model_validate({"group.initial.rebalance.delay.ms": "0"}),
         faults=NoFaults(),
-        request_metrics=RequestMetrics(0),
-        port=9092,
     )
 
 
@@ -184,7 +172,6 @@ async def measure(kinds: list[str], requests: int, rounds: int, profile: str | N
     await broker.services.replica_manager.start()
     await broker.services.group_coordinator.start()
     broker.purgatories.start()
-    broker.services.metadata.register_broker(0, "127.0.0.1", 9092)
     broker.services.metadata.create_topic(TOPIC, 1, 1, {})
     broker.services.metadata.create_topic("__consumer_offsets", 1, 1, {"cleanup.policy": "compact"})
     await asyncio.sleep(0.05)

@@ -404,48 +404,31 @@ def count_parked_objects(count: int, max_wait_ms: int) -> str:
     least one per fetch). Every one of them is walked by each collection of its
     generation while the fetch waits."""
     import asyncio
-    import functools
+    import contextvars
     import gc
     from collections import Counter
 
     from request_cost_setup import fetch_frame
 
-    from broker.app import build_broker
-    from broker.cluster_metadata import ClusterMetadata
-    from broker.config import BrokerConfig
+    from broker.app import build_standalone_broker
     from broker.context import ConnectionInfo
-    from broker.control.faults import FaultInjector
-    from broker.controller import Controller
-    from broker.handlers.registry import build_registry
-    from broker.log import LogManager
-    from broker.metrics import RequestMetrics
     from purgatory import ManualClock
 
     async def park() -> str:
-        metadata = ClusterMetadata()
-        metadata.register_broker(0, "127.0.0.1", 9092)
-        registry = build_registry()
-        faults = FaultInjector(
-            frozenset(registry), frozenset(k for k, h in registry.items() if h.topic_partitions)
-        )
-        broker = build_broker(
-            broker_id=0,
-            config=BrokerConfig.model_validate({}),
-            metadata=metadata,
-            controller=Controller(metadata),
-            clock=ManualClock(1_000),
-            logs=LogManager(None),
-            faults=faults,
-            request_metrics=RequestMetrics(0),
-        )
+        broker = build_standalone_broker(ManualClock(1_000))
+        metadata = broker.dispatcher.services.metadata
         manager = broker.dispatcher.services.replica_manager
         await manager.start()
         metadata.create_topic("parked", 1, 1, {})
         connection = ConnectionInfo("c-1", "127.0.0.1", 1, 9092)
         frame = fetch_frame("parked", 0, max_wait_ms)[4:]
 
-        def on_done(in_flight: object, future: object = None) -> None:
-            pass
+        class Holder:  # as KafkaConnection: a bound callback, one context per connection
+            def on_done(self, future: object = None) -> None:
+                pass
+
+        holder = Holder()
+        context = contextvars.copy_context()
 
         held = [broker.dispatcher.dispatch(frame, 0, connection) for _ in range(100)]
         held.clear()
@@ -455,7 +438,7 @@ def count_parked_objects(count: int, max_wait_ms: int) -> str:
             in_flight = broker.dispatcher.dispatch(frame, 0, connection)
             if in_flight.future is None:
                 return "objects per parked fetch: - (the fetch was answered at once)"
-            in_flight.future.add_done_callback(functools.partial(on_done, in_flight))
+            in_flight.future.add_done_callback(holder.on_done, context=context)
             held.append(in_flight)
         gc.collect()
         added = Counter(type(o).__name__ for o in gc.get_objects()) - before

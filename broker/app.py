@@ -175,6 +175,41 @@ def build_broker(
     )
 
 
+def fault_injector(handlers: Mapping[int, ApiHandler]) -> FaultInjector:
+    """The injector for these handlers: each may be failed, and limited to a topic(-
+    partition) where its requests name topics."""
+    return FaultInjector(
+        frozenset(handlers), frozenset(k for k, h in handlers.items() if h.topic_partitions)
+    )
+
+
+def build_standalone_broker(
+    clock: Clock,
+    *,
+    config: BrokerConfig | None = None,
+    faults: FaultPolicy | None = None,
+    handlers: Mapping[int, ApiHandler] | None = None,
+    port: int = 9092,
+) -> Broker:
+    """Broker 0 of a cluster of its own (registered at 127.0.0.1:``port``, never
+    listening unless started), logs in memory: for what drives a dispatcher without
+    sockets — unit tests on a ``ManualClock`` and the in-process benchmarks."""
+    metadata = ClusterMetadata()
+    metadata.register_broker(0, "127.0.0.1", port)
+    return build_broker(
+        broker_id=0,
+        config=config if config is not None else BrokerConfig.model_validate({}),
+        metadata=metadata,
+        controller=Controller(metadata),
+        clock=clock,
+        logs=LogManager(None),
+        faults=faults if faults is not None else fault_injector(handlers or build_registry()),
+        request_metrics=RequestMetrics(0),
+        port=port,
+        handlers=handlers,
+    )
+
+
 class MiniKafka:
     """N brokers in one process sharing one cluster metadata."""
 
@@ -220,9 +255,7 @@ class MiniKafka:
         self.control_port = control_port
         self.control_host = control_host
         handlers = build_registry()  # what can be failed, and limited to a topic
-        self.faults = FaultInjector(
-            frozenset(handlers), frozenset(k for k, h in handlers.items() if h.topic_partitions)
-        )
+        self.faults = fault_injector(handlers)
         self.request_metrics: dict[int, RequestMetrics] = {}
         # Replication faults by broker id, like the injector's: they outlive a restart
         # (applied again when the broker starts) until resumed or cleared.

@@ -10,18 +10,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from broker.app import build_broker
+from broker.app import build_standalone_broker, fault_injector
 from broker.broker import Broker
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
 from broker.context import ConnectionInfo
 from broker.control.faults import FaultInjector
-from broker.controller import Controller
 from broker.dispatch import InFlight, RequestDispatcher
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import build_registry
-from broker.log import LogManager
-from broker.metrics import RequestMetrics
 from protocol.client import ClientConnection
 from purgatory import ManualClock
 
@@ -52,23 +47,8 @@ class Node:
 
 def dispatch_node(handlers: dict[int, ApiHandler] | None = None) -> Node:
     clock = ManualClock(1_000)
-    metadata = ClusterMetadata()
-    metadata.register_broker(0, "127.0.0.1", 9092)
-    registry = build_registry()
-    faults = FaultInjector(
-        frozenset(registry), frozenset(k for k, h in registry.items() if h.topic_partitions)
-    )
-    broker = build_broker(
-        broker_id=0,
-        config=BrokerConfig.model_validate({}),
-        metadata=metadata,
-        controller=Controller(metadata),
-        clock=clock,
-        logs=LogManager(None),
-        faults=faults,
-        request_metrics=RequestMetrics(0),
-        handlers=handlers,
-    )
+    faults = fault_injector(handlers or build_registry())
+    broker = build_standalone_broker(clock, faults=faults, handlers=handlers)
     closed: list[str] = []
     connection = ConnectionInfo("c-1", "127.0.0.1", 1, 9092, close=closed.append)
     return Node(broker, broker.dispatcher, clock, faults, ClientConnection("t"), connection, closed)
