@@ -37,6 +37,12 @@ class ClientStats:
         self.with_data = 0  # long-poll responses that brought new records
         self.recording = False  # inside the measured window
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The broker closed one of our connections while we ran."""
+        self.lost += 1
+        if not self.lost_error:
+            self.lost_error = repr(exc) if exc else "closed by the peer"
+
 
 class PipelinedProtocol(asyncio.Protocol):
     """Keeps ``window`` copies of one frame in flight; counts length prefixes only."""
@@ -92,9 +98,7 @@ class PipelinedProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.running:
-            self.stats.lost += 1
-            if not self.stats.lost_error:
-                self.stats.lost_error = repr(exc) if exc else "closed by the peer"
+            self.stats.connection_lost(exc)
         self.running = False
 
 
@@ -156,9 +160,7 @@ class LongPollProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.running:
-            self.stats.lost += 1
-            if not self.stats.lost_error:
-                self.stats.lost_error = repr(exc) if exc else "closed by the peer"
+            self.stats.connection_lost(exc)
         self.running = False
 
 
@@ -258,9 +260,7 @@ class ParkedProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.running:
-            self.stats.lost += 1
-            if not self.stats.lost_error:
-                self.stats.lost_error = repr(exc) if exc else "closed by the peer"
+            self.stats.connection_lost(exc)
         self.running = False
 
 
@@ -286,9 +286,7 @@ class IdleProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.running:
-            self.stats.lost += 1
-            if not self.stats.lost_error:
-                self.stats.lost_error = repr(exc) if exc else "closed by the peer"
+            self.stats.connection_lost(exc)
         self.running = False
 
 

@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from tests.helpers.cluster import ProduceClient, raw_to_leader
+from tests.helpers.cluster import ProduceClient, raw_to_leader, wait_until
 from tests.integration.test_control import Http, control_cluster, poll
 
 # The ISR must not shrink on its own while a test holds a follower: a paused follower
@@ -45,10 +45,11 @@ async def a_replicated_topic(app: MiniKafka, topic: str) -> tuple[int, list[int]
 
 async def test_clear_resumes_a_paused_follower_so_acks_all_completes() -> None:
     async with control_cluster(brokers=3, **SLOW_ISR) as (app, http):
-        _, (follower, _) = await a_replicated_topic(app, "held")
+        leader, (follower, _) = await a_replicated_topic(app, "held")
         await http.ok("POST", f"/brokers/{follower}/replication", {"action": "pause"})
         produce = asyncio.ensure_future(produce_acks_all(app, "held", b"waits"))
-        await asyncio.sleep(0.3)
+        purgatory = app.brokers[leader].purgatories.produce
+        await wait_until(lambda: purgatory.num_delayed() == 1, "the produce to park")
         assert not produce.done()  # parked in the Produce purgatory for the paused follower
         cleared = await http.ok("DELETE", "/faults")
         assert cleared["replication"] == {}
