@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,7 @@ from broker.cluster_metadata import ClusterMetadata
 from broker.config import BrokerConfig
 from broker.control.faults import FaultInjector
 from broker.controller import Controller
-from broker.coordinator_loader import EventLoopLoadScheduler
+from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
 from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
 from broker.fetch_session import FetchManager, FetchSessionCache
 from broker.group.group_config import GroupConfig, OffsetConfig
@@ -65,6 +65,7 @@ def build_broker(
     advertised_host: str | None = None,
     request_clock: RequestClock | None = None,
     handlers: Mapping[int, ApiHandler] | None = None,
+    load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -74,7 +75,9 @@ def build_broker(
     the group coordinator over that manager, the transaction coordinator (its
     ``__transaction_state`` and marker channel), the fetch manager (incremental fetch
     sessions), the services handlers see, the dispatcher, and the broker that starts
-    them all.
+    them all. ``load_scheduler`` makes the scheduler each coordinator loads its
+    partitions on (Kafka's coordinator scheduler threads; tests hand in one that holds
+    loads as long as they want).
     """
     request_clock = request_clock or RequestClock()
     purgatories = PurgatorySet(
@@ -119,7 +122,7 @@ def build_broker(
         ),
         purgatories.scheduler_timer,
         # Kafka's group-metadata-manager scheduler thread: loads in slices on the loop.
-        load_scheduler=EventLoopLoadScheduler(),
+        load_scheduler=load_scheduler(),
     )
     group_coordinator = GroupCoordinator(
         GroupConfig.from_broker_config(config),
@@ -136,7 +139,7 @@ def build_broker(
         metadata,
         replica_manager,
         purgatories.scheduler_timer,
-        EventLoopLoadScheduler(),
+        load_scheduler(),
     )
     handlers = handlers if handlers is not None else build_registry()
     services = BrokerServices(
@@ -190,6 +193,7 @@ def build_standalone_broker(
     faults: FaultPolicy | None = None,
     handlers: Mapping[int, ApiHandler] | None = None,
     port: int = 9092,
+    load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
 ) -> Broker:
     """Broker 0 of a cluster of its own (registered at 127.0.0.1:``port``, never
     listening unless started), logs in memory: for what drives a dispatcher without
@@ -207,6 +211,7 @@ def build_standalone_broker(
         request_metrics=RequestMetrics(0),
         port=port,
         handlers=handlers,
+        load_scheduler=load_scheduler,
     )
 
 
@@ -226,6 +231,7 @@ class MiniKafka:
         capture_dir: Path | None = None,
         advertised_host: str | None = None,
         observers: Sequence[RequestObserver] = (),
+        load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
     ) -> None:
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")
@@ -241,6 +247,8 @@ class MiniKafka:
         self.num_brokers = brokers
         # Told of every request of every broker, besides metrics and capture (tools, tests).
         self.observers = tuple(observers)
+        # What each broker's coordinators load their partitions on (tests may hold loads).
+        self._load_scheduler = load_scheduler
         self.cluster = ClusterMetadata(data_dir=self.data_dir)
         self.brokers: list[Broker] = []
         self._started = False
@@ -293,6 +301,7 @@ class MiniKafka:
             host=self.host,
             port=port,
             advertised_host=self.advertised_host,
+            load_scheduler=self._load_scheduler,
         )
 
     async def start(self) -> None:

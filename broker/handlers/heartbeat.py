@@ -1,4 +1,13 @@
-"""Heartbeat (key 12): keeps a member alive; REBALANCE_IN_PROGRESS tells it to rejoin."""
+"""Heartbeat (key 12): keeps a member alive; REBALANCE_IN_PROGRESS tells it to rejoin.
+
+While the group's ``__consumer_offsets`` partition is still loading, the answer is NONE, as
+Kafka's (the classic GroupCoordinator and Kafka 4's GroupCoordinatorService alike: "the
+group is still loading, so respond blindly"). The member keeps its generation, and once the
+load is done the coordinator expects its heartbeats like anyone else's; a member the loaded
+group does not know hears UNKNOWN_MEMBER_ID then and rejoins. COORDINATOR_LOAD_IN_PROGRESS
+here would be an error no client expects from a heartbeat: aiokafka's heartbeat task dies
+of it and the consumer stays wedged.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +25,9 @@ MAX_VERSION = 4
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
-    if error is ErrorCode.none:
+    if error is ErrorCode.coordinator_load_in_progress:
+        error = ErrorCode.none
+    elif error is ErrorCode.none:
         error = ctx.services.group_coordinator.handle_heartbeat(
             request.group_id,
             request.member_id,

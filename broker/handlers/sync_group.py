@@ -3,6 +3,15 @@
 The coordinator records where a parked SyncGroup waits: a follower in the Rebalance
 purgatory (its wait is bounded by the group's DelayedSync), the leader in the Produce
 purgatory while its assignment is appended to ``__consumer_offsets`` with acks=all.
+
+While the group's ``__consumer_offsets`` partition is still loading, the answer is
+REBALANCE_IN_PROGRESS: the rebalance this SyncGroup belongs to was lost with the failover
+(the new coordinator has only what was written), so the member must rejoin, and every
+client does so on that error without looking the coordinator up again. This is the classic
+coordinator's answer (Kafka 2.0-3.x). Where we differ from Kafka 4: its
+GroupCoordinatorService passes COORDINATOR_LOAD_IN_PROGRESS through, which neither the
+Java consumer nor aiokafka nor kafka-python expects from a SyncGroup (they raise "Unexpected
+error from SyncGroup"); we keep the answer all of them handle.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ def _response(ctx: RequestContext, result: SyncGroupResult) -> Any:
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    if error is ErrorCode.coordinator_load_in_progress:
+        return error_response(ctx, request, ErrorCode.rebalance_in_progress)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}

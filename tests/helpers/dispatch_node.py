@@ -8,12 +8,14 @@ the wire format are the real ones.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from broker.app import build_standalone_broker, fault_injector
 from broker.broker import Broker
 from broker.context import ConnectionInfo
 from broker.control.faults import FaultInjector
+from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
 from broker.dispatch import InFlight, RequestDispatcher
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import build_registry
@@ -45,10 +47,16 @@ class Node:
         return response.body
 
 
-def dispatch_node(handlers: dict[int, ApiHandler] | None = None) -> Node:
+def dispatch_node(
+    handlers: dict[int, ApiHandler] | None = None,
+    load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
+) -> Node:
+    """``load_scheduler``: what the coordinators load on (a test may hold loads)."""
     clock = ManualClock(1_000)
     faults = fault_injector(handlers or build_registry())
-    broker = build_standalone_broker(clock, faults=faults, handlers=handlers)
+    broker = build_standalone_broker(
+        clock, faults=faults, handlers=handlers, load_scheduler=load_scheduler
+    )
     closed: list[str] = []
     connection = ConnectionInfo("c-1", "127.0.0.1", 1, 9092, close=closed.append)
     return Node(broker, broker.dispatcher, clock, faults, ClientConnection("t"), connection, closed)

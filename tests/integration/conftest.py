@@ -7,13 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from broker.app import MiniKafka
 from broker.config import BrokerConfig
+from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
 from broker.dispatch import RequestObserver
 
 FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
@@ -25,11 +26,19 @@ async def running_cluster(
     data_dir: Path | None = None,
     *,
     observers: Sequence[RequestObserver] = (),
+    load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
     **overrides: str,
 ) -> AsyncIterator[MiniKafka]:
     """Start ``brokers`` brokers in this event loop; stop them on exit."""
     config = BrokerConfig.model_validate({**FAST_GROUPS, **overrides})
-    app = MiniKafka(config, brokers=brokers, port=0, data_dir=data_dir, observers=observers)
+    app = MiniKafka(
+        config,
+        brokers=brokers,
+        port=0,
+        data_dir=data_dir,
+        observers=observers,
+        load_scheduler=load_scheduler,
+    )
     await app.start()
     try:
         yield app
