@@ -31,14 +31,18 @@ Where this differs from Kafka (all deliberate, all small):
   its connection's response order): a member removed while its SyncGroup is parked gets
   UNKNOWN_MEMBER_ID, and a JoinGroup/SyncGroup superseded by a retry of the same
   member gets REBALANCE_IN_PROGRESS. Kafka drops those callbacks.
-* No KIP-848 consumer groups. Transactional offset commits: ``group_txn.py``.
+* KIP-848 consumer groups are the ``ConsumerGroupCoordinator``'s (``consumer/``); this
+  coordinator asks it (``consumer_groups``) only whether an id is a consumer group's: a
+  JoinGroup for one answers INCONSISTENT_GROUP_PROTOCOL (no classic members in a consumer
+  group before the migration of phase 2), and its OffsetCommits are checked against the
+  member epoch there. Transactional offset commits: ``group_txn.py``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -74,6 +78,16 @@ log = logging.getLogger("broker.group")
 E = ErrorCode
 
 
+class ConsumerGroups(Protocol):
+    """What the classic paths ask of the KIP-848 side (``ConsumerGroupCoordinator``)."""
+
+    def is_consumer_group(self, group_id: str) -> bool: ...
+
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, member_epoch: int
+    ) -> ErrorCode | None: ...
+
+
 class GroupCoordinator:
     """Runs the classic group protocol for the groups its manager holds."""
 
@@ -83,11 +97,13 @@ class GroupCoordinator:
         heartbeat_purgatory: DelayedOperationPurgatory[Any],
         rebalance_purgatory: DelayedOperationPurgatory[Any],
         group_manager: GroupMetadataManager,
+        consumer_groups: ConsumerGroups | None = None,
     ) -> None:
         self.config = config
         self.heartbeat_purgatory = heartbeat_purgatory
         self.rebalance_purgatory = rebalance_purgatory
         self.group_manager = group_manager
+        self.consumer_groups = consumer_groups
 
     # ============================================================== lifecycle
     async def start(self) -> None:
@@ -153,6 +169,11 @@ class GroupCoordinator:
             <= self.config.group_max_session_timeout_ms
         ):
             callback(JoinGroupResult(params.member_id, E.invalid_session_timeout))
+            return
+        if self.consumer_groups is not None and self.consumer_groups.is_consumer_group(
+            params.group_id
+        ):
+            callback(JoinGroupResult(params.member_id, E.inconsistent_group_protocol))
             return
         is_unknown_member = params.member_id == UNKNOWN_MEMBER_ID
         group = self.group_manager.get_or_maybe_create_group(params.group_id, is_unknown_member)
@@ -553,6 +574,20 @@ class GroupCoordinator:
         append failed), which may also be during this call. Meanwhile the request waits
         in the Produce purgatory (the manager's append records it)."""
         tps = [TopicPartition(*tp) for tp in offsets]
+        consumer_groups = self.consumer_groups
+        if consumer_groups is not None and consumer_groups.is_consumer_group(group_id):
+            # A KIP-848 group: its member epoch is checked there; its offsets are kept in
+            # the one offsets store, an Empty classic group of the same id.
+            error = consumer_groups.validate_offset_commit(group_id, member_id, generation_id)
+            if error is not None:
+                response_callback(dict.fromkeys(tps, error))
+                return
+            holder = self.group_manager.get_or_maybe_create_group(group_id, True)
+            assert holder is not None
+            self.group_manager.store_offsets(
+                holder, offsets, response_callback, parked_request=parked_request
+            )
+            return
         group = self.group_manager.get_or_maybe_create_group(group_id, False)
         if group is None:
             if generation_id >= 0:

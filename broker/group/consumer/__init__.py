@@ -1,0 +1,57 @@
+"""Kafka 4's consumer group protocol (KIP-848): the coordinator's model, Kafka's names.
+
+``ConsumerGroupCoordinator`` (``consumer_group_coordinator.py``) serves
+ConsumerGroupHeartbeat and ConsumerGroupDescribe for the consumer groups it owns,
+beside the classic groups of ``broker/group/``; ``ConsumerGroup`` and
+``ConsumerGroupMember`` are the model; ``CurrentAssignmentBuilder`` reconciles a member,
+``TargetAssignmentBuilder`` with ``UniformAssignor`` / ``RangeAssignor`` computes the
+target; ``CoordinatorTimer`` runs session and rebalance timeouts on the broker's timer.
+"""
+
+from broker.group.consumer.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupState,
+    TopicMetadata,
+)
+from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
+from broker.group.consumer.consumer_group_coordinator import (
+    ClassicGroups,
+    ConsumerGroupCoordinator,
+    TopicsImage,
+)
+from broker.group.consumer.consumer_group_member import (
+    Assignment,
+    ConsumerGroupMember,
+    MemberState,
+)
+from broker.group.consumer.coordinator_timer import CoordinatorTimer
+from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
+from broker.group.consumer.errors import ApiError
+from broker.group.consumer.heartbeat_params import (
+    ConsumerGroupHeartbeatParams,
+    ConsumerGroupHeartbeatResult,
+)
+from broker.group.consumer.range_assignor import RangeAssignor
+from broker.group.consumer.target_assignment_builder import TargetAssignmentBuilder
+from broker.group.consumer.uniform_assignor import UniformAssignor
+
+__all__ = [
+    "ApiError",
+    "Assignment",
+    "ClassicGroups",
+    "ConsumerGroup",
+    "ConsumerGroupConfig",
+    "ConsumerGroupCoordinator",
+    "ConsumerGroupHeartbeatParams",
+    "ConsumerGroupHeartbeatResult",
+    "ConsumerGroupMember",
+    "ConsumerGroupState",
+    "CoordinatorTimer",
+    "CurrentAssignmentBuilder",
+    "MemberState",
+    "RangeAssignor",
+    "TargetAssignmentBuilder",
+    "TopicMetadata",
+    "TopicsImage",
+    "UniformAssignor",
+]

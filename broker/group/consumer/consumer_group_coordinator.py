@@ -1,0 +1,624 @@
+"""Kafka 4's consumer group protocol (KIP-848) beside the classic groups.
+
+Kafka 4 runs both group types in one coordinator (``GroupMetadataManager`` keeps a map of
+groups of either type). Here the classic groups stay where they are and this component
+owns the consumer groups; the two meet at three seams, each a few lines:
+
+* the classic ``GroupCoordinator`` asks ``is_consumer_group`` before a JoinGroup (a
+  classic member for a consumer group's id hears INCONSISTENT_GROUP_PROTOCOL) and before
+  an OffsetCommit (a consumer group's commit is validated by ``validate_offset_commit``:
+  member id and member epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID as Kafka's);
+* this coordinator asks the classic groups (``ClassicGroups``: the
+  ``GroupMetadataManager``) whether an id is taken by a classic group with members
+  (GROUP_ID_NOT_FOUND, "not a consumer group", as Kafka without a migration) and whether
+  this broker still coordinates a group;
+* committed offsets live in the one offsets store, the manager's (a consumer group's
+  offsets sit in an Empty classic group of the same id, which is how they are written to
+  and loaded from ``__consumer_offsets``).
+
+A heartbeat is served as Kafka's ``consumerGroupHeartbeat``: validate the request (all
+errors before any change), get or create the group and the member, bump the group epoch
+when the member's subscription or the subscribed topics changed, compute a new target
+assignment when the group epoch is ahead of it, reconcile the member one step
+(``CurrentAssignmentBuilder``: revoke first, assign what nobody holds), reschedule its
+session timeout, and answer with its epoch, the heartbeat interval the broker dictates
+and, on a full request or a change, its assignment. Epoch -1 leaves, -2 leaves a static
+member that will come back (it keeps its partitions until its session expires).
+
+Timeouts are Kafka's, on the broker's scheduler timer (``CoordinatorTimer``): a member's
+session (``group.consumer.session.timeout.ms`` after its last heartbeat) and, while it is
+asked to revoke, its rebalance timeout (the member's ``RebalanceTimeoutMs``; if it is
+still at that epoch then, it is fenced). Fencing removes the member and bumps the group
+epoch, so the others get its partitions on their next heartbeats.
+
+Where this differs from Kafka:
+
+* No durability (phase 2): nothing but offsets is written to ``__consumer_offsets``; a
+  coordinator failover or restart loses the consumer groups (their members hear
+  GROUP_ID_NOT_FOUND, as Kafka answers a heartbeat for a group it does not have). A group
+  of a partition this broker no longer coordinates is dropped lazily, when one of its
+  timeouts fires, and its requests are refused by ``check_coordinator`` meanwhile.
+* The subscribed topics' metadata is recomputed on every heartbeat (Kafka: on a
+  subscription change, or after a metadata image change of a subscribed topic).
+* No regular expressions (INVALID_REQUEST, as Kafka's trunk of October 2024 answered), no
+  classic members in a consumer group, no migration, no per-group configs; static
+  members are replaced only after they left with epoch -2 (UNRELEASED_INSTANCE_ID
+  otherwise) and keep their assignment then, the rest of KIP-848's static rules is phase 2.
+* OffsetCommit below v9 from a member is not refused with UNSUPPORTED_VERSION.
+* Empty consumer groups stay until the broker stops coordinating them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import TopicInfo
+from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
+from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
+from broker.group.consumer.consumer_group_member import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroupMember,
+    MemberState,
+)
+from broker.group.consumer.coordinator_timer import CoordinatorTimer
+from broker.group.consumer.current_assignment_builder import (
+    CurrentAssignmentBuilder,
+    OwnedTopicPartitions,
+)
+from broker.group.consumer.errors import ApiError
+from broker.group.consumer.heartbeat_params import (
+    ConsumerGroupHeartbeatParams,
+    ConsumerGroupHeartbeatResult,
+)
+from broker.group.consumer.partition_assignor import ConsumerGroupPartitionAssignor
+from broker.group.consumer.range_assignor import RangeAssignor
+from broker.group.consumer.target_assignment_builder import TargetAssignmentBuilder
+from broker.group.consumer.uniform_assignor import UniformAssignor
+from broker.group.group_metadata import GroupMetadata
+from broker.group.group_state import GroupState
+from purgatory import SystemTimer
+
+log = logging.getLogger("broker.group.consumer")
+
+E = ErrorCode
+
+ASSIGNORS: Mapping[str, Callable[[], ConsumerGroupPartitionAssignor]] = {
+    "uniform": UniformAssignor,
+    "range": RangeAssignor,
+}
+
+
+class ClassicGroups(Protocol):
+    """What this coordinator asks of the classic side (the ``GroupMetadataManager``)."""
+
+    def get_group(self, group_id: str) -> GroupMetadata | None: ...
+
+    def check_coordinator(self, group_id: str) -> ErrorCode: ...
+
+
+class TopicsImage(Protocol):
+    """The topics the assignor may hand out (the ``ClusterMetadata``)."""
+
+    @property
+    def topics(self) -> Mapping[str, TopicInfo]: ...
+
+
+def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("session-timeout", group_id, member_id)
+
+
+def _rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("rebalance-timeout", group_id, member_id)
+
+
+class ConsumerGroupCoordinator:
+    """The consumer groups of this broker; see the module docstring."""
+
+    def __init__(
+        self,
+        config: ConsumerGroupConfig,
+        timer: SystemTimer,
+        topics: TopicsImage,
+        classic_groups: ClassicGroups,
+        member_id_factory: Callable[[], str],
+    ) -> None:
+        self.config = config
+        self.timer = CoordinatorTimer(timer)
+        self._topics = topics
+        self._classic = classic_groups
+        self._member_id_factory = member_id_factory
+        self.assignors: dict[str, ConsumerGroupPartitionAssignor] = {
+            name: ASSIGNORS[name]() for name in config.assignors
+        }
+        self.default_assignor = config.assignors[0]
+        self._groups: dict[str, ConsumerGroup] = {}
+
+    # ================================================================ lookups
+    def is_consumer_group(self, group_id: str) -> bool:
+        return group_id in self._groups
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        return self._groups.get(group_id)
+
+    @property
+    def groups(self) -> list[ConsumerGroup]:
+        return list(self._groups.values())
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup:
+        """The group; GROUP_ID_NOT_FOUND when there is none (Kafka's ``consumerGroup``)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            if self._classic.get_group(group_id) is not None:
+                raise ApiError(E.group_id_not_found, f"Group {group_id} is not a consumer group")
+            raise ApiError(E.group_id_not_found, f"Consumer group {group_id} not found.")
+        return group
+
+    def assignor_name(self, group: ConsumerGroup) -> str:
+        return group.preferred_server_assignor(self.default_assignor)
+
+    # ============================================================== heartbeat
+    def consumer_group_heartbeat(
+        self, params: ConsumerGroupHeartbeatParams
+    ) -> ConsumerGroupHeartbeatResult:
+        """ConsumerGroupHeartbeat (join, heartbeat, leave); errors as Kafka's."""
+        try:
+            self._throw_if_request_is_invalid(params)
+            if params.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._consumer_group_leave(params)
+            return self._consumer_group_heartbeat(params)
+        except ApiError as error:
+            return ConsumerGroupHeartbeatResult(error=error.error, error_message=error.message)
+
+    def _throw_if_request_is_invalid(self, p: ConsumerGroupHeartbeatParams) -> None:
+        def invalid(message: str) -> ApiError:
+            return ApiError(E.invalid_request, message)
+
+        if not p.group_id:
+            raise invalid("GroupId can't be empty.")
+        if p.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if p.rack_id == "":
+            raise invalid("RackId can't be empty.")
+        if p.subscribed_topic_regex is not None:
+            raise invalid("SubscribedTopicRegex is not supported yet.")
+        if p.api_version >= 1 and not p.member_id:
+            raise invalid("MemberId can't be empty.")
+        epoch = p.member_epoch
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not p.member_id:
+                raise invalid("MemberId can't be empty.")
+        elif epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if p.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if p.owned_topic_partitions is None or len(p.owned_topic_partitions) > 0:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if not p.subscribed_topic_names:
+                raise invalid("SubscribedTopicNames must be set in first request.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not p.member_id:
+                raise invalid("MemberId can't be empty.")
+            if p.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        else:
+            raise invalid("MemberEpoch is invalid.")
+        if p.server_assignor is not None and p.server_assignor not in self.assignors:
+            raise ApiError(
+                E.unsupported_assignor,
+                f"ServerAssignor {p.server_assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.assignors)}.",
+            )
+
+    def _get_or_maybe_create_group(self, group_id: str, create: bool) -> ConsumerGroup:
+        group = self._groups.get(group_id)
+        if group is not None:
+            return group
+        classic = self._classic.get_group(group_id)
+        if classic is not None and not classic.is_in(GroupState.EMPTY, GroupState.DEAD):
+            # Kafka converts such a group when its members all speak KIP-848's "consumer"
+            # (migration, phase 2); without a migration the id is not a consumer group's.
+            raise ApiError(E.group_id_not_found, f"Group {group_id} is not a consumer group")
+        if not create:
+            raise ApiError(E.group_id_not_found, f"Consumer group {group_id} not found.")
+        return ConsumerGroup(group_id)
+
+    def _throw_if_group_is_full(self, group: ConsumerGroup, member_id: str) -> None:
+        max_size = self.config.group_consumer_max_size
+        if group.num_members >= max_size and (not member_id or not group.has_member(member_id)):
+            raise ApiError(
+                E.group_max_size_reached,
+                f"The consumer group has reached its maximum capacity of {max_size} members.",
+            )
+
+    def _consumer_group_heartbeat(
+        self, p: ConsumerGroupHeartbeatParams
+    ) -> ConsumerGroupHeartbeatResult:
+        joining = p.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        group = self._get_or_maybe_create_group(p.group_id, joining)
+        self._throw_if_group_is_full(group, p.member_id)
+        member_id = p.member_id or self._member_id_factory()
+        if p.instance_id is None:
+            member = self._get_or_maybe_subscribe_dynamic_member(
+                group, member_id, p.member_epoch, p.owned_topic_partitions, joining
+            )
+            replaced: ConsumerGroupMember | None = None
+        else:
+            member, replaced = self._get_or_maybe_subscribe_static_member(
+                group, member_id, p.member_epoch, p.instance_id, p.owned_topic_partitions, joining
+            )
+
+        # From here on nothing is refused: the group changes.
+        self._groups.setdefault(group.group_id, group)
+        if replaced is not None:
+            group.remove_member(replaced.member_id)
+            self._cancel_timers(group.group_id, replaced.member_id)
+            group.update_member(member)
+
+        # 1. The member, updated with what the request carries.
+        updated = replace(
+            member,
+            instance_id=p.instance_id if p.instance_id is not None else member.instance_id,
+            rack_id=p.rack_id if p.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                p.rebalance_timeout_ms
+                if p.rebalance_timeout_ms != -1
+                else member.rebalance_timeout_ms
+            ),
+            server_assignor_name=(
+                p.server_assignor if p.server_assignor is not None else member.server_assignor_name
+            ),
+            subscribed_topic_names=(
+                tuple(sorted(set(p.subscribed_topic_names)))
+                if p.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            client_id=p.client_id,
+            client_host=p.client_host,
+        )
+        bump = (
+            updated.subscribed_topic_names != member.subscribed_topic_names
+            or updated.subscribed_topic_regex != member.subscribed_topic_regex
+            or not group.has_member(member_id)
+        )
+        subscription_metadata = self._subscription_metadata(
+            group.compute_subscribed_topic_names(member, updated)
+        )
+        if subscription_metadata != group.subscription_metadata:
+            bump = True
+            group.subscription_metadata = subscription_metadata
+        group_epoch = group.group_epoch
+        if bump:
+            group_epoch += 1
+            log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group_epoch)
+            group.set_group_epoch(group_epoch)
+
+        # 2. A new target assignment if the group epoch is ahead of it.
+        if group_epoch > group.assignment_epoch:
+            target = (
+                TargetAssignmentBuilder(
+                    group, self.assignors[self._assignor_for(group, updated)], subscription_metadata
+                )
+                .add_or_update_member(updated)
+                .build()
+            )
+            group.set_target_assignment(group_epoch, target)
+
+        # 3. One step of reconciliation towards the target.
+        updated = self._maybe_reconcile(group, updated, p.owned_topic_partitions)
+        group.update_member(updated)
+        self._schedule_session_timeout(group.group_id, member_id)
+
+        full = joining or (
+            p.rebalance_timeout_ms != -1
+            and p.subscribed_topic_names is not None
+            and p.owned_topic_partitions is not None
+        )
+        changed = updated.assigned_partitions != member.assigned_partitions
+        return ConsumerGroupHeartbeatResult(
+            member_id=member_id,
+            member_epoch=updated.member_epoch,
+            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+            assignment=updated.assigned_partitions if full or changed else None,
+        )
+
+    def _assignor_for(self, group: ConsumerGroup, updated: ConsumerGroupMember) -> str:
+        """The group's preferred assignor, counting the updated member's choice."""
+        members = dict(group.members)
+        members[updated.member_id] = updated
+        probe = ConsumerGroup(group.group_id)
+        probe.members = members
+        return probe.preferred_server_assignor(self.default_assignor)
+
+    def _subscription_metadata(self, names: Mapping[str, int]) -> dict[str, TopicMetadata]:
+        topics = self._topics.topics
+        metadata: dict[str, TopicMetadata] = {}
+        for name in sorted(names):
+            info = topics.get(name)
+            if info is not None and info.partitions:
+                metadata[name] = TopicMetadata(info.topic_id, name, len(info.partitions))
+        return metadata
+
+    def _get_or_maybe_subscribe_dynamic_member(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        member_epoch: int,
+        owned: OwnedTopicPartitions | None,
+        create: bool,
+    ) -> ConsumerGroupMember:
+        member = group.members.get(member_id)
+        if member is None:
+            if not create:
+                group.get_member(member_id)  # raises UNKNOWN_MEMBER_ID
+            log.info(
+                "[GroupId %s] Member %s joins the consumer group using the consumer protocol.",
+                group.group_id,
+                member_id,
+            )
+            return ConsumerGroupMember(member_id=member_id)
+        self._throw_if_member_epoch_is_invalid(member, member_epoch, owned)
+        return member
+
+    def _get_or_maybe_subscribe_static_member(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        member_epoch: int,
+        instance_id: str,
+        owned: OwnedTopicPartitions | None,
+        create: bool,
+    ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
+        """The member and, when a static member comes back under a new member id, the
+        one it replaces."""
+        existing = group.static_member(instance_id)
+        if create:
+            if existing is None:
+                return ConsumerGroupMember(member_id=member_id), None
+            if existing.member_id == member_id:
+                self._throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
+                return existing, None
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise ApiError(
+                    E.unreleased_instance_id,
+                    f"Static member {existing.member_id} with instance id {instance_id} "
+                    "is not released yet.",
+                )
+            # It left with -2 and comes back: it takes the old member's place and
+            # assignment, and reconciles from epoch 0.
+            renewed = replace(
+                existing,
+                member_id=member_id,
+                member_epoch=0,
+                previous_member_epoch=0,
+                state=MemberState.STABLE,
+            )
+            group.target_assignment[member_id] = group.target_assignment_of(existing.member_id)
+            return renewed, existing
+        if existing is None:
+            raise ApiError(E.unknown_member_id, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise ApiError(
+                E.fenced_instance_id,
+                f"Static member {member_id} with instance id {instance_id} was fenced by "
+                f"member {existing.member_id}.",
+            )
+        self._throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
+        return existing, None
+
+    @staticmethod
+    def _throw_if_member_epoch_is_invalid(
+        member: ConsumerGroupMember, received: int, owned: OwnedTopicPartitions | None
+    ) -> None:
+        if received > member.member_epoch:
+            raise ApiError(
+                E.fenced_member_epoch,
+                f"The consumer group member has a greater member epoch ({received}) than the "
+                f"one known by the group coordinator ({member.member_epoch}). The member must "
+                "abandon all its partitions and rejoin.",
+            )
+        # The previous epoch with a subset of the current assignment is accepted: the
+        # response that bumped its epoch may have been lost.
+        if received < member.member_epoch and (
+            received != member.previous_member_epoch
+            or not _is_subset(owned, member.assigned_partitions)
+        ):
+            raise ApiError(
+                E.fenced_member_epoch,
+                f"The consumer group member has a smaller member epoch ({received}) than "
+                f"the one known by the group coordinator ({member.member_epoch}). The "
+                "member must abandon all its partitions and rejoin.",
+            )
+
+    def _maybe_reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        owned: OwnedTopicPartitions | None,
+    ) -> ConsumerGroupMember:
+        epoch = group.assignment_epoch
+        if member.is_reconciled_to(epoch):
+            return member
+        updated = CurrentAssignmentBuilder(
+            member,
+            epoch,
+            group.target_assignment_of(member.member_id),
+            group.current_partition_epoch,
+            owned,
+        ).build()
+        if updated != member:
+            log.debug(
+                "[GroupId %s] Member %s new assignment state: epoch=%d, previousEpoch=%d, "
+                "state=%s, assignedPartitions=%s and revokedPartitions=%s.",
+                group.group_id,
+                updated.member_id,
+                updated.member_epoch,
+                updated.previous_member_epoch,
+                updated.state,
+                dict(updated.assigned_partitions),
+                dict(updated.partitions_pending_revocation),
+            )
+            if updated.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(
+                    group.group_id,
+                    updated.member_id,
+                    updated.member_epoch,
+                    updated.rebalance_timeout_ms,
+                )
+            else:
+                self.timer.cancel(_rebalance_key(group.group_id, updated.member_id))
+        return updated
+
+    # ================================================================= leave
+    def _consumer_group_leave(
+        self, p: ConsumerGroupHeartbeatParams
+    ) -> ConsumerGroupHeartbeatResult:
+        group = self.consumer_group(p.group_id)
+        if p.instance_id is None:
+            member = group.get_member(p.member_id)
+            log.info("[GroupId %s] Member %s left the consumer group.", p.group_id, p.member_id)
+            self._fence_member(group, member)
+        else:
+            member_or_none = group.static_member(p.instance_id)
+            if member_or_none is None:
+                raise ApiError(E.unknown_member_id, f"Instance id {p.instance_id} is unknown.")
+            member = member_or_none
+            if member.member_id != p.member_id:
+                raise ApiError(
+                    E.fenced_instance_id,
+                    f"Static member {p.member_id} with instance id {p.instance_id} was "
+                    f"fenced by member {member.member_id}.",
+                )
+            if p.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                log.info(
+                    "[GroupId %s] Static Member %s with instance id %s temporarily left the "
+                    "consumer group.",
+                    p.group_id,
+                    member.member_id,
+                    p.instance_id,
+                )
+                group.update_member(
+                    replace(
+                        member,
+                        member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                        partitions_pending_revocation={},
+                    )
+                )
+                self.timer.cancel(_rebalance_key(p.group_id, member.member_id))
+            else:
+                self._fence_member(group, member)
+        return ConsumerGroupHeartbeatResult(member_id=p.member_id, member_epoch=p.member_epoch)
+
+    def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """Kafka's ``consumerGroupFenceMember``: remove it, bump the group epoch."""
+        group.remove_member(member.member_id)
+        group.subscription_metadata = self._subscription_metadata(group.subscribed_topic_names)
+        group.set_group_epoch(group.group_epoch + 1)
+        self._cancel_timers(group.group_id, member.member_id)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(_session_key(group_id, member_id))
+        self.timer.cancel(_rebalance_key(group_id, member_id))
+
+    # ============================================================== timeouts
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        self.timer.schedule(
+            _session_key(group_id, member_id),
+            self.config.group_consumer_session_timeout_ms,
+            lambda: self._fence_member_operation(
+                group_id, member_id, "the member session expired."
+            ),
+        )
+
+    def _schedule_rebalance_timeout(
+        self, group_id: str, member_id: str, member_epoch: int, rebalance_timeout_ms: int
+    ) -> None:
+        def expire() -> None:
+            if self._dropped_if_not_coordinator(group_id):
+                return
+            group = self._groups.get(group_id)
+            member = group.members.get(member_id) if group is not None else None
+            if group is None or member is None:
+                return
+            if member.member_epoch == member_epoch:
+                log.info(
+                    "[GroupId %s] Member %s fenced from the group because it failed to "
+                    "transition from epoch %d within %dms.",
+                    group_id,
+                    member_id,
+                    member_epoch,
+                    rebalance_timeout_ms,
+                )
+                self._fence_member(group, member)
+
+        self.timer.schedule(_rebalance_key(group_id, member_id), rebalance_timeout_ms, expire)
+
+    def _fence_member_operation(self, group_id: str, member_id: str, reason: str) -> None:
+        if self._dropped_if_not_coordinator(group_id):
+            return
+        group = self._groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        log.info(
+            "[GroupId %s] Member %s fenced from the group because %s", group_id, member_id, reason
+        )
+        self._fence_member(group, member)
+
+    def _dropped_if_not_coordinator(self, group_id: str) -> bool:
+        """Forget a group this broker no longer coordinates (and its timeouts)."""
+        if self._classic.check_coordinator(group_id) is not E.not_coordinator:
+            return False
+        group = self._groups.pop(group_id, None)
+        if group is not None:
+            log.info("[GroupId %s] Dropped: this broker no longer coordinates it.", group_id)
+            for member_id in list(group.members):
+                self._cancel_timers(group_id, member_id)
+        return True
+
+    # ========================================================== offsets checks
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, member_epoch: int
+    ) -> ErrorCode | None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (None: accepted). Epoch -1 from
+        an admin client or ``assign()`` consumer is accepted while the group is empty."""
+        group = self._groups[group_id]
+        if member_epoch < 0 and group.num_members == 0:
+            return None
+        member = group.members.get(member_id)
+        if member is None:
+            return E.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return E.stale_member_epoch
+        return None
+
+    def validate_offset_fetch(
+        self, group_id: str, member_id: str | None, member_epoch: int
+    ) -> ErrorCode | None:
+        """Kafka's ``ConsumerGroup.validateOffsetFetch`` (None: accepted)."""
+        group = self._groups.get(group_id)
+        if group is None or (member_id is None and member_epoch < 0):
+            return None
+        member = group.members.get(member_id or "")
+        if member is None:
+            return E.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return E.stale_member_epoch
+        return None
+
+
+def _is_subset(owned: OwnedTopicPartitions | None, target: Assignment) -> bool:
+    """Kafka's ``isSubset``: the member owns only partitions of ``target``."""
+    if owned is None:
+        return False
+    for topic_id, partitions in owned:
+        assigned = target.get(topic_id)
+        if assigned is None or any(p not in assigned for p in partitions):
+            return False
+    return True
