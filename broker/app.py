@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from broker.controller import Controller
 from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
 from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
 from broker.fetch_session import FetchManager, FetchSessionCache
+from broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from broker.group.group_config import GroupConfig, OffsetConfig
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
@@ -71,8 +73,9 @@ def build_broker(
 
     The order is the order of dependence: purgatories (with capture's listeners), the
     replica fetcher manager and the replica manager over one table of hosted partitions,
-    the group metadata manager over the replica manager (its ``__consumer_offsets``) and
-    the group coordinator over that manager, the transaction coordinator (its
+    the group metadata manager over the replica manager (its ``__consumer_offsets``), the
+    consumer group coordinator (KIP-848) and the group coordinator over that manager, the
+    transaction coordinator (its
     ``__transaction_state`` and marker channel), the fetch manager (incremental fetch
     sessions), the services handlers see, the dispatcher, and the broker that starts
     them all. ``load_scheduler`` makes the scheduler each coordinator loads its
@@ -124,11 +127,22 @@ def build_broker(
         # Kafka's group-metadata-manager scheduler thread: loads in slices on the loop.
         load_scheduler=load_scheduler(),
     )
+    # Kafka 4's consumer groups (KIP-848) beside the classic ones: timeouts on the
+    # scheduler timer, the assignor's topics from the metadata, the classic groups asked
+    # only whether an id is taken; v0 member ids generated here (the random source).
+    consumer_group_coordinator = ConsumerGroupCoordinator(
+        ConsumerGroupConfig.from_broker_config(config),
+        purgatories.scheduler_timer,
+        metadata,
+        group_metadata_manager,
+        member_id_factory=lambda: str(uuid.uuid4()),
+    )
     group_coordinator = GroupCoordinator(
         GroupConfig.from_broker_config(config),
         purgatories.heartbeat,
         purgatories.rebalance,
         group_metadata_manager,
+        consumer_group_coordinator,
     )
     # Kafka's TransactionCoordinator, with its state manager over __transaction_state and
     # its marker channel (WriteTxnMarkers to the partition leaders over TCP).
@@ -150,6 +164,7 @@ def build_broker(
         replica_manager=replica_manager,
         group_coordinator=group_coordinator,
         group_metadata_manager=group_metadata_manager,
+        consumer_group_coordinator=consumer_group_coordinator,
         txn_coordinator=txn_coordinator,
         # Kafka's FetchManager over its FetchSessionCache: the Fetch handler's sessions.
         fetch_manager=FetchManager(

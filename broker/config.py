@@ -124,6 +124,31 @@ class BrokerConfig(BaseModel):
     group_min_session_timeout_ms: int = Field(6000, alias="group.min.session.timeout.ms", ge=0)
     group_max_session_timeout_ms: int = Field(1800000, alias="group.max.session.timeout.ms", ge=0)
     group_max_size: int = Field(2147483647, alias="group.max.size", ge=1)
+    # Kafka 4's consumer group protocol (KIP-848, broker/group/consumer/): Kafka's names and
+    # defaults (GroupCoordinatorConfig); ConsumerGroupConfig checks the bounds at start.
+    group_consumer_session_timeout_ms: int = Field(
+        45000, alias="group.consumer.session.timeout.ms", ge=1
+    )
+    group_consumer_min_session_timeout_ms: int = Field(
+        45000, alias="group.consumer.min.session.timeout.ms", ge=1
+    )
+    group_consumer_max_session_timeout_ms: int = Field(
+        60000, alias="group.consumer.max.session.timeout.ms", ge=1
+    )
+    group_consumer_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.heartbeat.interval.ms", ge=1
+    )
+    group_consumer_min_heartbeat_interval_ms: int = Field(
+        5000, alias="group.consumer.min.heartbeat.interval.ms", ge=1
+    )
+    group_consumer_max_heartbeat_interval_ms: int = Field(
+        15000, alias="group.consumer.max.heartbeat.interval.ms", ge=1
+    )
+    group_consumer_max_size: int = Field(2147483647, alias="group.consumer.max.size", ge=1)
+    group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
+    group_coordinator_rebalance_protocols: str = Field(
+        "classic,consumer", alias="group.coordinator.rebalance.protocols"
+    )
     offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1)
     offsets_topic_replication_factor: int = Field(3, alias="offsets.topic.replication.factor", ge=1)
     offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1)

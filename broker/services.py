@@ -4,7 +4,8 @@ The composition root (``broker/app.py``) builds every part whole and hands this 
 dispatcher, which puts it in each ``RequestContext``. A handler sees its broker's id and
 config, the shared cluster metadata, the replica manager, the group coordinator and its
 group metadata manager (Kafka's pair: membership and rebalances; groups, offsets and
-coordinator placement), the transaction coordinator, the fetch manager (its incremental
+coordinator placement), the consumer group coordinator (KIP-848's groups), the
+transaction coordinator, the fetch manager (its incremental
 fetch sessions, KIP-227), the versions the broker serves, the cache of its encoded
 ApiVersions and Metadata answers, and nothing else: not the listener, not the other
 brokers, not the control endpoint.
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
 from broker.fetch_session import FetchManager
+from broker.group.consumer import ConsumerGroupCoordinator
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.replica.replica_manager import ReplicaManager
@@ -35,6 +37,7 @@ class BrokerServices:
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
     group_metadata_manager: GroupMetadataManager
+    consumer_group_coordinator: ConsumerGroupCoordinator
     txn_coordinator: TransactionCoordinator
     fetch_manager: FetchManager
     api_specs: tuple[ApiSpec, ...]

@@ -1,7 +1,13 @@
 """ApiVersions (key 18): which APIs and versions this broker speaks.
 
-Differences from Kafka: no feature flags are advertised (``supported_features`` and
-``finalized_features`` are empty). An unsupported request version is answered by the
+Feature flags (v3+, KIP-584) as Kafka 4 reports the one that changes what clients may
+do here: ``group.version``, supported 0-1, finalized at level 1 while the consumer group
+protocol (KIP-848) is enabled (``group.coordinator.rebalance.protocols`` has ``consumer``);
+as Kafka's, v3 leaves out supported features whose minimum is 0.
+
+Differences from Kafka: no other feature (``metadata.version``, ``kraft.version``,
+``transaction.version``: nothing here depends on them, and librdkafka does not ask); the
+finalized features' epoch is 0. An unsupported request version is answered by the
 connection layer with Kafka's v0-encoded UNSUPPORTED_VERSION response.
 """
 
@@ -19,6 +25,9 @@ API_KEY = 18
 MIN_VERSION = 0
 MAX_VERSION = 4
 
+GROUP_VERSION = "group.version"
+GROUP_VERSION_SUPPORTED = (0, 1)
+
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     # The answer depends on the version only: encoded once, served from the broker's
@@ -31,6 +40,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     version = services.metadata.version
     specs = services.api_specs
     b = response_builder(API_KEY, ctx.api_version)
+    features: dict[str, Any] = {}
+    if ctx.api_version >= 3:
+        low, high = GROUP_VERSION_SUPPORTED
+        if ctx.api_version >= 4 or low > 0:
+            features["supported_features"] = (
+                b.SupportedFeatureKey(name=GROUP_VERSION, min_version=low, max_version=high),
+            )
+        if services.consumer_group_coordinator.config.consumer_protocol_enabled:
+            features["finalized_features_epoch"] = 0
+            features["finalized_features"] = (
+                b.FinalizedFeatureKey(
+                    name=GROUP_VERSION, max_version_level=high, min_version_level=high
+                ),
+            )
     answer = b.ApiVersionsResponse(
         error_code=ErrorCode.none,
         api_keys=tuple(
@@ -38,6 +61,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for s in specs
         ),
         throttle_time=0,
+        **features,
     )
     encoded = encode_response_body(API_KEY, ctx.api_version, answer)
     services.response_cache.put(key, encoded, version)

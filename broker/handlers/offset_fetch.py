@@ -4,6 +4,11 @@ A partition without a committed offset answers offset -1, as Kafka does. With
 ``require_stable`` (v7+) a partition whose group has a transactional offset commit
 pending (TxnOffsetCommit, marker not written yet) answers UNSTABLE_OFFSET_COMMIT, which
 clients retry.
+
+v9 (KIP-848) carries the member id and member epoch of a consumer group's member: a
+member the group does not have answers UNKNOWN_MEMBER_ID, another epoch than its own
+STALE_MEMBER_EPOCH, as Kafka's ``ConsumerGroup.validateOffsetFetch``; an admin client
+(no member id, epoch -1) is not checked.
 """
 
 from __future__ import annotations
@@ -30,13 +35,20 @@ _GROUPS = ("OffsetFetchResponseTopics", "OffsetFetchResponsePartitions")
 
 
 def _fetch(
-    ctx: RequestContext, group_id: str, topics: Any, require_stable: bool = False
+    ctx: RequestContext,
+    group_id: str,
+    topics: Any,
+    require_stable: bool = False,
+    member: tuple[str | None, int] | None = None,
 ) -> tuple[ErrorCode, dict[tuple[str, int], OffsetFetchPartition]]:
     wanted = None
     if topics is not None:
         wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
     manager = ctx.services.group_metadata_manager
     error = manager.check_coordinator(group_id)
+    if error is ErrorCode.none and member is not None:
+        refused = ctx.services.consumer_group_coordinator.validate_offset_fetch(group_id, *member)
+        error = refused if refused is not None else ErrorCode.none
     if error is not ErrorCode.none:
         return error, {tp: OffsetFetchPartition(-1, -1, "", error) for tp in wanted or []}
     found = manager.get_offsets(group_id, wanted, require_stable)
@@ -71,7 +83,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 8:
         groups = []
         for group in request.groups:
-            error, offsets = _fetch(ctx, group.group_id, group.topics, require_stable)
+            member = (group.member_id, int(group.member_epoch)) if ctx.api_version >= 9 else None
+            error, offsets = _fetch(ctx, group.group_id, group.topics, require_stable, member)
             groups.append(
                 b.OffsetFetchResponseGroup(
                     group_id=group.group_id, topics=_topics(b, _GROUPS, offsets), error_code=error

@@ -17,6 +17,8 @@ from broker.handlers import (
     alter_configs,
     alter_partition_reassignments,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -105,6 +107,9 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     txn_offset_commit,
     describe_transactions,
     list_transactions,
+    # Kafka 4's consumer group protocol (issue 19, KIP-848): broker/group/consumer/
+    consumer_group_heartbeat,
+    consumer_group_describe,
 )
 
 

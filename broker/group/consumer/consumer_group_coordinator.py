@@ -40,7 +40,8 @@ Where this differs from Kafka:
   timeouts fires, and its requests are refused by ``check_coordinator`` meanwhile.
 * The subscribed topics' metadata is recomputed on every heartbeat (Kafka: on a
   subscription change, or after a metadata image change of a subscribed topic).
-* No regular expressions (INVALID_REQUEST, as Kafka's trunk of October 2024 answered), no
+* No regular expressions (INVALID_REQUEST, as Kafka's trunk of October 2024 answered; an
+  empty one means none, as in Kafka 4, and librdkafka sends it), no
   classic members in a consumer group, no migration, no per-group configs; static
   members are replaced only after they left with epoch -2 (UNRELEASED_INSTANCE_ID
   otherwise) and keep their assignment then, the rest of KIP-848's static rules is phase 2.
@@ -175,6 +176,14 @@ class ConsumerGroupCoordinator:
                 return self._consumer_group_leave(params)
             return self._consumer_group_heartbeat(params)
         except ApiError as error:
+            log.debug(
+                "[GroupId %s] Heartbeat of member %s at epoch %d refused: %s (%s)",
+                params.group_id,
+                params.member_id,
+                params.member_epoch,
+                error.error.name,
+                error.message,
+            )
             return ConsumerGroupHeartbeatResult(error=error.error, error_message=error.message)
 
     def _throw_if_request_is_invalid(self, p: ConsumerGroupHeartbeatParams) -> None:
@@ -187,7 +196,7 @@ class ConsumerGroupCoordinator:
             raise invalid("InstanceId can't be empty.")
         if p.rack_id == "":
             raise invalid("RackId can't be empty.")
-        if p.subscribed_topic_regex is not None:
+        if p.subscribed_topic_regex:  # "" clears it, as in Kafka 4 (librdkafka sends it)
             raise invalid("SubscribedTopicRegex is not supported yet.")
         if p.api_version >= 1 and not p.member_id:
             raise invalid("MemberId can't be empty.")

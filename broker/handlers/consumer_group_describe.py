@@ -1,0 +1,115 @@
+"""ConsumerGroupDescribe (key 69): a KIP-848 group's epochs, assignor and members.
+
+Each member comes with its current assignment and its target assignment, by topic id and
+name. A group id this broker does not coordinate gets the coordinator's error; one it
+does not know, or one that is a classic group, GROUP_ID_NOT_FOUND, as Kafka answers.
+
+Differences from Kafka: authorized operations are never computed (no authorizer), and the
+v1 ``member_type`` is always 1 (consumer): there are no classic members in a consumer group
+before the migration of phase 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.group.consumer import ApiError, Assignment, ConsumerGroup
+from protocol.builders import Builder, response_builder
+
+API_KEY = 69
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+# Kafka's AUTHORIZED_OPERATIONS_OMITTED.
+_OPERATIONS_OMITTED = -2147483648
+_CONSUMER_MEMBER_TYPE = 1
+
+
+def _assignment(ctx: RequestContext, b: Builder, assignment: Assignment) -> Any:
+    metadata = ctx.services.metadata
+    topics = []
+    for topic_id, partitions in sorted(assignment.items(), key=lambda kv: str(kv[0])):
+        info = metadata.topic_by_id(topic_id)
+        topics.append(
+            b.TopicPartitions(
+                topic_id=topic_id,
+                topic_name=info.name if info is not None else "",
+                partitions=tuple(sorted(partitions)),
+            )
+        )
+    return b.Assignment(topic_partitions=tuple(topics))
+
+
+def _described(ctx: RequestContext, b: Builder, group: ConsumerGroup, assignor: str) -> Any:
+    members = []
+    for member in sorted(group.members.values(), key=lambda m: m.member_id):
+        fields: dict[str, Any] = {
+            "member_id": member.member_id,
+            "instance_id": member.instance_id,
+            "rack_id": member.rack_id,
+            "member_epoch": member.member_epoch,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "subscribed_topic_names": member.subscribed_topic_names,
+            "subscribed_topic_regex": member.subscribed_topic_regex,
+            "assignment": _assignment(ctx, b, member.assigned_partitions),
+            "target_assignment": _assignment(ctx, b, group.target_assignment_of(member.member_id)),
+        }
+        if ctx.api_version >= 1:
+            fields["member_type"] = _CONSUMER_MEMBER_TYPE
+        members.append(b.Member(**fields))
+    return b.DescribedGroup(
+        error_code=ErrorCode.none,
+        error_message=None,
+        group_id=group.group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=assignor,
+        members=tuple(members),
+        authorized_operations=_OPERATIONS_OMITTED,
+    )
+
+
+def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | None) -> Any:
+    return b.DescribedGroup(
+        error_code=error,
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=-1,
+        assignment_epoch=-1,
+        assignor_name="",
+        members=(),
+        authorized_operations=_OPERATIONS_OMITTED,
+    )
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    coordinator = ctx.services.consumer_group_coordinator
+    manager = ctx.services.group_metadata_manager
+    groups = []
+    for group_id in request.group_ids:
+        error = manager.check_coordinator(group_id)
+        if error is not ErrorCode.none:
+            groups.append(_group_error(b, group_id, error, None))
+            continue
+        try:
+            group = coordinator.consumer_group(group_id)
+        except ApiError as e:
+            groups.append(_group_error(b, group_id, e.error, e.message))
+            continue
+        groups.append(_described(ctx, b, group, coordinator.assignor_name(group)))
+    return b.ConsumerGroupDescribeResponse(throttle_time=0, groups=tuple(groups))
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.ConsumerGroupDescribeResponse(
+        throttle_time=0,
+        groups=tuple(_group_error(b, g, error, None) for g in request.group_ids),
+    )
