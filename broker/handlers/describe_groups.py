@@ -1,4 +1,8 @@
-"""DescribeGroups (key 15): state, protocol and members of groups."""
+"""DescribeGroups (key 15): state, protocol and members of groups.
+
+A KIP-848 consumer group is not a classic group: as Kafka 4 answers, it is described as
+unknown (Dead; GROUP_ID_NOT_FOUND from v6). ConsumerGroupDescribe describes it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.group import group_admin
+from broker.group import GroupSummary, group_admin
 from broker.handlers.base import error_message
 from protocol.builders import Builder, response_builder
 
@@ -42,9 +46,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if error is not ErrorCode.none:
             described.append(_group_error(b, group_id, error, None))
             continue
-        (summary,) = group_admin.handle_describe_groups(
-            manager, [group_id], not_found_as_error=ctx.api_version >= 6
-        )
+        if ctx.services.consumer_group_coordinator.is_consumer_group(group_id):
+            # Not a classic group (the Empty classic group keeping its offsets aside).
+            not_found = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
+            summary = GroupSummary(group_id, not_found, "Dead", "", "")
+        else:
+            (summary,) = group_admin.handle_describe_groups(
+                manager, [group_id], not_found_as_error=ctx.api_version >= 6
+            )
         described.append(
             b.DescribedGroup(
                 error_code=summary.error,

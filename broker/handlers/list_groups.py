@@ -1,6 +1,10 @@
-"""ListGroups (key 16): the groups this broker coordinates, filtered by state (v4+).
+"""ListGroups (key 16): the groups this broker coordinates, filtered by state (v4+) and
+type (v5+).
 
-Every group here is a classic group: a type filter without "classic" lists nothing.
+Classic groups come with type ``classic``, KIP-848 consumer groups with type ``consumer``
+and protocol type ``consumer``, in their own states (Empty, Assigning, Reconciling,
+Stable), as Kafka 4 lists them. A consumer group's offsets are kept in an Empty classic
+group of the same id (``broker/group/consumer/``): that one is not listed.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-def _response(ctx: RequestContext, error: ErrorCode, groups: list[GroupOverview]) -> Any:
+def _response(
+    ctx: RequestContext, error: ErrorCode, groups: list[tuple[GroupOverview, str]]
+) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     return b.ListGroupsResponse(
         throttle_time=0,
@@ -28,9 +34,9 @@ def _response(ctx: RequestContext, error: ErrorCode, groups: list[GroupOverview]
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state,
-                group_type="classic",
+                group_type=group_type,
             )
-            for g in groups
+            for g, group_type in groups
         ),
     )
 
@@ -38,10 +44,21 @@ def _response(ctx: RequestContext, error: ErrorCode, groups: list[GroupOverview]
 def handle(ctx: RequestContext, request: Any) -> Any:
     states = tuple(getattr(request, "states_filter", ()) or ())
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
-    error, groups = group_admin.handle_list_groups(ctx.services.group_metadata_manager, states)
-    if types and "classic" not in types:
-        groups = []
-    return _response(ctx, error, groups)
+    consumer_groups = ctx.services.consumer_group_coordinator
+    error, classic = group_admin.handle_list_groups(ctx.services.group_metadata_manager, states)
+    listed: list[tuple[GroupOverview, str]] = []
+    if not types or "classic" in types:
+        listed += [
+            (g, "classic") for g in classic if not consumer_groups.is_consumer_group(g.group_id)
+        ]
+    if not types or "consumer" in types:
+        wanted = {s.lower() for s in states}
+        listed += [
+            (GroupOverview(g.group_id, "consumer", g.state.value), "consumer")
+            for g in consumer_groups.groups
+            if not wanted or g.state.value.lower() in wanted
+        ]
+    return _response(ctx, error, listed)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

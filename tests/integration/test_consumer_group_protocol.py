@@ -223,6 +223,23 @@ async def test_committed_offsets_are_fetched_back() -> None:
             await _stop([member], tasks)
         # After the member left, a new one of the group reads the offsets back.
         assert await asyncio.to_thread(_committed, app.bootstrap, group, topic, 2) == {0: 5, 1: 3}
+        # Listed once, as a consumer group (the classic group keeping its offsets is not).
+        listed = await asyncio.to_thread(_list_groups, app.bootstrap, None)
+        assert [(g.type, g.state) for g in listed if g.group_id == group] == [
+            (ConsumerGroupType.CONSUMER, ClientGroupState.EMPTY)
+        ]
+        classic = await asyncio.to_thread(_list_groups, app.bootstrap, ConsumerGroupType.CLASSIC)
+        assert group not in {g.group_id for g in classic}
+
+
+def _list_groups(bootstrap: str, group_type: ConsumerGroupType | None) -> list[Any]:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
+    types = {group_type} if group_type is not None else None
+    kwargs: dict[str, Any] = {"request_timeout": 15}
+    if types is not None:
+        kwargs["types"] = types
+    result = admin.list_consumer_groups(**kwargs).result(timeout=30)
+    return list(result.valid)
 
 
 def _offsets(app: MiniKafka, group: str, topic: str) -> dict[int, int]:
