@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     from broker.admin_cli import add_admin_parsers
 
     parser = Parser(prog="minikafka", description="A Kafka-compatible mini broker simulator.")
-    parser.add_argument("--log-level", default="INFO", help="Python logging level (INFO)")
+    parser.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     serve = sub.add_parser("serve", help="run one or more brokers")
@@ -110,8 +110,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gc_options(serve)
     _add_fault_parser(sub)
     add_admin_parsers(sub)
+    _add_log_level_after_commands(sub)
     _add_spark_job_parsers(sub)
     return parser
+
+
+LOG_LEVEL_HELP = "Python logging level (INFO)"
+
+
+def _add_log_level_after_commands(sub: Any) -> None:
+    """``--log-level`` after the command too (``minikafka serve --log-level DEBUG``), as
+    well as before it (``minikafka --log-level DEBUG serve``). Its default there is
+    SUPPRESS: left out after the command, the value given before it (or INFO) stands;
+    given in both places, the one after the command wins. The spark jobs are not parsed
+    here (``main`` hands their arguments over first); ``workload`` has its own."""
+    for command in sub.choices.values():
+        command.add_argument("--log-level", default=argparse.SUPPRESS, help=LOG_LEVEL_HELP)
 
 
 # -- capture, and the client-side jobs of spark_jobs/ (workload, replay, report) -------

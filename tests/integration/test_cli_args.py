@@ -172,3 +172,32 @@ def test_a_job_without_java_says_so(monkeypatch: pytest.MonkeyPatch, capsys: Any
         pytest.skip("pyspark is not installed")
     assert cli.main(["replay", "--capture", "x"]) == 2
     assert "needs Java 17" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"),
+    [
+        (["serve"], "INFO"),
+        (["--log-level", "WARNING", "serve"], "WARNING"),
+        (["serve", "--log-level", "DEBUG"], "DEBUG"),
+        (["serve", "--port", "0", "--log-level", "DEBUG", "--brokers", "2"], "DEBUG"),
+        # given in both places, the one after the command wins
+        (["--log-level", "ERROR", "serve", "--log-level", "DEBUG"], "DEBUG"),
+        (["fault", "--log-level", "DEBUG", "status"], "DEBUG"),
+    ],
+)
+def test_log_level_goes_before_or_after_the_command(argv: list[str], level: str) -> None:
+    from broker import cli
+
+    assert cli.build_parser().parse_args(argv).log_level == level
+
+
+def test_serve_log_level_after_the_command_is_honoured(
+    broker_process: type[BrokerProcess],
+) -> None:
+    # INFO lines (``broker 0 listening on ...``) are left out at WARNING.
+    proc = broker_process(["--log-level", "WARNING"])
+    assert proc.terminate() == 0
+    _, stderr = proc.proc.communicate(timeout=10)
+    assert "unrecognized arguments" not in stderr
+    assert " INFO " not in stderr, stderr
