@@ -118,10 +118,15 @@ def _group_state(app: MiniKafka, group: str) -> ConsumerGroupState | None:
     return None
 
 
-def _split(members: list[Member], partitions: int) -> bool:
-    """Every partition owned by exactly one member, every member owning one or more."""
+def _split(members: list[Member], partitions: int, counts: list[int] | None = None) -> bool:
+    """Every partition owned by exactly one member, every member owning one or more (and
+    as many as ``counts`` says, in some order). A client's view lags the broker's by a
+    response, so tests wait for the whole final state rather than check it at the first
+    moment the broker is Stable."""
     owned = [m.assignment for m in members]
     every = [p for a in owned for p in a]
+    if counts is not None and sorted(len(a) for a in owned) != sorted(counts):
+        return False
     return all(owned) and len(every) == len(set(every)) == partitions
 
 
@@ -134,7 +139,10 @@ async def test_consumers_split_a_topic_and_hand_partitions_on_as_members_come_an
         everyone = list(first)
         try:
             await wait_until(
-                lambda: _split(first, 6) and _group_state(app, group) is ConsumerGroupState.STABLE,
+                lambda: (
+                    _split(first, 6, [2, 2, 2])
+                    and _group_state(app, group) is ConsumerGroupState.STABLE
+                ),
                 "three consumers to split six partitions",
                 **WAIT,
             )
@@ -166,7 +174,10 @@ async def test_consumers_split_a_topic_and_hand_partitions_on_as_members_come_an
             await asyncio.wait_for(tasks[0], 30)
             rest = [m for m in everyone if m is not leaving]
             await wait_until(
-                lambda: _split(rest, 6) and _group_state(app, group) is ConsumerGroupState.STABLE,
+                lambda: (
+                    _split(rest, 6, [2, 2, 2])
+                    and _group_state(app, group) is ConsumerGroupState.STABLE
+                ),
                 "the closed consumer's partitions to move",
                 **WAIT,
             )
@@ -321,3 +332,108 @@ async def test_api_versions_features_and_describe_errors() -> None:
                 break
             await asyncio.sleep(0.05)
         assert described.groups[0].error_code is ErrorCode.group_id_not_found
+
+
+async def _raw_heartbeat(raw: RawClient, **fields: Any) -> Any:
+    """A ConsumerGroupHeartbeat v1, retried while the coordinator is not ready yet."""
+    for _ in range(200):
+        answer = await raw.request(68, 1, "ConsumerGroupHeartbeatRequest", **fields)
+        if answer.error_code not in (
+            ErrorCode.coordinator_load_in_progress,
+            ErrorCode.coordinator_not_available,
+        ):
+            return answer
+        await asyncio.sleep(0.05)
+    raise AssertionError("the coordinator never became ready")
+
+
+async def test_a_killed_members_partitions_move_after_its_session_timeout() -> None:
+    group, topic = f"kip848-{uuid.uuid4().hex[:8]}", "kip848-killed"
+    async with running_cluster(
+        **FAST_CONSUMER_GROUPS,
+        **{
+            "group.consumer.session.timeout.ms": "2000",
+            "group.consumer.min.session.timeout.ms": "1000",
+        },
+    ) as app:
+        app.cluster.create_topic(topic, 6, 1, {})
+        app.brokers[0].services.group_metadata_manager.ensure_offsets_topic()
+        # A member that joins, takes every partition, and then dies without a word.
+        raw = await RawClient.connect(app.bootstrap)
+        joined = await _raw_heartbeat(
+            raw,
+            group_id=group,
+            member_id="doomed",
+            member_epoch=0,
+            rebalance_timeout=60_000,
+            subscribed_topic_names=(topic,),
+            topic_partitions=(),
+        )
+        assert joined.error_code is ErrorCode.none
+        assert sorted(joined.assignment.topic_partitions[0].partitions) == list(range(6))
+        member = Member(app.bootstrap, group, topic)
+        tasks = await _start([member])
+        try:
+            # It cannot get a partition the dead member still holds; after the 2 s session
+            # timeout the dead member is fenced and everything moves to it.
+            await wait_until(
+                lambda: (
+                    len(member.assignment) == 6
+                    and _group_state(app, group) is ConsumerGroupState.STABLE
+                ),
+                "the dead member's partitions to move",
+                **WAIT,
+            )
+            coordinator = app.brokers[0].services.consumer_group_coordinator
+            found = coordinator.group(group)
+            assert found is not None and "doomed" not in found.members
+        finally:
+            await _stop([member], tasks)
+            await raw.close()
+
+
+async def test_a_static_member_restarted_within_its_session_keeps_its_partitions() -> None:
+    group, topic = f"kip848-{uuid.uuid4().hex[:8]}", "kip848-static"
+    async with running_cluster(**FAST_CONSUMER_GROUPS) as app:
+        app.cluster.create_topic(topic, 6, 1, {})
+        a = Member(app.bootstrap, group, topic, **{"group.instance.id": "instance-a"})
+        b = Member(app.bootstrap, group, topic, **{"group.instance.id": "instance-b"})
+        tasks = await _start([a, b])
+        everyone = [a, b]
+        try:
+            await wait_until(
+                lambda: (
+                    _split([a, b], 6, [3, 3])
+                    and _group_state(app, group) is ConsumerGroupState.STABLE
+                ),
+                "two static members to split six partitions",
+                **WAIT,
+            )
+            kept = a.assignment
+            a.stop()
+            await asyncio.wait_for(tasks[0], 30)
+            coordinator = app.brokers[0].services.consumer_group_coordinator
+
+            def left_with_minus_two() -> bool:
+                found = coordinator.group(group)
+                return found is not None and any(
+                    m.instance_id == "instance-a" and m.member_epoch == -2
+                    for m in found.members.values()
+                )
+
+            await wait_until(left_with_minus_two, "the static member's -2 leave", **WAIT)
+            assert len(b.assignment) == 3  # its partitions wait for it
+            again = Member(app.bootstrap, group, topic, **{"group.instance.id": "instance-a"})
+            everyone.append(again)
+            tasks += await _start([again])
+            await wait_until(
+                lambda: (
+                    again.assignment == kept
+                    and _group_state(app, group) is ConsumerGroupState.STABLE
+                ),
+                "the restarted static member to get its partitions back",
+                **WAIT,
+            )
+            assert len(b.assignment) == 3
+        finally:
+            await _stop(everyone, tasks)
