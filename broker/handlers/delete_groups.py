@@ -1,4 +1,8 @@
-"""DeleteGroups (key 42): remove empty groups and their offsets (NON_EMPTY_GROUP else)."""
+"""DeleteGroups (key 42): remove empty groups and their offsets (NON_EMPTY_GROUP else).
+
+A KIP-848 consumer group too: while it has members NON_EMPTY_GROUP, else it is
+forgotten along with the Empty classic group that keeps its offsets.
+"""
 
 from __future__ import annotations
 
@@ -28,16 +32,28 @@ def _response(ctx: RequestContext, request: Any, results: dict[str, ErrorCode]) 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     manager = ctx.services.group_metadata_manager
+    consumer_groups = ctx.services.consumer_group_coordinator
     results: dict[str, ErrorCode] = {}
     ours = []
+    deleted_consumer_groups = []
     for group_id in request.groups_names:
         error = manager.check_coordinator(group_id)
-        if error is ErrorCode.none:
-            ours.append(group_id)
-        else:
+        if error is not ErrorCode.none:
             results[group_id] = error
+        elif consumer_groups.is_consumer_group(group_id):
+            refused = consumer_groups.delete_group(group_id)
+            if refused is not None:
+                results[group_id] = refused
+            else:
+                deleted_consumer_groups.append(group_id)
+                ours.append(group_id)
+        else:
+            ours.append(group_id)
     if ours:
         results.update(group_admin.handle_delete_groups(manager, ours))
+    for group_id in deleted_consumer_groups:
+        if results[group_id] is ErrorCode.group_id_not_found:  # it had no offsets
+            results[group_id] = ErrorCode.none
     return _response(ctx, request, results)
 
 

@@ -230,6 +230,9 @@ async def test_committed_offsets_are_fetched_back() -> None:
                 "the commit to be stored",
                 **WAIT,
             )
+            # A group with members cannot be deleted.
+            deleted = await asyncio.to_thread(_delete_group, app.bootstrap, group)
+            assert deleted == KafkaError.NON_EMPTY_GROUP
         finally:
             await _stop([member], tasks)
         # After the member left, a new one of the group reads the offsets back.
@@ -241,6 +244,23 @@ async def test_committed_offsets_are_fetched_back() -> None:
         ]
         classic = await asyncio.to_thread(_list_groups, app.bootstrap, ConsumerGroupType.CLASSIC)
         assert group not in {g.group_id for g in classic}
+        # Empty now: deleted, offsets and all.
+        assert await asyncio.to_thread(_delete_group, app.bootstrap, group) is None
+        assert _offsets(app, group, topic) == {}
+        listed = await asyncio.to_thread(_list_groups, app.bootstrap, None)
+        assert group not in {g.group_id for g in listed}
+
+
+def _delete_group(bootstrap: str, group: str) -> int | None:
+    """DeleteGroups through the AdminClient: None, or the error's code."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
+    future = admin.delete_consumer_groups([group], request_timeout=15)[group]
+    try:
+        future.result(timeout=30)
+    except Exception as exc:  # KafkaException carrying the KafkaError
+        code: int = exc.args[0].code()
+        return code
+    return None
 
 
 def _list_groups(bootstrap: str, group_type: ConsumerGroupType | None) -> list[Any]:
@@ -437,3 +457,31 @@ async def test_a_static_member_restarted_within_its_session_keeps_its_partitions
             assert len(b.assignment) == 3
         finally:
             await _stop(everyone, tasks)
+
+
+async def test_the_consumer_protocol_can_be_turned_off() -> None:
+    async with running_cluster(**{"group.coordinator.rebalance.protocols": "classic"}) as app:
+        raw = await RawClient.connect(app.bootstrap)
+        try:
+            versions = await raw.request(
+                18,
+                4,
+                "ApiVersionsRequest",
+                client_software_name="raw",
+                client_software_version="1",
+            )
+            assert versions.finalized_features == ()
+            answer = await raw.request(
+                68,
+                1,
+                "ConsumerGroupHeartbeatRequest",
+                group_id="g",
+                member_id="m",
+                member_epoch=0,
+                rebalance_timeout=1000,
+                subscribed_topic_names=("t",),
+                topic_partitions=(),
+            )
+            assert answer.error_code is ErrorCode.unsupported_version
+        finally:
+            await raw.close()

@@ -511,3 +511,13 @@ def test_new_partitions_bump_the_group_epoch() -> None:
     w.converge()
     assert w.group.group_epoch == epoch + 1
     assert a.count() + b.count() == 8
+
+
+def test_only_an_empty_consumer_group_can_be_deleted() -> None:
+    w = World()
+    a = w.member("a")
+    a.heartbeat()
+    assert w.coord.delete_group("g") is E.non_empty_group
+    a.send(member_epoch=-1)
+    assert w.coord.delete_group("g") is None
+    assert not w.coord.is_consumer_group("g")

@@ -591,6 +591,20 @@ class ConsumerGroupCoordinator:
                 self._cancel_timers(group_id, member_id)
         return True
 
+    # ================================================================ delete
+    def delete_group(self, group_id: str) -> ErrorCode | None:
+        """DeleteGroups of a consumer group (Kafka's ``validateDeleteGroup``): an Empty one
+        is forgotten (None; its offsets are the caller's to delete), one with members
+        answers NON_EMPTY_GROUP."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        if group.num_members > 0:
+            return E.non_empty_group
+        del self._groups[group_id]
+        log.info("[GroupId %s] Deleted.", group_id)
+        return None
+
     # ========================================================== offsets checks
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int
