@@ -521,3 +521,17 @@ def test_only_an_empty_consumer_group_can_be_deleted() -> None:
     a.send(member_epoch=-1)
     assert w.coord.delete_group("g") is None
     assert not w.coord.is_consumer_group("g")
+
+
+def test_uniform_assignor_moves_no_more_than_balance_needs() -> None:
+    names = [f"m{i:02d}" for i in range(10)]
+    first = UniformAssignor().assign(_spec({m: ("x",) for m in names}, {"x": 100}))
+    assert all(sum(len(p) for p in a.values()) == 10 for a in first.values())
+    second = UniformAssignor().assign(
+        _spec({m: ("x",) for m in [*names, "new"]}, {"x": 100}, prev=first)
+    )
+    x = uuid.UUID(int=1)
+    lost = {m: len(first[m][x] - second[m].get(x, frozenset())) for m in names}
+    assert len(second["new"][x]) == 9
+    assert sum(lost.values()) == 9 and max(lost.values()) == 1  # one from each of nine
+    assert all(second[m][x] <= first[m][x] for m in names)

@@ -9,8 +9,9 @@ How (one algorithm for homogeneous and heterogeneous subscriptions):
 1. each member keeps its current partitions that still exist and it still subscribes to;
 2. every other partition goes, in topic-name and partition order, to the subscribed
    member with the fewest partitions (ties: member id);
-3. while some member A holds a partition that a subscribed member B with at least two
-   fewer partitions could take, it moves to B (the lightest such B).
+3. one partition at a time, from the heaviest member A holding a partition that a
+   subscribed member B with at least two fewer partitions could take, to the lightest
+   such B, until there is none.
 
 Where this differs from Kafka: Kafka has two builders (an optimized one for homogeneous
 subscriptions, a general one with a balancing pass over heterogeneous ones) and is
@@ -22,7 +23,9 @@ further. For homogeneous subscriptions the counts differ by at most one, as Kafk
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
+from broker.group.consumer.consumer_group import TopicMetadata
 from broker.group.consumer.consumer_group_member import Assignment
 from broker.group.consumer.partition_assignor import GroupSpec, partitions_by_topic
 
@@ -68,24 +71,33 @@ class UniformAssignor:
                 owner[tp] = target
                 owned[target].add(tp)
 
-        # 3. Balance: move from the heaviest while a subscriber is two or more lighter.
-        moved = True
-        while moved:
-            moved = False
-            for heavy in sorted(members, key=lambda m: (-len(owned[m]), m)):
-                for tp in sorted(
-                    owned[heavy], key=lambda x: (topics[x[0]].name, x[1]), reverse=True
-                ):
-                    lighter = [
-                        m for m in subscribers[tp[0]] if len(owned[m]) <= len(owned[heavy]) - 2
-                    ]
-                    if not lighter:
-                        continue
-                    target = min(lighter, key=lambda m: (len(owned[m]), m))
-                    owned[heavy].discard(tp)
-                    owned[target].add(tp)
-                    owner[tp] = target
-                    moved = True
-                if moved:
-                    break
+        # 3. Balance, one partition at a time: from the heaviest member that has one a
+        #    subscriber two or more lighter could take, to the lightest such subscriber.
+        #    Each move lowers the sum of squared counts, so this ends; moving from the
+        #    heaviest keeps the moves few (a newcomer takes one from each, not many from one).
+        while True:
+            move = self._next_move(members, owned, subscribers, topics)
+            if move is None:
+                break
+            tp, source, target = move
+            owned[source].discard(tp)
+            owned[target].add(tp)
         return partitions_by_topic(owned)
+
+    @staticmethod
+    def _next_move(
+        members: list[str],
+        owned: dict[str, set[TopicPartitionId]],
+        subscribers: dict[uuid.UUID, list[str]],
+        topics: Mapping[uuid.UUID, TopicMetadata],
+    ) -> tuple[TopicPartitionId, str, str] | None:
+        for heavy in sorted(members, key=lambda m: (-len(owned[m]), m)):
+            limit = len(owned[heavy]) - 2
+            if limit < 0:
+                return None  # every member at most one apart from the heaviest
+            order = sorted(owned[heavy], key=lambda x: (topics[x[0]].name, x[1]), reverse=True)
+            for tp in order:
+                lighter = [m for m in subscribers[tp[0]] if len(owned[m]) <= limit]
+                if lighter:
+                    return tp, heavy, min(lighter, key=lambda m: (len(owned[m]), m))
+        return None
