@@ -83,6 +83,43 @@ async def test_two_confluent_consumers_split_partitions() -> None:
 
 
 async def test_two_kafka_python_consumers_split_partitions() -> None:
+    """Two kafka-python members, each in its own process, split a 4-partition topic 2/2.
+
+    Each member waits until its metadata holds the topic before its first ``poll``
+    (``kafka_python_member.py``), to keep clear of a kafka-python 3.0.x fault that made
+    this test flake on loaded machines (a member left the group for good):
+
+    1. ``KafkaConsumer.__init__`` subscribes and only asks for the topic's metadata; the
+       first ``poll`` may join before it arrives. The leader's
+       ``ConsumerCoordinator._perform_assignment`` then assigns nothing ("No partition
+       metadata for topic") and records ``_assignment_snapshot = _metadata_snapshot``
+       (``{}``).
+    2. The metadata arrives; ``_handle_metadata_update`` changes ``_metadata_snapshot``,
+       so ``need_rejoin()`` is true through ``_assignment_snapshot !=
+       _metadata_snapshot`` while the base ``rejoin_needed`` stays False.
+    3. ``poll(timeout_ms=100)`` -> ``ConsumerCoordinator.poll`` -> ``ensure_active_group``
+       -> ``BaseCoordinator.join_group_async`` disables heartbeats and starts
+       ``_do_join_and_sync_async`` as ``_join_task`` (state REBALANCING). When the poll's
+       timer runs out first, ``wait_for`` raises ``KafkaTimeoutError`` and it returns
+       False, leaving the task in flight to be awaited by the next poll.
+    4. The task goes on: JoinGroup, the leader's ``_perform_assignment`` — which sets
+       ``_assignment_snapshot`` to the now equal metadata snapshot — SyncGroup.
+    5. The next ``poll`` finds ``need_rejoin()`` False and never calls
+       ``ensure_active_group``: the completed task's assignment is never applied
+       (``join_group_async``'s success block — ``rejoin_needed = False``, STABLE,
+       ``_enable_heartbeat``, ``_on_join_complete_async`` — never runs). The member stays
+       REBALANCING with heartbeats disabled (``_heartbeat_loop`` waits on its wakeup for
+       good), sends nothing more to the coordinator, and its assignment stays empty; the
+       broker evicts it after its session and gives the other member everything.
+
+    The broker's part was Kafka's throughout (MEMBER_ID_REQUIRED, then a rebalance when
+    the leader of a Stable group rejoins, in-order answers on each connection). With the
+    topic's metadata known before the first join, the snapshots agree from the start, so
+    ``need_rejoin()`` is only ever true through ``rejoin_needed``, which stays True until
+    the join's result is applied: a join that outlives a poll is awaited by the next one.
+    The assertions are unchanged — if the broker stopped splitting the partitions between
+    two kafka-python members, the 2/2 split would not come.
+    """
     async with running_cluster() as app:
         await create_topic(app, "kp", 4)
         member = Path(__file__).with_name("kafka_python_member.py")
