@@ -9,6 +9,13 @@ other processes on the machine matter little), min and median over rounds::
 
     .venv/bin/python bench/dispatch_cost.py [--requests 20000] [--rounds 5]
         [--kinds api-versions,metadata,produce,heartbeat] [--profile api-versions]
+        [--produce-records 1] [--produce-compression 0] [--config KEY=VALUE ...]
+
+The produce request carries one batch of ``--produce-records`` 100-byte records
+(codec id ``--produce-compression``: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd) dated at
+the wall clock when the run starts, acks=1; ``--config`` sets a broker config (e.g.
+``log.message.timestamp.before.max.ms=86400000``, which makes every batch's records be
+walked for their timestamps).
 """
 
 from __future__ import annotations
@@ -37,10 +44,10 @@ API_VERSIONS, METADATA, PRODUCE, HEARTBEAT, JOIN_GROUP, SYNC_GROUP = 18, 3, 0, 1
 TOPIC = "bench"
 
 
-def _broker() -> Broker:
+def _broker(configs: dict[str, str]) -> Broker:
     return build_standalone_broker(
         LoopClock(asyncio.get_running_loop().time),
-        config=BrokerConfig.model_validate({"group.initial.rebalance.delay.ms": "0"}),
+        config=BrokerConfig.model_validate({"group.initial.rebalance.delay.ms": "0", **configs}),
         faults=NoFaults(),
     )
 
@@ -72,9 +79,15 @@ def _metadata() -> bytes:
     )
 
 
-def _produce() -> bytes:
+def _produce(records: int, compression: int) -> bytes:
     b = request_builder(PRODUCE, 9)
-    batch = build_record_batch([(None, b"x" * 100, ())], timestamp_ms=1_700_000_000_000)
+    now_ms = int(time.time() * 1000)
+    batch = build_record_batch(
+        [(None, b"x" * 100, ())] * records,
+        timestamp_ms=now_ms,
+        record_timestamps=[now_ms + i for i in range(records)],
+        compression=compression,
+    )
     return _frame(
         PRODUCE,
         9,
@@ -167,8 +180,16 @@ async def _answer(in_flight: InFlight) -> Any:
     return in_flight.response
 
 
-async def measure(kinds: list[str], requests: int, rounds: int, profile: str | None) -> None:
-    broker = _broker()
+async def measure(
+    kinds: list[str],
+    requests: int,
+    rounds: int,
+    profile: str | None,
+    produce_records: int = 1,
+    produce_compression: int = 0,
+    configs: dict[str, str] | None = None,
+) -> None:
+    broker = _broker(configs or {})
     await broker.services.replica_manager.start()
     await broker.services.group_coordinator.start()
     broker.purgatories.start()
@@ -185,7 +206,7 @@ async def measure(kinds: list[str], requests: int, rounds: int, profile: str | N
     frames = {
         "api-versions": _api_versions(),
         "metadata": _metadata(),
-        "produce": _produce(),
+        "produce": _produce(produce_records, produce_compression),
     }
     if "heartbeat" in kinds:
         frames["heartbeat"] = await _heartbeat(run)
@@ -226,8 +247,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--kinds", default="api-versions,metadata,produce,heartbeat")
     parser.add_argument("--profile", default=None, help="a kind to profile (cProfile)")
+    parser.add_argument("--produce-records", type=int, default=1, help="records a batch (1)")
+    parser.add_argument("--produce-compression", type=int, default=0, help="codec id (0)")
+    parser.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="a broker config"
+    )
     args = parser.parse_args()
-    asyncio.run(measure(args.kinds.split(","), args.requests, args.rounds, args.profile))
+    configs = dict(item.split("=", 1) for item in args.config)
+    asyncio.run(
+        measure(
+            args.kinds.split(","),
+            args.requests,
+            args.rounds,
+            args.profile,
+            args.produce_records,
+            args.produce_compression,
+            configs,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -72,6 +72,15 @@ class BrokerConfig(BaseModel):
     log_message_timestamp_type: Literal["CreateTime", "LogAppendTime"] = Field(
         "CreateTime", alias="log.message.timestamp.type"
     )
+    # KIP-937: with CreateTime, a produced record further before / after the broker's
+    # clock than these is refused (INVALID_TIMESTAMP). Kafka 4's defaults: no bound
+    # before, one hour after (Long.MAX_VALUE before Kafka 4.0, KIP-1030).
+    log_message_timestamp_before_max_ms: int = Field(
+        2**63 - 1, alias="log.message.timestamp.before.max.ms", ge=0, le=2**63 - 1
+    )
+    log_message_timestamp_after_max_ms: int = Field(
+        3_600_000, alias="log.message.timestamp.after.max.ms", ge=0, le=2**63 - 1
+    )
     log_cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact"] = Field(
         "delete", alias="log.cleanup.policy"
     )
@@ -257,6 +266,8 @@ class BrokerConfig(BaseModel):
             "min.compaction.lag.ms": str(self.log_cleaner_min_compaction_lag_ms),
             "max.message.bytes": str(self.message_max_bytes),
             "message.timestamp.type": self.log_message_timestamp_type,
+            "message.timestamp.before.max.ms": str(self.log_message_timestamp_before_max_ms),
+            "message.timestamp.after.max.ms": str(self.log_message_timestamp_after_max_ms),
             "min.insync.replicas": str(self.min_insync_replicas),
             "retention.bytes": str(self.log_retention_bytes),
             "retention.ms": str(self.log_retention_effective_ms),

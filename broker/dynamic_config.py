@@ -21,7 +21,8 @@ cluster-wide level. Every failure is INVALID_REQUEST, as Kafka's broker answers
 What takes effect: the topic-level defaults a topic without an override inherits
 (``broker_topic_defaults``: the log's ``retention.ms``/``.bytes``, ``segment.bytes``,
 ``cleanup.policy``, ``max.message.bytes``, ``message.timestamp.type``,
-``index.interval.bytes``, ``flush.messages``, the cleaner's ``delete.retention.ms``,
+``message.timestamp.{before,after}.max.ms``, ``index.interval.bytes``,
+``flush.messages``, the cleaner's ``delete.retention.ms``,
 ``min.cleanable.dirty.ratio``, ``min.compaction.lag.ms``, and ``min.insync.replicas``),
 read by the replica manager on every metadata change, and so at once. The other
 dynamic configs (thread pools, quotas, SSL, ``listeners``, the cleaner's threads and

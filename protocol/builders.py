@@ -17,7 +17,9 @@ raises
 ``TypeError`` naming the class and the field. For handler convenience plain ``int``s
 are accepted for the typed fields Kafka sends as integers -- milliseconds for
 ``i32Timedelta``/``i64Timedelta`` fields, epoch milliseconds for timestamps (``-1`` means
-null where the field is nullable), and error codes.
+null where the field is nullable), and error codes. Those conversions never raise:
+values past what a ``datetime``/``timedelta`` holds (years 1..9999, 999999999 days)
+are clamped to its limits, which is what goes on the wire (``_timestamp``).
 
 Every response of every request is built here, so a factory is generated code, as
 ``fast_writers`` does for encoding: per kio class, on first use, the source of one
@@ -78,7 +80,10 @@ class _MillisTable(dict[int, datetime.timedelta]):
     same few -- a zero throttle time above all -- come back on every response)."""
 
     def __missing__(self, value: int) -> datetime.timedelta:
-        delta = datetime.timedelta(milliseconds=value)
+        # clamped to what a timedelta holds, as timestamps are (see ``_timestamp``)
+        delta = datetime.timedelta(
+            milliseconds=max(-MAX_TIMEDELTA_MS, min(value, MAX_TIMEDELTA_MS))
+        )
         if len(self) < 1024:
             self[value] = delta
         return delta
@@ -87,12 +92,30 @@ class _MillisTable(dict[int, datetime.timedelta]):
 _MS: Final = _MillisTable()
 
 
+#: The epoch milliseconds a ``datetime`` can hold (kio's timestamp fields are datetimes):
+#: 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z.
+MIN_DATETIME_MS: Final = -62_135_596_800_000
+MAX_DATETIME_MS: Final = 253_402_300_799_999
+#: The milliseconds a ``timedelta`` can hold (999999999 days).
+MAX_TIMEDELTA_MS: Final = 86_399_999_999_999_999
+
+
 def _timestamp(value: int) -> datetime.datetime:
+    """Epoch ms as kio's datetime, clamped to the years 1..9999 a datetime holds.
+
+    Kafka's timestamp fields are int64s, and a client may put any of them into a record
+    batch that comes back in an answer (a duplicate batch's timestamp as its produce
+    response's log append time, with ``message.timestamp.after.max.ms`` at
+    Long.MAX_VALUE). The wire then carries the nearest value a datetime can hold --
+    never an exception; kio's own reader refuses those values anyway.
+    """
+    if not MIN_DATETIME_MS <= value <= MAX_DATETIME_MS:
+        value = MIN_DATETIME_MS if value < MIN_DATETIME_MS else MAX_DATETIME_MS
     return tz_aware_from_i64(i64(value))
 
 
 def _nullable_timestamp(value: int) -> datetime.datetime | None:
-    return None if value == -1 else tz_aware_from_i64(i64(value))
+    return None if value == -1 else _timestamp(value)
 
 
 _ERROR_CODES: Final[dict[int, ErrorCode]] = {int(code): code for code in ErrorCode}

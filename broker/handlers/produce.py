@@ -10,6 +10,11 @@ writes them (``AppendOrigin.COORDINATOR``).
 With acks=0 a partition error closes the connection, as Kafka does, since the client
 reads no answer to learn from.
 
+With CreateTime, a record further from the broker's clock than
+``message.timestamp.before.max.ms`` / ``after.max.ms`` is INVALID_TIMESTAMP for its
+partition, with Kafka's ``record_errors`` and error message (KIP-937,
+``broker/replica/timestamp_validation.py``).
+
 Differences from Kafka: Kafka 3.6+ first verifies with the transaction coordinator that
 a transactional batch's partition is in the transaction (KIP-890); we do not.
 """
@@ -17,7 +22,6 @@ a transactional batch's partition is in the transaction (KIP-890); we do not.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -127,19 +131,21 @@ def _response(ctx: RequestContext, statuses: ProduceStatuses) -> Any:
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), status in statuses.items():
         result = status.result
-        append_time = (
-            datetime.fromtimestamp(result.log_append_time_ms / 1000, tz=UTC)
-            if result.log_append_time_ms >= 0
-            else None
-        )
+        append_ms = result.log_append_time_ms
         by_topic.setdefault(topic, []).append(
             b.PartitionProduceResponse(
                 index=partition,
                 error_code=result.error,
                 base_offset=result.base_offset,
-                log_append_time=append_time,
+                # epoch ms; the builder makes the datetime kio wants, clamped to the
+                # years it can hold (a duplicate batch's timestamp is the client's)
+                log_append_time=None if append_ms == -1 else append_ms,
                 log_start_offset=result.log_start_offset,
-                record_errors=(),
+                record_errors=(
+                    _record_errors(b, ctx.api_version, result.record_errors)
+                    if result.record_errors
+                    else ()
+                ),
                 error_message=result.error_message,
             )
         )
@@ -149,4 +155,14 @@ def _response(ctx: RequestContext, statuses: ProduceStatuses) -> Any:
             for topic, parts in by_topic.items()
         ),
         throttle_time=0,
+    )
+
+
+def _record_errors(b: Any, api_version: int, errors: tuple[tuple[int, str], ...]) -> Any:
+    """The records a refused batch names (v8+; older versions have no such field)."""
+    if api_version < 8:
+        return ()
+    return tuple(
+        b.BatchIndexAndErrorMessage(batch_index=index, batch_index_error_message=text)
+        for index, text in errors
     )

@@ -91,7 +91,7 @@ TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {
         TopicConfigDef("max.compaction.lag.ms", _T.LONG, LONG_MAX),
         TopicConfigDef("max.message.bytes", _T.INT, "1048588"),
         TopicConfigDef("message.downconversion.enable", _T.BOOLEAN, "true"),
-        TopicConfigDef("message.timestamp.after.max.ms", _T.LONG, LONG_MAX),
+        TopicConfigDef("message.timestamp.after.max.ms", _T.LONG, "3600000"),  # Kafka 4
         TopicConfigDef("message.timestamp.before.max.ms", _T.LONG, LONG_MAX),
         TopicConfigDef("message.timestamp.difference.max.ms", _T.LONG, LONG_MAX),
         TopicConfigDef("message.timestamp.type", _T.STRING, "CreateTime"),

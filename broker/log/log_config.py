@@ -16,6 +16,10 @@ from typing import Any
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
+LONG_MAX = 2**63 - 1
+#: Kafka 4's message.timestamp.after.max.ms default, one hour (KIP-1030, KAFKA-16368;
+#: Long.MAX_VALUE before 4.0). message.timestamp.before.max.ms stays Long.MAX_VALUE.
+DEFAULT_TIMESTAMP_AFTER_MAX_MS = 3_600_000
 
 _MIN_SEGMENT_BYTES = 14  # Kafka's lower bound (the smallest legacy record)
 _INT32_MAX = 2**31 - 1
@@ -28,6 +32,10 @@ class LogConfig:
     retention_bytes: int = -1  # retention.bytes (-1: no size limit)
     max_message_bytes: int = 1048588  # max.message.bytes (largest batch accepted)
     message_timestamp_type: str = CREATE_TIME  # message.timestamp.type
+    # KIP-937: a CreateTime record further before / after the broker's now than these is
+    # refused at produce time (INVALID_TIMESTAMP; broker/replica/timestamp_validation.py)
+    message_timestamp_before_max_ms: int = LONG_MAX  # message.timestamp.before.max.ms
+    message_timestamp_after_max_ms: int = DEFAULT_TIMESTAMP_AFTER_MAX_MS  # ...after.max.ms
     cleanup_policy: str = "delete"  # cleanup.policy: "delete", "compact" or both
     index_interval_bytes: int = 4096  # index.interval.bytes
     # fsync the segment after every append (Kafka's flush.messages=1). Off by default:
@@ -57,6 +65,16 @@ class LogConfig:
             self.min_cleanable_dirty_ratio,
         )
         _check(self.min_compaction_lag_ms >= 0, "min.compaction.lag.ms", self.min_compaction_lag_ms)
+        _check(
+            0 <= self.message_timestamp_before_max_ms <= LONG_MAX,
+            "message.timestamp.before.max.ms",
+            self.message_timestamp_before_max_ms,
+        )
+        _check(
+            0 <= self.message_timestamp_after_max_ms <= LONG_MAX,
+            "message.timestamp.after.max.ms",
+            self.message_timestamp_after_max_ms,
+        )
         _check(
             self.message_timestamp_type in (CREATE_TIME, LOG_APPEND_TIME),
             "message.timestamp.type",
@@ -142,6 +160,8 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "retention.bytes": ("retention_bytes", int),
     "max.message.bytes": ("max_message_bytes", int),
     "message.timestamp.type": ("message_timestamp_type", _parse_timestamp_type),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", int),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", int),
     "cleanup.policy": ("cleanup_policy", _parse_policy),
     "index.interval.bytes": ("index_interval_bytes", int),
     "flush.messages": ("fsync_on_append", int),

@@ -35,6 +35,12 @@ from broker.replica.producer_state import (
     ProducerStateManager,
     analyze_and_validate_producer_state,
 )
+from broker.replica.timestamp_validation import (
+    INVALID_TIMESTAMP_MESSAGE,
+    LONG_MAX,
+    RecordErrors,
+    timestamp_record_errors,
+)
 from protocol.control_batch import EndTransactionMarker, parse_control_batch
 from protocol.record_batch import (
     ATTR_COMPRESSION_MASK,
@@ -60,6 +66,9 @@ class AppendResult:
     log_start_offset: int = -1
     error_message: str | None = None
     hw_changed: bool = False
+    # the records a refused append names (ProduceResponse record_errors): (index of
+    # the record in its batch, message)
+    record_errors: RecordErrors = ()
 
 
 @dataclass(slots=True)
@@ -94,6 +103,9 @@ class Partition:
     broker_id: int
     max_message_bytes: int = 1048588
     log_append_time: bool = False
+    # message.timestamp.{before,after}.max.ms: CreateTime bounds (timestamp_validation.py)
+    timestamp_before_max_ms: int = LONG_MAX
+    timestamp_after_max_ms: int = 3_600_000
     leader_id: int = -1
     leader_epoch: int = -1
     replicas: list[int] = field(default_factory=list)
@@ -174,7 +186,10 @@ class Partition:
         A client's retry of one of a producer's last five batches is answered with the
         original offsets (and that batch's timestamp as log append time, as Kafka does)
         and not written again. ``origin`` COORDINATOR lets the transaction coordinator
-        write COMMIT/ABORT markers, which a client may not (INVALID_RECORD).
+        write COMMIT/ABORT markers, which a client may not (INVALID_RECORD). A client's
+        CreateTime records out of the timestamp bounds are INVALID_TIMESTAMP
+        (``timestamp_validation.py``), checked before the producer state, as Kafka does.
+        ``now_ms`` is the wall clock: it bounds timestamps and stamps LogAppendTime.
         """
         if not self.is_leader:
             return AppendResult(ErrorCode.not_leader_or_follower)
@@ -203,6 +218,25 @@ class Partition:
                 _validate_compressed_records(records, _inflate_bound(self.max_message_bytes))
             except CorruptRecordError as exc:  # a batch inflating past the bound too
                 return AppendResult(exc.error_code, error_message=str(exc))
+        if origin is AppendOrigin.CLIENT and not self.log_append_time:
+            try:
+                record_errors = timestamp_record_errors(
+                    records,
+                    headers,
+                    now_ms,
+                    self.timestamp_before_max_ms,
+                    self.timestamp_after_max_ms,
+                    _inflate_bound(self.max_message_bytes),
+                )
+            except CorruptRecordError as exc:  # records that do not add up
+                return AppendResult(exc.error_code, error_message=str(exc))
+            if record_errors:
+                return AppendResult(
+                    ErrorCode.invalid_timestamp,
+                    log_start_offset=self.log_start_offset,
+                    error_message=INVALID_TIMESTAMP_MESSAGE,
+                    record_errors=record_errors,
+                )
         append_time = now_ms if self.log_append_time else None
         analysis = None
         if idempotent:

@@ -211,6 +211,8 @@ class ReplicaManager:
             broker_id=self.broker_id,
             max_message_bytes=config.max_message_bytes,
             log_append_time=config.message_timestamp_type == "LogAppendTime",
+            timestamp_before_max_ms=config.message_timestamp_before_max_ms,
+            timestamp_after_max_ms=config.message_timestamp_after_max_ms,
             high_watermark=partition_log.log_end_offset,
         )
         if partition_log.log_end_offset > partition_log.log_start_offset:
@@ -225,6 +227,8 @@ class ReplicaManager:
             partition.log.config = config
             partition.max_message_bytes = config.max_message_bytes
             partition.log_append_time = config.message_timestamp_type == "LogAppendTime"
+            partition.timestamp_before_max_ms = config.message_timestamp_before_max_ms
+            partition.timestamp_after_max_ms = config.message_timestamp_after_max_ms
 
     def _remove_partition(self, tp: TopicPartition, delete: bool) -> None:
         self.fetcher_manager.remove_partitions([tp])

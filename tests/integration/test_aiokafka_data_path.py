@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import OffsetOutOfRangeError
+from aiokafka.errors import InvalidTimestampError, OffsetOutOfRangeError
 from aiokafka.structs import ConsumerRecord
 
 from broker.app import MiniKafka
@@ -381,3 +381,14 @@ async def test_log_append_time_topic_returns_broker_timestamps(kafka: MiniKafka)
     assert record.timestamp_type == LOG_APPEND_TIME
     assert record.timestamp == md.timestamp
     assert record.value == b"v"
+
+
+async def test_a_timestamp_too_far_in_the_future_is_invalid_timestamp(
+    kafka: MiniKafka, producer: AIOKafkaProducer
+) -> None:
+    # Kafka 4's message.timestamp.after.max.ms: one hour (KIP-937, KIP-1030).
+    day_ahead = int(time.time() * 1000) + 24 * 3_600_000
+    with pytest.raises(InvalidTimestampError):
+        await producer.send_and_wait("future", b"late", partition=0, timestamp_ms=day_ahead)
+    md = await producer.send_and_wait("future", b"now", partition=0)
+    assert md.offset == 0  # the refused record was not appended
