@@ -44,7 +44,8 @@ def heartbeat_params(ctx: RequestContext, request: Any) -> ConsumerGroupHeartbea
         rack_id=request.rack_id,
         rebalance_timeout_ms=int(rebalance.total_seconds() * 1000),
         subscribed_topic_names=tuple(names) if names is not None else None,
-        subscribed_topic_regex=request.subscribed_topic_regex,
+        # v1+ (Kafka: "Version 1 adds SubscribedTopicRegex"); a v0 request has no field
+        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
         server_assignor=request.server_assignor,
         owned_topic_partitions=(
             tuple((tp.topic_id, tuple(int(p) for p in tp.partitions)) for tp in owned)
