@@ -27,7 +27,7 @@ earlier than it. Hence, per batch:
    every record is at most maxTimestamp, so none is too late. This is the default
    configuration's whole cost.
 2. Otherwise the records are walked, reading only each record's length and timestamp
-   delta (``protocol.record_batch.records_outside_timestamps``): with a finite
+   delta (``protocol.record_timestamps.records_outside_timestamps``): with a finite
    ``before.max.ms`` (the minimum is only in the records; a compressed batch is then
    inflated a second time, after the framing check's), or when the header is out of
    bounds -- to name the records, and to let the batch through when its header was
@@ -52,12 +52,8 @@ refuse (Kafka's stamp theirs with the wall clock and always pass).
 
 from __future__ import annotations
 
-from protocol.record_batch import (
-    ATTR_TIMESTAMP_TYPE,
-    NO_TIMESTAMP,
-    RecordBatchHeader,
-    records_outside_timestamps,
-)
+from protocol.record_batch import ATTR_TIMESTAMP_TYPE, NO_TIMESTAMP, RecordBatchHeader
+from protocol.record_timestamps import records_outside_timestamps
 
 #: Java's Long.MAX_VALUE: Kafka's "no bound" for both configs.
 LONG_MAX = 2**63 - 1

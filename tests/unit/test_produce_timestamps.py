@@ -342,7 +342,7 @@ def test_bad_values_are_refused_for_the_broker_and_the_topic(value: str) -> None
 
 @pytest.mark.parametrize("compression", [NONE, GZIP])
 def test_the_walk_reads_each_records_own_timestamp_and_offset(compression: int) -> None:
-    from protocol.record_batch import records_outside_timestamps
+    from protocol.record_timestamps import records_outside_timestamps
 
     data = producer_batch([50, 10, -1, 90, 30], compression)
     assert records_outside_timestamps(data, 20, 60) == [(1, 1, 10), (3, 3, 90)]
@@ -350,7 +350,8 @@ def test_the_walk_reads_each_records_own_timestamp_and_offset(compression: int) 
 
 
 def test_the_walk_refuses_records_that_do_not_add_up() -> None:
-    from protocol.record_batch import InvalidRecordError, records_outside_timestamps
+    from protocol.record_batch import InvalidRecordError
+    from protocol.record_timestamps import records_outside_timestamps
 
     data = bytearray(producer_batch([1, 2, 3]))
     data[57:61] = (4).to_bytes(4, "big")  # recordsCount: one more than there is
