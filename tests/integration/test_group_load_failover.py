@@ -228,8 +228,7 @@ async def test_groups_read_through_a_failover_while_the_new_coordinator_loads() 
             await wait_until(
                 lambda: (
                     answers.counts[(HEARTBEAT, ErrorCode.none)] >= 8
-                    and answers.counts[(OFFSET_COMMIT, ErrorCode.coordinator_load_in_progress)]
-                    >= 1
+                    and answers.counts[(OFFSET_COMMIT, ErrorCode.coordinator_load_in_progress)] >= 1
                 ),
                 "heartbeats and commits at the loading coordinator",
                 attempts=1200,
