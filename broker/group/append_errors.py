@@ -45,3 +45,16 @@ def store_group_error(append_error: ErrorCode) -> ErrorCode:
     if append_error in _RECORDS_TOO_LARGE_ERRORS:
         return E.unknown_server_error
     return append_error
+
+
+def coordinator_write_error(append_error: ErrorCode) -> ErrorCode:
+    """A KIP-848 request's error for a failed write of its group's records (Kafka's
+    ``GroupCoordinatorService.handleOperationException``): the client rediscovers the
+    coordinator and retries."""
+    if append_error is E.none:
+        return E.none
+    if append_error in PARTITION_UNAVAILABLE_ERRORS or append_error is E.request_timed_out:
+        return E.coordinator_not_available
+    if append_error in LEADER_MOVED_ERRORS:
+        return E.not_coordinator
+    return E.unknown_server_error

@@ -48,6 +48,7 @@ from kio.schema.errors import ErrorCode
 
 import broker.group.group_join as group_join
 import broker.group.group_sync as group_sync
+from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.delayed_heartbeat import DelayedHeartbeat
 from broker.group.delayed_join import DelayedJoin, InitialDelayedJoin
 from broker.group.group_config import GroupConfig
@@ -86,6 +87,10 @@ class ConsumerGroups(Protocol):
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int
     ) -> ErrorCode | None: ...
+
+    def on_group_loaded(self, group: ConsumerGroup) -> None: ...
+
+    def on_partition_unloaded(self, partition: int) -> None: ...
 
 
 class GroupCoordinator:
@@ -130,6 +135,16 @@ class GroupCoordinator:
             )
         for member in group.all_member_metadata:
             self.complete_and_schedule_next_heartbeat_expiration(group, member)
+
+    def on_consumer_group_loaded(self, group: ConsumerGroup) -> None:
+        """A KIP-848 consumer group came back from the log: its coordinator takes it."""
+        if self.consumer_groups is not None:
+            self.consumer_groups.on_group_loaded(group)
+
+    def on_consumer_groups_unloaded(self, partition: int) -> None:
+        """This broker no longer leads ``partition``: its consumer groups go."""
+        if self.consumer_groups is not None:
+            self.consumer_groups.on_partition_unloaded(partition)
 
     def on_group_unloaded(self, group: GroupMetadata) -> None:
         """This broker no longer coordinates ``group``: answer what waits on it."""

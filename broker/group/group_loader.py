@@ -19,7 +19,9 @@ COORDINATOR_LOAD_IN_PROGRESS and its load can be given up at any yield.
    records are superseded, and decoding is the expensive part.
 2. **Decode** the survivors, ``DECODE_UNIT`` a step: committed offsets by group, and
    each group's last metadata; a group tombstone removes the group's metadata (its
-   offsets go with their own tombstones, as in Kafka).
+   offsets go with their own tombstones, as in Kafka). A KIP-848 consumer group's
+   records (key versions 3-8) are replayed (``ConsumerGroupLoad``, Kafka's ``replay``)
+   and its groups built at the end of this step: those with a group epoch record.
 3. **Build** the groups, ``BUILD_UNIT`` a step (Kafka's ``GroupMetadata.loadGroup``):
    Stable with its members or Empty, its offsets attached; a group with offsets and no
    metadata comes back Empty; then the offsets of transactions with no marker yet, put
@@ -32,6 +34,12 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
 from broker.coordinator_loader import LoadJob
+from broker.group.consumer.consumer_group import ConsumerGroup
+from broker.group.consumer.consumer_group_records import (
+    ConsumerGroupLoad,
+    decode_or_skip,
+    is_consumer_group_key,
+)
 from broker.group.group_log import (
     GroupMetadataValue,
     KeyValue,
@@ -74,6 +82,8 @@ class LoadedPartition:
     # of each: their members must heartbeat).
     with_metadata: list[str] = field(default_factory=list)
     removed: set[str] = field(default_factory=set)  # group tombstones
+    # KIP-848 consumer groups (their records, key versions 3-8, replayed).
+    consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     records: int = 0  # records read (markers included)
     survivors: int = 0  # records left once each key's last was kept
 
@@ -108,8 +118,14 @@ def load_partition(
     loaded.survivors = len(survivors)
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
     metadata: dict[str, GroupMetadataValue] = {}
+    consumer_groups = ConsumerGroupLoad()
     for start in range(0, len(survivors), DECODE_UNIT):
         for key, value in survivors[start : start + DECODE_UNIT]:
+            if is_consumer_group_key(key):
+                consumer_record = decode_or_skip(key, value)
+                if consumer_record is not None:
+                    consumer_groups.replay(consumer_record)
+                continue
             record = decode_record(key, value)
             if isinstance(record, OffsetCommitRecord):
                 per_group = offsets.setdefault(record.group_id, {})
@@ -128,6 +144,8 @@ def load_partition(
                 loaded.removed.discard(record.group_id)
         yield DECODE_UNIT
     survivors.clear()
+    loaded.consumer_groups = consumer_groups.groups()
+    yield max(len(loaded.consumer_groups), 1)
 
     groups = loaded.groups
     built = 0

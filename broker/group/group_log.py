@@ -26,6 +26,10 @@ int32-length, integers big-endian:
   client_host: string, rebalance_timeout: int32, session_timeout: int32,
   subscription: bytes, assignment: bytes]``; versions 0-3 are read back.
 * a value of ``None`` is a tombstone: the offset, or the whole group, was deleted.
+* key versions 3-8 are a KIP-848 consumer group's records (group epoch, subscription
+  metadata, member subscription, target assignment epoch and members, current member
+  assignment), encoded and decoded by ``consumer/consumer_group_records.py``; the
+  loader and the manager route them there, ``decode_record`` skips them quietly.
 
 Records of a group go to partition ``partition_for(group_id)`` of ``__consumer_offsets``;
 the later record for a key wins, which is also what log compaction keeps.
@@ -305,6 +309,8 @@ def decode_record(key: bytes, value: bytes | None) -> Record | None:
             group_id = r.string()
             gv = None if value is None else _decode_group(value)
             return GroupMetadataRecord(group_id, gv)
+        if 3 <= key_version <= 8:
+            return None  # a consumer group's (consumer/consumer_group_records.py)
         log.warning(
             "Skipping %s record with unknown key version %d", GROUP_METADATA_TOPIC_NAME, key_version
         )

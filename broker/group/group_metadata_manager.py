@@ -21,9 +21,12 @@ component keeps the groups and makes their state durable, as Kafka's manager doe
   still leads the partition at the leader epoch the load began at. When it stops
   leading one it drops its groups, or gives its load up (``remove_groups_for_partition``).
   The coordinator hears of each group through a :class:`GroupLoadListener` (Kafka's
-  ``onGroupLoaded``, ``onGroupUnloaded``). A transaction marker landing in a partition
-  being loaded takes effect once it is loaded (``defer_txn_completion_while_loading``),
-  as Kafka runs it after the load on the loading thread;
+  ``onGroupLoaded``, ``onGroupUnloaded``), KIP-848 consumer groups included (their
+  records, key versions 3-8, replayed by ``group_loader``; written through
+  ``append_consumer_group_records``, acks=all, like the classic groups' records). A
+  transaction marker landing in a partition being loaded takes effect once it is loaded
+  (``defer_txn_completion_while_loading``), as Kafka runs it after the load on the
+  loading thread;
 * **expiry** of committed offsets every ``offsets.retention.check.interval.ms``
   (``cleanup_group_metadata``, Kafka's ``delete-expired-group-metadata`` job), a task on
   the broker's scheduler timer: nothing sleeps, the injected clock rules;
@@ -59,6 +62,11 @@ from broker.cluster_metadata import OFFSETS_TOPIC, BrokerEndpoint, ClusterMetada
 from broker.coordinator_loader import ImmediateLoadScheduler, LoadJob, LoadScheduler, LoadSteps
 from broker.coordinator_partitions import CoordinatorPartitions
 from broker.group.append_errors import commit_error, store_group_error
+from broker.group.consumer.consumer_group import ConsumerGroup
+from broker.group.consumer.consumer_group_records import (
+    ConsumerGroupRecord,
+    encode_consumer_group_record,
+)
 from broker.group.group_config import OffsetConfig
 from broker.group.group_loader import LoadedPartition, PartitionLoad, load_partition
 from broker.group.group_log import (
@@ -66,6 +74,7 @@ from broker.group.group_log import (
     GroupLog,
     GroupMetadataRecord,
     GroupMetadataValue,
+    KeyValue,
     MemberRecord,
     OffsetCommitRecord,
     Record,
@@ -92,11 +101,17 @@ OffsetSelector = Callable[[GroupMetadata], list[TopicPartition]]
 
 
 class GroupLoadListener(Protocol):
-    """Told of each group a load brings in or an unload takes away (the coordinator)."""
+    """Told of each group a load brings in or an unload takes away (the coordinator),
+    and of each KIP-848 consumer group a load brings in and each partition whose consumer
+    groups go."""
 
     def on_group_loaded(self, group: GroupMetadata) -> None: ...
 
     def on_group_unloaded(self, group: GroupMetadata) -> None: ...
+
+    def on_consumer_group_loaded(self, group: ConsumerGroup) -> None: ...
+
+    def on_consumer_groups_unloaded(self, partition: int) -> None: ...
 
 
 class GroupMetadataManager:
@@ -154,6 +169,9 @@ class GroupMetadataManager:
     def shutdown(self) -> None:
         self._partitions.unfollow()
         self._expiry.stop()
+        if self._listener is not None:
+            for partition in sorted(self._owned_partitions):
+                self._listener.on_consumer_groups_unloaded(partition)
         self._listener = None
         for partition in list(self._loading):
             self._cancel_load(partition)
@@ -216,27 +234,33 @@ class GroupMetadataManager:
             return
         led = self._partitions.led_partitions()
         for partition in sorted((self._owned_partitions | set(self._loading)) - set(led)):
-            self.remove_groups_for_partition(partition, listener.on_group_unloaded)
+            self.remove_groups_for_partition(
+                partition, listener.on_group_unloaded, listener.on_consumer_groups_unloaded
+            )
         for partition, epoch in sorted(led.items()):
             load = self._loading.get(partition)
             if load is not None and load.leader_epoch != epoch:
                 self._cancel_load(partition)
                 load = None
             if load is None and partition not in self._owned_partitions:
-                self.load_groups_for_partition(partition, listener.on_group_loaded, epoch)
+                self.load_groups_for_partition(
+                    partition, listener.on_group_loaded, epoch, listener.on_consumer_group_loaded
+                )
 
     def load_groups_for_partition(
         self,
         partition: int,
         on_group_loaded: Callable[[GroupMetadata], None],
         leader_epoch: int | None = None,
+        on_consumer_group_loaded: Callable[[ConsumerGroup], None] | None = None,
     ) -> bool:
         """Start rebuilding the groups and offsets of ``partition`` from its records
         (``group_loader.load_partition``) on the load scheduler; its groups answer
         COORDINATOR_LOAD_IN_PROGRESS until it is done. ``on_group_loaded`` then gets each
         group that had metadata (the coordinator makes its members heartbeat like anyone
-        else). With ``leader_epoch``, the load is given up if, when done, this broker no
-        longer leads the partition at that epoch. False when this broker has no online
+        else), ``on_consumer_group_loaded`` each KIP-848 consumer group. With
+        ``leader_epoch``, the load is given up if, when done, this broker no longer leads
+        the partition at that epoch. False when this broker has no online
         replica of the partition yet (it stays loading until the next metadata change).
         """
         entries = self._log.open_log(partition)
@@ -247,7 +271,12 @@ class GroupMetadataManager:
         self._loading[partition] = load
         load.job = LoadJob(
             f"{GROUP_METADATA_TOPIC_NAME}-{partition}",
-            self._load_steps(load, load_partition(entries, self._new_group), on_group_loaded),
+            self._load_steps(
+                load,
+                load_partition(entries, self._new_group),
+                on_group_loaded,
+                on_consumer_group_loaded,
+            ),
         )
         self._load_scheduler.schedule(load.job)
         return True
@@ -257,6 +286,7 @@ class GroupMetadataManager:
         load: PartitionLoad,
         steps: Generator[int, None, LoadedPartition],
         on_group_loaded: Callable[[GroupMetadata], None],
+        on_consumer_group_loaded: Callable[[ConsumerGroup], None] | None,
     ) -> LoadSteps:
         partition = load.partition
         try:
@@ -278,17 +308,21 @@ class GroupMetadataManager:
         log.log(
             logging.INFO if loaded.records else logging.DEBUG,
             "Finished loading offsets and group metadata from %s-%d in %d milliseconds "
-            "(%d slices): %d records, %d groups",
+            "(%d slices): %d records, %d groups, %d consumer groups",
             GROUP_METADATA_TOPIC_NAME,
             partition,
             self._clock.now_ms() - load.started_ms,
             load.job.slices if load.job is not None else 0,
             loaded.records,
             len(loaded.groups),
+            len(loaded.consumer_groups),
         )
         for group_id in loaded.with_metadata:
             if installed.get(group_id) is not None:
                 on_group_loaded(installed[group_id])
+        if on_consumer_group_loaded is not None:
+            for consumer_group in loaded.consumer_groups.values():
+                on_consumer_group_loaded(consumer_group)
 
     def _install(
         self, partition: int, loaded: LoadedPartition, load: PartitionLoad
@@ -333,13 +367,19 @@ class GroupMetadataManager:
                 load.txn_completions.append((producer_id, is_commit))
 
     def remove_groups_for_partition(
-        self, partition: int, on_group_unloaded: Callable[[GroupMetadata], None]
+        self,
+        partition: int,
+        on_group_unloaded: Callable[[GroupMetadata], None],
+        on_consumer_groups_unloaded: Callable[[int], None] | None = None,
     ) -> None:
         """This broker no longer leads ``partition``: give up its load if one is under way,
         forget its groups (Kafka's ``removeGroupsForPartition``); ``on_group_unloaded``
-        answers what waited on them."""
+        answers what waited on them, ``on_consumer_groups_unloaded`` drops the partition's
+        consumer groups."""
         self._cancel_load(partition)
         self._owned_partitions.discard(partition)
+        if on_consumer_groups_unloaded is not None:
+            on_consumer_groups_unloaded(partition)
         gone = [g for g in self._groups.values() if self.partition_for(g.group_id) == partition]
         for group in gone:
             del self._groups[group.group_id]
@@ -367,6 +407,18 @@ class GroupMetadataManager:
             if on_done is not None:
                 on_done(E.none)
             return
+        self._append_records(
+            group_id, [encode_record(r) for r in records], on_done, parked_request, producer
+        )
+
+    def _append_records(
+        self,
+        group_id: str,
+        records: list[KeyValue],
+        on_done: StoreCallback | None,
+        parked_request: ParkedRequest | None = None,
+        producer: tuple[int, int] | None = None,
+    ) -> None:
         answered = False
 
         def once(error: ErrorCode) -> None:
@@ -379,7 +431,7 @@ class GroupMetadataManager:
         try:
             self._log.append_to_log(
                 self.partition_for(group_id),
-                [encode_record(r) for r in records],
+                records,
                 once if on_done is not None else None,
                 parked_request,
                 producer=producer,
@@ -390,6 +442,24 @@ class GroupMetadataManager:
             )
             if on_done is not None:
                 once(E.unknown_server_error)
+
+    def append_consumer_group_records(
+        self,
+        group_id: str,
+        records: list[ConsumerGroupRecord],
+        on_done: StoreCallback | None,
+        parked_request: ParkedRequest | None = None,
+    ) -> None:
+        """A KIP-848 consumer group's records (``consumer_group_records.py``), written
+        like the classic group's: acks=all to the group's partition, in call order;
+        ``on_done`` gets the append's own error once the in-sync replicas have them."""
+        if not records:
+            if on_done is not None:
+                on_done(E.none)
+            return
+        self._append_records(
+            group_id, [encode_consumer_group_record(r) for r in records], on_done, parked_request
+        )
 
     def store_group(
         self,

@@ -3,9 +3,12 @@
 The request's fields go to the ``ConsumerGroupCoordinator`` as they are (``None`` for a
 field a lightweight heartbeat left out); its answer carries the member id, the member
 epoch, the heartbeat interval the broker dictates and, when there is one to send, the
-member's assignment by topic id. Nothing is parked: a KIP-848 heartbeat is answered at
-once, and the member's waits (its revocations, its partitions still held by others) are
-timers and later heartbeats.
+member's assignment by topic id. A heartbeat that changed its group is answered once the
+group's records are in ``__consumer_offsets`` (acks=all: it waits in the Produce
+purgatory meanwhile, as Kafka's waits for its write); one that changed nothing at once.
+The member's own waits (its revocations, its partitions still held by others) are timers
+and later heartbeats. While the group's ``__consumer_offsets`` partition loads the
+answer is COORDINATOR_LOAD_IN_PROGRESS (``check_coordinator``).
 
 v0 lets the broker generate the member id; v1 (KIP-1082, what librdkafka 2.16 sends)
 requires the client's own.
@@ -17,12 +20,14 @@ too); regular-expression subscriptions answer INVALID_REQUEST (phase 2).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group.consumer import ConsumerGroupHeartbeatParams, ConsumerGroupHeartbeatResult
+from broker.handlers.group_common import answer_when_called
 from protocol.builders import response_builder
 
 API_KEY = 68
@@ -71,7 +76,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
-    return _response(ctx, coordinator.consumer_group_heartbeat(heartbeat_params(ctx, request)))
+    params = heartbeat_params(ctx, request)
+
+    def start(respond: Callable[[ConsumerGroupHeartbeatResult], None]) -> None:
+        coordinator.heartbeat(params, respond, parked_request=ctx)
+
+    return answer_when_called(start, lambda result: _response(ctx, result))
 
 
 def _response(ctx: RequestContext, result: ConsumerGroupHeartbeatResult) -> Any:

@@ -31,13 +31,32 @@ asked to revoke, its rebalance timeout (the member's ``RebalanceTimeoutMs``; if 
 still at that epoch then, it is fenced). Fencing removes the member and bumps the group
 epoch, so the others get its partitions on their next heartbeats.
 
+Durability, as Kafka 4's: every change of a group (a heartbeat's, a leave's, a fencing
+by a timeout, a deletion) is written to the group's ``__consumer_offsets`` partition as
+Kafka's records (``consumer_group_records.py``: group epoch, subscription metadata,
+member subscriptions, target assignment, current member assignments, tombstones),
+acks=all through the classic groups' path (``ClassicGroups.append_consumer_group_records``,
+the manager's ``GroupLog``), in the order the changes happen. A heartbeat that changed
+its group is answered once the write is done (``heartbeat``; the handler waits in the
+Produce purgatory meanwhile), as Kafka answers after its write. When this broker becomes
+the leader of a partition the manager's load replays the records and hands each group to
+``on_group_loaded`` (every member's session timeout starts then, as Kafka's
+``onLoaded``); when it stops leading one, ``on_partition_unloaded`` drops its groups and
+their timers. Until the load is done ``check_coordinator`` answers
+COORDINATOR_LOAD_IN_PROGRESS.
+
 Where this differs from Kafka:
 
-* No durability (phase 2): nothing but offsets is written to ``__consumer_offsets``; a
-  coordinator failover or restart loses the consumer groups (their members hear
-  GROUP_ID_NOT_FOUND, as Kafka answers a heartbeat for a group it does not have). A group
-  of a partition this broker no longer coordinates is dropped lazily, when one of its
-  timeouts fires, and its requests are refused by ``check_coordinator`` meanwhile.
+* A change is applied to the group first and written after (the records are the diff of
+  the group before and after the change: ``records_for_changes``); Kafka writes records
+  and applies them by replaying. A write that fails (NOT_ENOUGH_REPLICAS, a lost
+  leadership, a timeout) is answered with Kafka's mapped error (COORDINATOR_NOT_AVAILABLE
+  / NOT_COORDINATOR, ``coordinator_write_error``) but the change is not rolled back (Kafka
+  reverts its timeline): the group in memory may be ahead of the log until a failover
+  (the next coordinator loads what the log has). Fencings by a timeout and DeleteGroups
+  write without waiting (DeleteGroups answers at once).
+* A group of a partition this broker no longer coordinates is also dropped lazily, when
+  one of its timeouts fires.
 * The subscribed topics' metadata is recomputed on every heartbeat (Kafka: on a
   subscription change, or after a metadata image change of a subscribed topic).
 * No regular expressions (INVALID_REQUEST, as Kafka's trunk of October 2024 answered; an
@@ -59,6 +78,7 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import TopicInfo
+from broker.group.append_errors import coordinator_write_error
 from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
 from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
 from broker.group.consumer.consumer_group_member import (
@@ -68,6 +88,11 @@ from broker.group.consumer.consumer_group_member import (
     Assignment,
     ConsumerGroupMember,
     MemberState,
+)
+from broker.group.consumer.consumer_group_records import (
+    ConsumerGroupRecord,
+    ConsumerGroupView,
+    records_for_changes,
 )
 from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.current_assignment_builder import (
@@ -85,6 +110,7 @@ from broker.group.consumer.target_assignment_builder import TargetAssignmentBuil
 from broker.group.consumer.uniform_assignor import UniformAssignor
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
+from broker.purgatories import ParkedRequest
 from purgatory import SystemTimer
 
 log = logging.getLogger("broker.group.consumer")
@@ -98,11 +124,22 @@ ASSIGNORS: Mapping[str, Callable[[], ConsumerGroupPartitionAssignor]] = {
 
 
 class ClassicGroups(Protocol):
-    """What this coordinator asks of the classic side (the ``GroupMetadataManager``)."""
+    """What this coordinator asks of the classic side (the ``GroupMetadataManager``):
+    the classic groups, placement, and the one write path to ``__consumer_offsets``."""
 
     def get_group(self, group_id: str) -> GroupMetadata | None: ...
 
     def check_coordinator(self, group_id: str) -> ErrorCode: ...
+
+    def partition_for(self, group_id: str) -> int: ...
+
+    def append_consumer_group_records(
+        self,
+        group_id: str,
+        records: list[ConsumerGroupRecord],
+        on_done: Callable[[ErrorCode], None] | None,
+        parked_request: ParkedRequest | None = None,
+    ) -> None: ...
 
 
 class TopicsImage(Protocol):
@@ -165,11 +202,102 @@ class ConsumerGroupCoordinator:
     def assignor_name(self, group: ConsumerGroup) -> str:
         return group.preferred_server_assignor(self.default_assignor)
 
+    # ================================================================ writes
+    def _write(
+        self,
+        group_id: str,
+        before: ConsumerGroupView,
+        on_done: Callable[[ErrorCode], None] | None = None,
+        parked_request: ParkedRequest | None = None,
+    ) -> None:
+        """Write what changed in the group since ``before`` (its records, Kafka's order)
+        to ``__consumer_offsets``, acks=all; ``on_done`` gets the write's error mapped
+        for the client (NONE at once when nothing changed). Writes leave in call order."""
+        records = records_for_changes(
+            group_id, before, ConsumerGroupView.of(self._groups.get(group_id))
+        )
+        if not records:
+            if on_done is not None:
+                on_done(E.none)
+            return
+
+        def written(append_error: ErrorCode) -> None:
+            if append_error is not E.none:
+                log.warning(
+                    "[GroupId %s] Writing %d records failed: %s",
+                    group_id,
+                    len(records),
+                    append_error.name,
+                )
+            if on_done is not None:
+                on_done(coordinator_write_error(append_error))
+
+        self._classic.append_consumer_group_records(group_id, records, written, parked_request)
+
+    # ========================================================== load / unload
+    def on_group_loaded(self, group: ConsumerGroup) -> None:
+        """Kafka's ``onLoaded``: a group came back from ``__consumer_offsets``; every
+        member's session timeout starts now (and the rebalance timeout of one asked to
+        revoke)."""
+        old = self._groups.pop(group.group_id, None)
+        if old is not None:
+            for member_id in list(old.members):
+                self._cancel_timers(group.group_id, member_id)
+        self._groups[group.group_id] = group
+        log.info(
+            "[GroupId %s] Loaded consumer group with %d members at epoch %d.",
+            group.group_id,
+            group.num_members,
+            group.group_epoch,
+        )
+        for member_id, member in group.members.items():
+            self._schedule_session_timeout(group.group_id, member_id)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(
+                    group.group_id, member_id, member.member_epoch, member.rebalance_timeout_ms
+                )
+
+    def on_partition_unloaded(self, partition: int) -> None:
+        """This broker no longer leads ``partition``: its groups go, timers cancelled."""
+        for group_id in [g for g in self._groups if self._classic.partition_for(g) == partition]:
+            group = self._groups.pop(group_id)
+            for member_id in list(group.members):
+                self._cancel_timers(group_id, member_id)
+            log.info(
+                "[GroupId %s] Unloaded consumer group at epoch %d.", group_id, group.group_epoch
+            )
+
     # ============================================================== heartbeat
+    def heartbeat(
+        self,
+        params: ConsumerGroupHeartbeatParams,
+        respond: Callable[[ConsumerGroupHeartbeatResult], None],
+        parked_request: ParkedRequest | None = None,
+    ) -> None:
+        """ConsumerGroupHeartbeat, answered through ``respond`` once the group's changes
+        are written (at once when nothing changed or the request is refused)."""
+        before = ConsumerGroupView.of(self._groups.get(params.group_id))
+        result = self._heartbeat(params)
+
+        def written(error: ErrorCode) -> None:
+            if error is E.none:
+                respond(result)
+            else:
+                respond(ConsumerGroupHeartbeatResult(error=error))
+
+        self._write(params.group_id, before, written, parked_request)
+
     def consumer_group_heartbeat(
         self, params: ConsumerGroupHeartbeatParams
     ) -> ConsumerGroupHeartbeatResult:
-        """ConsumerGroupHeartbeat (join, heartbeat, leave); errors as Kafka's."""
+        """ConsumerGroupHeartbeat (join, heartbeat, leave); errors as Kafka's. The answer
+        as soon as the group has changed; the write goes on (see :meth:`heartbeat`)."""
+        before = ConsumerGroupView.of(self._groups.get(params.group_id))
+        result = self._heartbeat(params)
+        self._write(params.group_id, before)
+        return result
+
+    def _heartbeat(self, params: ConsumerGroupHeartbeatParams) -> ConsumerGroupHeartbeatResult:
         try:
             self._throw_if_request_is_invalid(params)
             if params.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -564,7 +692,9 @@ class ConsumerGroupCoordinator:
                     member_epoch,
                     rebalance_timeout_ms,
                 )
+                before = ConsumerGroupView.of(group)
                 self._fence_member(group, member)
+                self._write(group_id, before)
 
         self.timer.schedule(_rebalance_key(group_id, member_id), rebalance_timeout_ms, expire)
 
@@ -578,7 +708,9 @@ class ConsumerGroupCoordinator:
         log.info(
             "[GroupId %s] Member %s fenced from the group because %s", group_id, member_id, reason
         )
+        before = ConsumerGroupView.of(group)
         self._fence_member(group, member)
+        self._write(group_id, before)
 
     def _dropped_if_not_coordinator(self, group_id: str) -> bool:
         """Forget a group this broker no longer coordinates (and its timeouts)."""
@@ -601,7 +733,9 @@ class ConsumerGroupCoordinator:
             return None
         if group.num_members > 0:
             return E.non_empty_group
+        before = ConsumerGroupView.of(group)
         del self._groups[group_id]
+        self._write(group_id, before)
         log.info("[GroupId %s] Deleted.", group_id)
         return None
 
