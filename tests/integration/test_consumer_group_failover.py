@@ -1,4 +1,4 @@
-"""A KIP-848 consumer group survives its coordinator's broker stopping.
+"""A KIP-848 consumer group survives its coordinator's broker stopping, or restarting.
 
 Three brokers, ``__consumer_offsets`` and the topic replicated three times. Two
 confluent-kafka consumers (``group.protocol=consumer``) split a topic and commit; the
@@ -11,8 +11,9 @@ partitions are revoked, the consumers keep consuming new records, and the commit
 offsets are where they were.
 
 The new coordinator's load is held (``LoadGate``) long enough to see a heartbeat answered
-COORDINATOR_LOAD_IN_PROGRESS meanwhile. Each consumer polls in its own thread; the test
-waits for states (bounded), never for fixed times.
+COORDINATOR_LOAD_IN_PROGRESS meanwhile. A broker with a data directory restarted on its
+port loads the group from its own log the same way. Each consumer polls in its own
+thread; the tests wait for states (bounded), never for fixed times.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,11 +39,14 @@ from tests.integration.conftest import running_cluster
 pytestmark = pytest.mark.asyncio
 
 PARTITIONS = 4
+FAST: dict[str, Any] = {
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+}
 CLUSTER: dict[str, Any] = {
     "offsets.topic.replication.factor": "3",
     "default.replication.factor": "3",
-    "group.consumer.heartbeat.interval.ms": "300",
-    "group.consumer.min.heartbeat.interval.ms": "100",
+    **FAST,
 }
 WAIT: dict[str, Any] = {"attempts": 800, "step_s": 0.05}  # 40 s at most, on a loaded machine
 # What a consumer's error callback may hear when a broker stops: its connections drop.
@@ -233,6 +238,55 @@ async def test_a_consumer_group_survives_its_coordinators_broker_stopping() -> N
             committed = {p: o for c in commits for p, o in c.items()}
             fetched = manager.get_offsets(group, [(topic, p) for p in committed])
             assert {tp.partition: r.offset for tp, r in fetched.items()} == committed
+        finally:
+            for m in members:
+                m.stop()
+            await asyncio.wait_for(asyncio.gather(*tasks), 60)
+
+
+async def test_a_consumer_group_survives_its_brokers_restart(tmp_path: Path) -> None:
+    group, topic = f"kip848-restart-{uuid.uuid4().hex[:8]}", "kip848-restart"
+    async with running_cluster(brokers=1, data_dir=tmp_path / "data", **FAST) as app:
+        app.cluster.create_topic(topic, PARTITIONS, 1, {})
+        members = [Member(app.bootstrap, group, topic) for _ in range(2)]
+        tasks = [asyncio.create_task(asyncio.to_thread(m.run)) for m in members]
+        try:
+
+            def split() -> bool:
+                owned = [m.assignment for m in members]
+                every = [p for a in owned for p in a]
+                return all(owned) and len(every) == len(set(every)) == PARTITIONS
+
+            await wait_until(split, "the two consumers to split the topic", **WAIT)
+            await wait_until(lambda: _members(app, 0, group) is not None, "a stable group", **WAIT)
+            before = _members(app, 0, group)
+            revoked_before = [list(m.revoked) for m in members]
+            assignments_before = [m.assignment for m in members]
+
+            # The broker stops and starts again on its port, from its data directory.
+            await app.stop_broker(0)
+            await app.start_broker(0)
+            await wait_until(
+                lambda: _members(app, 0, group) is not None,
+                "the restarted broker to load the group",
+                **WAIT,
+            )
+            assert _members(app, 0, group) == before
+            values = [f"after-restart-{i}".encode() for i in range(8)]
+            await asyncio.to_thread(_produce, app.bootstrap, topic, values)
+            await wait_until(
+                lambda: set().union(*(m.values() for m in members)) >= set(values),
+                "the new records to be consumed",
+                **WAIT,
+            )
+            assert _members(app, 0, group) == before
+            assert [list(m.revoked) for m in members] == revoked_before
+            assert [m.assignment for m in members] == assignments_before
+            # With its only broker down a while, a client also hears that all are down.
+            allowed = CONNECTION_ERRORS | {KafkaError._ALL_BROKERS_DOWN}
+            for m in members:
+                assert all(e.code() in allowed for e in m.errors), m.errors
+                assert not any(e.fatal() for e in m.errors)
         finally:
             for m in members:
                 m.stop()
