@@ -410,3 +410,46 @@ def test_a_heartbeat_that_changes_the_group_is_answered_after_its_write() -> Non
     )
     log.complete(E.not_leader_or_follower)
     assert answers[-1].error is E.not_coordinator
+
+
+def test_a_member_loaded_while_revoking_gets_its_rebalance_timeout_again() -> None:
+    log = InMemoryGroupLog()
+    node = Node(log)
+    node.h.metadata.create_topic("t", 4, 1, {})
+    a = node.heartbeat("a", 0, rebalance_timeout_ms=2000)
+    assert a.member_epoch == 1 and sum(len(p) for p in a.assignment.values()) == 4
+    node.heartbeat("b", 0)
+    a2 = node.heartbeat("a", 1, dict(a.assignment))  # asked to give two partitions up
+    group = node.coord.group("g")
+    assert group is not None
+    assert group.members["a"].state is MemberState.UNREVOKED_PARTITIONS, a2
+    fresh = Node(log, topics=node.h.metadata)
+    fresh.load()
+    loaded = fresh.coord.group("g")
+    assert loaded is not None
+    assert loaded.members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    assert fresh.coord.timer.is_scheduled(("rebalance-timeout", "g", "a"))
+    # a never revokes: fenced at its rebalance timeout (from the load), b takes over.
+    fresh.h.advance(1999)
+    assert "a" in loaded.members
+    fresh.h.advance(2)
+    assert set(loaded.members) == {"b"}
+
+
+def test_a_static_member_that_left_for_a_while_is_loaded_with_its_epoch() -> None:
+    log = InMemoryGroupLog()
+    node = Node(log)
+    node.h.metadata.create_topic("t", 2, 1, {})
+    r = node.heartbeat("a", 0, instance_id="i-a")
+    assert r.error is E.none
+    assert node.heartbeat("a", -2, instance_id="i-a").error is E.none
+    fresh = Node(log, topics=node.h.metadata)
+    fresh.load()
+    loaded = fresh.coord.group("g")
+    assert loaded is not None
+    member = loaded.members["a"]
+    assert (member.member_epoch, member.instance_id) == (-2, "i-a")
+    assert loaded.static_member("i-a") is member
+    # It comes back under a new member id and takes its place.
+    back = fresh.heartbeat("a2", 0, instance_id="i-a")
+    assert back.error is E.none and set(loaded.members) == {"a2"}
