@@ -5,7 +5,9 @@ ConsumerGroupHeartbeat and ConsumerGroupDescribe for the consumer groups it owns
 beside the classic groups of ``broker/group/``; ``ConsumerGroup`` and
 ``ConsumerGroupMember`` are the model; ``CurrentAssignmentBuilder`` reconciles a member,
 ``TargetAssignmentBuilder`` with ``UniformAssignor`` / ``RangeAssignor`` computes the
-target; ``CoordinatorTimer`` runs session and rebalance timeouts on the broker's timer.
+target; ``CoordinatorTimer`` runs session and rebalance timeouts on the broker's timer;
+``consumer_group_records.py`` holds a group's records in ``__consumer_offsets`` (Kafka 4's
+formats, key versions 3-8), the records of a change, and their replay on a load.
 """
 
 from broker.group.consumer.consumer_group import (
