@@ -8,7 +8,7 @@ answered nor refused (closed connection) within ``--hang-s`` is a hang. At the e
 prints the outcome counts, frames/s, the broker's RSS at start and end, the tracebacks
 in its log (``Traceback`` lines), whether it is still alive and answers a fresh client::
 
-    .venv/bin/python bench/fuzz_bench.py [--frames 1000000] [--connections 8] [--seed 1]
+    .venv/bin/python -m bench.fuzz_bench [--frames 1000000] [--connections 8] [--seed 1]
 """
 
 from __future__ import annotations
