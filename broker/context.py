@@ -7,13 +7,18 @@ from dataclasses import dataclass, field
 
 from broker.purgatories import PurgatoryName, PurgatoryOutcome
 from broker.request_timing import RequestTiming
+from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from broker.services import BrokerServices
 from protocol.codec import RequestHeader
 
 
 @dataclass(slots=True)
 class ConnectionInfo:
-    """One client connection, named as Kafka names it in its request log."""
+    """One client connection, named as Kafka names it in its request log.
+
+    ``principal``, ``listener_name`` and ``security_protocol`` are what the listener learnt
+    (TLS, SASL); a plaintext connection is ``User:ANONYMOUS`` on ``PLAINTEXT``.
+    """
 
     connection_id: str
     client_host: str
@@ -21,6 +26,9 @@ class ConnectionInfo:
     listener_port: int
     sequence: int = 0
     close: Callable[[str], None] | None = None
+    principal: KafkaPrincipal = ANONYMOUS
+    listener_name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
 
 
 @dataclass(slots=True)
