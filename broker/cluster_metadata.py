@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import uuid
 from collections.abc import Callable, Iterable
@@ -20,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
+
+from broker.atomic_file import write_json_atomic
 
 log = logging.getLogger("broker.metadata")
 
@@ -400,13 +401,7 @@ class ClusterMetadata:
                 for t in self.topics.values()
             ],
         }
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self._path)
+        write_json_atomic(self._path, document, indent=1)
 
     def _load(self) -> None:
         assert self._path is not None
@@ -468,10 +463,4 @@ class ProducerIdAllocator:
     def _persist(self, block_end: int) -> None:
         if self._path is None:
             return
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({"block_end": block_end}, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self._path)
+        write_json_atomic(self._path, {"block_end": block_end})
