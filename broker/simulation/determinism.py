@@ -1,0 +1,56 @@
+"""The process-wide sources of nondeterminism, pinned to the simulation while it runs.
+
+Our own code takes time from its injected clock and ids from injected sources; the clients a
+simulation runs (aiokafka, above all) do not: they read `time.time()` and `time.monotonic()`
+for deadlines and timestamps, draw from the module-level `random` (node choice, the default
+partitioner) and `uuid.uuid4()`. `pinned_process` replaces exactly those functions for the
+length of a run — wall time becomes ``epoch + loop.time()``, monotonic time becomes
+``loop.time()``, `random`'s global generator is seeded and `uuid4` draws from the seed — and
+puts the originals back afterwards. Code that bound them at import (``from time import
+monotonic``) is not reached; none of the clients we run does that for anything that
+decides behaviour.
+
+Hash randomisation (``PYTHONHASHSEED``) is fixed per process, not per run: two runs in one
+process agree; across processes `minikafka simulate` starts its child with a fixed seed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+# 2026-01-01T00:00:00Z: record timestamps in a simulation start here, whatever the real date.
+DEFAULT_EPOCH_S = 1_767_225_600.0
+
+
+@contextmanager
+def pinned_process(loop: Any, seed: int, epoch_s: float = DEFAULT_EPOCH_S) -> Iterator[None]:
+    """Wall and monotonic clocks follow ``loop.time()``; `random` and `uuid4` follow ``seed``."""
+    saved = (time.time, time.time_ns, time.monotonic, time.monotonic_ns, uuid.uuid4)
+    saved_random = random.getstate()
+    ids = random.Random(f"{seed}/uuid")
+
+    def wall() -> float:
+        return float(epoch_s + loop.time())
+
+    def monotonic() -> float:
+        return float(loop.time())
+
+    def uuid4() -> uuid.UUID:
+        return uuid.UUID(int=ids.getrandbits(128), version=4)
+
+    time.time = wall
+    time.time_ns = lambda: int(wall() * 1e9)
+    time.monotonic = monotonic
+    time.monotonic_ns = lambda: int(monotonic() * 1e9)
+    uuid.uuid4 = uuid4
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        time.time, time.time_ns, time.monotonic, time.monotonic_ns, uuid.uuid4 = saved
+        random.setstate(saved_random)

@@ -1,0 +1,348 @@
+"""An in-memory network for the simulated loop: listeners, connections, latency, faults.
+
+What it stands in for. asyncio code reaches the network through two calls, the loop's
+`create_server` and `create_connection` (aiokafka, `asyncio.open_connection` and our broker
+all use them), and then only through the `asyncio.Transport` it is handed. `SimNetwork`
+implements those two calls and `SimTransport` implements the transport over Python objects:
+``write(data)`` schedules ``data_received(data)`` on the peer's protocol at ``now + latency``
+of that link, as a timer of the simulated loop. Nothing is polled; delivery is a timer like
+any other, so the loop's virtual clock jumps over network latency as it jumps over a
+``sleep``.
+
+Kept from TCP: bytes of one direction arrive in order (a later write never overtakes an earlier
+one, whatever latency is drawn), a closed or reset connection tells the peer after the
+latency, a paused reader (`pause_reading`, the broker's muted channel) holds what arrives
+until it resumes, a connection to a port nobody listens on is refused, the acceptor learns of
+a connection half a round trip before the connector does.
+
+Not modelled: bandwidth and socket buffers (a write never blocks), Nagle, partial writes,
+half-close (`can_write_eof()` is False). Faults are a `LinkFaults` per listener port: traffic
+to and from a *held* port waits until it is released (TCP retransmitting through a
+partition: delivered late, not lost), extra delay, and connection resets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+_EOF = object()  # sentinel in a transport's inbox: the peer closed
+
+
+@dataclass(slots=True)
+class LatencyModel:
+    """One-way latency per message: ``base_s`` plus a seeded uniform jitter up to ``jitter_s``."""
+
+    base_s: float = 0.0002
+    jitter_s: float = 0.0001
+
+    def draw(self, rng: random.Random) -> float:
+        return self.base_s + (rng.random() * self.jitter_s if self.jitter_s > 0 else 0.0)
+
+
+@dataclass(slots=True)
+class LinkFaults:
+    """Faults on every connection of one listener port (both directions)."""
+
+    held: bool = False
+    extra_delay_s: float = 0.0
+
+
+_Message = tuple[Callable[..., None], tuple[Any, ...]]
+
+
+@dataclass(slots=True, eq=False)
+class _Link:
+    """One direction of one connection: its in-order delivery horizon and held messages."""
+
+    server_port: int
+    serial: int
+    last_arrival: float = 0.0
+    in_flight: deque[_Message] = field(default_factory=deque)
+    held: deque[_Message] = field(default_factory=deque)
+
+
+class _SimSocket:
+    """Just enough of a socket for callers that ask a server which port it got."""
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self._address = address
+
+    def getsockname(self) -> tuple[str, int]:
+        return self._address
+
+
+class SimServer(asyncio.AbstractServer):
+    """A listener on the in-memory network (what `create_server` returns)."""
+
+    def __init__(
+        self,
+        network: SimNetwork,
+        address: tuple[str, int],
+        protocol_factory: Callable[[], asyncio.BaseProtocol],
+    ) -> None:
+        self._network = network
+        self.address = address
+        self.protocol_factory = protocol_factory
+        self.sockets = [_SimSocket(address)]
+        self._serving = True
+
+    def close(self) -> None:
+        if self._serving:
+            self._serving = False
+            self._network._listeners.pop(self.address, None)
+
+    async def wait_closed(self) -> None:
+        return None
+
+    def is_serving(self) -> bool:
+        return self._serving
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._network.loop
+
+    async def start_serving(self) -> None:
+        return None
+
+    async def serve_forever(self) -> None:
+        raise NotImplementedError("the simulation drives its servers itself")
+
+
+class SimTransport(asyncio.Transport):
+    """One end of an in-memory connection; see the module docstring for what it keeps."""
+
+    def __init__(
+        self,
+        network: SimNetwork,
+        protocol: asyncio.BaseProtocol,
+        sockname: tuple[str, int],
+        peername: tuple[str, int],
+        outgoing: _Link,
+    ) -> None:
+        super().__init__()
+        self._network = network
+        self._protocol = protocol
+        self._extra = {"sockname": sockname, "peername": peername, "socket": None}
+        self._outgoing = outgoing
+        self.peer: SimTransport | None = None
+        self._inbox: deque[object] = deque()
+        self._made = False
+        self._paused = False
+        self._closing = False
+        self._lost = False
+        self.on_lost: Callable[[SimTransport], None] | None = None
+
+    # -- asyncio.Transport -------------------------------------------------------------
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._extra.get(name, default)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._protocol = protocol
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._protocol
+
+    def is_reading(self) -> bool:
+        return not self._paused and not self._closing
+
+    def pause_reading(self) -> None:
+        self._paused = True
+
+    def resume_reading(self) -> None:
+        if self._paused:
+            self._paused = False
+            self._network.loop.call_soon(self._drain_inbox)
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        return None
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def can_write_eof(self) -> bool:
+        return False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._closing or not data:
+            return
+        peer = self.peer
+        if peer is not None:
+            self._network._send(self._outgoing, peer._receive, bytes(data))
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.write(b"".join(list_of_data))
+
+    def close(self) -> None:
+        self._shut(None)
+
+    def abort(self) -> None:
+        self._shut(ConnectionResetError("connection reset by peer"))
+
+    # -- the in-memory side ------------------------------------------------------------
+
+    def _shut(self, exc: Exception | None) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        peer = self.peer
+        if peer is not None:
+            self._network._send(self._outgoing, peer._receive_close, exc)
+        self._network.loop.call_soon(self._lose, None)
+
+    def _connection_made(self) -> None:
+        if self._closing:
+            return
+        self._made = True
+        self._protocol.connection_made(self)
+        self._drain_inbox()
+
+    def _receive(self, data: bytes) -> None:
+        self._inbox.append(data)
+        self._drain_inbox()
+
+    def _receive_close(self, exc: Exception | None) -> None:
+        self._inbox.append(exc if exc is not None else _EOF)
+        self._drain_inbox()
+
+    def _drain_inbox(self) -> None:
+        while self._inbox and self._made and not self._paused and not self._lost:
+            item = self._inbox.popleft()
+            if isinstance(item, bytes):
+                if not self._closing:
+                    self._protocol.data_received(item)  # type: ignore[attr-defined]
+                continue
+            self._closing = True
+            self._lose(None if item is _EOF else item)  # type: ignore[arg-type]
+
+    def _lose(self, exc: Exception | None) -> None:
+        if self._lost:
+            return
+        self._lost = True
+        self._inbox.clear()
+        if self.on_lost is not None:
+            self.on_lost(self)
+        if self._made:
+            self._protocol.connection_lost(exc)
+
+
+class SimNetwork:
+    """Listeners and connections of one simulated loop, with seeded latency and faults."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        rng: random.Random,
+        latency: LatencyModel | None = None,
+    ) -> None:
+        self.loop = loop
+        self.rng = rng
+        self.latency = latency or LatencyModel()
+        self._listeners: dict[tuple[str, int], SimServer] = {}
+        self._server_ports = itertools.count(9092)
+        self._client_ports = itertools.count(50000)
+        self._serials = itertools.count()
+        self._faults: dict[int, LinkFaults] = {}
+        self._links: dict[int, set[_Link]] = {}
+        self._accepted: dict[int, set[SimTransport]] = {}
+        self.messages_delivered = 0
+
+    # -- what the loop delegates -------------------------------------------------------
+
+    def create_server(
+        self, protocol_factory: Callable[[], asyncio.BaseProtocol], host: str, port: int
+    ) -> SimServer:
+        if port == 0:
+            port = next(p for p in self._server_ports if (host, p) not in self._listeners)
+        address = (host, port)
+        if address in self._listeners:
+            raise OSError(98, f"[Errno 98] address already in use: {host}:{port}")
+        server = SimServer(self, address, protocol_factory)
+        self._listeners[address] = server
+        return server
+
+    async def create_connection(
+        self, protocol_factory: Callable[[], asyncio.BaseProtocol], host: str, port: int
+    ) -> tuple[SimTransport, asyncio.BaseProtocol]:
+        one_way = self.latency.draw(self.rng)
+        server = self._listeners.get((host, port))
+        if server is None or not server.is_serving():
+            await asyncio.sleep(2 * one_way)
+            raise ConnectionRefusedError(111, f"Connect call failed ('{host}', {port})")
+        client_address = ("127.0.0.1", next(self._client_ports))
+        to_server, to_client = _Link(port, next(self._serials)), _Link(port, next(self._serials))
+        client_protocol = protocol_factory()
+        server_protocol = server.protocol_factory()
+        client = SimTransport(self, client_protocol, client_address, (host, port), to_server)
+        accepted = SimTransport(self, server_protocol, (host, port), client_address, to_client)
+        client.peer, accepted.peer = accepted, client
+        self._accepted.setdefault(port, set()).add(accepted)
+        self._links.setdefault(port, set()).update((to_server, to_client))
+
+        def forget(transport: SimTransport) -> None:
+            self._accepted[port].discard(transport)
+            self._links[port].difference_update((to_server, to_client))
+
+        accepted.on_lost = forget
+        self._send(to_server, accepted._connection_made)
+        await asyncio.sleep(2 * one_way)
+        client._connection_made()
+        return client, client_protocol
+
+    # -- delivery ----------------------------------------------------------------------
+
+    def _send(self, link: _Link, deliver: Callable[..., None], *args: Any) -> None:
+        """Deliver ``deliver(*args)`` after this link's latency, in order, unless held.
+
+        Each timer delivers the *head* of the link's queue, not the message it was set for:
+        two messages due at one instant are a tie the loop orders by seed, and this keeps
+        them in the order they were sent whatever that order is."""
+        faults = self._faults.get(link.server_port)
+        if faults is not None and faults.held:
+            link.held.append((deliver, args))
+            return
+        delay = self.latency.draw(self.rng) + (faults.extra_delay_s if faults else 0.0)
+        arrival = max(self.loop.time() + delay, link.last_arrival)
+        link.last_arrival = arrival
+        link.in_flight.append((deliver, args))
+        self.loop.call_at(arrival, self._deliver_head, link)
+
+    def _deliver_head(self, link: _Link) -> None:
+        deliver, args = link.in_flight.popleft()
+        self.messages_delivered += 1
+        deliver(*args)
+
+    # -- faults ------------------------------------------------------------------------
+
+    def faults(self, port: int) -> LinkFaults:
+        """The faults of every connection to ``port`` (created empty on first use)."""
+        return self._faults.setdefault(port, LinkFaults())
+
+    def hold(self, port: int) -> None:
+        """Partition the listener on ``port`` from everyone: traffic waits, both ways."""
+        self.faults(port).held = True
+
+    def release(self, port: int) -> None:
+        """Heal the partition: what waited is delivered, in order, after the link latency."""
+        self.faults(port).held = False
+        for link in sorted(self._links.get(port, ()), key=lambda link: link.serial):
+            waiting, link.held = link.held, deque()
+            for deliver, args in waiting:
+                self._send(link, deliver, *args)
+
+    def reset_connections(self, port: int) -> None:
+        """Reset every connection to ``port``: the listener's side aborts, the client learns
+        of it after the latency (ConnectionResetError), as after a broker's crash."""
+        for transport in list(self._accepted.get(port, ())):
+            transport.abort()

@@ -1,0 +1,100 @@
+"""The simulated event loop: virtual time, seeded ties, FIFO call_soon, stalls, no threads."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from broker.simulation.loop import SimulatedEventLoop, SimulationStalled, run_simulated
+
+
+def test_an_hour_of_sleep_costs_no_wall_time() -> None:
+    async def sleeper() -> float:
+        loop = asyncio.get_running_loop()
+        for _ in range(60):
+            await asyncio.sleep(60)
+        return loop.time()
+
+    started = time.perf_counter()
+    assert run_simulated(sleeper(), seed=1) == pytest.approx(3600.0)
+    assert time.perf_counter() - started < 5  # generous: the point is that it does not sleep
+
+
+def test_timers_due_at_one_instant_run_in_an_order_the_seed_decides() -> None:
+    def order(seed: int) -> list[int]:
+        async def race() -> list[int]:
+            loop = asyncio.get_running_loop()
+            seen: list[int] = []
+            for i in range(8):
+                loop.call_at(loop.time() + 1.0, seen.append, i)
+            await asyncio.sleep(2)
+            return seen
+
+        result: list[int] = run_simulated(race(), seed=seed)
+        return result
+
+    assert order(7) == order(7)
+    assert sorted(order(7)) == list(range(8))
+    assert len({tuple(order(seed)) for seed in range(6)}) > 1
+
+
+def test_call_soon_keeps_asyncio_first_in_first_out_promise() -> None:
+    async def fifo() -> list[int]:
+        loop = asyncio.get_running_loop()
+        seen: list[int] = []
+        for i in range(20):
+            loop.call_soon(seen.append, i)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return seen
+
+    assert run_simulated(fifo(), seed=3) == list(range(20))
+
+
+def test_timers_at_different_instants_keep_their_order() -> None:
+    async def staggered() -> list[float]:
+        loop = asyncio.get_running_loop()
+        seen: list[float] = []
+        for delay in (0.3, 0.1, 0.2, 0.0001):
+            loop.call_later(delay, lambda d=delay: seen.append(d))
+        await asyncio.sleep(1)
+        return seen
+
+    assert run_simulated(staggered(), seed=11) == [0.0001, 0.1, 0.2, 0.3]
+
+
+def test_waiting_for_what_can_never_happen_is_reported_not_hung() -> None:
+    async def forever() -> None:
+        await asyncio.get_running_loop().create_future()
+
+    with pytest.raises(SimulationStalled, match="nothing runnable"):
+        run_simulated(forever(), seed=1)
+
+
+def test_threads_are_refused() -> None:
+    async def in_thread() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, sum, [1, 2])
+
+    with pytest.raises(RuntimeError, match="outside virtual time"):
+        run_simulated(in_thread(), seed=1)
+
+
+def test_the_process_clocks_follow_the_loop_while_it_runs_and_come_back_after() -> None:
+    async def read_clocks() -> tuple[float, float]:
+        await asyncio.sleep(5)
+        return time.monotonic(), time.time()
+
+    monotonic, wall = run_simulated(read_clocks(), seed=1)
+    assert monotonic == pytest.approx(5.0)
+    assert wall == pytest.approx(1_767_225_605.0)
+    assert time.time() > 1_767_225_605.0 + 3600  # the real clock is back (later than 2026)
+
+
+def test_the_loop_starts_where_it_is_told() -> None:
+    loop = SimulatedEventLoop(seed=1, start_s=100.0)
+    try:
+        assert loop.time() == 100.0
+    finally:
+        loop.close()
