@@ -22,8 +22,8 @@ would hang forever.
 Why not a library: `looptime` (the maintained one) fast-forwards a real selector loop when it
 is idle, but it still polls real sockets, whose readiness order the kernel decides — the
 runs are fast but not reproducible. Once the network is in memory there is nothing left to
-poll, and the loop is the hundred lines below. Threads are refused (`run_in_executor`): they
-run outside virtual time and in an order no seed decides.
+poll, and the loop is the hundred lines below. Work sent to a thread (`run_in_executor`, the
+log cleaner's) runs inline: threads run outside virtual time and in an order no seed decides.
 """
 
 from __future__ import annotations
@@ -160,10 +160,17 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
     def run_in_executor(  # type: ignore[override]
         self, executor: Executor | None, func: Callable[..., _T], *args: Any
     ) -> asyncio.Future[_T]:
-        raise RuntimeError(
-            f"{getattr(func, '__qualname__', func)!r} would run in a thread: threads run "
-            "outside virtual time, so the simulation runs such work inline instead"
-        )
+        """Run ``func`` inline, now, and hand back its outcome as a done future.
+
+        A thread would run outside virtual time and in an order no seed decides; the work
+        sent to threads (the log cleaner's) is correct when run inline, only not concurrent.
+        """
+        future: asyncio.Future[_T] = self.create_future()
+        try:
+            future.set_result(func(*args))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
 
 
 def run_simulated(

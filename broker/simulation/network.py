@@ -18,20 +18,37 @@ a connection half a round trip before the connector does.
 Not modelled: bandwidth and socket buffers (a write never blocks), Nagle, partial writes,
 half-close (`can_write_eof()` is False). Faults are a `LinkFaults` per listener port: traffic
 to and from a *held* port waits until it is released (TCP retransmitting through a
-partition: delivered late, not lost), extra delay, and connection resets.
+partition: delivered late, not lost), extra delay, and connection resets; and per client
+node (`client_node`): an *isolated* client's traffic waits the same way, both directions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 _EOF = object()  # sentinel in a transport's inbox: the peer closed
+
+# Who opens a connection: a simulated client names itself by running in `client_node(name)`
+# (the tasks it starts inherit the name), so a fault can single it out — `isolate`.
+_CLIENT_NODE: contextvars.ContextVar[str] = contextvars.ContextVar("sim_node", default="client")
+
+
+@contextmanager
+def client_node(name: str) -> Iterator[None]:
+    """Connections opened in this context (and by tasks started in it) belong to ``name``."""
+    token = _CLIENT_NODE.set(name)
+    try:
+        yield
+    finally:
+        _CLIENT_NODE.reset(token)
 
 
 @dataclass(slots=True)
@@ -61,6 +78,7 @@ class _Link:
     """One direction of one connection: its in-order delivery horizon and held messages."""
 
     server_port: int
+    client_node: str
     serial: int
     last_arrival: float = 0.0
     in_flight: deque[_Message] = field(default_factory=deque)
@@ -256,6 +274,7 @@ class SimNetwork:
         self._faults: dict[int, LinkFaults] = {}
         self._links: dict[int, set[_Link]] = {}
         self._accepted: dict[int, set[SimTransport]] = {}
+        self._isolated: set[str] = set()
         self.messages_delivered = 0
 
     # -- what the loop delegates -------------------------------------------------------
@@ -281,7 +300,9 @@ class SimNetwork:
             await asyncio.sleep(2 * one_way)
             raise ConnectionRefusedError(111, f"Connect call failed ('{host}', {port})")
         client_address = ("127.0.0.1", next(self._client_ports))
-        to_server, to_client = _Link(port, next(self._serials)), _Link(port, next(self._serials))
+        node = _CLIENT_NODE.get()
+        to_server = _Link(port, node, next(self._serials))
+        to_client = _Link(port, node, next(self._serials))
         client_protocol = protocol_factory()
         server_protocol = server.protocol_factory()
         client = SimTransport(self, client_protocol, client_address, (host, port), to_server)
@@ -309,7 +330,7 @@ class SimNetwork:
         two messages due at one instant are a tie the loop orders by seed, and this keeps
         them in the order they were sent whatever that order is."""
         faults = self._faults.get(link.server_port)
-        if faults is not None and faults.held:
+        if (faults is not None and faults.held) or link.client_node in self._isolated:
             link.held.append((deliver, args))
             return
         delay = self.latency.draw(self.rng) + (faults.extra_delay_s if faults else 0.0)
@@ -336,7 +357,20 @@ class SimNetwork:
     def release(self, port: int) -> None:
         """Heal the partition: what waited is delivered, in order, after the link latency."""
         self.faults(port).held = False
-        for link in sorted(self._links.get(port, ()), key=lambda link: link.serial):
+        self._resend_held(self._links.get(port, ()))
+
+    def isolate(self, node: str) -> None:
+        """Cut client ``node`` off from every broker: a process that froze or lost its network
+        (its connections stay open; nothing it sends arrives, nothing reaches it)."""
+        self._isolated.add(node)
+
+    def rejoin(self, node: str) -> None:
+        """Undo `isolate`: what waited is delivered, in order."""
+        self._isolated.discard(node)
+        self._resend_held(link for links in self._links.values() for link in links)
+
+    def _resend_held(self, links: Iterable[_Link]) -> None:
+        for link in sorted(links, key=lambda link: link.serial):
             waiting, link.held = link.held, deque()
             for deliver, args in waiting:
                 self._send(link, deliver, *args)

@@ -73,12 +73,19 @@ def test_waiting_for_what_can_never_happen_is_reported_not_hung() -> None:
         run_simulated(forever(), seed=1)
 
 
-def test_threads_are_refused() -> None:
-    async def in_thread() -> None:
-        await asyncio.get_running_loop().run_in_executor(None, sum, [1, 2])
+def test_work_sent_to_a_thread_runs_inline_in_virtual_time() -> None:
+    async def in_thread() -> tuple[int, float]:
+        loop = asyncio.get_running_loop()
+        total = await asyncio.to_thread(sum, [1, 2])
+        return total, loop.time()
 
-    with pytest.raises(RuntimeError, match="outside virtual time"):
-        run_simulated(in_thread(), seed=1)
+    assert run_simulated(in_thread(), seed=1) == (3, 0.0)
+
+    async def failing() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, int, "x")
+
+    with pytest.raises(ValueError):
+        run_simulated(failing(), seed=1)
 
 
 def test_the_process_clocks_follow_the_loop_while_it_runs_and_come_back_after() -> None:

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from broker.simulation.loop import run_simulated
-from broker.simulation.network import LatencyModel
+from broker.simulation.network import LatencyModel, client_node
 
 
 async def _echo_server() -> int:
@@ -122,3 +122,25 @@ def test_a_reset_reaches_the_client_as_a_closed_stream() -> None:
             return b"reset"
 
     assert run_simulated(reset(), seed=4) == b"reset"
+
+
+def test_an_isolated_client_is_cut_off_and_others_are_not() -> None:
+    async def isolated() -> tuple[bool, bytes, bytes]:
+        loop = asyncio.get_running_loop()
+        port = await _echo_server()
+        with client_node("frozen"):
+            frozen_reader, frozen_writer = await asyncio.open_connection("127.0.0.1", port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        loop.network.isolate("frozen")  # type: ignore[attr-defined]
+        frozen_writer.write(b"lost?")
+        writer.write(b"fine")
+        other = await reader.readexactly(4)
+        try:
+            await asyncio.wait_for(frozen_reader.read(100), timeout=10)
+            answered = True
+        except TimeoutError:
+            answered = False
+        loop.network.rejoin("frozen")  # type: ignore[attr-defined]
+        return answered, other, await frozen_reader.read(100)
+
+    assert run_simulated(isolated(), seed=9) == (False, b"fine", b"lost?")
