@@ -41,6 +41,7 @@ from broker.gc_policy import (
     install_gc_log_from_env,
     parse_gc_thresholds,
 )
+from broker.simulation.command import add_simulate_parser
 
 log = logging.getLogger("broker.cli")
 
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gc_options(serve)
     _add_fault_parser(sub)
     add_admin_parsers(sub)
+    add_simulate_parser(sub)
     _add_log_level_after_commands(sub)
     _add_spark_job_parsers(sub)
     return parser
@@ -525,6 +527,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
+        if args.command == "simulate":
+            from broker.simulation.command import run_simulate  # aiokafka only when asked
+
+            return run_simulate(args, sys.argv[1:] if argv is None else argv)
         if args.command == "serve":
             plan = plan_serve(args)
             install_gc_log_from_env()  # MINIKAFKA_GC_LOG: the benchmarks read it

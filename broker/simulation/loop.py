@@ -41,6 +41,9 @@ from broker.simulation.network import LatencyModel, SimNetwork, SimServer, SimTr
 
 _T = TypeVar("_T")
 
+# The least the virtual clock moves when the loop waits for a timer (see `_advance`).
+MIN_STEP_S = 1e-6
+
 
 class SimulationStalled(RuntimeError):
     """Nothing is runnable and no timer is pending, yet the awaited future is not done."""
@@ -60,7 +63,7 @@ class _VirtualSelector(selectors.BaseSelector):
                     f"nothing runnable and no timer pending at virtual t={loop.now:.6f}s"
                 )
             return []
-        if timeout > 0:
+        if not loop._ready:  # type: ignore[attr-defined]
             loop._advance(timeout)
         loop._release_due_timers()
         return []
@@ -97,12 +100,19 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         return self.now
 
     def _advance(self, timeout: float) -> None:
-        """Jump to the earliest timer exactly (``now + (when - now)`` can miss it by an ulp)."""
+        """Jump to the earliest timer exactly (``now + (when - now)`` can miss it by an ulp),
+        and never by less than `MIN_STEP_S`.
+
+        The minimum step is time passing while code runs. Without it a client that polls the
+        clock for a deadline spins forever at one instant: aiokafka's fetcher waits
+        ``backoff - (monotonic() - created)``, which float rounding can leave at 1e-17 s —
+        a timer due "now" that finds the clock unmoved and sets another.
+        """
         scheduled = self._scheduled  # type: ignore[attr-defined]
         target = self.now + timeout
         if scheduled and scheduled[0].when() <= target + 1e-9:
-            target = max(self.now, scheduled[0].when())
-        self.now = target
+            target = scheduled[0].when()
+        self.now = max(target, self.now + MIN_STEP_S)
 
     def _release_due_timers(self) -> None:
         """Move the timers due now into the ready queue, ties in the seed's order."""

@@ -1,0 +1,157 @@
+"""``minikafka simulate``: the workload mix against a simulated cluster, on a virtual clock.
+
+    minikafka simulate --brokers 3 --seed 7 --duration 600 --faults restart=2,partition=2
+    minikafka simulate --seeds 1..20 --duration 300 --faults default
+
+Prints, per run, the faults the nemesis applied, the invariants as a table and a digest
+(same seed, same digest), and the ratio of virtual to wall time. With ``--seeds A..B`` one
+line per seed and, for the first seed that breaks an invariant, the command that replays it.
+Exit status 1 when an invariant broke.
+
+Hash randomisation and address-space randomisation are per process and decide the order of
+some iterations (strings hash by seed, most objects by address), so the command runs itself
+again in a child with ``PYTHONHASHSEED=0`` and without address randomisation: then the same
+seed gives the same digest on any run (of the same code and Python).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from broker.simulation.nemesis import parse_faults
+
+DEFAULT_FAULTS = "restart=2,partition=2,pause=2,delay=1"
+_CHILD = "MINIKAFKA_SIMULATE_CHILD"
+_ADDR_NO_RANDOMIZE = 0x0040000  # <sys/personality.h>
+
+
+def _without_address_randomisation() -> None:
+    """In the child, before exec: no address-space randomisation (``setarch -R``).
+
+    CPython hashes most objects by address, so a set of futures — aiokafka waits on
+    ``asyncio.wait(set(...))`` — iterates in an order that follows where the allocator put
+    them; with ASLR that differs from one process to the next, and so would the run."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        current = libc.personality(0xFFFFFFFF)
+        libc.personality(current | _ADDR_NO_RANDOMIZE)
+    except (OSError, AttributeError):  # not Linux: runs stay alike within one process only
+        pass
+
+
+def add_simulate_parser(sub: Any) -> None:
+    simulate = sub.add_parser(
+        "simulate", help="run the workload mix against a simulated cluster on a virtual clock"
+    )
+    simulate.add_argument("--brokers", type=int, default=3, help="brokers (3)")
+    simulate.add_argument("--seed", type=int, default=0, help="the run's seed (0)")
+    simulate.add_argument(
+        "--seeds", default=None, metavar="A..B", help="run every seed from A to B (inclusive)"
+    )
+    simulate.add_argument(
+        "--duration", type=float, default=60.0, help="virtual seconds of traffic (60)"
+    )
+    simulate.add_argument(
+        "--faults",
+        default="none",
+        help=f"KIND=COUNT,... of restart, partition, pause, delay; 'default' is {DEFAULT_FAULTS}",
+    )
+    simulate.add_argument(
+        "--rate", type=float, default=5.0, help="records per second per producer (5)"
+    )
+    simulate.add_argument(
+        "--out", type=Path, default=None, help="capture every request into this directory"
+    )
+
+
+def _seed_range(args: argparse.Namespace) -> list[int]:
+    if args.seeds is None:
+        return [args.seed]
+    first, sep, last = str(args.seeds).partition("..")
+    if not sep or not first.isdigit() or not last.isdigit() or int(last) < int(first):
+        raise ValueError(f"--seeds: expected A..B with A <= B, got {args.seeds!r}")
+    return list(range(int(first), int(last) + 1))
+
+
+def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Check the arguments, then run (in a child with PYTHONHASHSEED=0 unless already)."""
+    try:
+        seeds = _seed_range(args)
+        faults = parse_faults(DEFAULT_FAULTS if args.faults == "default" else args.faults)
+    except ValueError as exc:
+        print(f"minikafka simulate: error: {exc}", file=sys.stderr)
+        return 2
+    if args.brokers < 1 or args.duration <= 0 or args.rate <= 0:
+        print(
+            "minikafka simulate: error: --brokers, --duration and --rate must be > 0",
+            file=sys.stderr,
+        )
+        return 2
+    if os.environ.get(_CHILD) != "1":
+        env = {**os.environ, "PYTHONHASHSEED": "0", _CHILD: "1"}
+        command = [sys.executable, "-m", "broker", *argv]
+        return subprocess.call(command, env=env, preexec_fn=_without_address_randomisation)
+    for noisy in ("aiokafka", "asyncio", "broker"):
+        logging.getLogger(noisy).setLevel(max(logging.getLogger().level, logging.CRITICAL))
+    return _run_seeds(args, seeds, faults, sys.stdout)
+
+
+def _run_seeds(
+    args: argparse.Namespace, seeds: list[int], faults: dict[str, int], out: TextIO
+) -> int:
+    from broker.simulation.scenario import SimulationConfig, simulate
+
+    broken: int | None = None
+    for seed in seeds:
+        capture = args.out / f"seed-{seed}" if args.out is not None and len(seeds) > 1 else args.out
+        config = SimulationConfig(
+            brokers=args.brokers,
+            seed=seed,
+            duration_s=args.duration,
+            faults=faults,
+            out=capture,
+            rate_per_s=args.rate,
+        )
+        result = simulate(config)
+        if len(seeds) == 1:
+            _print_run(result, out)
+        else:
+            failed = [v.name for v in result.verdicts if not v.held]
+            state = "held" if not failed else "BROKEN: " + "; ".join(failed)
+            print(f"seed {seed:>4}  digest {result.digest}  {_speed(result)}  {state}", file=out)
+        if not result.held and broken is None:
+            broken = seed
+    if broken is not None:
+        replay = (
+            f"minikafka simulate --brokers {args.brokers} --seed {broken} "
+            f"--duration {args.duration:g} --faults {args.faults} --rate {args.rate:g}"
+        )
+        print(
+            f"first seed that broke an invariant: {broken}; replay it with:\n  {replay}", file=out
+        )
+        return 1
+    return 0
+
+
+def _speed(result: Any) -> str:
+    ratio = result.virtual_s / result.wall_s if result.wall_s > 0 else float("inf")
+    return f"{result.virtual_s:.1f} s virtual in {result.wall_s:.1f} s ({ratio:.1f}x)"
+
+
+def _print_run(result: Any, out: TextIO) -> None:
+    print(f"seed {result.seed}", file=out)
+    for line in result.history.faults:
+        print(f"  fault  {line}", file=out)
+    width = max(len(v.name) for v in result.verdicts)
+    print(f"  {'invariant'.ljust(width)}  held  detail", file=out)
+    for v in result.verdicts:
+        print(f"  {v.name.ljust(width)}  {'yes' if v.held else 'NO '}   {v.detail}", file=out)
+    print(f"digest {result.digest}  {_speed(result)}", file=out)

@@ -1,0 +1,74 @@
+"""What the simulated clients saw, kept for the invariants and the digest.
+
+Every observation is appended in the order the (single-threaded, seeded) simulation made it,
+so a history is itself deterministic: the digest of a run hashes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+
+Partition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class Assignment:
+    """A group member told it owns ``partitions`` in ``generation``."""
+
+    group: str
+    generation: int
+    member: str
+    partitions: tuple[Partition, ...]
+
+
+@dataclass
+class History:
+    # (topic, partition, offset) -> value, for every record an acks=all producer was told is in
+    acked_all: dict[tuple[str, int, int], bytes] = field(default_factory=dict)
+    acked_one: int = 0
+    send_failures: Counter[str] = field(default_factory=Counter)
+    # per (consumer, topic, partition): every high watermark a fetch answered, in order
+    high_watermarks: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
+    # per (group, topic, partition): every offset a commit was acknowledged for, in order
+    commits: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
+    assignments: list[Assignment] = field(default_factory=list)
+    # values written in transactions the producer aborted (they must never be read committed)
+    aborted_values: set[bytes] = field(default_factory=set)
+    # values a read_committed consumer saw while the run went on
+    read_committed_values: list[bytes] = field(default_factory=list)
+    transactions: Counter[str] = field(default_factory=Counter)
+    faults: list[str] = field(default_factory=list)
+    client_errors: Counter[str] = field(default_factory=Counter)
+    # filled at the end: every record of each topic, (partition, offset, value), and the
+    # offsets the transform's group committed last
+    final_records: dict[str, list[tuple[int, int, bytes]]] = field(default_factory=dict)
+    final_committed: dict[tuple[str, str, int], int] = field(default_factory=dict)
+
+    def high_watermark(self, consumer: str, topic: str, partition: int, value: int) -> None:
+        seen = self.high_watermarks.setdefault((consumer, topic, partition), [])
+        if not seen or seen[-1] != value:
+            seen.append(value)
+
+    def committed(self, group: str, topic: str, partition: int, offset: int) -> None:
+        self.commits.setdefault((group, topic, partition), []).append(offset)
+
+    def digest(self, virtual_end_s: float, messages: int) -> str:
+        """A hash of everything observed: the same seed must give the same digest."""
+        h = hashlib.sha256()
+        for key in sorted(self.acked_all):
+            h.update(repr((key, self.acked_all[key])).encode())
+        for topic in sorted(self.final_records):
+            h.update(repr((topic, self.final_records[topic])).encode())
+        for name in ("send_failures", "transactions", "client_errors"):
+            h.update(repr(sorted(getattr(self, name).items())).encode())
+        h.update(
+            repr(
+                [(a.group, a.generation, a.member, a.partitions) for a in self.assignments]
+            ).encode()
+        )
+        h.update(repr(sorted(self.commits.items())).encode())
+        h.update(repr(self.faults).encode())
+        h.update(b"t=%.9f messages=%d" % (virtual_end_s, messages))
+        return h.hexdigest()[:16]

@@ -1,0 +1,126 @@
+"""A seeded nemesis: the faults of a simulated run, drawn from the seed before it starts.
+
+``--faults restart=2,partition=1,pause=2,delay=1`` asks for that many of each kind over the
+run. Each fault picks a broker and a start time from the seed, lasts a few seconds to tens of
+seconds, and heals itself; faults never overlap (one broker in trouble at a time — with RF 3
+and ``min.insync.replicas=2`` acks=all stays available, which is what the invariants can then
+demand). All of them end before the clients stop, and the run ends with the cluster whole.
+
+- ``restart``: the broker stops as if its process died (`MiniKafka.stop_broker`: connections
+  drop, the controller fails its leaders over) and comes back with its logs (kept in memory).
+- ``partition``: nothing reaches the broker's listener or leaves through it — clients and the
+  followers fetching from it wait (`SimNetwork.hold`) — while it keeps fetching from the
+  others; healed, what waited is delivered.
+- ``pause``: the broker's followers stop fetching (`MiniKafka.pause_replication`): its ISR
+  memberships lapse after ``replica.lag.time.max.ms`` and acks=all waits on the others.
+- ``delay``: its follower fetches at least 500 ms apart (`set_replication_delay_ms`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from broker.app import MiniKafka
+from broker.simulation.history import History
+from broker.simulation.network import SimNetwork
+
+KINDS = ("restart", "partition", "pause", "delay")
+
+
+def parse_faults(text: str) -> dict[str, int]:
+    """``restart=2,pause=1`` -> {"restart": 2, "pause": 1}; ``none`` or empty: no faults."""
+    if text.strip() in ("", "none"):
+        return {}
+    counts: dict[str, int] = {}
+    for part in text.split(","):
+        kind, sep, count = part.strip().partition("=")
+        if kind not in KINDS or not sep or not count.isdigit():
+            raise ValueError(f"--faults: expected KIND=COUNT with KIND one of {KINDS}: {part!r}")
+        counts[kind] = int(count)
+    return counts
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    kind: str
+    broker: int
+    start_s: float
+    duration_s: float
+
+
+def plan(
+    counts: dict[str, int], brokers: int, start_s: float, end_s: float, rng: random.Random
+) -> list[Fault]:
+    """Non-overlapping faults between ``start_s`` and ``end_s``, in time order."""
+    kinds = [kind for kind in KINDS for _ in range(counts.get(kind, 0))]
+    rng.shuffle(kinds)
+    if not kinds:
+        return []
+    slot = (end_s - start_s) / len(kinds)
+    faults = []
+    for i, kind in enumerate(kinds):
+        duration = rng.uniform(0.2, 0.6) * slot
+        begin = start_s + i * slot + rng.uniform(0, slot - duration)
+        faults.append(Fault(kind, rng.randrange(brokers), begin, duration))
+    return faults
+
+
+class Nemesis:
+    """Applies a plan to a running cluster and its network, noting each step in the history."""
+
+    def __init__(self, app: MiniKafka, network: SimNetwork, history: History) -> None:
+        self._app = app
+        self._network = network
+        self._history = history
+
+    async def run(self, faults: list[Fault]) -> None:
+        loop = asyncio.get_running_loop()
+        for fault in faults:
+            await asyncio.sleep(max(0.0, fault.start_s - loop.time()))
+            begin, end = self._actions(fault)
+            self._note(f"{fault.kind} broker {fault.broker} for {fault.duration_s:.1f}s")
+            await begin()
+            await asyncio.sleep(fault.duration_s)
+            await end()
+            self._note(f"healed {fault.kind} broker {fault.broker}")
+
+    def _note(self, what: str) -> None:
+        self._history.faults.append(f"{asyncio.get_running_loop().time():.3f}s {what}")
+
+    def _actions(
+        self, fault: Fault
+    ) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
+        app, broker = self._app, fault.broker
+        port = app.brokers[broker].port
+
+        async def stop() -> None:
+            await app.stop_broker(broker)
+
+        async def start() -> None:
+            await app.start_broker(broker)
+
+        async def hold() -> None:
+            self._network.hold(port)
+
+        async def release() -> None:
+            self._network.release(port)
+
+        async def pause() -> None:
+            app.pause_replication(broker)
+
+        async def resume() -> None:
+            app.resume_replication(broker)
+
+        async def slow() -> None:
+            app.set_replication_delay_ms(broker, 500)
+
+        actions = {
+            "restart": (stop, start),
+            "partition": (hold, release),
+            "pause": (pause, resume),
+            "delay": (slow, resume),
+        }
+        return actions[fault.kind]
