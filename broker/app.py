@@ -100,6 +100,7 @@ def build_broker(
         fetcher_manager,
         purgatories.scheduler_timer,
         hosted,
+        delete_records_purgatory=purgatories.delete_records,
     )
     # Kafka's LogCleaner: compacts every hosted replica's cleanup.policy=compact log.
     log_cleaner = LogCleaner(

@@ -126,6 +126,9 @@ class BrokerConfig(BaseModel):
     producer_purgatory_purge_interval_requests: int = Field(
         1000, alias="producer.purgatory.purge.interval.requests", ge=1
     )
+    delete_records_purgatory_purge_interval_requests: int = Field(
+        1, alias="delete.records.purgatory.purge.interval.requests", ge=1
+    )
 
     group_initial_rebalance_delay_ms: int = Field(
         3000, alias="group.initial.rebalance.delay.ms", ge=0
