@@ -86,6 +86,23 @@ def test_config_from_topic_configs() -> None:
     assert LogConfig.from_topic_configs(c.to_topic_configs()) == c
 
 
+def test_an_empty_cleanup_policy_is_no_policy_as_kafkas_list() -> None:
+    # Kafka's ValidList checks the items there are: the empty list is valid, and a log
+    # with it is neither deleted by retention nor compacted.
+    for raw in ("", " ", ","):
+        c = LogConfig.from_topic_configs({"cleanup.policy": raw})
+        assert c.cleanup_policy == "" and c.cleanup_policies == []
+        assert not c.deletes and not c.compacts
+    assert LogConfig.from_topic_configs(
+        {"cleanup.policy": " compact , delete"}
+    ).cleanup_policies == [
+        "compact",
+        "delete",
+    ]
+    with pytest.raises(ValueError, match=r"cleanup\.policy"):
+        LogConfig.from_topic_configs({"cleanup.policy": "delete,,shred"})
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [
