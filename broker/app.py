@@ -30,6 +30,7 @@ from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.offsets_topic_log import OffsetsTopicLog
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
+from broker.kraft_quorum import KRaftQuorum, parse_quorum_voters
 from broker.log import LogManager
 from broker.log.log_cleaner import CleanerConfig, LogCleaner
 from broker.metrics import RequestMetrics
@@ -269,7 +270,10 @@ class MiniKafka:
         self.brokers: list[Broker] = []
         self._started = False
         # The in-process controller (leader election, ISR changes) shared by all brokers.
-        self.controller = Controller(self.cluster)
+        self.controller = Controller(
+            self.cluster,
+            KRaftQuorum(self.cluster, parse_quorum_voters(self.config.controller_quorum_voters)),
+        )
         self.stopped_brokers: set[int] = set()
         # Without a data dir, a broker's memory logs are its "disk": kept across a
         # stop_broker/start_broker so a restarted follower has something to truncate.
@@ -361,6 +365,7 @@ class MiniKafka:
             return
         broker = self.brokers[broker_id]
         self.stopped_brokers.add(broker_id)
+        self.controller.quorum.on_broker_stopped(broker_id)  # what it had, it keeps
         await broker.stop()
         self.controller.on_broker_failure(broker_id)
 

@@ -32,6 +32,7 @@ from broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_topic_partitions,
     describe_transactions,
     elect_leaders,
@@ -110,6 +111,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     # Kafka 4's consumer group protocol (issue 19, KIP-848): broker/group/consumer/
     consumer_group_heartbeat,
     consumer_group_describe,
+    # the KRaft controller quorum (issue 22): broker/kraft_quorum.py
+    describe_quorum,
 )
 
 
