@@ -300,11 +300,20 @@ class MiniKafka:
             # Its own timer, on the monotonic clock the loop's time is read from.
             self.captures = CaptureSet(capture_dir, clock=LoopClock(time.monotonic))
 
+    def _extra_log_dirs(self) -> list[Path]:
+        """The directories of ``log.dirs`` besides the data dir (several log dirs)."""
+        if self.data_dir is None or not self.config.log_dirs:
+            return []
+        named = [Path(d.strip()) for d in self.config.log_dirs.split(",") if d.strip()]
+        return [d for d in named if d != self.data_dir]
+
     def _build_broker(self, broker_id: int, port: int | None = None) -> Broker:
         if port is None:
             port = 0 if self.base_port == 0 else self.base_port + broker_id
         broker_dir = self.data_dir / f"broker-{broker_id}" if self.data_dir is not None else None
-        logs = self._memory_logs.get(broker_id) or LogManager(broker_dir)
+        # Kafka's log.dirs: the data dir first, then the others (each with its broker-N).
+        extra_dirs = [d / f"broker-{broker_id}" for d in self._extra_log_dirs()]
+        logs = self._memory_logs.get(broker_id) or LogManager(broker_dir, extra_dirs=extra_dirs)
         if self.data_dir is None:
             self._memory_logs[broker_id] = logs
         return build_broker(

@@ -16,6 +16,7 @@ from broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -113,6 +114,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     consumer_group_describe,
     # the KRaft controller quorum (issue 22): broker/kraft_quorum.py
     describe_quorum,
+    # several log.dirs per broker (issue 22): broker/log/log_manager.py
+    alter_replica_log_dirs,
 )
 
 

@@ -21,6 +21,7 @@ from broker.config import BrokerConfig
 from broker.controller import Controller
 from broker.dynamic_config import broker_topic_defaults
 from broker.log import LogConfig, LogManager, PartitionLog
+from broker.log.transaction_index import TransactionIndex
 from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.delayed_delete_records import (
@@ -398,6 +399,39 @@ class ReplicaManager:
         if info is not None:
             policy = info.configs.get("cleanup.policy", policy)
         return "delete" in [part.strip() for part in policy.split(",")]
+
+    # -- log dirs ----------------------------------------------------------------------
+
+    def alter_replica_log_dir(self, tp: TopicPartition, path: str) -> ErrorCode:
+        """Kafka's alterReplicaLogDirs for one partition: move its log to the log dir
+        ``path`` (``LogManager.move``: copy, then swap; see its docstring).
+
+        A dir that is not one of ours is LOG_DIR_NOT_FOUND; a partition not hosted here
+        is REPLICA_NOT_AVAILABLE, and will be created in that dir if it comes.
+        """
+        logs = self.log_manager
+        if len(f"{tp[0]}-{tp[1]}.{'0' * 32}-future") > 255:
+            return ErrorCode.invalid_topic_exception  # Kafka's KAFKA-4893 limit
+        destination = logs.find_log_dir(path)
+        if destination is None:
+            if not logs.log_dirs and path == f"memory://broker-{self.broker_id}":
+                return ErrorCode.none if tp in self.partitions else ErrorCode.replica_not_available
+            return ErrorCode.log_dir_not_found
+        partition = self.partitions.get(tp)
+        if partition is None:
+            logs.preferred_log_dirs[tp] = destination
+            return ErrorCode.replica_not_available
+        try:
+            moved = logs.move(tp[0], tp[1], destination)
+        except OSError as exc:
+            log.warning("broker %d: moving %s-%d failed: %s", self.broker_id, *tp, exc)
+            return ErrorCode.kafka_storage_error
+        if moved is not None:
+            partition.log = moved
+            partition.txn_index = TransactionIndex(moved.directory, moved.segment_base_offsets)
+            partition.rebuild_from_log()
+            self.complete_delayed_requests(tp)
+        return ErrorCode.none
 
     # -- fetch -------------------------------------------------------------------------
 
