@@ -87,8 +87,9 @@ class BrokerConfig(BaseModel):
     log_message_timestamp_after_max_ms: int = Field(
         3_600_000, alias="log.message.timestamp.after.max.ms", ge=0, le=2**63 - 1
     )
-    log_cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact"] = Field(
-        "delete", alias="log.cleanup.policy"
+    # A LIST Kafka lets be empty (ValidList checks only the items): "" is no policy.
+    log_cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact", ""] = (
+        Field("delete", alias="log.cleanup.policy")
     )
     log_flush_interval_messages: int = Field(
         9223372036854775807, alias="log.flush.interval.messages", ge=1

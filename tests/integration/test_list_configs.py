@@ -4,6 +4,7 @@ confluent-kafka's AdminClient SUBTRACTs every item of a topic's ``cleanup.policy
 accepts the empty list (its validator checks each item, and there are none), and the
 topic then has no cleanup policy: DescribeConfigs shows "" as a topic override, the log
 is neither deleted by retention nor compacted, and DeleteRecords is POLICY_VIOLATION.
+The broker's default ``log.cleanup.policy`` may be emptied as well.
 """
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ def _empty_the_policy(bootstrap: str) -> tuple[Any, Any, Any]:
         refused = None
     except KafkaException as exc:
         refused = exc.args[0]
+    # The broker's default, log.cleanup.policy, may be emptied the same way.
+    broker_default = ConfigResource(
+        "BROKER",
+        "0",
+        incremental_configs=[
+            ConfigEntry(
+                "log.cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT
+            )
+        ],
+    )
+    (future,) = admin.incremental_alter_configs([broker_default], request_timeout=15).values()
+    assert future.result() is None
     return altered, described, refused
 
 
@@ -76,3 +89,4 @@ async def test_subtracting_every_cleanup_policy_leaves_the_empty_list(kafka: Min
     log_config = kafka.brokers[0].replica_manager.partitions[(TOPIC, 0)].log.config
     assert not log_config.deletes and not log_config.compacts
     assert refused.code() == KafkaError.POLICY_VIOLATION
+    assert kafka.cluster.broker_configs["0"]["log.cleanup.policy"] == ""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.config import BrokerConfig
 from broker.log import DiskLog, LogConfig, LogManager, MemoryLog
 from broker.log.log_manager import parse_partition_dir_name
 from protocol.record_builder import build_record_batch
@@ -101,6 +102,8 @@ def test_an_empty_cleanup_policy_is_no_policy_as_kafkas_list() -> None:
     ]
     with pytest.raises(ValueError, match=r"cleanup\.policy"):
         LogConfig.from_topic_configs({"cleanup.policy": "delete,,shred"})
+    # the broker's default may be emptied too (a dynamic SUBTRACT of log.cleanup.policy)
+    assert BrokerConfig.model_validate({"log.cleanup.policy": ""}).log_cleanup_policy == ""
 
 
 @pytest.mark.parametrize(
