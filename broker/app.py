@@ -30,6 +30,7 @@ from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.offsets_topic_log import OffsetsTopicLog
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
+from broker.kraft_quorum import KRaftQuorum, parse_quorum_voters
 from broker.log import LogManager
 from broker.log.log_cleaner import CleanerConfig, LogCleaner
 from broker.metrics import RequestMetrics
@@ -100,6 +101,7 @@ def build_broker(
         fetcher_manager,
         purgatories.scheduler_timer,
         hosted,
+        delete_records_purgatory=purgatories.delete_records,
     )
     # Kafka's LogCleaner: compacts every hosted replica's cleanup.policy=compact log.
     log_cleaner = LogCleaner(
@@ -268,7 +270,10 @@ class MiniKafka:
         self.brokers: list[Broker] = []
         self._started = False
         # The in-process controller (leader election, ISR changes) shared by all brokers.
-        self.controller = Controller(self.cluster)
+        self.controller = Controller(
+            self.cluster,
+            KRaftQuorum(self.cluster, parse_quorum_voters(self.config.controller_quorum_voters)),
+        )
         self.stopped_brokers: set[int] = set()
         # Without a data dir, a broker's memory logs are its "disk": kept across a
         # stop_broker/start_broker so a restarted follower has something to truncate.
@@ -295,11 +300,20 @@ class MiniKafka:
             # Its own timer, on the monotonic clock the loop's time is read from.
             self.captures = CaptureSet(capture_dir, clock=LoopClock(time.monotonic))
 
+    def _extra_log_dirs(self) -> list[Path]:
+        """The directories of ``log.dirs`` besides the data dir (several log dirs)."""
+        if self.data_dir is None or not self.config.log_dirs:
+            return []
+        named = [Path(d.strip()) for d in self.config.log_dirs.split(",") if d.strip()]
+        return [d for d in named if d != self.data_dir]
+
     def _build_broker(self, broker_id: int, port: int | None = None) -> Broker:
         if port is None:
             port = 0 if self.base_port == 0 else self.base_port + broker_id
         broker_dir = self.data_dir / f"broker-{broker_id}" if self.data_dir is not None else None
-        logs = self._memory_logs.get(broker_id) or LogManager(broker_dir)
+        # Kafka's log.dirs: the data dir first, then the others (each with its broker-N).
+        extra_dirs = [d / f"broker-{broker_id}" for d in self._extra_log_dirs()]
+        logs = self._memory_logs.get(broker_id) or LogManager(broker_dir, extra_dirs=extra_dirs)
         if self.data_dir is None:
             self._memory_logs[broker_id] = logs
         return build_broker(
@@ -360,6 +374,7 @@ class MiniKafka:
             return
         broker = self.brokers[broker_id]
         self.stopped_brokers.add(broker_id)
+        self.controller.quorum.on_broker_stopped(broker_id)  # what it had, it keeps
         await broker.stop()
         self.controller.on_broker_failure(broker_id)
 

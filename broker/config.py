@@ -31,6 +31,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from broker.kraft_quorum import parse_quorum_voters
+
 
 class ConfigError(ValueError):
     """A configuration key or value the broker cannot start with."""
@@ -48,6 +50,10 @@ class BrokerConfig(BaseModel):
     advertised_listeners: str | None = Field(None, alias="advertised.listeners")
     listener_security_protocol_map: str | None = Field(None, alias="listener.security.protocol.map")
     controller_listener_names: str | None = Field(None, alias="controller.listener.names")
+    # The simulated KRaft quorum (broker/kraft_quorum.py): id@host:port voters; unset,
+    # every broker is a combined-mode voter (controller.quorum.bootstrap.servers, the
+    # stock file's, stays ignored: the voters are then the brokers themselves).
+    controller_quorum_voters: str = Field("", alias="controller.quorum.voters")
     inter_broker_listener_name: str | None = Field(None, alias="inter.broker.listener.name")
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
     default_replication_factor: int = Field(1, alias="default.replication.factor", ge=1)
@@ -81,8 +87,9 @@ class BrokerConfig(BaseModel):
     log_message_timestamp_after_max_ms: int = Field(
         3_600_000, alias="log.message.timestamp.after.max.ms", ge=0, le=2**63 - 1
     )
-    log_cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact"] = Field(
-        "delete", alias="log.cleanup.policy"
+    # A LIST Kafka lets be empty (ValidList checks only the items): "" is no policy.
+    log_cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact", ""] = (
+        Field("delete", alias="log.cleanup.policy")
     )
     log_flush_interval_messages: int = Field(
         9223372036854775807, alias="log.flush.interval.messages", ge=1
@@ -125,6 +132,9 @@ class BrokerConfig(BaseModel):
     )
     producer_purgatory_purge_interval_requests: int = Field(
         1000, alias="producer.purgatory.purge.interval.requests", ge=1
+    )
+    delete_records_purgatory_purge_interval_requests: int = Field(
+        1, alias="delete.records.purgatory.purge.interval.requests", ge=1
     )
 
     group_initial_rebalance_delay_ms: int = Field(
@@ -206,6 +216,11 @@ class BrokerConfig(BaseModel):
             raise ValueError(
                 "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_quorum(self) -> BrokerConfig:
+        parse_quorum_voters(self.controller_quorum_voters)
         return self
 
     @model_validator(mode="after")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import ClusterMetadata, PartitionState
+from broker.kraft_quorum import KRaftQuorum
 from broker.replication_control import maybe_complete_reassignment
 
 log = logging.getLogger("broker.controller")
@@ -129,8 +130,10 @@ class IsrChangeLog:
 class Controller:
     """Decides leaders and ISRs for the whole cluster; counts what it did."""
 
-    def __init__(self, cluster: ClusterMetadata) -> None:
+    def __init__(self, cluster: ClusterMetadata, quorum: KRaftQuorum | None = None) -> None:
         self.cluster = cluster
+        # The KRaft controller quorum DescribeQuorum shows (default: every broker votes).
+        self.quorum = quorum if quorum is not None else KRaftQuorum(cluster)
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.leader_elections = 0

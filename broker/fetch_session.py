@@ -105,12 +105,12 @@ _Split = tuple[
 
 @dataclass(slots=True, eq=False)
 class CachedPartition(FetchPartitionStatus):
-    """One partition of a session: what the fetcher last asked (the status fields and
-    the three below) and what the broker last sent it (the last three). It is the
-    status the replica manager reads, so an incremental fetch copies nothing."""
+    """One partition of a session: what the fetcher last asked (the status fields, the
+    fetcher's log start among them, and the two below) and what the broker last sent
+    it (the last three). It is the status the replica manager reads, so an incremental
+    fetch copies nothing."""
 
     topic_id: uuid.UUID = _NO_TOPIC_ID
-    fetcher_log_start_offset: int = -1
     last_fetched_epoch: int = -1
     high_watermark: int = -1
     last_stable_offset: int = -1
@@ -120,7 +120,7 @@ class CachedPartition(FetchPartitionStatus):
         self.fetch_offset = asked.fetch_offset
         self.partition_max_bytes = asked.partition_max_bytes
         self.current_leader_epoch = asked.current_leader_epoch
-        self.fetcher_log_start_offset = asked.fetcher_log_start_offset
+        self.log_start_offset = asked.log_start_offset
         self.last_fetched_epoch = asked.last_fetched_epoch
 
     def maybe_update_response_data(self, result: ReadResult) -> bool:
@@ -529,7 +529,7 @@ class FetchManager:
                         partition_max_bytes=int(p.partition_max_bytes),
                         current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
                         topic_id=topic_id,
-                        fetcher_log_start_offset=int(getattr(p, "log_start_offset", -1)),
+                        log_start_offset=int(getattr(p, "log_start_offset", -1)),
                         last_fetched_epoch=int(getattr(p, "last_fetched_epoch", -1)),
                     )
                 )

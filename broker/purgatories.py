@@ -29,6 +29,7 @@ class PurgatoryName(StrEnum):
     FETCH = "Fetch"
     HEARTBEAT = "Heartbeat"
     REBALANCE = "Rebalance"
+    DELETE_RECORDS = "DeleteRecords"
 
 
 class PurgatoryOutcome(StrEnum):
@@ -39,7 +40,7 @@ class PurgatoryOutcome(StrEnum):
 
 
 class PurgatorySet:
-    """The four purgatories and the scheduler's timer; started and stopped together."""
+    """The purgatories and the scheduler's timer; started and stopped together."""
 
     def __init__(
         self,
@@ -52,6 +53,7 @@ class PurgatorySet:
             PurgatoryName.FETCH: config.fetch_purgatory_purge_interval_requests,
             PurgatoryName.HEARTBEAT: 1000,
             PurgatoryName.REBALANCE: 1000,
+            PurgatoryName.DELETE_RECORDS: config.delete_records_purgatory_purge_interval_requests,
         }
         self.timers: dict[PurgatoryName, SystemTimer] = {}
         self.purgatories: dict[PurgatoryName, DelayedOperationPurgatory[Any]] = {}
@@ -85,6 +87,10 @@ class PurgatorySet:
     @property
     def rebalance(self) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName.REBALANCE]
+
+    @property
+    def delete_records(self) -> DelayedOperationPurgatory[Any]:
+        return self.purgatories[PurgatoryName.DELETE_RECORDS]
 
     def __getitem__(self, name: str) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName(name)]

@@ -5,87 +5,79 @@ NOT_LEADER_OR_FOLLOWER, an unknown partition UNKNOWN_TOPIC_OR_PARTITION); offset
 means "up to the high watermark"; an offset above the high watermark, or negative other
 than -1, is OFFSET_OUT_OF_RANGE; an offset at or below the current log start changes
 nothing; a topic whose ``cleanup.policy`` lacks ``delete`` is POLICY_VIOLATION. The
-answer's ``low_watermark`` is the new log start. Batches wholly below it are dropped;
+leader moves its own log start at once, then the request waits in the DeleteRecords
+purgatory (``broker/replica/delayed_delete_records.py``) until every replica on a live
+broker has followed (each follower moves its log start from the leader's fetch
+responses and reports it in its next fetch); the answer's ``low_watermark`` is then the
+lowest log start of the replicas, or REQUEST_TIMED_OUT at the request's timeout.
+Batches wholly below the leader's new log start are dropped;
 records of a batch that straddles it stay on disk but are never returned: a fetch below
 the log start is OFFSET_OUT_OF_RANGE, ListOffsets EARLIEST returns the new start. Parked
 fetches and produces on the partition are woken, as they may now have an answer.
 
-Differences from Kafka: the leader answers as soon as its own log start has moved;
-Kafka parks the request (DelayedDeleteRecords) until every follower's log start has
-followed, and reports the lowest of them. This request trims only the leader's log: a
-follower's log start moves only if its fetcher applies the ``log_start_offset`` of the
-leader's fetch responses. No ACLs, throttle time 0.
+The per-partition work is the replica manager's (``ReplicaManager.delete_records``, as
+Kafka's deleteRecordsOnLocalLog). Differences from Kafka: no ACLs, throttle time 0.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.log import OffsetOutOfRangeError
+from broker.replica.delayed_delete_records import DeleteRecordsStatuses
+from broker.replica.partition import TopicPartition
 from protocol.builders import response_builder
 
 API_KEY = 21
 MIN_VERSION = 0
 MAX_VERSION = 2
 
-HIGH_WATERMARK = -1
-
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    b = response_builder(API_KEY, ctx.api_version)
-    topics = []
+    timeout_ms = int(request.timeout.total_seconds() * 1000)
+    offsets: dict[TopicPartition, int] = {}
     for topic in request.topics:
-        partitions = []
         for p in topic.partitions:
-            index = int(p.partition_index)
-            error, low_watermark = _delete(ctx, topic.name, index, int(p.offset))
-            partitions.append(
-                b.DeleteRecordsPartitionResult(
-                    partition_index=index, low_watermark=low_watermark, error_code=error
-                )
+            # a partition asked twice: the last ask answers, as Kafka's map of them
+            offsets[(topic.name, int(p.partition_index))] = int(p.offset)
+    future: asyncio.Future[Any] | None = None
+    answered: list[Any] = []
+
+    def respond(done: DeleteRecordsStatuses) -> None:
+        response = _response(ctx, done)
+        if future is None:
+            answered.append(response)
+        elif not future.done():
+            future.set_result(response)
+
+    ctx.services.replica_manager.delete_records(timeout_ms, offsets, respond, ctx)
+    if answered:
+        return answered[0]
+    future = asyncio.get_running_loop().create_future()
+    return future
+
+
+def _response(ctx: RequestContext, statuses: DeleteRecordsStatuses) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    by_topic: dict[str, list[Any]] = {}
+    for (name, index), status in statuses.items():
+        by_topic.setdefault(name, []).append(
+            b.DeleteRecordsPartitionResult(
+                partition_index=index,
+                low_watermark=status.low_watermark,
+                error_code=status.error,
             )
-        topics.append(b.DeleteRecordsTopicResult(name=topic.name, partitions=tuple(partitions)))
-    return b.DeleteRecordsResponse(throttle_time=0, topics=tuple(topics))
-
-
-def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> tuple[ErrorCode, int]:
-    services = ctx.services
-    manager = services.replica_manager
-    tp = (topic, index)
-    partition = manager.online_partition(tp)
-    if partition is None:
-        if services.metadata.partition_state(topic, index) is None:
-            return ErrorCode.unknown_topic_or_partition, -1
-        return ErrorCode.not_leader_or_follower, -1
-    if not partition.is_leader:
-        return ErrorCode.not_leader_or_follower, -1
-    if not _deletes(ctx, topic):
-        return ErrorCode.policy_violation, -1
-    high_watermark = partition.high_watermark
-    if offset == HIGH_WATERMARK:
-        offset = high_watermark
-    if offset < 0 or offset > high_watermark:
-        return ErrorCode.offset_out_of_range, -1
-    if offset <= partition.log_start_offset:
-        return ErrorCode.none, partition.log_start_offset
-    try:
-        low_watermark = partition.log.delete_records_before(offset)
-    except OffsetOutOfRangeError:
-        return ErrorCode.offset_out_of_range, -1
-    manager.complete_delayed_requests(tp)
-    return ErrorCode.none, low_watermark
-
-
-def _deletes(ctx: RequestContext, topic: str) -> bool:
-    """Whether the topic's cleanup.policy includes ``delete`` (Kafka's precondition)."""
-    info = ctx.services.metadata.topics.get(topic)
-    policy: str = ctx.services.config.log_cleanup_policy
-    if info is not None:
-        policy = info.configs.get("cleanup.policy", policy)
-    return "delete" in [part.strip() for part in policy.split(",")]
+        )
+    return b.DeleteRecordsResponse(
+        throttle_time=0,
+        topics=tuple(
+            b.DeleteRecordsTopicResult(name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ),
+    )
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

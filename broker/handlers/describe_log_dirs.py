@@ -1,22 +1,25 @@
-"""DescribeLogDirs (key 35): this broker's log directory and the partitions in it.
+"""DescribeLogDirs (key 35): this broker's log directories and the partitions in each.
 
-As Kafka's ``ReplicaManager.describeLogDirs``: one result per log directory, listing
-the partitions this broker holds a log for (all of them when ``topics`` is null, else
-the ones named that it holds), each with its size in bytes, offset lag
-max(high watermark - log end, 0) -- 0, since no replica is being moved between
-directories -- and ``is_future_key`` false. v4+ adds the directory's total and usable
+As Kafka's ``ReplicaManager.describeLogDirs``: one result per log directory (``log.dirs``;
+see ``broker/log/log_manager.py``), listing the partitions this broker holds a log for
+there (all of them when ``topics`` is null, else the ones named that it holds), each
+with its size in bytes, offset lag max(high watermark - log end, 0) -- 0, since no
+replica is ever half way between directories (AlterReplicaLogDirs moves it at once) --
+and ``is_future_key`` false. v4+ adds the directory's total and usable
 bytes (the file system's, as Kafka reports them; -1, Kafka's "unknown", where there is
 no file system).
 
-Differences from Kafka: a broker has one log directory, ``<data dir>/broker-<id>``; a
-broker without a data directory keeps its logs in memory and reports the pseudo
-directory ``memory://broker-<id>``. No ACLs (CLUSTER_AUTHORIZATION_FAILED never);
+A broker's log directories are ``<dir>/broker-<id>`` for each directory of
+``log.dirs`` (the data directory first: ``--data-dir``, else the first of them).
+Differences from Kafka: a broker without a data directory keeps its logs in memory and
+reports the pseudo directory ``memory://broker-<id>``. No ACLs (CLUSTER_AUTHORIZATION_FAILED never);
 throttle time 0.
 """
 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -33,20 +36,23 @@ UNKNOWN_VOLUME_BYTES = -1
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    services = ctx.services
-    manager = services.replica_manager
+    manager = ctx.services.replica_manager
+    logs = manager.log_manager
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, int(p)) for t in request.topics for p in t.partitions}
-    by_topic: dict[str, list[Any]] = {}
-    for (topic, index), log in sorted(manager.log_manager.logs.items()):
+    # log dir (None: the memory pseudo dir) -> topic -> its partitions there
+    dirs: list[Path | None] = [*logs.log_dirs] or [None]
+    by_dir: dict[Path | None, dict[str, list[Any]]] = {d: {} for d in dirs}
+    for (topic, index), log in sorted(logs.logs.items()):
         if wanted is not None and (topic, index) not in wanted:
             continue
         partition = manager.partitions.get((topic, index))
         lag = 0
         if partition is not None:
             lag = max(partition.high_watermark - log.log_end_offset, 0)
-        by_topic.setdefault(topic, []).append(
+        log_dir = logs.log_dir_of(topic, index)
+        by_dir.setdefault(log_dir, {}).setdefault(topic, []).append(
             b.DescribeLogDirsPartition(
                 partition_index=index,
                 partition_size=log.size_bytes,
@@ -54,32 +60,36 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 is_future_key=False,
             )
         )
-    data_dir = manager.log_manager.data_dir
-    total = usable = UNKNOWN_VOLUME_BYTES
-    if data_dir is not None:
-        try:
-            usage = shutil.disk_usage(data_dir)
-            total, usable = usage.total, usage.free
-        except OSError:
-            pass
-    result = b.DescribeLogDirsResult(
-        error_code=ErrorCode.none,
-        log_dir=_log_dir(ctx),
-        topics=tuple(
-            b.DescribeLogDirsTopic(name=name, partitions=tuple(partitions))
-            for name, partitions in by_topic.items()
-        ),
-        total_bytes=total,
-        usable_bytes=usable,
+    results = []
+    for log_dir, by_topic in by_dir.items():
+        total = usable = UNKNOWN_VOLUME_BYTES
+        if log_dir is not None:
+            try:
+                usage = shutil.disk_usage(log_dir)
+                total, usable = usage.total, usage.free
+            except OSError:
+                pass
+        results.append(
+            b.DescribeLogDirsResult(
+                error_code=ErrorCode.none,
+                log_dir=_log_dir_name(ctx, log_dir),
+                topics=tuple(
+                    b.DescribeLogDirsTopic(name=name, partitions=tuple(partitions))
+                    for name, partitions in by_topic.items()
+                ),
+                total_bytes=total,
+                usable_bytes=usable,
+            )
+        )
+    return b.DescribeLogDirsResponse(
+        throttle_time=0, error_code=ErrorCode.none, results=tuple(results)
     )
-    return b.DescribeLogDirsResponse(throttle_time=0, error_code=ErrorCode.none, results=(result,))
 
 
-def _log_dir(ctx: RequestContext) -> str:
-    data_dir = ctx.services.replica_manager.log_manager.data_dir
-    if data_dir is None:
+def _log_dir_name(ctx: RequestContext, log_dir: Path | None) -> str:
+    if log_dir is None:
         return f"memory://broker-{ctx.services.broker_id}"
-    return str(data_dir.resolve())
+    return str(log_dir.resolve())
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

@@ -98,6 +98,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     fetch_offset=int(p.fetch_offset),
                     partition_max_bytes=int(p.partition_max_bytes),
                     current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
+                    log_start_offset=int(getattr(p, "log_start_offset", -1)),
                 )
             )
 

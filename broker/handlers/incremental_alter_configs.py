@@ -2,7 +2,9 @@
 
 As Kafka (KIP-339): each named config is changed by its operation -- SET (0) overrides
 it, DELETE (1) removes the override (back to the default), APPEND (2) and SUBTRACT (3)
-add or remove items of a LIST config, starting from its current value. Kafka's request
+add or remove items of a LIST config, starting from its current value (a SUBTRACT may
+leave the empty list, which Kafka's list validators accept: "" for ``cleanup.policy``
+is no cleanup policy, see ``broker/log/log_config.py``). Kafka's request
 checks come first: a resource or a config named twice, a null value for anything but
 DELETE, an unknown operation: INVALID_REQUEST.
 

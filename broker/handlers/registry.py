@@ -16,6 +16,7 @@ from broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -32,6 +33,7 @@ from broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_topic_partitions,
     describe_transactions,
     elect_leaders,
@@ -110,6 +112,10 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     # Kafka 4's consumer group protocol (issue 19, KIP-848): broker/group/consumer/
     consumer_group_heartbeat,
     consumer_group_describe,
+    # the KRaft controller quorum (issue 22): broker/kraft_quorum.py
+    describe_quorum,
+    # several log.dirs per broker (issue 22): broker/log/log_manager.py
+    alter_replica_log_dirs,
 )
 
 

@@ -5,7 +5,10 @@ validates the full set of topic configs and hands us the relevant ones.
 
 `cleanup.policy=compact` topics are compacted by the log cleaner (log_cleaner.py), which
 reads delete.retention.ms, min.cleanable.dirty.ratio and min.compaction.lag.ms from here;
-retention.ms/bytes apply only when the policy includes "delete", as in Kafka.
+retention.ms/bytes apply only when the policy includes "delete", as in Kafka. An empty
+cleanup.policy (Kafka accepts the empty list: its validator checks each item) is
+neither: the log is neither deleted by retention nor compacted, only DeleteRecords
+could trim it and Kafka refuses that too (POLICY_VIOLATION, no "delete").
 """
 
 from __future__ import annotations
@@ -80,9 +83,8 @@ class LogConfig:
             "message.timestamp.type",
             self.message_timestamp_type,
         )
-        policies = self.cleanup_policy.split(",")
         _check(
-            bool(policies) and all(p in ("delete", "compact") for p in policies),
+            all(p in ("delete", "compact") for p in self.cleanup_policies),
             "cleanup.policy",
             self.cleanup_policy,
         )
@@ -92,14 +94,19 @@ class LogConfig:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
     @property
+    def cleanup_policies(self) -> list[str]:
+        """cleanup.policy as Kafka's LIST: empty when the value is "" (no policy)."""
+        return [p for p in self.cleanup_policy.split(",") if p]
+
+    @property
     def deletes(self) -> bool:
         """Whether retention.ms / retention.bytes apply (cleanup.policy has delete)."""
-        return "delete" in self.cleanup_policy.split(",")
+        return "delete" in self.cleanup_policies
 
     @property
     def compacts(self) -> bool:
         """Whether the log cleaner compacts this log (cleanup.policy has compact)."""
-        return "compact" in self.cleanup_policy.split(",")
+        return "compact" in self.cleanup_policies
 
     @classmethod
     def from_topic_configs(
@@ -142,8 +149,10 @@ def _check(ok: bool, key: str, value: object) -> None:
 
 
 def _parse_policy(raw: str) -> str:
+    """cleanup.policy, a LIST that may be empty (Kafka's ``ValidList.in(compact,
+    delete)`` checks only the items there are): no policy keeps the log whole."""
     policies = [p.strip() for p in raw.split(",") if p.strip()]
-    if not policies or any(p not in ("delete", "compact") for p in policies):
+    if any(p not in ("delete", "compact") for p in policies):
         raise ValueError(raw)
     return ",".join(policies)
 

@@ -1,8 +1,18 @@
-"""Creates, finds, loads and deletes the partition logs of one broker.
+"""Creates, finds, loads, moves and deletes the partition logs of one broker.
 
-With a data directory, each partition is a DiskLog in `<data_dir>/<topic>-<partition>/`
+With a data directory, each partition is a DiskLog in `<log dir>/<topic>-<partition>/`
 (Kafka's naming; topic names may contain '-', the partition is after the last one).
 Without one, logs are MemoryLogs and vanish with the process.
+
+A broker may have several log directories (Kafka's ``log.dirs``): the data directory
+first, then ``extra_dirs``. A new partition goes to the directory holding the fewest
+partitions (Kafka's LogManager.nextLogDirs), or to the one AlterReplicaLogDirs asked
+for before the partition existed (``preferred_log_dirs``). ``move`` moves a log to
+another of them: Kafka builds a future replica (`<name>.<uuid>-future` in the
+destination) that a ReplicaAlterLogDirsThread fills by fetching, then swaps it in; here
+the closed log's files are copied into the future directory, which is renamed into
+place, the old directory deleted and the log reopened — done at once on the loop (the
+copy blocks it for as long as it takes), so no future replica is ever seen half way.
 
 Topic configs and topic ids are not stored here: the metadata layer persists them and
 passes each log its LogConfig (load_all takes them per topic; `log.config` may be
@@ -18,7 +28,7 @@ from __future__ import annotations
 import logging
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from broker.log.disk_log import DiskLog
@@ -43,18 +53,57 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
     return topic, int(part)
 
 
+_FUTURE_SUFFIX = "-future"
+
+
 class LogManager:
-    def __init__(self, data_dir: Path | None, default_config: LogConfig | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None,
+        default_config: LogConfig | None = None,
+        extra_dirs: Sequence[Path] = (),
+    ) -> None:
         self.data_dir = data_dir
         self.default_config = default_config or LogConfig()
         self.logs: dict[tuple[str, int], PartitionLog] = {}
+        #: Kafka's log.dirs for this broker: the data dir first (none in memory mode)
+        self.log_dirs: list[Path] = []
         if data_dir is not None:
-            data_dir.mkdir(parents=True, exist_ok=True)
+            for directory in (data_dir, *extra_dirs):
+                if directory not in self.log_dirs:
+                    directory.mkdir(parents=True, exist_ok=True)
+                    self.log_dirs.append(directory)
+        #: the log dir of each open disk log
+        self._log_dir_of: dict[tuple[str, int], Path] = {}
+        #: AlterReplicaLogDirs for a partition not hosted yet: where it will be created
+        self.preferred_log_dirs: dict[tuple[str, int], Path] = {}
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        """The log dir holding the partition's log (None: memory, or no such log)."""
+        return self._log_dir_of.get((topic, partition))
+
+    def find_log_dir(self, path: str) -> Path | None:
+        """One of this broker's log dirs, named as DescribeLogDirs shows it (resolved)."""
+        for directory in self.log_dirs:
+            if str(directory.resolve()) == path or str(directory) == path:
+                return directory
+        return None
+
+    def _next_log_dir(self, key: tuple[str, int]) -> Path:
+        preferred = self.preferred_log_dirs.pop(key, None)
+        if preferred is not None:
+            return preferred
+        counts = {d: 0 for d in self.log_dirs}
+        for directory in self._log_dir_of.values():
+            counts[directory] = counts.get(directory, 0) + 1
+        return min(self.log_dirs, key=lambda d: counts[d])
 
     def partition_dir(self, topic: str, partition: int) -> Path | None:
         if self.data_dir is None:
             return None
-        return self.data_dir / partition_dir_name(topic, partition)
+        key = (topic, partition)
+        directory = self._log_dir_of.get(key) or self._next_log_dir(key)
+        return directory / partition_dir_name(topic, partition)
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get((topic, partition))
@@ -71,6 +120,8 @@ class LogManager:
         directory = self.partition_dir(topic, partition)
         plog: PartitionLog = MemoryLog(cfg) if directory is None else DiskLog(directory, cfg)
         self.logs[key] = plog
+        if directory is not None:
+            self._log_dir_of[key] = directory.parent
         return plog
 
     def load_all(
@@ -81,29 +132,52 @@ class LogManager:
         `configs` maps topic -> LogConfig; topics not in it get the default config.
         Returns all logs now open (memory mode: the ones created so far).
         """
-        if self.data_dir is None:
-            return dict(self.logs)
-        for path in sorted(self.data_dir.iterdir()):
-            if not path.is_dir():
-                continue
-            if path.name.endswith(_DELETE_SUFFIX):
-                shutil.rmtree(path, ignore_errors=True)
-                continue
-            parsed = parse_partition_dir_name(path.name)
-            if parsed is None:
-                continue
-            topic, _ = parsed
-            cfg = (configs or {}).get(topic, self.default_config)
-            if parsed not in self.logs:
+        for log_dir in self.log_dirs:
+            for path in sorted(log_dir.iterdir()):
+                if not path.is_dir():
+                    continue
+                if path.name.endswith((_DELETE_SUFFIX, _FUTURE_SUFFIX)):
+                    # a deletion, or a move cut short: the source is still in place
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                parsed = parse_partition_dir_name(path.name)
+                if parsed is None or parsed in self.logs:
+                    continue  # (a partition in two dirs: the first one wins)
+                topic, _ = parsed
+                cfg = (configs or {}).get(topic, self.default_config)
                 self.logs[parsed] = DiskLog(path, cfg)
+                self._log_dir_of[parsed] = log_dir
         return dict(self.logs)
+
+    def move(self, topic: str, partition: int, destination: Path) -> DiskLog | None:
+        """Move the partition's disk log into ``destination`` (one of the log dirs) and
+        return it reopened there: copy into a future dir, rename, delete the old one.
+        None when it is there already."""
+        key = (topic, partition)
+        source_dir = self._log_dir_of[key]
+        old = self.logs[key]
+        if source_dir == destination:
+            return None
+        name = partition_dir_name(topic, partition)
+        future = destination / f"{name}.{uuid.uuid4().hex}{_FUTURE_SUFFIX}"
+        old.close()
+        shutil.copytree(source_dir / name, future)
+        future.rename(destination / name)
+        self._log_dir_of[key] = destination
+        doomed = source_dir / f"{name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+        (source_dir / name).rename(doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        moved = DiskLog(destination / name, old.config)
+        self.logs[key] = moved
+        return moved
 
     def delete(self, topic: str, partition: int) -> bool:
         """DeleteTopics: close the log and remove its data. True if it existed."""
         plog = self.logs.pop((topic, partition), None)
         if plog is not None:
             plog.close()
-        directory = self.partition_dir(topic, partition)
+        log_dir = self._log_dir_of.pop((topic, partition), None)
+        directory = None if log_dir is None else log_dir / partition_dir_name(topic, partition)
         if directory is None or not directory.exists():
             return plog is not None
         doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}")

@@ -58,6 +58,8 @@ class FetchPartitionStatus:
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
+    # a follower's own log start (Fetch v5+), for the partition's low watermark
+    log_start_offset: int = -1
 
 
 FetchResults = list[tuple[FetchPartitionStatus, ReadResult]]

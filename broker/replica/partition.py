@@ -19,6 +19,7 @@ the bound of a read_committed read, and the aborted transactions such a read ret
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,9 @@ class FollowerState:
     # the leader's log end when this follower last fetched (Kafka's
     # lastFetchLeaderLogEndOffset): reaching it by the next fetch counts as caught up
     last_fetch_leader_log_end_offset: int = 0
+    # the follower's log start, as its last fetch reported it (-1: not yet known, as
+    # Kafka's UnifiedLog.UNKNOWN_OFFSET): the partition's low watermark reads it
+    log_start_offset: int = -1
 
 
 @dataclass
@@ -346,6 +350,36 @@ class Partition:
         # The HW is a minimum over the ISR: only a follower that moved up can raise it
         # (every other cause — an append, an ISR change — checks it itself).
         return self.maybe_increment_high_watermark() if advanced else False
+
+    def update_follower_log_start(self, replica_id: int, log_start_offset: int) -> bool:
+        """A follower's fetch reported its log start; True when it changed (a parked
+        DeleteRecords may now be answered)."""
+        state = self.followers.get(replica_id)
+        if state is None or log_start_offset < 0 or state.log_start_offset == log_start_offset:
+            return False
+        state.log_start_offset = log_start_offset
+        return True
+
+    def low_watermark_if_leader(self, is_alive: Callable[[int], bool]) -> int:
+        """Kafka's lowWatermarkIfLeader: the lowest log start offset of this leader and
+        of its followers on live brokers (a follower not yet heard from counts as -1)."""
+        low = self.log_start_offset
+        for replica_id, state in self.followers.items():
+            if state.log_start_offset < low and is_alive(replica_id):
+                low = state.log_start_offset
+        return low
+
+    def maybe_increment_log_start_offset(self, leader_log_start_offset: int) -> bool:
+        """Follower: follow the leader's log start from its fetch response (Kafka's
+        ``maybeIncrementLogStartOffset`` with LeaderOffsetIncremented), never past
+        what this replica has. True when the log start moved."""
+        offset = min(leader_log_start_offset, self.log_end_offset)
+        if offset <= self.log_start_offset:
+            return False
+        self.log.delete_records_before(offset)
+        self.high_watermark = max(self.high_watermark, self.log_start_offset)
+        self.on_log_start_offset_changed()
+        return True
 
     # -- ISR (leader side) -------------------------------------------------------------
 

@@ -14,7 +14,9 @@ asyncio task with its own connection to the leader and one request in flight:
    polling. The fetch offset is our log end — which is how the leader learns what we
    have, moves its high watermark, and completes acks=all produces.
 3. The batches are appended as they are (``append_as_follower``) and the leader's high
-   watermark is adopted, bounded by our log end.
+   watermark is adopted, bounded by our log end; so is the leader's log start (moved
+   by DeleteRecords or retention), which our next fetch reports back: the leader's
+   low watermark, which a parked DeleteRecords waits for (DelayedDeleteRecords).
 
 Each fetcher keeps an incremental fetch session (KIP-227) with its leader through a
 ``FetchSessionHandler``: the first Fetch is full (every partition; epoch 0) and opens
@@ -369,6 +371,9 @@ class ReplicaFetcher:
                     partition.append_records_as_follower(records, int(data.high_watermark))
                 else:
                     partition.update_follower_high_watermark(int(data.high_watermark))
+                # As Kafka's processPartitionData: follow the leader's log start (moved by
+                # DeleteRecords or retention); our next fetch reports it back.
+                partition.maybe_increment_log_start_offset(int(data.log_start_offset))
             except (UnexpectedAppendOffsetError, CorruptRecordError, LogError) as exc:
                 log.warning("broker %d: %s-%d: %s", self.manager.broker_id, *state.tp, exc)
                 state.truncating = True

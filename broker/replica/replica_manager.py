@@ -21,8 +21,14 @@ from broker.config import BrokerConfig
 from broker.controller import Controller
 from broker.dynamic_config import broker_topic_defaults
 from broker.log import LogConfig, LogManager, PartitionLog
+from broker.log.transaction_index import TransactionIndex
 from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.append_origin import AppendOrigin
+from broker.replica.delayed_delete_records import (
+    DelayedDeleteRecords,
+    DeleteRecordsPartitionStatus,
+    DeleteRecordsStatuses,
+)
 from broker.replica.delayed_fetch import (
     DelayedFetch,
     FetchParams,
@@ -71,6 +77,8 @@ class ReplicaManager:
         scheduler_timer: SystemTimer,
         partitions: dict[TopicPartition, Partition],
         wall_clock_ms: Callable[[], int] = wall_clock_ms,
+        *,
+        delete_records_purgatory: DelayedOperationPurgatory[Any],
     ) -> None:
         self.broker_id = broker_id
         self.metadata = metadata
@@ -113,6 +121,7 @@ class ReplicaManager:
         self.delayed_produces = 0
         self.fetch_purgatory = fetch_purgatory
         self.produce_purgatory = produce_purgatory
+        self.delete_records_purgatory = delete_records_purgatory
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
         self.wall_clock_ms = wall_clock_ms
 
@@ -244,9 +253,11 @@ class ReplicaManager:
         return self.partitions.get(tp)
 
     def complete_delayed_requests(self, tp: TopicPartition) -> None:
-        """A state change of ``tp``: wake every parked fetch and produce watching it."""
+        """A state change of ``tp``: wake every parked fetch, produce and DeleteRecords
+        watching it."""
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
+        self.delete_records_purgatory.check_and_complete(tp)
 
     # -- produce -----------------------------------------------------------------------
 
@@ -334,6 +345,94 @@ class ReplicaManager:
         if parked_request is not None and operation.watch_keys:
             parked_request.parked_in(PurgatoryName.PRODUCE)
 
+    # -- delete records ----------------------------------------------------------------
+
+    def is_alive_broker(self, broker_id: int) -> bool:
+        """Kafka's metadataCache.hasAliveBroker (the low watermark counts live ones)."""
+        endpoint = self.metadata.brokers.get(broker_id)
+        return endpoint is not None and endpoint.alive
+
+    def delete_records(
+        self,
+        timeout_ms: int,
+        offsets: dict[TopicPartition, int],
+        respond: Callable[[DeleteRecordsStatuses], None],
+        parked_request: ParkedRequest | None,
+    ) -> None:
+        """Kafka's deleteRecords: each leader moves its log start now (offset -1: to the
+        high watermark); answer at once, or park a DelayedDeleteRecords until every
+        replica's log start has followed."""
+        statuses = {tp: self._delete_records_on_local_log(tp, o) for tp, o in offsets.items()}
+        if not any(status.must_wait for status in statuses.values()):
+            respond(statuses)
+            return
+        operation = DelayedDeleteRecords(timeout_ms, statuses, self, respond, parked_request)
+        self.delete_records_purgatory.try_complete_else_watch(operation, list(statuses))
+        if parked_request is not None and operation.watch_keys:
+            parked_request.parked_in(PurgatoryName.DELETE_RECORDS)
+
+    def _delete_records_on_local_log(
+        self, tp: TopicPartition, offset: int
+    ) -> DeleteRecordsPartitionStatus:
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            return DeleteRecordsPartitionStatus(offset, -1, _unknown_or_not_leader(self, tp))
+        if not self._cleanup_policy_deletes(tp[0]):
+            return DeleteRecordsPartitionStatus(offset, -1, ErrorCode.policy_violation)
+        if offset == -1:
+            offset = partition.high_watermark
+        if offset < 0 or offset > partition.high_watermark:
+            return DeleteRecordsPartitionStatus(offset, -1, ErrorCode.offset_out_of_range)
+        if offset > partition.log_start_offset:
+            partition.log.delete_records_before(offset)
+            partition.on_log_start_offset_changed()
+            self.complete_delayed_requests(tp)
+        return DeleteRecordsPartitionStatus(
+            offset, partition.low_watermark_if_leader(self.is_alive_broker)
+        )
+
+    def _cleanup_policy_deletes(self, topic: str) -> bool:
+        """Whether the topic's cleanup.policy includes ``delete`` (Kafka's precondition
+        of DeleteRecords: POLICY_VIOLATION otherwise)."""
+        info = self.metadata.topics.get(topic)
+        policy: str = self.config.log_cleanup_policy
+        if info is not None:
+            policy = info.configs.get("cleanup.policy", policy)
+        return "delete" in [part.strip() for part in policy.split(",")]
+
+    # -- log dirs ----------------------------------------------------------------------
+
+    def alter_replica_log_dir(self, tp: TopicPartition, path: str) -> ErrorCode:
+        """Kafka's alterReplicaLogDirs for one partition: move its log to the log dir
+        ``path`` (``LogManager.move``: copy, then swap; see its docstring).
+
+        A dir that is not one of ours is LOG_DIR_NOT_FOUND; a partition not hosted here
+        is REPLICA_NOT_AVAILABLE, and will be created in that dir if it comes.
+        """
+        logs = self.log_manager
+        if len(f"{tp[0]}-{tp[1]}.{'0' * 32}-future") > 255:
+            return ErrorCode.invalid_topic_exception  # Kafka's KAFKA-4893 limit
+        destination = logs.find_log_dir(path)
+        if destination is None:
+            if not logs.log_dirs and path == f"memory://broker-{self.broker_id}":
+                return ErrorCode.none if tp in self.partitions else ErrorCode.replica_not_available
+            return ErrorCode.log_dir_not_found
+        partition = self.partitions.get(tp)
+        if partition is None:
+            logs.preferred_log_dirs[tp] = destination
+            return ErrorCode.replica_not_available
+        try:
+            moved = logs.move(tp[0], tp[1], destination)
+        except OSError as exc:
+            log.warning("broker %d: moving %s-%d failed: %s", self.broker_id, *tp, exc)
+            return ErrorCode.kafka_storage_error
+        if moved is not None:
+            partition.log = moved
+            partition.txn_index = TransactionIndex(moved.directory, moved.segment_base_offsets)
+            partition.rebuild_from_log()
+            self.complete_delayed_requests(tp)
+        return ErrorCode.none
+
     # -- fetch -------------------------------------------------------------------------
 
     def fetch_messages(
@@ -377,6 +476,9 @@ class ReplicaManager:
                 continue
             if partition.update_follower(replica_id, status.fetch_offset, now):
                 self.complete_delayed_requests(status.tp)
+            if partition.update_follower_log_start(replica_id, status.log_start_offset):
+                # Kafka's leaderLWIncremented: a parked DeleteRecords may be answered.
+                self.delete_records_purgatory.check_and_complete(status.tp)
             if partition.should_join_isr(replica_id):
                 self._alter_isr(partition, [*partition.isr, replica_id], expand=True)
 

@@ -108,6 +108,7 @@ async def offsets_leader(logs: LogManager | None = None) -> AsyncIterator[Node]:
         purgatories.scheduler_timer,
         hosted,
         wall_clock_ms=clock.now_ms,
+        delete_records_purgatory=purgatories.delete_records,
     )
     offset_config = OffsetConfig.from_broker_config(config)
     manager = GroupMetadataManager(

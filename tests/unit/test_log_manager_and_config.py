@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.config import BrokerConfig
 from broker.log import DiskLog, LogConfig, LogManager, MemoryLog
 from broker.log.log_manager import parse_partition_dir_name
 from protocol.record_builder import build_record_batch
@@ -84,6 +85,25 @@ def test_config_from_topic_configs() -> None:
     assert c.segment_bytes == 1048576 and c.retention_ms == -1
     assert c.uses_log_append_time and c.deletes and c.fsync_on_append
     assert LogConfig.from_topic_configs(c.to_topic_configs()) == c
+
+
+def test_an_empty_cleanup_policy_is_no_policy_as_kafkas_list() -> None:
+    # Kafka's ValidList checks the items there are: the empty list is valid, and a log
+    # with it is neither deleted by retention nor compacted.
+    for raw in ("", " ", ","):
+        c = LogConfig.from_topic_configs({"cleanup.policy": raw})
+        assert c.cleanup_policy == "" and c.cleanup_policies == []
+        assert not c.deletes and not c.compacts
+    assert LogConfig.from_topic_configs(
+        {"cleanup.policy": " compact , delete"}
+    ).cleanup_policies == [
+        "compact",
+        "delete",
+    ]
+    with pytest.raises(ValueError, match=r"cleanup\.policy"):
+        LogConfig.from_topic_configs({"cleanup.policy": "delete,,shred"})
+    # the broker's default may be emptied too (a dynamic SUBTRACT of log.cleanup.policy)
+    assert BrokerConfig.model_validate({"log.cleanup.policy": ""}).log_cleanup_policy == ""
 
 
 @pytest.mark.parametrize(

@@ -65,6 +65,7 @@ async def replica_manager(
         purgatories.scheduler_timer,
         hosted,
         wall_clock_ms=clock.now_ms,
+        delete_records_purgatory=purgatories.delete_records,
     )
     await manager.start()
     try:

@@ -250,6 +250,7 @@ async def leader_and_follower(partitions: int = 3) -> AsyncIterator[Pair]:
         ),
         purgatories.scheduler_timer,
         hosted,
+        delete_records_purgatory=purgatories.delete_records,
     )
     await leader.services.replica_manager.start()
     await follower.start()

@@ -219,6 +219,7 @@ async def broker_node(
         purgatories.scheduler_timer,
         hosted,
         wall_clock_ms=clock.now_ms,
+        delete_records_purgatory=purgatories.delete_records,
     )
     await manager.start()
     try:
