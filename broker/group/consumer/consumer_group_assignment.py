@@ -9,7 +9,7 @@ asked to revoke stays with the coordinator.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from broker.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
@@ -25,7 +25,7 @@ log = logging.getLogger("broker.group.consumer")
 
 
 def subscription_metadata(
-    topics: Mapping[str, TopicInfo], names: Mapping[str, int]
+    topics: Mapping[str, TopicInfo], names: Iterable[str]
 ) -> dict[str, TopicMetadata]:
     """The subscribed topics that exist, with their ids and partition counts."""
     metadata: dict[str, TopicMetadata] = {}
@@ -54,7 +54,9 @@ def update_target_assignment(
 ) -> None:
     """A new target assignment at ``group_epoch`` (with ``updated`` in the group)."""
     target = (
-        TargetAssignmentBuilder(group, assignor, metadata).add_or_update_member(updated).build()
+        TargetAssignmentBuilder(group, assignor, metadata, group.resolved_regexes)
+        .add_or_update_member(updated)
+        .build()
     )
     group.set_target_assignment(group_epoch, target)
 

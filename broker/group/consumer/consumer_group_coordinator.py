@@ -41,7 +41,8 @@ their timers. Until the load is done ``check_coordinator`` answers
 COORDINATOR_LOAD_IN_PROGRESS.
 
 The heartbeat's checks are in ``heartbeat_validation.py``, its member lookup and static
-membership in ``member_subscription.py``, the target assignment and reconciliation in
+membership (KIP-848's rules) in ``member_subscription.py``, regex subscriptions in
+``regex_subscriptions.py``, the target assignment and reconciliation in
 ``consumer_group_assignment.py``, the timeouts in ``consumer_group_timeouts.py``.
 
 Where this differs from Kafka:
@@ -58,11 +59,9 @@ Where this differs from Kafka:
   one of its timeouts fires.
 * The subscribed topics' metadata is recomputed on every heartbeat (Kafka: on a
   subscription change, or after a metadata image change of a subscribed topic).
-* No regular expressions (INVALID_REQUEST, as Kafka's trunk of October 2024 answered; an
-  empty one means none, as in Kafka 4, and librdkafka sends it), no
-  classic members in a consumer group, no migration, no per-group configs; static
-  members are replaced only after they left with epoch -2 (UNRELEASED_INSTANCE_ID
-  otherwise) and keep their assignment then, the rest of KIP-848's static rules is phase 2.
+* Regex subscriptions are resolved on the heartbeat, synchronously, and not written as
+  ConsumerGroupRegularExpression records (``regex_subscriptions.py``).
+* No classic members in a consumer group, no migration.
 * OffsetCommit below v9 from a member is not refused with UNSUPPORTED_VERSION.
 * Empty consumer groups stay until the broker stops coordinating them.
 """
@@ -72,12 +71,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import TopicInfo
-from broker.group.consumer.consumer_group import ConsumerGroup
+from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
 from broker.group.consumer.consumer_group_assignment import (
     assignor_for,
     reconcile,
@@ -93,11 +90,11 @@ from broker.group.consumer.consumer_group_member import (
     MemberState,
 )
 from broker.group.consumer.consumer_group_records import (
-    ConsumerGroupRecord,
     ConsumerGroupView,
 )
 from broker.group.consumer.consumer_group_timeouts import ConsumerGroupTimeouts
 from broker.group.consumer.consumer_group_writes import write_group_changes
+from broker.group.consumer.coordinator_ports import ClassicGroups, TopicsImage
 from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.current_assignment_builder import OwnedTopicPartitions
 from broker.group.consumer.errors import ApiError
@@ -118,8 +115,8 @@ from broker.group.consumer.member_subscription import (
 from broker.group.consumer.offset_validation import validate_offset_commit, validate_offset_fetch
 from broker.group.consumer.partition_assignor import ConsumerGroupPartitionAssignor
 from broker.group.consumer.range_assignor import RangeAssignor
+from broker.group.consumer.regex_subscriptions import RegexResolver, regex_topics
 from broker.group.consumer.uniform_assignor import UniformAssignor
-from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
 from broker.purgatories import ParkedRequest
 from purgatory import SystemTimer
@@ -132,32 +129,6 @@ ASSIGNORS: Mapping[str, Callable[[], ConsumerGroupPartitionAssignor]] = {
     "uniform": UniformAssignor,
     "range": RangeAssignor,
 }
-
-
-class ClassicGroups(Protocol):
-    """What this coordinator asks of the classic side (the ``GroupMetadataManager``):
-    the classic groups, placement, and the one write path to ``__consumer_offsets``."""
-
-    def get_group(self, group_id: str) -> GroupMetadata | None: ...
-
-    def check_coordinator(self, group_id: str) -> ErrorCode: ...
-
-    def partition_for(self, group_id: str) -> int: ...
-
-    def append_consumer_group_records(
-        self,
-        group_id: str,
-        records: list[ConsumerGroupRecord],
-        on_done: Callable[[ErrorCode], None] | None,
-        parked_request: ParkedRequest | None = None,
-    ) -> None: ...
-
-
-class TopicsImage(Protocol):
-    """The topics the assignor may hand out (the ``ClusterMetadata``)."""
-
-    @property
-    def topics(self) -> Mapping[str, TopicInfo]: ...
 
 
 class ConsumerGroupCoordinator:
@@ -177,6 +148,7 @@ class ConsumerGroupCoordinator:
         self._topics = topics
         self._classic = classic_groups
         self._member_id_factory = member_id_factory
+        self.regexes = RegexResolver()
         self.assignors: dict[str, ConsumerGroupPartitionAssignor] = {
             name: ASSIGNORS[name]() for name in config.assignors
         }
@@ -328,6 +300,9 @@ class ConsumerGroupCoordinator:
                 group, member_id, p.member_epoch, p.instance_id, p.owned_topic_partitions, joining
             )
 
+        if p.subscribed_topic_regex:
+            self.regexes.compile(p.subscribed_topic_regex)  # INVALID_REGULAR_EXPRESSION
+
         # From here on nothing is refused: the group changes.
         self._groups.setdefault(group.group_id, group)
         if replaced is not None:
@@ -342,8 +317,10 @@ class ConsumerGroupCoordinator:
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
             or not group.has_member(member_id)
         )
-        metadata = subscription_metadata(
-            self._topics.topics, group.compute_subscribed_topic_names(member, updated)
+        metadata = self._subscription_metadata(
+            group,
+            group.compute_subscribed_topic_names(member, updated),
+            group.compute_subscribed_regexes(member, updated),
         )
         if metadata != group.subscription_metadata:
             bump = True
@@ -366,7 +343,7 @@ class ConsumerGroupCoordinator:
 
         full = joining or (
             p.rebalance_timeout_ms != -1
-            and p.subscribed_topic_names is not None
+            and (p.subscribed_topic_names is not None or p.subscribed_topic_regex is not None)
             and p.owned_topic_partitions is not None
         )
         changed = updated.assigned_partitions != member.assigned_partitions
@@ -424,11 +401,20 @@ class ConsumerGroupCoordinator:
                 self._fence_member(group, member)
         return ConsumerGroupHeartbeatResult(member_id=p.member_id, member_epoch=p.member_epoch)
 
+    def _subscription_metadata(
+        self, group: ConsumerGroup, names: Mapping[str, int], regexes: set[str]
+    ) -> dict[str, TopicMetadata]:
+        """The metadata of the topics subscribed by name or by one of ``regexes`` (their
+        resolutions refreshed when the topics changed)."""
+        topics = self._topics.topics
+        self.regexes.maybe_refresh(group, regexes, topics, self._topics.version)
+        return subscription_metadata(topics, {*names, *regex_topics(group, regexes)})
+
     def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """Kafka's ``consumerGroupFenceMember``: remove it, bump the group epoch."""
         group.remove_member(member.member_id)
-        group.subscription_metadata = subscription_metadata(
-            self._topics.topics, group.subscribed_topic_names
+        group.subscription_metadata = self._subscription_metadata(
+            group, group.subscribed_topic_names, set(group.subscribed_regexes)
         )
         group.set_group_epoch(group.group_epoch + 1)
         self.timeouts.cancel(group.group_id, member.member_id)

@@ -34,15 +34,14 @@ def throw_if_request_is_invalid(
     p: ConsumerGroupHeartbeatParams, assignors: Collection[str]
 ) -> None:
     """The request's own fields, as Kafka checks them (INVALID_REQUEST,
-    UNSUPPORTED_ASSIGNOR). The regex itself is checked when it is compiled."""
+    UNSUPPORTED_ASSIGNOR). The regex itself is checked when it is compiled
+    (``RegexResolver.compile``: INVALID_REGULAR_EXPRESSION)."""
     if not p.group_id:
         raise _invalid("GroupId can't be empty.")
     if p.instance_id == "":
         raise _invalid("InstanceId can't be empty.")
     if p.rack_id == "":
         raise _invalid("RackId can't be empty.")
-    if p.subscribed_topic_regex:  # "" clears it, as in Kafka 4 (librdkafka sends it)
-        raise _invalid("SubscribedTopicRegex is not supported yet.")
     if p.api_version >= 1 and not p.member_id:
         raise _invalid("MemberId can't be empty.")
     epoch = p.member_epoch
@@ -54,8 +53,12 @@ def throw_if_request_is_invalid(
             raise _invalid("RebalanceTimeoutMs must be provided in first request.")
         if p.owned_topic_partitions is None or len(p.owned_topic_partitions) > 0:
             raise _invalid("TopicPartitions must be empty when (re-)joining.")
-        if not p.subscribed_topic_names:
-            raise _invalid("SubscribedTopicNames must be set in first request.")
+        # An empty list of names or an empty regex joins with no topics (Kafka 4).
+        if p.subscribed_topic_names is None and p.subscribed_topic_regex is None:
+            raise _invalid(
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                "(re-)joining."
+            )
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         if not p.member_id:
             raise _invalid("MemberId can't be empty.")

@@ -72,10 +72,18 @@ def get_or_maybe_subscribe_static_member(
             throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
             return existing, None
         if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            log.info(
+                "[GroupId %s] Static member %s with instance id %s cannot join the group "
+                "because the instance id is owned by member %s.",
+                group.group_id,
+                member_id,
+                instance_id,
+                existing.member_id,
+            )
             raise ApiError(
                 E.unreleased_instance_id,
-                f"Static member {existing.member_id} with instance id {instance_id} "
-                "is not released yet.",
+                f"Static member {member_id} with instance id {instance_id} cannot join the "
+                f"group because the instance id is owned by {existing.member_id} member.",
             )
         # It left with -2 and comes back: it takes the old member's place and
         # assignment, and reconciles from epoch 0.
@@ -100,6 +108,13 @@ def static_member_of(group: ConsumerGroup, member_id: str, instance_id: str) -> 
     if existing is None:
         raise ApiError(E.unknown_member_id, f"Instance id {instance_id} is unknown.")
     if existing.member_id != member_id:
+        log.info(
+            "[GroupId %s] Static member %s with instance id %s is fenced by existing member %s.",
+            group.group_id,
+            member_id,
+            instance_id,
+            existing.member_id,
+        )
         raise ApiError(
             E.fenced_instance_id,
             f"Static member {member_id} with instance id {instance_id} was fenced by "
@@ -126,6 +141,11 @@ def updated_member(
             tuple(sorted(set(p.subscribed_topic_names)))
             if p.subscribed_topic_names is not None
             else member.subscribed_topic_names
+        ),
+        subscribed_topic_regex=(
+            (p.subscribed_topic_regex or None)  # "" clears it, as in Kafka 4
+            if p.subscribed_topic_regex is not None
+            else member.subscribed_topic_regex
         ),
         client_id=p.client_id,
         client_host=p.client_host,
