@@ -62,6 +62,9 @@ Where this differs from Kafka:
 * Regex subscriptions are resolved on the heartbeat, synchronously, and not written as
   ConsumerGroupRegularExpression records (``regex_subscriptions.py``).
 * No classic members in a consumer group, no migration.
+* Per-group configs (``group_configs.py``): the session timeout and heartbeat interval
+  are read per group; a changed session timeout applies from the member's next
+  heartbeat.
 * OffsetCommit below v9 from a member is not refused with UNSUPPORTED_VERSION.
 * Empty consumer groups stay until the broker stops coordinating them.
 """
@@ -117,6 +120,7 @@ from broker.group.consumer.partition_assignor import ConsumerGroupPartitionAssig
 from broker.group.consumer.range_assignor import RangeAssignor
 from broker.group.consumer.regex_subscriptions import RegexResolver, regex_topics
 from broker.group.consumer.uniform_assignor import UniformAssignor
+from broker.group.group_configs import GroupConfigManager, GroupConfigStore
 from broker.group.group_state import GroupState
 from broker.purgatories import ParkedRequest
 from purgatory import SystemTimer
@@ -141,8 +145,11 @@ class ConsumerGroupCoordinator:
         topics: TopicsImage,
         classic_groups: ClassicGroups,
         member_id_factory: Callable[[], str],
+        group_configs: GroupConfigManager | None = None,
     ) -> None:
         self.config = config
+        # Per-group overrides (GROUP config resources); none without a cluster's store.
+        self.group_configs = group_configs or GroupConfigManager(GroupConfigStore(), config)
         self.timer = CoordinatorTimer(timer)
         self.timeouts = ConsumerGroupTimeouts(self.timer, self._on_member_timeout)
         self._topics = topics
@@ -350,7 +357,7 @@ class ConsumerGroupCoordinator:
         return ConsumerGroupHeartbeatResult(
             member_id=member_id,
             member_epoch=updated.member_epoch,
-            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.group_configs.consumer_heartbeat_interval_ms(group.group_id),
             assignment=updated.assigned_partitions if full or changed else None,
         )
 
@@ -422,7 +429,7 @@ class ConsumerGroupCoordinator:
     # ============================================================== timeouts
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         self.timeouts.schedule_session_timeout(
-            group_id, member_id, self.config.group_consumer_session_timeout_ms
+            group_id, member_id, self.group_configs.consumer_session_timeout_ms(group_id)
         )
 
     def _on_member_timeout(
