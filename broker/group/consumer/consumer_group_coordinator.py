@@ -4,10 +4,11 @@ Kafka 4 runs both group types in one coordinator (``GroupMetadataManager`` keeps
 groups of either type). Here the classic groups stay where they are and this component
 owns the consumer groups; the two meet at three seams, each a few lines:
 
-* the classic ``GroupCoordinator`` asks ``is_consumer_group`` before a JoinGroup (a
-  classic member for a consumer group's id hears INCONSISTENT_GROUP_PROTOCOL) and before
-  an OffsetCommit (a consumer group's commit is validated by ``validate_offset_commit``:
-  member id and member epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID as Kafka's);
+* the classic ``GroupCoordinator`` asks ``is_consumer_group`` before a JoinGroup (an
+  Empty consumer group becomes classic, ``maybe_delete_empty_group``; a classic member
+  for one with members hears INCONSISTENT_GROUP_PROTOCOL) and before an OffsetCommit (a
+  consumer group's commit is validated by ``validate_offset_commit``: member id and
+  member epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID as Kafka's);
 * this coordinator asks the classic groups (``ClassicGroups``: the
   ``GroupMetadataManager``) whether an id is taken by a classic group with members
   (GROUP_ID_NOT_FOUND, "not a consumer group", as Kafka without a migration) and whether
@@ -25,11 +26,8 @@ session timeout, and answer with its epoch, the heartbeat interval the broker di
 and, on a full request or a change, its assignment. Epoch -1 leaves, -2 leaves a static
 member that will come back (it keeps its partitions until its session expires).
 
-Timeouts are Kafka's, on the broker's scheduler timer (``CoordinatorTimer``): a member's
-session (``group.consumer.session.timeout.ms`` after its last heartbeat) and, while it is
-asked to revoke, its rebalance timeout (the member's ``RebalanceTimeoutMs``; if it is
-still at that epoch then, it is fenced). Fencing removes the member and bumps the group
-epoch, so the others get its partitions on their next heartbeats.
+Timeouts are Kafka's (session, rebalance: ``consumer_group_timeouts.py``); fencing removes
+the member and bumps the group epoch, so the others get its partitions.
 
 Durability, as Kafka 4's: every change of a group is written to ``__consumer_offsets``
 as Kafka's records (``consumer_group_writes.py``); a heartbeat that changed its group is
@@ -61,10 +59,10 @@ Where this differs from Kafka:
   subscription change, or after a metadata image change of a subscribed topic).
 * Regex subscriptions are resolved on the heartbeat, synchronously, and not written as
   ConsumerGroupRegularExpression records (``regex_subscriptions.py``).
-* No classic members in a consumer group, no migration.
-* Per-group configs (``group_configs.py``): the session timeout and heartbeat interval
-  are read per group; a changed session timeout applies from the member's next
-  heartbeat.
+* No classic members in a consumer group, so no online migration (only Empty groups
+  change type, as Kafka's ``maybeDeleteEmptyConsumerGroup`` / ``...ClassicGroup``).
+* A group's session timeout and heartbeat interval are its GROUP configs
+  (``group_configs.py``); a new session timeout applies from the next heartbeat.
 * OffsetCommit below v9 from a member is not refused with UNSUPPORTED_VERSION.
 * Empty consumer groups stay until the broker stops coordinating them.
 """
@@ -73,7 +71,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
@@ -112,6 +109,7 @@ from broker.group.consumer.heartbeat_validation import (
 from broker.group.consumer.member_subscription import (
     get_or_maybe_subscribe_dynamic_member,
     get_or_maybe_subscribe_static_member,
+    static_member_leaves_temporarily,
     static_member_of,
     updated_member,
 )
@@ -389,20 +387,7 @@ class ConsumerGroupCoordinator:
         else:
             member = static_member_of(group, p.member_id, p.instance_id)
             if p.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                log.info(
-                    "[GroupId %s] Static Member %s with instance id %s temporarily left the "
-                    "consumer group.",
-                    p.group_id,
-                    member.member_id,
-                    p.instance_id,
-                )
-                group.update_member(
-                    replace(
-                        member,
-                        member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                        partitions_pending_revocation={},
-                    )
-                )
+                static_member_leaves_temporarily(group, member)
                 self.timeouts.cancel_rebalance_timeout(p.group_id, member.member_id)
             else:
                 self._fence_member(group, member)
@@ -469,15 +454,28 @@ class ConsumerGroupCoordinator:
         is forgotten (None; its offsets are the caller's to delete), one with members
         answers NON_EMPTY_GROUP."""
         group = self._groups.get(group_id)
-        if group is None:
-            return None
-        if group.num_members > 0:
+        if group is not None and group.num_members > 0:
             return E.non_empty_group
-        before = ConsumerGroupView.of(group)
-        del self._groups[group_id]
-        self._write(group_id, before)
-        log.info("[GroupId %s] Deleted.", group_id)
+        if group is not None:
+            self._remove_group(group, "Deleted.")
         return None
+
+    def maybe_delete_empty_group(self, group_id: str) -> bool:
+        """Kafka's ``maybeDeleteEmptyConsumerGroup``, before a classic JoinGroup: an Empty
+        consumer group is deleted so the classic group of its id (holding its offsets)
+        takes over. False when there is none or it has members."""
+        group = self._groups.get(group_id)
+        if group is None or group.num_members > 0:
+            return False
+        self._remove_group(group, "Empty consumer group converted to a classic group.")
+        return True
+
+    def _remove_group(self, group: ConsumerGroup, reason: str) -> None:
+        """Forget the group and write its tombstones."""
+        before = ConsumerGroupView.of(group)
+        del self._groups[group.group_id]
+        self._write(group.group_id, before)
+        log.info("[GroupId %s] %s", group.group_id, reason)
 
     # ========================================================== offsets checks
     def validate_offset_commit(

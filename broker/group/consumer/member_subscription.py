@@ -123,6 +123,22 @@ def static_member_of(group: ConsumerGroup, member_id: str, instance_id: str) -> 
     return existing
 
 
+def static_member_leaves_temporarily(group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    """Epoch -2: the member stays, with its assignment, at epoch -2 until its session
+    expires or a new member takes its instance id (nothing left to revoke)."""
+    log.info(
+        "[GroupId %s] Static Member %s with instance id %s temporarily left the consumer group.",
+        group.group_id,
+        member.member_id,
+        member.instance_id,
+    )
+    group.update_member(
+        replace(
+            member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={}
+        )
+    )
+
+
 def updated_member(
     member: ConsumerGroupMember, p: ConsumerGroupHeartbeatParams
 ) -> ConsumerGroupMember:
