@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.group.consumer import ConsumerGroupHeartbeatResult
+from broker.group.consumer import ConsumerGroup, ConsumerGroupHeartbeatResult
 from broker.group.consumer.regex_subscriptions import RegexResolver
 from broker.group.group_log import InMemoryGroupLog
 from tests.unit.test_consumer_group_coordinator import Member, World
@@ -182,3 +182,13 @@ def test_the_resolver_caches_only_short_patterns_and_bounds_its_cache() -> None:
     assert len(resolver._cache) == 256
     resolver.resolve("t" * 5000, ["t"])
     assert "t" * 5000 not in resolver._cache
+
+
+def test_a_group_without_regexes_never_reads_the_topics() -> None:
+    class Topics(dict[str, Any]):
+        def items(self) -> Any:
+            raise AssertionError("the topics were read")
+
+    group = ConsumerGroup("g")
+    assert RegexResolver().maybe_refresh(group, set(), Topics(), 7) is False
+    assert group.resolved_regexes == {}
