@@ -192,3 +192,15 @@ def test_a_group_without_regexes_never_reads_the_topics() -> None:
     group = ConsumerGroup("g")
     assert RegexResolver().maybe_refresh(group, set(), Topics(), 7) is False
     assert group.resolved_regexes == {}
+
+
+def test_a_regex_too_large_for_re2s_memory_budget_is_refused() -> None:
+    """RE2 bounds a program's memory (8 MiB): a pattern past it cannot take the broker's
+    memory; it is INVALID_REGULAR_EXPRESSION (RE2/J has no such bound)."""
+    w = World()
+    huge = "|".join(f"t{i}[a-z]{{50}}" for i in range(20000))
+    r = RegexMember(w, "a", huge).send()
+    assert r.error is E.invalid_regular_expression
+    assert r.error_message is not None
+    assert r.error_message.endswith("pattern too large - compile failed.")
+    assert w.coord.group("g") is None
