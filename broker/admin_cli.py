@@ -9,9 +9,9 @@ Kafka                                  minikafka
 ``kafka-topics.sh --list``             ``topics list``
 ``kafka-topics.sh --describe``         ``topics describe [TOPIC ...]``
 ``kafka-topics.sh --delete``           ``topics delete TOPIC``
-``kafka-consumer-groups.sh --list``    ``groups list [--state]``
+``kafka-consumer-groups.sh --list``    ``groups list [--state] [--type [TYPES]]``
 ``kafka-consumer-groups.sh
---describe``                           ``groups describe GROUP [--members | --state]``
+--describe``                           ``groups describe GROUP [--members | --state] [--verbose]``
 ``kafka-consumer-groups.sh
 --reset-offsets``                      ``groups reset-offsets --group G --topic T
                                        --to-earliest|--to-latest|--to-offset N|
@@ -126,6 +126,14 @@ def add_admin_parsers(sub: Any) -> None:
     actions = groups.add_subparsers(dest="action", required=True, metavar="ACTION")
     glist = actions.add_parser("list", help="list consumer groups")
     glist.add_argument("--state", action="store_true", help="show each group's state")
+    glist.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="TYPES",
+        help="show each group's type (classic, consumer); only these types if named",
+    )
     _bootstrap_option(glist)
     gdescribe = actions.add_parser(
         "describe", help="offsets and lag per partition (--members, --state for other views)"
@@ -137,6 +145,9 @@ def add_admin_parsers(sub: Any) -> None:
     view.add_argument("--members", action="store_true", help="members and their assignments")
     view.add_argument("--state", action="store_true", help="coordinator, strategy, state")
     view.add_argument("--offsets", action="store_true", help="offsets and lag (the default)")
+    gdescribe.add_argument(
+        "--verbose", action="store_true", help="epochs and assignments (consumer groups)"
+    )
     _bootstrap_option(gdescribe)
     reset = actions.add_parser("reset-offsets", help="move a group's committed offsets")
     reset.add_argument("--group", required=True, help="group id")

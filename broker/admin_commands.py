@@ -11,6 +11,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.admin_consumer_groups import (
+    ConsumerGroupView,
+    describe_consumer_group,
+    member_rows,
+    owners,
+    state_rows,
+    type_filter,
+    type_label,
+)
 from broker.kafka_client import (
     EARLIEST,
     LATEST,
@@ -206,13 +215,16 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
-async def _all_groups(client: KafkaClient) -> dict[str, str]:
-    """group id -> state, from every broker (each lists the groups it coordinates)."""
-    groups: dict[str, str] = {}
+async def _all_groups(client: KafkaClient) -> dict[str, tuple[str, str]]:
+    """group id -> (state, type), from every broker (each lists the groups it
+    coordinates); the type (classic, consumer) from ListGroups v5, "" before."""
+    groups: dict[str, tuple[str, str]] = {}
     for broker in sorted(client.cluster.brokers):
 
         def build(b: Builder, version: int) -> Any:
-            return b.ListGroupsRequest(states_filter=(), types_filter=())
+            if version >= 5:
+                return b.ListGroupsRequest(states_filter=(), types_filter=())
+            return b.ListGroupsRequest(states_filter=())
 
         try:
             response = await client.call(LIST_GROUPS, build, broker)
@@ -222,17 +234,36 @@ async def _all_groups(client: KafkaClient) -> dict[str, str]:
         if response.error_code is not ErrorCode.none:
             continue
         for group in response.groups:
-            groups[str(group.group_id)] = str(getattr(group, "group_state", "") or "")
+            groups[str(group.group_id)] = (
+                str(getattr(group, "group_state", "") or ""),
+                str(getattr(group, "group_type", "") or ""),
+            )
     return groups
 
 
 async def groups_list(args: argparse.Namespace) -> int:
     async with KafkaClient(args.bootstrap) as client:
         groups = await _all_groups(client)
-    if args.state:
-        print(_table(["GROUP", "STATE"], [(g, groups[g] or "-") for g in sorted(groups)]))
+    types = type_filter(args.type) if args.type is not None else set()
+    names = sorted(g for g in groups if not types or groups[g][1] in types)
+    if args.state or args.type is not None:
+        headers = ["GROUP"]
+        if args.type is not None:
+            headers.append("TYPE")
+        if args.state:
+            headers.append("STATE")
+        rows = []
+        for g in names:
+            state, group_type = groups[g]
+            row = [g]
+            if args.type is not None:
+                row.append(type_label(group_type))
+            if args.state:
+                row.append(state or "-")
+            rows.append(row)
+        print(_table(headers, rows))
     else:
-        for group in sorted(groups):
+        for group in names:
             print(group)
     return 0
 
@@ -261,6 +292,11 @@ async def groups_describe(args: argparse.Namespace) -> int:
         for number, group in enumerate(groups):
             if number:
                 print()
+            coordinator = await client.find_coordinator(group)
+            consumer_group = await describe_consumer_group(client, group, coordinator)
+            if consumer_group is not None:
+                await _describe_consumer_group(client, args, consumer_group, coordinator)
+                continue
             coordinator, described = await _describe_group(client, group)
             state = str(described.group_state)
             members = list(described.members)
@@ -308,46 +344,78 @@ async def groups_describe(args: argparse.Namespace) -> int:
                     )
                 )
                 continue
-            owner: dict[tuple[str, int], Any] = {}
+            owner: dict[tuple[str, int], Sequence[str]] = {}
             for described_member in members:
                 assignment = decode_assignment(bytes(described_member.member_assignment or b""))
                 for topic, assigned_partitions in assignment.items():
                     for index in assigned_partitions:
-                        owner[(topic, index)] = described_member
-            tps = sorted(set(owner) | set(committed))
-            ends = await client.list_offsets(tps, LATEST) if tps else {}
-            offset_rows: list[tuple[object, ...]] = []
-            for tp in tps:
-                current = committed.get(tp, -1)
-                end = ends.get(tp, -1)
-                lag = end - current if current >= 0 and end >= 0 else "-"
-                holder = owner.get(tp)
-                offset_rows.append(
-                    (
-                        group,
-                        tp[0],
-                        tp[1],
-                        current if current >= 0 else "-",
-                        end if end >= 0 else "-",
-                        lag,
-                        holder.member_id if holder is not None else "-",
-                        holder.client_host if holder is not None else "-",
-                        holder.client_id if holder is not None else "-",
-                    )
-                )
-            headers = [
-                "GROUP",
-                "TOPIC",
-                "PARTITION",
-                "CURRENT-OFFSET",
-                "LOG-END-OFFSET",
-                "LAG",
-                "CONSUMER-ID",
-                "HOST",
-                "CLIENT-ID",
-            ]
-            print(_table(headers, offset_rows))
+                        owner[(topic, index)] = (
+                            described_member.member_id,
+                            described_member.client_host,
+                            described_member.client_id,
+                        )
+            await _print_offsets(client, group, owner, committed)
         return 1 if missing else 0
+
+
+async def _print_offsets(
+    client: KafkaClient,
+    group: str,
+    owner: dict[tuple[str, int], Sequence[str]],
+    committed: dict[tuple[str, int], int],
+) -> None:
+    """Kafka's offsets view: each partition's committed offset, end, lag and owner."""
+    tps = sorted(set(owner) | set(committed))
+    ends = await client.list_offsets(tps, LATEST) if tps else {}
+    offset_rows: list[tuple[object, ...]] = []
+    for tp in tps:
+        current = committed.get(tp, -1)
+        end = ends.get(tp, -1)
+        lag = end - current if current >= 0 and end >= 0 else "-"
+        holder = owner.get(tp, ("-", "-", "-"))
+        offset_rows.append(
+            (
+                group,
+                tp[0],
+                tp[1],
+                current if current >= 0 else "-",
+                end if end >= 0 else "-",
+                lag,
+                *holder,
+            )
+        )
+    headers = [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
+    print(_table(headers, offset_rows))
+
+
+async def _describe_consumer_group(
+    client: KafkaClient, args: argparse.Namespace, view: ConsumerGroupView, coordinator: int
+) -> None:
+    """A KIP-848 consumer group's views (``broker/admin_consumer_groups.py``)."""
+    group = view.group_id
+    if args.state:
+        host, port = client.cluster.brokers.get(coordinator, ("?", 0))
+        print(_table(*state_rows(view, f"{host}:{port} ({coordinator})", args.verbose)))
+        return
+    if not view.members:
+        print(f"Consumer group '{group}' has no active members.\n")
+    elif view.state in ("Assigning", "Reconciling"):
+        print(f"Warning: Consumer group '{group}' is rebalancing.\n")
+    if args.members:
+        print(_table(*member_rows(view, args.verbose)))
+        return
+    committed = await client.committed_offsets(group, coordinator)
+    await _print_offsets(client, group, dict(owners(view)), committed)
 
 
 def _reset_scope(items: Sequence[str]) -> list[tuple[str, list[int] | None]]:

@@ -25,6 +25,7 @@ from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
 from broker.fetch_session import FetchManager, FetchSessionCache
 from broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from broker.group.group_config import GroupConfig, OffsetConfig
+from broker.group.group_configs import GroupConfigManager, GroupConfigStore
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.offsets_topic_log import OffsetsTopicLog
@@ -69,6 +70,7 @@ def build_broker(
     request_clock: RequestClock | None = None,
     handlers: Mapping[int, ApiHandler] | None = None,
     load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
+    group_config_store: GroupConfigStore | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -138,6 +140,10 @@ def build_broker(
         metadata,
         group_metadata_manager,
         member_id_factory=lambda: str(uuid.uuid4()),
+        # Per-group configs (GROUP resources): the cluster's store, this broker's bounds.
+        group_configs=GroupConfigManager(
+            group_config_store or GroupConfigStore(), ConsumerGroupConfig.from_broker_config(config)
+        ),
     )
     group_coordinator = GroupCoordinator(
         GroupConfig.from_broker_config(config),
@@ -267,6 +273,7 @@ class MiniKafka:
         # What each broker's coordinators load their partitions on (tests may hold loads).
         self._load_scheduler = load_scheduler
         self.cluster = ClusterMetadata(data_dir=self.data_dir)
+        self.group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         self.brokers: list[Broker] = []
         self._started = False
         # The in-process controller (leader election, ISR changes) shared by all brokers.
@@ -331,6 +338,7 @@ class MiniKafka:
             port=port,
             advertised_host=self.advertised_host,
             load_scheduler=self._load_scheduler,
+            group_config_store=self.group_configs,
         )
 
     async def start(self) -> None:

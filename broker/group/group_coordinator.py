@@ -84,6 +84,8 @@ class ConsumerGroups(Protocol):
 
     def is_consumer_group(self, group_id: str) -> bool: ...
 
+    def maybe_delete_empty_group(self, group_id: str) -> bool: ...
+
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int
     ) -> ErrorCode | None: ...
@@ -185,9 +187,13 @@ class GroupCoordinator:
         ):
             callback(JoinGroupResult(params.member_id, E.invalid_session_timeout))
             return
-        if self.consumer_groups is not None and self.consumer_groups.is_consumer_group(
-            params.group_id
+        if (
+            self.consumer_groups is not None
+            and self.consumer_groups.is_consumer_group(params.group_id)
+            # Kafka's maybeDeleteEmptyConsumerGroup: an Empty one becomes classic.
+            and not self.consumer_groups.maybe_delete_empty_group(params.group_id)
         ):
+            # Kafka 4 serves a classic member inside a consumer group; not here (yet).
             callback(JoinGroupResult(params.member_id, E.inconsistent_group_protocol))
             return
         is_unknown_member = params.member_id == UNKNOWN_MEMBER_ID

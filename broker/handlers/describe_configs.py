@@ -13,7 +13,8 @@ config; otherwise only the keys named (unknown keys are left out, as Kafka does)
 
 Differences from Kafka: configs minikafka does not model keep Kafka's default (a
 properties file's unmodelled keys are not shown); ``include_documentation`` returns no
-documentation; BROKER_LOGGER, CLIENT_METRICS and GROUP resources are INVALID_REQUEST.
+documentation; BROKER_LOGGER and CLIENT_METRICS resources are INVALID_REQUEST. GROUP
+resources (type 32, KIP-848): ``handlers/group_configs.py``.
 No ACLs, throttle time 0.
 """
 
@@ -27,6 +28,7 @@ from broker.cluster_metadata import MetadataError, validate_topic_name
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import broker_config_entries, layers_for
+from broker.handlers.group_configs import GROUP_RESOURCE, group_config_entries
 from broker.handlers.topic_configs import ConfigEntry, topic_config_entries
 from protocol.builders import Builder, response_builder
 
@@ -111,6 +113,8 @@ def _entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
                 f"but received {name}",
             )
         return broker_config_entries(layers_for(services), name)
+    if kind == GROUP_RESOURCE:
+        return group_config_entries(ctx, name)
     raise MetadataError(ErrorCode.invalid_request, f"Unsupported resource type {kind}")
 
 

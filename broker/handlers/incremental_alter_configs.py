@@ -18,8 +18,10 @@ dynamic set and the result is validated as Kafka's broker does
 cluster level is INVALID_REQUEST; APPEND/SUBTRACT on a non-list is INVALID_CONFIG).
 ``validate_only`` checks and changes nothing.
 
-Differences from Kafka: other resource types (BROKER_LOGGER, CLIENT_METRICS, GROUP)
-are INVALID_REQUEST; APPEND/SUBTRACT on a broker config Kafka does not know is
+GROUP resources (type 32, KIP-848's per-group configs): ``handlers/group_configs.py``.
+
+Differences from Kafka: other resource types (BROKER_LOGGER, CLIENT_METRICS) are
+INVALID_REQUEST; APPEND/SUBTRACT on a broker config Kafka does not know is
 INVALID_CONFIG (Kafka's broker fails it with UNKNOWN_SERVER_ERROR). No alter-config
 policy, no ACLs, throttle time 0. A new value reaches existing partitions at once.
 """
@@ -42,6 +44,7 @@ from broker.handlers.broker_configs import (
     incremental_broker_configs,
     layers_for,
 )
+from broker.handlers.group_configs import GROUP_RESOURCE, alter_group_configs
 from broker.handlers.topic_configs import (
     BROKER_RESOURCE,
     TOPIC_CONFIG_DEFS,
@@ -72,6 +75,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if kind == BROKER_RESOURCE:
             configs = incremental_broker_configs(ctx, name, changes)
             alter_broker_configs(ctx, name, configs, validate_only)
+        elif kind == GROUP_RESOURCE:
+            alter_group_configs(ctx, name, changes, validate_only)
         else:
             info = check_alterable_topic(ctx.services.metadata, kind, name)
             overrides = _apply(ctx, info, changes)

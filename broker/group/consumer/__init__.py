@@ -16,16 +16,13 @@ from broker.group.consumer.consumer_group import (
     TopicMetadata,
 )
 from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
-from broker.group.consumer.consumer_group_coordinator import (
-    ClassicGroups,
-    ConsumerGroupCoordinator,
-    TopicsImage,
-)
+from broker.group.consumer.consumer_group_coordinator import ConsumerGroupCoordinator
 from broker.group.consumer.consumer_group_member import (
     Assignment,
     ConsumerGroupMember,
     MemberState,
 )
+from broker.group.consumer.coordinator_ports import ClassicGroups, TopicsImage
 from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.consumer.errors import ApiError

@@ -66,6 +66,11 @@ class ConsumerGroup:
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self.subscribed_topic_names: Counter[str] = Counter()
         self.subscription_metadata: dict[str, TopicMetadata] = {}
+        # Regex subscriptions (regex_subscriptions.py): members per regex, each regex's
+        # topics, and the topics image version they were resolved at.
+        self.subscribed_regexes: Counter[str] = Counter()
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
+        self.regexes_version = -1
         self.state = ConsumerGroupState.EMPTY
 
     # ---------------------------------------------------------------- members
@@ -147,6 +152,22 @@ class ConsumerGroup:
             self.subscribed_topic_names[name] += delta
             if self.subscribed_topic_names[name] <= 0:
                 del self.subscribed_topic_names[name]
+        regex = member.subscribed_topic_regex
+        if regex:
+            self.subscribed_regexes[regex] += delta
+            if self.subscribed_regexes[regex] <= 0:
+                del self.subscribed_regexes[regex]
+
+    def compute_subscribed_regexes(
+        self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
+    ) -> set[str]:
+        """The group's regexes were ``old`` replaced by ``new``."""
+        regexes = Counter(self.subscribed_regexes)
+        if old is not None and old.member_id in self.members and old.subscribed_topic_regex:
+            regexes[old.subscribed_topic_regex] -= 1
+        if new is not None and new.subscribed_topic_regex:
+            regexes[new.subscribed_topic_regex] += 1
+        return {regex for regex, count in regexes.items() if count > 0}
 
     def compute_subscribed_topic_names(
         self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None

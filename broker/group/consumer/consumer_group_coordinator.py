@@ -4,10 +4,11 @@ Kafka 4 runs both group types in one coordinator (``GroupMetadataManager`` keeps
 groups of either type). Here the classic groups stay where they are and this component
 owns the consumer groups; the two meet at three seams, each a few lines:
 
-* the classic ``GroupCoordinator`` asks ``is_consumer_group`` before a JoinGroup (a
-  classic member for a consumer group's id hears INCONSISTENT_GROUP_PROTOCOL) and before
-  an OffsetCommit (a consumer group's commit is validated by ``validate_offset_commit``:
-  member id and member epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID as Kafka's);
+* the classic ``GroupCoordinator`` asks ``is_consumer_group`` before a JoinGroup (an
+  Empty consumer group becomes classic, ``maybe_delete_empty_group``; a classic member
+  for one with members hears INCONSISTENT_GROUP_PROTOCOL) and before an OffsetCommit (a
+  consumer group's commit is validated by ``validate_offset_commit``: member id and
+  member epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID as Kafka's);
 * this coordinator asks the classic groups (``ClassicGroups``: the
   ``GroupMetadataManager``) whether an id is taken by a classic group with members
   (GROUP_ID_NOT_FOUND, "not a consumer group", as Kafka without a migration) and whether
@@ -25,25 +26,22 @@ session timeout, and answer with its epoch, the heartbeat interval the broker di
 and, on a full request or a change, its assignment. Epoch -1 leaves, -2 leaves a static
 member that will come back (it keeps its partitions until its session expires).
 
-Timeouts are Kafka's, on the broker's scheduler timer (``CoordinatorTimer``): a member's
-session (``group.consumer.session.timeout.ms`` after its last heartbeat) and, while it is
-asked to revoke, its rebalance timeout (the member's ``RebalanceTimeoutMs``; if it is
-still at that epoch then, it is fenced). Fencing removes the member and bumps the group
-epoch, so the others get its partitions on their next heartbeats.
+Timeouts are Kafka's (session, rebalance: ``consumer_group_timeouts.py``); fencing removes
+the member and bumps the group epoch, so the others get its partitions.
 
-Durability, as Kafka 4's: every change of a group (a heartbeat's, a leave's, a fencing
-by a timeout, a deletion) is written to the group's ``__consumer_offsets`` partition as
-Kafka's records (``consumer_group_records.py``: group epoch, subscription metadata,
-member subscriptions, target assignment, current member assignments, tombstones),
-acks=all through the classic groups' path (``ClassicGroups.append_consumer_group_records``,
-the manager's ``GroupLog``), in the order the changes happen. A heartbeat that changed
-its group is answered once the write is done (``heartbeat``; the handler waits in the
-Produce purgatory meanwhile), as Kafka answers after its write. When this broker becomes
-the leader of a partition the manager's load replays the records and hands each group to
+Durability, as Kafka 4's: every change of a group is written to ``__consumer_offsets``
+as Kafka's records (``consumer_group_writes.py``); a heartbeat that changed its group is
+answered once the write is done (``heartbeat``). When this broker becomes the leader of a
+partition the manager's load replays the records and hands each group to
 ``on_group_loaded`` (every member's session timeout starts then, as Kafka's
 ``onLoaded``); when it stops leading one, ``on_partition_unloaded`` drops its groups and
 their timers. Until the load is done ``check_coordinator`` answers
 COORDINATOR_LOAD_IN_PROGRESS.
+
+The heartbeat's checks are in ``heartbeat_validation.py``, its member lookup and static
+membership (KIP-848's rules) in ``member_subscription.py``, regex subscriptions in
+``regex_subscriptions.py``, the target assignment and reconciliation in
+``consumer_group_assignment.py``, the timeouts in ``consumer_group_timeouts.py``.
 
 Where this differs from Kafka:
 
@@ -59,11 +57,12 @@ Where this differs from Kafka:
   one of its timeouts fires.
 * The subscribed topics' metadata is recomputed on every heartbeat (Kafka: on a
   subscription change, or after a metadata image change of a subscribed topic).
-* No regular expressions (INVALID_REQUEST, as Kafka's trunk of October 2024 answered; an
-  empty one means none, as in Kafka 4, and librdkafka sends it), no
-  classic members in a consumer group, no migration, no per-group configs; static
-  members are replaced only after they left with epoch -2 (UNRELEASED_INSTANCE_ID
-  otherwise) and keep their assignment then, the rest of KIP-848's static rules is phase 2.
+* Regex subscriptions are resolved on the heartbeat, synchronously, and not written as
+  ConsumerGroupRegularExpression records (``regex_subscriptions.py``).
+* No classic members in a consumer group, so no online migration (only Empty groups
+  change type, as Kafka's ``maybeDeleteEmptyConsumerGroup`` / ``...ClassicGroup``).
+* A group's session timeout and heartbeat interval are its GROUP configs
+  (``group_configs.py``); a new session timeout applies from the next heartbeat.
 * OffsetCommit below v9 from a member is not refused with UNSUPPORTED_VERSION.
 * Empty consumer groups stay until the broker stops coordinating them.
 """
@@ -72,43 +71,54 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import TopicInfo
-from broker.group.append_errors import coordinator_write_error
 from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
+from broker.group.consumer.consumer_group_assignment import (
+    assignor_for,
+    reconcile,
+    subscription_metadata,
+    update_target_assignment,
+)
 from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
 from broker.group.consumer.consumer_group_member import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    Assignment,
     ConsumerGroupMember,
     MemberState,
 )
 from broker.group.consumer.consumer_group_records import (
-    ConsumerGroupRecord,
     ConsumerGroupView,
-    records_for_changes,
 )
+from broker.group.consumer.consumer_group_timeouts import ConsumerGroupTimeouts
+from broker.group.consumer.consumer_group_writes import write_group_changes
+from broker.group.consumer.coordinator_ports import ClassicGroups, TopicsImage
 from broker.group.consumer.coordinator_timer import CoordinatorTimer
-from broker.group.consumer.current_assignment_builder import (
-    CurrentAssignmentBuilder,
-    OwnedTopicPartitions,
-)
+from broker.group.consumer.current_assignment_builder import OwnedTopicPartitions
 from broker.group.consumer.errors import ApiError
 from broker.group.consumer.heartbeat_params import (
     ConsumerGroupHeartbeatParams,
     ConsumerGroupHeartbeatResult,
 )
+from broker.group.consumer.heartbeat_validation import (
+    throw_if_group_is_full,
+    throw_if_request_is_invalid,
+)
+from broker.group.consumer.member_subscription import (
+    get_or_maybe_subscribe_dynamic_member,
+    get_or_maybe_subscribe_static_member,
+    static_member_leaves_temporarily,
+    static_member_of,
+    updated_member,
+)
+from broker.group.consumer.offset_validation import validate_offset_commit, validate_offset_fetch
 from broker.group.consumer.partition_assignor import ConsumerGroupPartitionAssignor
 from broker.group.consumer.range_assignor import RangeAssignor
-from broker.group.consumer.target_assignment_builder import TargetAssignmentBuilder
+from broker.group.consumer.regex_subscriptions import RegexResolver, regex_topics
 from broker.group.consumer.uniform_assignor import UniformAssignor
-from broker.group.group_metadata import GroupMetadata
+from broker.group.group_configs import GroupConfigManager, GroupConfigStore
 from broker.group.group_state import GroupState
 from broker.purgatories import ParkedRequest
 from purgatory import SystemTimer
@@ -123,40 +133,6 @@ ASSIGNORS: Mapping[str, Callable[[], ConsumerGroupPartitionAssignor]] = {
 }
 
 
-class ClassicGroups(Protocol):
-    """What this coordinator asks of the classic side (the ``GroupMetadataManager``):
-    the classic groups, placement, and the one write path to ``__consumer_offsets``."""
-
-    def get_group(self, group_id: str) -> GroupMetadata | None: ...
-
-    def check_coordinator(self, group_id: str) -> ErrorCode: ...
-
-    def partition_for(self, group_id: str) -> int: ...
-
-    def append_consumer_group_records(
-        self,
-        group_id: str,
-        records: list[ConsumerGroupRecord],
-        on_done: Callable[[ErrorCode], None] | None,
-        parked_request: ParkedRequest | None = None,
-    ) -> None: ...
-
-
-class TopicsImage(Protocol):
-    """The topics the assignor may hand out (the ``ClusterMetadata``)."""
-
-    @property
-    def topics(self) -> Mapping[str, TopicInfo]: ...
-
-
-def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("session-timeout", group_id, member_id)
-
-
-def _rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("rebalance-timeout", group_id, member_id)
-
-
 class ConsumerGroupCoordinator:
     """The consumer groups of this broker; see the module docstring."""
 
@@ -167,12 +143,17 @@ class ConsumerGroupCoordinator:
         topics: TopicsImage,
         classic_groups: ClassicGroups,
         member_id_factory: Callable[[], str],
+        group_configs: GroupConfigManager | None = None,
     ) -> None:
         self.config = config
+        # Per-group overrides (GROUP config resources); none without a cluster's store.
+        self.group_configs = group_configs or GroupConfigManager(GroupConfigStore(), config)
         self.timer = CoordinatorTimer(timer)
+        self.timeouts = ConsumerGroupTimeouts(self.timer, self._on_member_timeout)
         self._topics = topics
         self._classic = classic_groups
         self._member_id_factory = member_id_factory
+        self.regexes = RegexResolver()
         self.assignors: dict[str, ConsumerGroupPartitionAssignor] = {
             name: ASSIGNORS[name]() for name in config.assignors
         }
@@ -210,29 +191,9 @@ class ConsumerGroupCoordinator:
         on_done: Callable[[ErrorCode], None] | None = None,
         parked_request: ParkedRequest | None = None,
     ) -> None:
-        """Write what changed in the group since ``before`` (its records, Kafka's order)
-        to ``__consumer_offsets``, acks=all; ``on_done`` gets the write's error mapped
-        for the client (NONE at once when nothing changed). Writes leave in call order."""
-        records = records_for_changes(
-            group_id, before, ConsumerGroupView.of(self._groups.get(group_id))
+        write_group_changes(
+            self._classic, group_id, before, self._groups.get(group_id), on_done, parked_request
         )
-        if not records:
-            if on_done is not None:
-                on_done(E.none)
-            return
-
-        def written(append_error: ErrorCode) -> None:
-            if append_error is not E.none:
-                log.warning(
-                    "[GroupId %s] Writing %d records failed: %s",
-                    group_id,
-                    len(records),
-                    append_error.name,
-                )
-            if on_done is not None:
-                on_done(coordinator_write_error(append_error))
-
-        self._classic.append_consumer_group_records(group_id, records, written, parked_request)
 
     # ========================================================== load / unload
     def on_group_loaded(self, group: ConsumerGroup) -> None:
@@ -242,7 +203,7 @@ class ConsumerGroupCoordinator:
         old = self._groups.pop(group.group_id, None)
         if old is not None:
             for member_id in list(old.members):
-                self._cancel_timers(group.group_id, member_id)
+                self.timeouts.cancel(group.group_id, member_id)
         self._groups[group.group_id] = group
         log.info(
             "[GroupId %s] Loaded consumer group with %d members at epoch %d.",
@@ -253,7 +214,7 @@ class ConsumerGroupCoordinator:
         for member_id, member in group.members.items():
             self._schedule_session_timeout(group.group_id, member_id)
             if member.state is MemberState.UNREVOKED_PARTITIONS:
-                self._schedule_rebalance_timeout(
+                self.timeouts.schedule_rebalance_timeout(
                     group.group_id, member_id, member.member_epoch, member.rebalance_timeout_ms
                 )
 
@@ -262,7 +223,7 @@ class ConsumerGroupCoordinator:
         for group_id in [g for g in self._groups if self._classic.partition_for(g) == partition]:
             group = self._groups.pop(group_id)
             for member_id in list(group.members):
-                self._cancel_timers(group_id, member_id)
+                self.timeouts.cancel(group_id, member_id)
             log.info(
                 "[GroupId %s] Unloaded consumer group at epoch %d.", group_id, group.group_epoch
             )
@@ -299,7 +260,7 @@ class ConsumerGroupCoordinator:
 
     def _heartbeat(self, params: ConsumerGroupHeartbeatParams) -> ConsumerGroupHeartbeatResult:
         try:
-            self._throw_if_request_is_invalid(params)
+            throw_if_request_is_invalid(params, self.assignors)
             if params.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._consumer_group_leave(params)
             return self._consumer_group_heartbeat(params)
@@ -314,45 +275,6 @@ class ConsumerGroupCoordinator:
             )
             return ConsumerGroupHeartbeatResult(error=error.error, error_message=error.message)
 
-    def _throw_if_request_is_invalid(self, p: ConsumerGroupHeartbeatParams) -> None:
-        def invalid(message: str) -> ApiError:
-            return ApiError(E.invalid_request, message)
-
-        if not p.group_id:
-            raise invalid("GroupId can't be empty.")
-        if p.instance_id == "":
-            raise invalid("InstanceId can't be empty.")
-        if p.rack_id == "":
-            raise invalid("RackId can't be empty.")
-        if p.subscribed_topic_regex:  # "" clears it, as in Kafka 4 (librdkafka sends it)
-            raise invalid("SubscribedTopicRegex is not supported yet.")
-        if p.api_version >= 1 and not p.member_id:
-            raise invalid("MemberId can't be empty.")
-        epoch = p.member_epoch
-        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not p.member_id:
-                raise invalid("MemberId can't be empty.")
-        elif epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if p.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if p.owned_topic_partitions is None or len(p.owned_topic_partitions) > 0:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not p.subscribed_topic_names:
-                raise invalid("SubscribedTopicNames must be set in first request.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if not p.member_id:
-                raise invalid("MemberId can't be empty.")
-            if p.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        else:
-            raise invalid("MemberEpoch is invalid.")
-        if p.server_assignor is not None and p.server_assignor not in self.assignors:
-            raise ApiError(
-                E.unsupported_assignor,
-                f"ServerAssignor {p.server_assignor} is not supported. Supported assignors: "
-                f"{', '.join(self.assignors)}.",
-            )
-
     def _get_or_maybe_create_group(self, group_id: str, create: bool) -> ConsumerGroup:
         group = self._groups.get(group_id)
         if group is not None:
@@ -366,70 +288,48 @@ class ConsumerGroupCoordinator:
             raise ApiError(E.group_id_not_found, f"Consumer group {group_id} not found.")
         return ConsumerGroup(group_id)
 
-    def _throw_if_group_is_full(self, group: ConsumerGroup, member_id: str) -> None:
-        max_size = self.config.group_consumer_max_size
-        if group.num_members >= max_size and (not member_id or not group.has_member(member_id)):
-            raise ApiError(
-                E.group_max_size_reached,
-                f"The consumer group has reached its maximum capacity of {max_size} members.",
-            )
-
     def _consumer_group_heartbeat(
         self, p: ConsumerGroupHeartbeatParams
     ) -> ConsumerGroupHeartbeatResult:
         joining = p.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         group = self._get_or_maybe_create_group(p.group_id, joining)
-        self._throw_if_group_is_full(group, p.member_id)
+        throw_if_group_is_full(group, p.member_id, self.config.group_consumer_max_size)
         member_id = p.member_id or self._member_id_factory()
         if p.instance_id is None:
-            member = self._get_or_maybe_subscribe_dynamic_member(
+            member = get_or_maybe_subscribe_dynamic_member(
                 group, member_id, p.member_epoch, p.owned_topic_partitions, joining
             )
             replaced: ConsumerGroupMember | None = None
         else:
-            member, replaced = self._get_or_maybe_subscribe_static_member(
+            member, replaced = get_or_maybe_subscribe_static_member(
                 group, member_id, p.member_epoch, p.instance_id, p.owned_topic_partitions, joining
             )
+
+        if p.subscribed_topic_regex:
+            self.regexes.compile(p.subscribed_topic_regex)  # INVALID_REGULAR_EXPRESSION
 
         # From here on nothing is refused: the group changes.
         self._groups.setdefault(group.group_id, group)
         if replaced is not None:
             group.remove_member(replaced.member_id)
-            self._cancel_timers(group.group_id, replaced.member_id)
+            self.timeouts.cancel(group.group_id, replaced.member_id)
             group.update_member(member)
 
         # 1. The member, updated with what the request carries.
-        updated = replace(
-            member,
-            instance_id=p.instance_id if p.instance_id is not None else member.instance_id,
-            rack_id=p.rack_id if p.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=(
-                p.rebalance_timeout_ms
-                if p.rebalance_timeout_ms != -1
-                else member.rebalance_timeout_ms
-            ),
-            server_assignor_name=(
-                p.server_assignor if p.server_assignor is not None else member.server_assignor_name
-            ),
-            subscribed_topic_names=(
-                tuple(sorted(set(p.subscribed_topic_names)))
-                if p.subscribed_topic_names is not None
-                else member.subscribed_topic_names
-            ),
-            client_id=p.client_id,
-            client_host=p.client_host,
-        )
+        updated = updated_member(member, p)
         bump = (
             updated.subscribed_topic_names != member.subscribed_topic_names
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
             or not group.has_member(member_id)
         )
-        subscription_metadata = self._subscription_metadata(
-            group.compute_subscribed_topic_names(member, updated)
+        metadata = self._subscription_metadata(
+            group,
+            group.compute_subscribed_topic_names(member, updated),
+            group.compute_subscribed_regexes(member, updated),
         )
-        if subscription_metadata != group.subscription_metadata:
+        if metadata != group.subscription_metadata:
             bump = True
-            group.subscription_metadata = subscription_metadata
+            group.subscription_metadata = metadata
         group_epoch = group.group_epoch
         if bump:
             group_epoch += 1
@@ -438,14 +338,8 @@ class ConsumerGroupCoordinator:
 
         # 2. A new target assignment if the group epoch is ahead of it.
         if group_epoch > group.assignment_epoch:
-            target = (
-                TargetAssignmentBuilder(
-                    group, self.assignors[self._assignor_for(group, updated)], subscription_metadata
-                )
-                .add_or_update_member(updated)
-                .build()
-            )
-            group.set_target_assignment(group_epoch, target)
+            assignor = self.assignors[assignor_for(group, updated, self.default_assignor)]
+            update_target_assignment(group, group_epoch, updated, assignor, metadata)
 
         # 3. One step of reconciliation towards the target.
         updated = self._maybe_reconcile(group, updated, p.owned_topic_partitions)
@@ -454,162 +348,31 @@ class ConsumerGroupCoordinator:
 
         full = joining or (
             p.rebalance_timeout_ms != -1
-            and p.subscribed_topic_names is not None
+            and (p.subscribed_topic_names is not None or p.subscribed_topic_regex is not None)
             and p.owned_topic_partitions is not None
         )
         changed = updated.assigned_partitions != member.assigned_partitions
         return ConsumerGroupHeartbeatResult(
             member_id=member_id,
             member_epoch=updated.member_epoch,
-            heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.group_configs.consumer_heartbeat_interval_ms(group.group_id),
             assignment=updated.assigned_partitions if full or changed else None,
         )
 
-    def _assignor_for(self, group: ConsumerGroup, updated: ConsumerGroupMember) -> str:
-        """The group's preferred assignor, counting the updated member's choice."""
-        members = dict(group.members)
-        members[updated.member_id] = updated
-        probe = ConsumerGroup(group.group_id)
-        probe.members = members
-        return probe.preferred_server_assignor(self.default_assignor)
-
-    def _subscription_metadata(self, names: Mapping[str, int]) -> dict[str, TopicMetadata]:
-        topics = self._topics.topics
-        metadata: dict[str, TopicMetadata] = {}
-        for name in sorted(names):
-            info = topics.get(name)
-            if info is not None and info.partitions:
-                metadata[name] = TopicMetadata(info.topic_id, name, len(info.partitions))
-        return metadata
-
-    def _get_or_maybe_subscribe_dynamic_member(
-        self,
-        group: ConsumerGroup,
-        member_id: str,
-        member_epoch: int,
-        owned: OwnedTopicPartitions | None,
-        create: bool,
-    ) -> ConsumerGroupMember:
-        member = group.members.get(member_id)
-        if member is None:
-            if not create:
-                group.get_member(member_id)  # raises UNKNOWN_MEMBER_ID
-            log.info(
-                "[GroupId %s] Member %s joins the consumer group using the consumer protocol.",
-                group.group_id,
-                member_id,
-            )
-            return ConsumerGroupMember(member_id=member_id)
-        self._throw_if_member_epoch_is_invalid(member, member_epoch, owned)
-        return member
-
-    def _get_or_maybe_subscribe_static_member(
-        self,
-        group: ConsumerGroup,
-        member_id: str,
-        member_epoch: int,
-        instance_id: str,
-        owned: OwnedTopicPartitions | None,
-        create: bool,
-    ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
-        """The member and, when a static member comes back under a new member id, the
-        one it replaces."""
-        existing = group.static_member(instance_id)
-        if create:
-            if existing is None:
-                return ConsumerGroupMember(member_id=member_id), None
-            if existing.member_id == member_id:
-                self._throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
-                return existing, None
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise ApiError(
-                    E.unreleased_instance_id,
-                    f"Static member {existing.member_id} with instance id {instance_id} "
-                    "is not released yet.",
-                )
-            # It left with -2 and comes back: it takes the old member's place and
-            # assignment, and reconciles from epoch 0.
-            renewed = replace(
-                existing,
-                member_id=member_id,
-                member_epoch=0,
-                previous_member_epoch=0,
-                state=MemberState.STABLE,
-            )
-            group.target_assignment[member_id] = group.target_assignment_of(existing.member_id)
-            return renewed, existing
-        if existing is None:
-            raise ApiError(E.unknown_member_id, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise ApiError(
-                E.fenced_instance_id,
-                f"Static member {member_id} with instance id {instance_id} was fenced by "
-                f"member {existing.member_id}.",
-            )
-        self._throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
-        return existing, None
-
-    @staticmethod
-    def _throw_if_member_epoch_is_invalid(
-        member: ConsumerGroupMember, received: int, owned: OwnedTopicPartitions | None
-    ) -> None:
-        if received > member.member_epoch:
-            raise ApiError(
-                E.fenced_member_epoch,
-                f"The consumer group member has a greater member epoch ({received}) than the "
-                f"one known by the group coordinator ({member.member_epoch}). The member must "
-                "abandon all its partitions and rejoin.",
-            )
-        # The previous epoch with a subset of the current assignment is accepted: the
-        # response that bumped its epoch may have been lost.
-        if received < member.member_epoch and (
-            received != member.previous_member_epoch
-            or not _is_subset(owned, member.assigned_partitions)
-        ):
-            raise ApiError(
-                E.fenced_member_epoch,
-                f"The consumer group member has a smaller member epoch ({received}) than "
-                f"the one known by the group coordinator ({member.member_epoch}). The "
-                "member must abandon all its partitions and rejoin.",
-            )
-
     def _maybe_reconcile(
-        self,
-        group: ConsumerGroup,
-        member: ConsumerGroupMember,
-        owned: OwnedTopicPartitions | None,
+        self, group: ConsumerGroup, member: ConsumerGroupMember, owned: OwnedTopicPartitions | None
     ) -> ConsumerGroupMember:
-        epoch = group.assignment_epoch
-        if member.is_reconciled_to(epoch):
-            return member
-        updated = CurrentAssignmentBuilder(
-            member,
-            epoch,
-            group.target_assignment_of(member.member_id),
-            group.current_partition_epoch,
-            owned,
-        ).build()
+        updated = reconcile(group, member, owned)
         if updated != member:
-            log.debug(
-                "[GroupId %s] Member %s new assignment state: epoch=%d, previousEpoch=%d, "
-                "state=%s, assignedPartitions=%s and revokedPartitions=%s.",
-                group.group_id,
-                updated.member_id,
-                updated.member_epoch,
-                updated.previous_member_epoch,
-                updated.state,
-                dict(updated.assigned_partitions),
-                dict(updated.partitions_pending_revocation),
-            )
             if updated.state is MemberState.UNREVOKED_PARTITIONS:
-                self._schedule_rebalance_timeout(
+                self.timeouts.schedule_rebalance_timeout(
                     group.group_id,
                     updated.member_id,
                     updated.member_epoch,
                     updated.rebalance_timeout_ms,
                 )
             else:
-                self.timer.cancel(_rebalance_key(group.group_id, updated.member_id))
+                self.timeouts.cancel_rebalance_timeout(group.group_id, updated.member_id)
         return updated
 
     # ================================================================= leave
@@ -622,88 +385,50 @@ class ConsumerGroupCoordinator:
             log.info("[GroupId %s] Member %s left the consumer group.", p.group_id, p.member_id)
             self._fence_member(group, member)
         else:
-            member_or_none = group.static_member(p.instance_id)
-            if member_or_none is None:
-                raise ApiError(E.unknown_member_id, f"Instance id {p.instance_id} is unknown.")
-            member = member_or_none
-            if member.member_id != p.member_id:
-                raise ApiError(
-                    E.fenced_instance_id,
-                    f"Static member {p.member_id} with instance id {p.instance_id} was "
-                    f"fenced by member {member.member_id}.",
-                )
+            member = static_member_of(group, p.member_id, p.instance_id)
             if p.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                log.info(
-                    "[GroupId %s] Static Member %s with instance id %s temporarily left the "
-                    "consumer group.",
-                    p.group_id,
-                    member.member_id,
-                    p.instance_id,
-                )
-                group.update_member(
-                    replace(
-                        member,
-                        member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                        partitions_pending_revocation={},
-                    )
-                )
-                self.timer.cancel(_rebalance_key(p.group_id, member.member_id))
+                static_member_leaves_temporarily(group, member)
+                self.timeouts.cancel_rebalance_timeout(p.group_id, member.member_id)
             else:
                 self._fence_member(group, member)
         return ConsumerGroupHeartbeatResult(member_id=p.member_id, member_epoch=p.member_epoch)
 
+    def _subscription_metadata(
+        self, group: ConsumerGroup, names: Mapping[str, int], regexes: set[str]
+    ) -> dict[str, TopicMetadata]:
+        """The metadata of the topics subscribed by name or by one of ``regexes`` (their
+        resolutions refreshed when the topics changed)."""
+        topics = self._topics.topics
+        self.regexes.maybe_refresh(group, regexes, topics, self._topics.version)
+        return subscription_metadata(topics, {*names, *regex_topics(group, regexes)})
+
     def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """Kafka's ``consumerGroupFenceMember``: remove it, bump the group epoch."""
         group.remove_member(member.member_id)
-        group.subscription_metadata = self._subscription_metadata(group.subscribed_topic_names)
+        group.subscription_metadata = self._subscription_metadata(
+            group, group.subscribed_topic_names, set(group.subscribed_regexes)
+        )
         group.set_group_epoch(group.group_epoch + 1)
-        self._cancel_timers(group.group_id, member.member_id)
-
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(_session_key(group_id, member_id))
-        self.timer.cancel(_rebalance_key(group_id, member_id))
+        self.timeouts.cancel(group.group_id, member.member_id)
 
     # ============================================================== timeouts
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.timer.schedule(
-            _session_key(group_id, member_id),
-            self.config.group_consumer_session_timeout_ms,
-            lambda: self._fence_member_operation(
-                group_id, member_id, "the member session expired."
-            ),
+        self.timeouts.schedule_session_timeout(
+            group_id, member_id, self.group_configs.consumer_session_timeout_ms(group_id)
         )
 
-    def _schedule_rebalance_timeout(
-        self, group_id: str, member_id: str, member_epoch: int, rebalance_timeout_ms: int
+    def _on_member_timeout(
+        self, group_id: str, member_id: str, member_epoch: int | None, reason: str
     ) -> None:
-        def expire() -> None:
-            if self._dropped_if_not_coordinator(group_id):
-                return
-            group = self._groups.get(group_id)
-            member = group.members.get(member_id) if group is not None else None
-            if group is None or member is None:
-                return
-            if member.member_epoch == member_epoch:
-                log.info(
-                    "[GroupId %s] Member %s fenced from the group because it failed to "
-                    "transition from epoch %d within %dms.",
-                    group_id,
-                    member_id,
-                    member_epoch,
-                    rebalance_timeout_ms,
-                )
-                before = ConsumerGroupView.of(group)
-                self._fence_member(group, member)
-                self._write(group_id, before)
-
-        self.timer.schedule(_rebalance_key(group_id, member_id), rebalance_timeout_ms, expire)
-
-    def _fence_member_operation(self, group_id: str, member_id: str, reason: str) -> None:
+        """A session (``member_epoch`` None) or rebalance timeout fired: fence the member
+        (the latter only if it is still at ``member_epoch``) and write the change."""
         if self._dropped_if_not_coordinator(group_id):
             return
         group = self._groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
+            return
+        if member_epoch is not None and member.member_epoch != member_epoch:
             return
         log.info(
             "[GroupId %s] Member %s fenced from the group because %s", group_id, member_id, reason
@@ -720,7 +445,7 @@ class ConsumerGroupCoordinator:
         if group is not None:
             log.info("[GroupId %s] Dropped: this broker no longer coordinates it.", group_id)
             for member_id in list(group.members):
-                self._cancel_timers(group_id, member_id)
+                self.timeouts.cancel(group_id, member_id)
         return True
 
     # ================================================================ delete
@@ -729,53 +454,38 @@ class ConsumerGroupCoordinator:
         is forgotten (None; its offsets are the caller's to delete), one with members
         answers NON_EMPTY_GROUP."""
         group = self._groups.get(group_id)
-        if group is None:
-            return None
-        if group.num_members > 0:
+        if group is not None and group.num_members > 0:
             return E.non_empty_group
-        before = ConsumerGroupView.of(group)
-        del self._groups[group_id]
-        self._write(group_id, before)
-        log.info("[GroupId %s] Deleted.", group_id)
+        if group is not None:
+            self._remove_group(group, "Deleted.")
         return None
+
+    def maybe_delete_empty_group(self, group_id: str) -> bool:
+        """Kafka's ``maybeDeleteEmptyConsumerGroup``, before a classic JoinGroup: an Empty
+        consumer group is deleted so the classic group of its id (holding its offsets)
+        takes over. False when there is none or it has members."""
+        group = self._groups.get(group_id)
+        if group is None or group.num_members > 0:
+            return False
+        self._remove_group(group, "Empty consumer group converted to a classic group.")
+        return True
+
+    def _remove_group(self, group: ConsumerGroup, reason: str) -> None:
+        """Forget the group and write its tombstones."""
+        before = ConsumerGroupView.of(group)
+        del self._groups[group.group_id]
+        self._write(group.group_id, before)
+        log.info("[GroupId %s] %s", group.group_id, reason)
 
     # ========================================================== offsets checks
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int
     ) -> ErrorCode | None:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (None: accepted). Epoch -1 from
-        an admin client or ``assign()`` consumer is accepted while the group is empty."""
-        group = self._groups[group_id]
-        if member_epoch < 0 and group.num_members == 0:
-            return None
-        member = group.members.get(member_id)
-        if member is None:
-            return E.unknown_member_id
-        if member_epoch != member.member_epoch:
-            return E.stale_member_epoch
-        return None
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (None: accepted)."""
+        return validate_offset_commit(self._groups[group_id], member_id, member_epoch)
 
     def validate_offset_fetch(
         self, group_id: str, member_id: str | None, member_epoch: int
     ) -> ErrorCode | None:
         """Kafka's ``ConsumerGroup.validateOffsetFetch`` (None: accepted)."""
-        group = self._groups.get(group_id)
-        if group is None or (member_id is None and member_epoch < 0):
-            return None
-        member = group.members.get(member_id or "")
-        if member is None:
-            return E.unknown_member_id
-        if member_epoch != member.member_epoch:
-            return E.stale_member_epoch
-        return None
-
-
-def _is_subset(owned: OwnedTopicPartitions | None, target: Assignment) -> bool:
-    """Kafka's ``isSubset``: the member owns only partitions of ``target``."""
-    if owned is None:
-        return False
-    for topic_id, partitions in owned:
-        assigned = target.get(topic_id)
-        if assigned is None or any(p not in assigned for p in partitions):
-            return False
-    return True
+        return validate_offset_fetch(self._groups.get(group_id), member_id, member_epoch)

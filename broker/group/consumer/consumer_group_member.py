@@ -8,7 +8,8 @@ the new in one step (``ConsumerGroup.update_member``).
 An assignment is ``{topic_id: frozenset(partitions)}``, keyed by topic id as on the wire.
 
 Where this differs from Kafka: no classic-protocol member metadata (a classic member in
-a consumer group is phase 2); the subscribed regex is kept but not evaluated.
+a consumer group is phase 2). The subscribed regex is resolved by the group
+(``regex_subscriptions.py``).
 """
 
 from __future__ import annotations

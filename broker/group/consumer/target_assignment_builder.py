@@ -4,8 +4,11 @@ It builds the assignor's view of the group as it will be after the request being
 (the updated member in place of the old one, or a member removed), hands it to the
 assignor and returns every member's target.
 
-Where this differs from Kafka: Kafka also writes the delta of the target assignment to
-``__consumer_offsets``; durability is phase 2, so nothing is written.
+A member subscribed by regex is subscribed to the topics its regex resolved to
+(``resolved_regexes``, the group's; see ``regex_subscriptions.py``).
+
+Where this differs from Kafka: Kafka writes the target assignment's records as it builds
+it; here the coordinator writes the group's changes afterwards (``consumer_group_writes.py``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ class TargetAssignmentBuilder:
         group: ConsumerGroup,
         assignor: ConsumerGroupPartitionAssignor,
         subscription_metadata: Mapping[str, TopicMetadata],
+        resolved_regexes: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         self.group = group
+        self.resolved_regexes = resolved_regexes or {}
         self.assignor = assignor
         self.subscription_metadata = subscription_metadata
         self._updated: dict[str, ConsumerGroupMember | None] = {}
@@ -40,6 +45,13 @@ class TargetAssignmentBuilder:
     def remove_member(self, member_id: str) -> TargetAssignmentBuilder:
         self._updated[member_id] = None
         return self
+
+    def _subscribed_names(self, member: ConsumerGroupMember) -> set[str]:
+        """The member's topic names and the topics its regex resolved to."""
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            names |= self.resolved_regexes.get(member.subscribed_topic_regex, frozenset())
+        return names
 
     def build(self) -> dict[str, Assignment]:
         members: dict[str, ConsumerGroupMember] = dict(self.group.members)
@@ -54,7 +66,7 @@ class TargetAssignmentBuilder:
             members={
                 member_id: MemberSubscriptionAndAssignment(
                     subscribed_topic_ids=frozenset(
-                        ids_by_name[n] for n in m.subscribed_topic_names if n in ids_by_name
+                        ids_by_name[n] for n in self._subscribed_names(m) if n in ids_by_name
                     ),
                     assignment=self.group.target_assignment_of(member_id),
                     rack_id=m.rack_id,

@@ -1,0 +1,255 @@
+"""Per-group configs (KIP-848): Kafka 4's ``GroupConfig`` and ``GroupConfigManager``.
+
+A GROUP config resource (resource type 32 in DescribeConfigs and IncrementalAlterConfigs)
+overrides, for one group id, the broker's group settings. The names, types, lower bounds
+and checks are Kafka 4's ``GroupConfig``:
+
+* ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``: INT, at least
+  1, within the broker's ``group.consumer.min/max.session.timeout.ms`` and
+  ``group.consumer.min/max.heartbeat.interval.ms``;
+* ``share.session.timeout.ms``, ``share.heartbeat.interval.ms`` (INT, at least 1) and
+  ``share.record.lock.duration.ms`` (INT, at least 1000), within the ``group.share.*``
+  bounds;
+
+and each session timeout must be greater than its heartbeat interval. As Kafka, the whole
+resulting set of a group's overrides is validated, the unset ones at ``GroupConfig``'s
+defaults (45000, 5000, 45000, 5000, 30000); every failure is INVALID_CONFIG with Kafka's
+message ("Unknown group config name: x", "Invalid value x for configuration y: ...",
+"consumer.session.timeout.ms must be greater than or equal to
+group.consumer.min.session.timeout.ms", ...).
+
+DescribeConfigs lists the five, each with its group's override (source GROUP_CONFIG, the
+one synonym) or the broker's value of its ``group.*`` key (source DEFAULT_CONFIG, no
+synonym), as Kafka's ``ConfigHelper.createGroupConfigEntry``.
+
+The overrides are cluster state (Kafka keeps them in the metadata log): one
+``GroupConfigStore`` per cluster, shared by its brokers, durable in ``group-configs.json``
+in the data directory (``atomic_file``). Each broker's ``GroupConfigManager`` reads it
+with that broker's bounds and defaults; the consumer group coordinator asks it for a
+group's session timeout and heartbeat interval.
+
+Where this differs from Kafka: the share.* bounds and defaults are Kafka's constants (the
+broker's group.share.* keys are not modelled yet); nothing is removed when a group is
+deleted (neither does Kafka 4.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from broker.atomic_file import read_json, write_json_atomic
+from broker.cluster_metadata import MetadataError
+
+if TYPE_CHECKING:
+    from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
+
+CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
+SHARE_SESSION_TIMEOUT_MS = "share.session.timeout.ms"
+SHARE_HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
+SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
+
+FILE_NAME = "group-configs.json"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    """One group config: ``GroupConfig``'s default and ``atLeast``, and the broker keys
+    of its default and bounds."""
+
+    default: int
+    at_least: int
+    broker_key: str
+    min_key: str
+    max_key: str
+
+
+GROUP_CONFIG_DEFS: Mapping[str, GroupConfigDef] = {
+    CONSUMER_HEARTBEAT_INTERVAL_MS: GroupConfigDef(
+        5000,
+        1,
+        "group.consumer.heartbeat.interval.ms",
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
+    CONSUMER_SESSION_TIMEOUT_MS: GroupConfigDef(
+        45000,
+        1,
+        "group.consumer.session.timeout.ms",
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.session.timeout.ms",
+    ),
+    SHARE_HEARTBEAT_INTERVAL_MS: GroupConfigDef(
+        5000,
+        1,
+        "group.share.heartbeat.interval.ms",
+        "group.share.min.heartbeat.interval.ms",
+        "group.share.max.heartbeat.interval.ms",
+    ),
+    SHARE_RECORD_LOCK_DURATION_MS: GroupConfigDef(
+        30000,
+        1000,
+        "group.share.record.lock.duration.ms",
+        "group.share.min.record.lock.duration.ms",
+        "group.share.max.record.lock.duration.ms",
+    ),
+    SHARE_SESSION_TIMEOUT_MS: GroupConfigDef(
+        45000,
+        1,
+        "group.share.session.timeout.ms",
+        "group.share.min.session.timeout.ms",
+        "group.share.max.session.timeout.ms",
+    ),
+}
+
+# Kafka 4's defaults of the broker's group.share.* keys (not modelled by BrokerConfig).
+_SHARE_BROKER_DEFAULTS = {
+    "group.share.heartbeat.interval.ms": 5000,
+    "group.share.min.heartbeat.interval.ms": 5000,
+    "group.share.max.heartbeat.interval.ms": 15000,
+    "group.share.record.lock.duration.ms": 30000,
+    "group.share.min.record.lock.duration.ms": 15000,
+    "group.share.max.record.lock.duration.ms": 60000,
+    "group.share.session.timeout.ms": 45000,
+    "group.share.min.session.timeout.ms": 45000,
+    "group.share.max.session.timeout.ms": 60000,
+}
+
+
+def _invalid(message: str) -> MetadataError:
+    return MetadataError(ErrorCode.invalid_config, message)
+
+
+class GroupConfigStore:
+    """Every group's overrides, cluster-wide; durable in ``group-configs.json``."""
+
+    def __init__(self, data_dir: Path | None = None) -> None:
+        self._path = data_dir / FILE_NAME if data_dir is not None else None
+        self._configs: dict[str, dict[str, str]] = {}
+        document = read_json(self._path) if self._path is not None else None
+        if document is not None:
+            self._configs = {
+                str(group): {str(k): str(v) for k, v in overrides.items()}
+                for group, overrides in document.get("groups", {}).items()
+            }
+
+    def get(self, group_id: str) -> dict[str, str]:
+        return dict(self._configs.get(group_id, {}))
+
+    def put(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        """Replace the group's overrides (none: forget the group) and save."""
+        if overrides:
+            self._configs[group_id] = dict(overrides)
+        else:
+            self._configs.pop(group_id, None)
+        if self._path is not None:
+            write_json_atomic(self._path, {"version": 1, "groups": self._configs}, indent=1)
+
+
+class GroupConfigManager:
+    """One broker's view of the group configs: its bounds and defaults over the store."""
+
+    def __init__(self, store: GroupConfigStore, config: ConsumerGroupConfig) -> None:
+        self.store = store
+        self._broker: dict[str, int] = dict(_SHARE_BROKER_DEFAULTS)
+        for field in (
+            "session_timeout_ms",
+            "min_session_timeout_ms",
+            "max_session_timeout_ms",
+            "heartbeat_interval_ms",
+            "min_heartbeat_interval_ms",
+            "max_heartbeat_interval_ms",
+        ):
+            key = "group.consumer." + field.replace("_", ".")
+            self._broker[key] = int(getattr(config, "group_consumer_" + field))
+
+    # ---------------------------------------------------------------- values
+    def value(self, group_id: str, name: str) -> int:
+        """The group's value of ``name``: its override, else the broker's."""
+        override = self.store.get(group_id).get(name)
+        if override is not None:
+            return int(override)
+        return self._broker[GROUP_CONFIG_DEFS[name].broker_key]
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        return self.value(group_id, CONSUMER_SESSION_TIMEOUT_MS)
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.value(group_id, CONSUMER_HEARTBEAT_INTERVAL_MS)
+
+    def describe(self, group_id: str) -> list[tuple[str, str, bool]]:
+        """Every group config: (name, value, overridden), sorted by name."""
+        overrides = self.store.get(group_id)
+        return [
+            (name, str(self.value(group_id, name)), name in overrides)
+            for name in sorted(GROUP_CONFIG_DEFS)
+        ]
+
+    # ---------------------------------------------------------------- changes
+    def validate(self, overrides: Mapping[str, str]) -> dict[str, str]:
+        """Kafka's ``GroupConfig.validate``: names, parsing, ``atLeast``, then the
+        broker's bounds over the whole set (unset ones at ``GroupConfig``'s defaults)."""
+        for name in overrides:
+            if name not in GROUP_CONFIG_DEFS:
+                raise _invalid(f"Unknown group config name: {name}")
+        values = {name: d.default for name, d in GROUP_CONFIG_DEFS.items()}
+        for name, text in overrides.items():
+            values[name] = _parse_int(name, text, GROUP_CONFIG_DEFS[name].at_least)
+        for name, definition in GROUP_CONFIG_DEFS.items():
+            if values[name] < self._broker[definition.min_key]:
+                raise _invalid(f"{name} must be greater than or equal to {definition.min_key}")
+            if values[name] > self._broker[definition.max_key]:
+                raise _invalid(f"{name} must be less than or equal to {definition.max_key}")
+        for session, interval in (
+            (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS),
+            (SHARE_SESSION_TIMEOUT_MS, SHARE_HEARTBEAT_INTERVAL_MS),
+        ):
+            if values[session] <= values[interval]:
+                raise _invalid(f"{session} must be greater than {interval}")
+        return {name: str(values[name]) for name in overrides}
+
+    def alter(
+        self, group_id: str, changes: Iterable[tuple[str, str | None, int]], validate_only: bool
+    ) -> None:
+        """IncrementalAlterConfigs on GROUP ``group_id``: SET (0), DELETE (1); APPEND (2)
+        and SUBTRACT (3) are INVALID_CONFIG (no group config is a LIST)."""
+        if not group_id:
+            raise MetadataError(ErrorCode.invalid_request, "Group name must not be empty")
+        overrides = self.store.get(group_id)
+        for name, value, operation in changes:
+            if operation == 0:
+                assert value is not None  # refused before (check_config_changes)
+                overrides[name] = value
+            elif operation == 1:
+                overrides.pop(name, None)
+            elif operation in (2, 3):
+                verb = "APPEND" if operation == 2 else "SUBTRACT"
+                raise _invalid(f"Can't {verb} to key {name} because its type is not LIST.")
+            else:
+                raise MetadataError(
+                    ErrorCode.invalid_request, f"Unknown operations type {operation} for {name}"
+                )
+        validated = self.validate(overrides)
+        if not validate_only:
+            self.store.put(group_id, validated)
+
+
+def _parse_int(name: str, text: str, at_least: int) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise _invalid(
+            f"Invalid value {text} for configuration {name}: Not a number of type INT"
+        ) from None
+    if not -(2**31) <= value < 2**31:
+        raise _invalid(f"Invalid value {text} for configuration {name}: Not a number of type INT")
+    if value < at_least:
+        raise _invalid(
+            f"Invalid value {value} for configuration {name}: Value must be at least {at_least}"
+        )
+    return value
