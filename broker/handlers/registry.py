@@ -14,6 +14,7 @@ from types import ModuleType
 from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
@@ -27,6 +28,7 @@ from broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -110,6 +112,9 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     # Kafka 4's consumer group protocol (issue 19, KIP-848): broker/group/consumer/
     consumer_group_heartbeat,
     consumer_group_describe,
+    # client quotas (issue 22): broker/quota/
+    describe_client_quotas,
+    alter_client_quotas,
 )
 
 
