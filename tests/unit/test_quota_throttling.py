@@ -9,7 +9,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.connection import KafkaConnection
+from broker.quota.client_quota_store import QuotaAlteration
 from broker.quota.quota_managers import QuotaManagers
+from broker.request_timing import RequestClock
 from protocol.builders import request_builder
 from tests.helpers.dispatch_node import Node, dispatch_node
 
@@ -118,3 +121,59 @@ async def test_without_quotas_nothing_is_recorded() -> None:
     assert answer.throttle_time == timedelta(0)
     assert channel.events == []
     assert all(not manager.sensors for manager in _quotas(node).managers())
+
+
+class Transport:
+    """What a KafkaConnection writes to and pauses: enough of asyncio's transport."""
+
+    def __init__(self) -> None:
+        self.paused = False
+        self.written: list[bytes] = []
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 5555) if name in ("peername", "sockname") else None
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def close(self) -> None:
+        pass
+
+
+async def test_a_throttled_connection_reads_nothing_until_the_throttle_ends() -> None:
+    node = dispatch_node()
+    quotas = _quotas(node)
+    quotas.store.alter(
+        [QuotaAlteration((("client-id", "t"),), (("request_percentage", 1e-9),))], False
+    )
+    connection = KafkaConnection(
+        node.dispatcher, RequestClock(), node.clock, 1 << 20, 0, lambda _: None
+    )
+    transport = Transport()
+    connection.connection_made(transport)  # type: ignore[arg-type]
+    b = request_builder(DESCRIBE, 1)
+    frames = [
+        node.client.send(DESCRIBE, 1, b.DescribeClientQuotasRequest(components=(), strict=False))
+        for _ in range(2)
+    ]
+    # Two pipelined requests in one read: the first is answered (throttled), the
+    # second waits unread in the backlog and the socket is paused.
+    connection.data_received(b"".join(out.data for out in frames))
+    assert len(transport.written) == 1
+    (first,) = node.client.receive(transport.written[0])
+    assert first.body.throttle_time == timedelta(milliseconds=1000)
+    assert transport.paused
+    node.clock.advance(1001)
+    quotas.reaper.timer.advance_clock()
+    # Unmuted: the second is handled (and throttled again: the rate is still over).
+    assert len(transport.written) == 2
+    assert transport.paused
+    node.clock.advance(1001)
+    quotas.reaper.timer.advance_clock()
+    assert not transport.paused
