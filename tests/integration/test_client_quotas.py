@@ -5,7 +5,9 @@ same broker is not throttled; ``minikafka quotas alter/describe`` set and show t
 The achieved rates are only bounded from above (what Kafka's windows allow: the burst of
 ``quota.window.num - 1`` windows, then the quota, plus a request in flight), never from
 below: a loaded machine makes a client slower, never faster. The rates themselves are
-figures in ``bench/quota_bench.py``. Each test pumps for ``PUMP_S`` seconds.
+figures in ``bench/quota_bench.py``. Each test pumps for ``PUMP_S`` seconds, and on until
+the throttled client has had a throttled answer (a state, with a generous deadline:
+a loaded machine may take longer to send the burst).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +32,7 @@ pytestmark = pytest.mark.asyncio
 
 QUOTA = 20_000  # bytes per second
 PUMP_S = 3.0
+DEADLINE_S = 45.0
 BURST_WINDOWS = 10  # quota.window.num - 1: what a client may send before any throttle
 VALUE = b"v" * 1000
 PRODUCE, FETCH = 0, 1
@@ -45,7 +49,9 @@ class ThrottleLog:
 
     def request_completed(self, ctx: RequestContext, response: Any, size: int) -> None:
         api_key = ctx.header.api_key
-        if api_key == PRODUCE:
+        if api_key == PRODUCE and (ctx.header.client_id or "").startswith("busy"):
+            nbytes = self.local_ns(ctx)  # the Request quota's measure: handler time
+        elif api_key == PRODUCE:
             nbytes = ctx.request_size
         elif api_key == FETCH and response is not None:
             nbytes = sum(len(p.records or b"") for t in response.responses for p in t.partitions)
@@ -55,6 +61,18 @@ class ThrottleLog:
         self.records.append(
             (ctx.header.client_id, api_key, nbytes, ctx.timing.throttle_time_ms, now)
         )
+
+    def local_ns(self, ctx: RequestContext) -> int:
+        return max(ctx.timing.local_end_ns - ctx.timing.local_start_ns, 0)
+
+    def throttled(self, client_id: str, api_key: int) -> bool:
+        return any(t > 0 for c, k, _, t, _ in list(self.records) if c == client_id and k == api_key)
+
+    def pumping(self, client_id: str, api_key: int, start: float, now: float) -> bool:
+        """Pump for PUMP_S and until throttled (at most DEADLINE_S)."""
+        if now >= start + DEADLINE_S:
+            return False
+        return now < start + PUMP_S or not self.throttled(client_id, api_key)
 
     def of(self, client_id: str, api_key: int) -> list[tuple[int, int, float]]:
         return [(n, t, at) for c, k, n, t, at in self.records if c == client_id and k == api_key]
@@ -76,7 +94,7 @@ def _assert_never_throttled(records: list[tuple[int, int, float]]) -> None:
     assert all(t == 0 for _, t, _ in records)
 
 
-async def _set_quota(bootstrap: str, client: str, key: str, value: int) -> None:
+async def _set_quota(bootstrap: str, client: str, key: str, value: float) -> None:
     args = argparse.Namespace(
         bootstrap=bootstrap,
         user=None,
@@ -139,10 +157,10 @@ async def test_aiokafka_producer_is_held_to_its_producer_byte_rate() -> None:
         await free.start()
         try:
             loop = asyncio.get_running_loop()
-            until = loop.time() + PUMP_S
+            start = loop.time()
 
             async def pump(producer: AIOKafkaProducer, topic: str) -> None:
-                while loop.time() < until:
+                while log.pumping("slow-producer", PRODUCE, start, loop.time()):
                     batch = [await producer.send(topic, VALUE, partition=0) for _ in range(16)]
                     await asyncio.gather(*batch)
 
@@ -187,13 +205,51 @@ async def test_aiokafka_consumer_is_held_to_its_consumer_byte_rate() -> None:
                 await consumer.stop()
             return seen
 
-        until = loop.time() + PUMP_S
+        start = loop.time()
         await asyncio.gather(
-            consume("slow-consumer", lambda _: loop.time() >= until),
+            consume(
+                "slow-consumer",
+                lambda _: not log.pumping("slow-consumer", FETCH, start, loop.time()),
+            ),
             consume("free-consumer", lambda seen: seen >= 800),
         )
         _assert_held_to_quota(log.of("slow-consumer", FETCH), max_request=34_000)
         _assert_never_throttled(log.of("free-consumer", FETCH))
+
+
+async def test_aiokafka_producer_is_held_to_its_request_percentage() -> None:
+    """request_percentage: handler time as a percentage of one thread; a client over it
+    is throttled (at most one window at a time, as Kafka caps it)."""
+    log = ThrottleLog()
+    percentage = 0.5  # 5 ms of handler time a second
+    async with running_cluster(observers=[log]) as app:
+        await _set_quota(app.bootstrap, "busy-producer", "request_percentage", percentage)
+        busy = AIOKafkaProducer(bootstrap_servers=app.bootstrap, client_id="busy-producer")
+        free = AIOKafkaProducer(bootstrap_servers=app.bootstrap, client_id="free-producer")
+        await busy.start()
+        await free.start()
+        try:
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            while log.pumping("busy-producer", PRODUCE, start, loop.time()):
+                await busy.send_and_wait("quota-busy", VALUE, partition=0)
+            for _ in range(20):
+                await free.send_and_wait("quota-free", VALUE, partition=0)
+        finally:
+            await busy.stop()
+            await free.stop()
+        records = log.of("busy-producer", PRODUCE)
+        assert records
+        handler_ns = sum(n for n, _, _ in records)
+        elapsed = records[-1][2] - records[0][2]
+        longest = max(n for n, _, _ in records)
+        # The burst of ten windows, the quota after, and a request a second beyond it
+        # while the 1 s throttles (Kafka's cap) run out.
+        bound = percentage / 100 * (BURST_WINDOWS + elapsed) * 1e9 + 5 * longest
+        assert handler_ns <= bound, f"{handler_ns / 1e6:.1f} ms of handler time in {elapsed:.1f} s"
+        assert any(t > 0 for _, t, _ in records)
+        assert all(t <= 1000 for _, t, _ in records)
+        _assert_never_throttled(log.of("free-producer", PRODUCE))
 
 
 def _in_thread(target: Callable[[], None]) -> threading.Thread:
@@ -227,17 +283,20 @@ async def test_confluent_producer_is_held_to_its_producer_byte_rate() -> None:
                 }
             )
             sent = 0
-            deadline = threading.Event()
-            timer = threading.Timer(PUMP_S, deadline.set)
-            timer.start()
-            while not deadline.is_set() and (count is None or sent < count):
+            start = time.monotonic()
+
+            def more() -> bool:
+                if count is not None:
+                    return sent < count
+                return log.pumping(client_id, PRODUCE, start, time.monotonic())
+
+            while more():
                 try:
                     producer.produce(topic, VALUE, partition=0)
                     sent += 1
                 except BufferError:
                     producer.poll(0.05)
                 producer.poll(0)
-            timer.cancel()
             if producer.flush(45) != 0:
                 errors.append(f"{client_id}: not delivered")
 
@@ -256,7 +315,7 @@ async def test_confluent_consumer_is_held_to_its_consumer_byte_rate() -> None:
         await _fill(app.bootstrap, "rd-quota-read", 800_000)
         await _set_quota(app.bootstrap, "rd-slow-consumer", "consumer_byte_rate", QUOTA)
 
-        def run(client_id: str, seconds: float | None, count: int | None) -> None:
+        def run(client_id: str, count: int | None) -> None:
             consumer = Consumer(
                 {
                     "bootstrap.servers": app.bootstrap,
@@ -271,19 +330,22 @@ async def test_confluent_consumer_is_held_to_its_consumer_byte_rate() -> None:
                 }
             )
             consumer.subscribe(["rd-quota-read"])
-            deadline = threading.Event()
-            timer = threading.Timer(seconds or 45, deadline.set)
-            timer.start()
             seen = 0
-            while not deadline.is_set() and (count is None or seen < count):
+            start = time.monotonic()
+
+            def more() -> bool:
+                if count is not None:
+                    return seen < count and time.monotonic() < start + DEADLINE_S
+                return log.pumping(client_id, FETCH, start, time.monotonic())
+
+            while more():
                 message = consumer.poll(0.2)
                 if message is not None and message.error() is None:
                     seen += 1
-            timer.cancel()
             consumer.close()
 
-        slow = _in_thread(lambda: run("rd-slow-consumer", PUMP_S, None))
-        free = _in_thread(lambda: run("rd-free-consumer", None, 800))
+        slow = _in_thread(lambda: run("rd-slow-consumer", None))
+        free = _in_thread(lambda: run("rd-free-consumer", 800))
         await _join(slow)
         await _join(free)
         _assert_held_to_quota(log.of("rd-slow-consumer", FETCH), max_request=34_000)
