@@ -11,8 +11,9 @@ attribute read per request otherwise):
 - **Fetch** from a consumer: the response's record bytes into the Fetch quota and the
   handler time into the Request quota; when throttled, the bytes are taken back out and
   the answer is an empty one (no partitions, the same error and session), as Kafka's
-  ``getThrottledResponse``. A follower's fetch is exempt (replication quotas are
-  separate);
+  ``getThrottledResponse``; the fetch itself asks for no more than the quota allows over
+  the quota's windows (``max_fetch_bytes``, Kafka's ``getMaxValueInQuotaWindow``). A
+  follower's fetch is exempt (replication quotas are separate);
 - **every other API** (but the inter-broker ones, exempt as Kafka's ClusterAction
   requests): its handler time into the Request quota.
 
@@ -23,12 +24,10 @@ The response carries it in ``throttle_time`` where its version has the field; th
 request's ``RequestTiming.throttle_time_ms`` carries it to capture and metrics.
 
 Differences from Kafka: the fetch's bytes are its records' bytes (Kafka counts the
-encoded response size; the headers are a few dozen bytes a partition); a consumer's
-fetch size is not cut to what the quota window allows (Kafka's
-``getMaxValueInQuotaWindow``); an answer served encoded from the response cache
-(ApiVersions, Metadata) has its time recorded but is never throttled; a response
-version without ``throttle_time`` gets the mute alone (Kafka delays such old clients'
-responses instead).
+encoded response size; the headers are a few dozen bytes a partition); an answer served
+encoded from the response cache (ApiVersions, Metadata) has its time recorded but is
+never throttled; a response version without ``throttle_time`` gets the mute alone (Kafka
+delays such old clients' responses instead).
 """
 
 from __future__ import annotations
@@ -97,6 +96,14 @@ class QuotaManagers:
         """Stop following the store (a stopped broker's managers) and the reaper."""
         self.store.remove_listener(self._update)
         await self.reaper.stop()
+
+    def max_fetch_bytes(self, ctx: RequestContext) -> int:
+        """What a consumer's fetch may return: its quota over the quota window
+        (``getMaxValueInQuotaWindow``), for the Fetch handler's ``max_bytes``."""
+        window = self.fetch.get_max_value_in_quota_window(
+            ctx.connection.principal.name, ctx.header.client_id or ""
+        )
+        return int(min(window, 0x7FFFFFFF))
 
     # -- the dispatcher's call ------------------------------------------------------------
 

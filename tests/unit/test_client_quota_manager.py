@@ -235,3 +235,14 @@ def test_quotas_survive_a_restart_with_a_data_dir(tmp_path: Path) -> None:
     assert (tmp_path / "client-quotas.json").exists()
     again = ClientQuotaStore(tmp_path)
     assert again.entries() == {(("client-id", "c"), ("user", None)): {RATE: 1024.0}}
+
+
+def test_max_value_in_quota_window_is_the_quota_over_samples_minus_one_windows() -> None:
+    clock = ManualClock(0)
+    store = ClientQuotaStore()
+    manager = ClientQuotaManager(QuotaType.FETCH, store, clock)
+    store.add_listener(manager.update_quotas)
+    assert manager.get_max_value_in_quota_window("u", "c") == float("inf")
+    _set(store, {"client-id": "c"}, consumer_byte_rate=1000)
+    assert manager.get_max_value_in_quota_window("u", "c") == 10_000
+    assert manager.get_max_value_in_quota_window("u", "other") == float("inf")
