@@ -24,9 +24,8 @@ per second (``nanosToPercentage``). A sensor idle for an hour is dropped
 (``InactiveSensorExpirationTimeSeconds``), so idle client ids cost nothing.
 
 Differences from Kafka: the levels in use are recomputed from the store on every change
-(Kafka only ever adds levels until a restart); ControllerMutation records with the same
-sampled rate as the others (Kafka uses a token bucket and strict mode for CreateTopics
-and friends), and nothing records into it yet.
+(Kafka only ever adds levels until a restart). ControllerMutation's token bucket is
+``controller_mutation_quota.py``.
 """
 
 from __future__ import annotations

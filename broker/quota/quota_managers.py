@@ -15,7 +15,10 @@ attribute read per request otherwise):
   the quota's windows (``max_fetch_bytes``, Kafka's ``getMaxValueInQuotaWindow``). A
   follower's fetch is exempt (replication quotas are separate);
 - **every other API** (but the inter-broker ones, exempt as Kafka's ClusterAction
-  requests): its handler time into the Request quota.
+  requests): its handler time into the Request quota; CreateTopics, CreatePartitions and
+  DeleteTopics also take their partitions from the ControllerMutation quota
+  (``controller_mutation_quota``, ``controller_mutation_quota.py``), whose throttle time
+  the handler leaves in ``RequestTiming.throttle_time_ms``.
 
 The throttle time answered is the larger of the two; the channel is throttled by the
 manager that asked for more (its ``throttle-time`` sensor records it), for that long:
@@ -42,6 +45,10 @@ from broker.quota.client_quota_manager import (
     QuotaType,
 )
 from broker.quota.client_quota_store import ClientQuotaStore
+from broker.quota.controller_mutation_quota import (
+    ControllerMutationQuota,
+    ControllerMutationQuotaManager,
+)
 from broker.quota.throttled_channel import ThrottledChannelReaper
 from protocol.codec import EncodedResponse
 from purgatory import Clock
@@ -73,8 +80,8 @@ class QuotaManagers:
         self.produce = ClientQuotaManager(QuotaType.PRODUCE, store, clock, samples, window_seconds)
         self.fetch = ClientQuotaManager(QuotaType.FETCH, store, clock, samples, window_seconds)
         self.request = ClientRequestQuotaManager(store, clock, samples, window_seconds)
-        self.controller_mutation = ClientQuotaManager(
-            QuotaType.CONTROLLER_MUTATION, store, clock, samples, window_seconds
+        self.controller_mutation = ControllerMutationQuotaManager(
+            store, clock, samples, window_seconds
         )
         self.enabled = False
         self._update()
@@ -96,6 +103,18 @@ class QuotaManagers:
         """Stop following the store (a stopped broker's managers) and the reaper."""
         self.store.remove_listener(self._update)
         await self.reaper.stop()
+
+    def controller_mutation_quota(
+        self, ctx: RequestContext, strict_since_version: int
+    ) -> ControllerMutationQuota:
+        """Kafka's ``newQuotaFor(request, strictSinceVersion)``: what CreateTopics,
+        CreatePartitions and DeleteTopics take their partitions from."""
+        return self.controller_mutation.new_quota_for(
+            ctx.connection.principal.name,
+            ctx.header.client_id or "",
+            ctx.api_version,
+            strict_since_version,
+        )
 
     def max_fetch_bytes(self, ctx: RequestContext) -> int:
         """What a consumer's fetch may return: its quota over the quota window
@@ -145,6 +164,11 @@ class QuotaManagers:
             request_throttle = self.request.maybe_record_request_time(
                 user, client_id, local_ns, now_ms
             )
+        # A controller mutation's throttle, set by its handler (sendResponseMaybeThrottle-
+        # WithControllerQuota), counts like a bandwidth one.
+        if timing.throttle_time_ms > bandwidth:
+            bandwidth_manager = self.controller_mutation
+            bandwidth = timing.throttle_time_ms
         throttle_ms = max(bandwidth, request_throttle)
         if throttle_ms <= 0:
             return response

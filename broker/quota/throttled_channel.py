@@ -16,6 +16,7 @@ wheel for every quota type (the queue sizes are still counted per type, as Kafka
 
 from __future__ import annotations
 
+import weakref
 from typing import Protocol
 
 from purgatory import Clock, ExpirationReaper, SystemTimer, TimerTask
@@ -49,12 +50,16 @@ class ThrottledChannel(TimerTask):
         self.reaper = reaper
         self.quota_type = quota_type
         self.throttle_time_ms = throttle_time_ms
-        self.callback = callback
+        # Weak: a connection closed while throttled is freed at once, not kept (with
+        # its buffers) until its throttle time has passed, which may be long.
+        self.callback = weakref.ref(callback)
         callback.start_throttling()
 
     def run(self) -> None:
         self.reaper.throttling_done(self)
-        self.callback.end_throttling()
+        callback = self.callback()
+        if callback is not None:
+            callback.end_throttling()
 
 
 class ThrottledChannelReaper:
