@@ -134,7 +134,7 @@ async def main(args: argparse.Namespace) -> None:
         rates = [int(r) for r in args.rates.split(",") if r]
         value = b"q" * args.size
         largest = max(rates)
-        await _fill(app.bootstrap, "bench-quota-read", largest * (args.seconds + 12), value)
+        await _fill(app.bootstrap, "bench-quota-read", int(largest * (args.seconds + 12)), value)
         for rate in rates:
             for prefix, key in (
                 ("bench-p", "producer_byte_rate"),
