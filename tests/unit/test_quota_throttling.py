@@ -10,8 +10,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.connection import KafkaConnection
+from broker.metrics import RequestMetrics, render_prometheus
 from broker.quota.client_quota_store import QuotaAlteration
 from broker.quota.quota_managers import QuotaManagers
+from broker.quota.throttled_channel import throttled_channels
 from broker.request_timing import RequestClock
 from protocol.builders import request_builder
 from tests.helpers.dispatch_node import Node, dispatch_node
@@ -177,3 +179,20 @@ async def test_a_throttled_connection_reads_nothing_until_the_throttle_ends() ->
     node.clock.advance(1001)
     quotas.reaper.timer.advance_clock()
     assert not transport.paused
+
+
+async def test_metrics_and_purgatory_show_the_quota_sensors_and_throttled_channels() -> None:
+    node = dispatch_node()
+    channel = Channel()
+    node.connection.throttle_callback = channel
+    quotas = _quotas(node)
+    _alter(node, [("client-id", "t")], "request_percentage", 1e-9)  # throttled: 1000 ms
+    text = render_prometheus(lambda: [node.broker], {0: RequestMetrics(0)}).decode()
+    assert 'kafka_server_request_throttle_time{broker="0",client_id="t",user=""} 1000.0' in text
+    assert 'kafka_server_request_queue_size{broker="0"} 1.0' in text
+    assert "kafka_server_produce_byte_rate" in text
+    view = throttled_channels(quotas.reaper, node.clock.now_ms())
+    assert view["num_delayed_operations"] == 1
+    assert view["queue_size"] == {"Request": 1}
+    (operation,) = view["operations"]  # type: ignore[misc]
+    assert operation["kind"] == "ThrottledChannel" and operation["delay_ms"] == 1000
