@@ -17,6 +17,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,6 +144,28 @@ async def test_cli_alters_and_describes_quotas(
         "Quota configs for the default user-principal are consumer_byte_rate=2048.0, "
         "request_percentage=50.0",
     ]
+
+
+async def test_quotas_survive_a_restart_with_a_data_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with running_cluster(data_dir=tmp_path) as app:
+        await _set_quota(app.bootstrap, "kept", "consumer_byte_rate", 4096)
+    assert (tmp_path / "client-quotas.json").exists()
+    async with running_cluster(data_dir=tmp_path) as app:
+        args = argparse.Namespace(
+            bootstrap=app.bootstrap,
+            user=None,
+            user_defaults=False,
+            client="kept",
+            client_defaults=False,
+        )
+        assert await quotas_describe(args) == 0
+        quotas = app.brokers[0].services.quota_managers
+        assert quotas is not None and quotas.fetch.quota("ANONYMOUS", "kept") == 4096
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "Quota configs for client-id 'kept' are consumer_byte_rate=4096.0"
+    )
 
 
 async def test_aiokafka_producer_is_held_to_its_producer_byte_rate() -> None:
