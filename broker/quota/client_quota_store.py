@@ -251,13 +251,16 @@ class ClientQuotaStore:
                 values.pop(key, None)
             else:
                 values[key] = value
-            log.info(
-                "%s %s quota for %s%s",
-                "Removing" if value is None else "Setting",
-                key,
-                entity_text(entity),
-                "" if value is None else f" to {value}",
-            )
+            # Kafka's controller, replaying the ClientQuotaRecord it wrote.
+            if value is None:
+                log.info("Replayed ClientQuotaRecord for %s removing %s.", entity_text(entity), key)
+            else:
+                log.info(
+                    "Replayed ClientQuotaRecord for %s setting %s to %s.",
+                    entity_text(entity),
+                    key,
+                    value,
+                )
         if not values:
             del self._quotas[entity]
 
