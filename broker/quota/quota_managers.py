@@ -140,20 +140,9 @@ class QuotaManagers:
         now_ms = self._clock.now_ms()
         timing = ctx.timing
         local_ns = max(timing.local_end_ns - timing.local_start_ns, 0)
-        bandwidth_manager: ClientQuotaManager | None = None
-        bandwidth = 0
-        fetch_bytes = 0
-        if api_key == PRODUCE_KEY:
-            bandwidth_manager = self.produce
-            bandwidth = self.produce.maybe_record_and_get_throttle_time_ms(
-                user, client_id, ctx.request_size, now_ms
-            )
-        elif api_key == FETCH_KEY and response is not None:
-            bandwidth_manager = self.fetch
-            fetch_bytes = _fetch_bytes(response)
-            bandwidth = self.fetch.maybe_record_and_get_throttle_time_ms(
-                user, client_id, fetch_bytes, now_ms
-            )
+        bandwidth_manager, bandwidth, fetch_bytes = self._record_bandwidth(
+            api_key, ctx, response, user, client_id, now_ms
+        )
         if response.__class__ is EncodedResponse:
             if self.request.quotas_enabled:
                 self.request.maybe_record_request_time(user, client_id, local_ns, now_ms)
@@ -181,9 +170,33 @@ class QuotaManagers:
         if callback is not None:
             self.reaper.throttle(manager.quota_type, throttle_ms, callback)
         if api_key == FETCH_KEY:
-            self.fetch.unrecord_quota_sensor(user, client_id, fetch_bytes, now_ms)
+            if self.fetch.quotas_enabled:
+                self.fetch.unrecord_quota_sensor(user, client_id, fetch_bytes, now_ms)
             return _with_throttle(response, throttle_ms, empty=True)
         return _with_throttle(response, throttle_ms)
+
+    def _record_bandwidth(
+        self,
+        api_key: int,
+        ctx: RequestContext,
+        response: Any,
+        user: str,
+        client_id: str,
+        now_ms: int,
+    ) -> tuple[ClientQuotaManager | None, int, int]:
+        """Produce's request bytes or a fetch's record bytes: (manager, throttle, bytes)."""
+        if api_key == PRODUCE_KEY:
+            throttle = self.produce.maybe_record_and_get_throttle_time_ms(
+                user, client_id, ctx.request_size, now_ms
+            )
+            return self.produce, throttle, ctx.request_size
+        if api_key == FETCH_KEY and response is not None:
+            fetch_bytes = _fetch_bytes(response)
+            throttle = self.fetch.maybe_record_and_get_throttle_time_ms(
+                user, client_id, fetch_bytes, now_ms
+            )
+            return self.fetch, throttle, fetch_bytes
+        return None, 0, 0
 
 
 def _from_follower(api_key: int, request: Any) -> bool:
