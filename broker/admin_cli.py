@@ -1,4 +1,4 @@
-"""``minikafka topics|groups|produce|consume``: Kafka's command line tools, against any
+"""``minikafka topics|groups|quotas|produce|consume``: Kafka's command line tools, against any
 bootstrap.
 
 =====================================  ==============================================
@@ -17,6 +17,12 @@ Kafka                                  minikafka
                                        --to-earliest|--to-latest|--to-offset N|
                                        --shift-by N [--dry-run|--execute]``
 ``kafka-consumer-groups.sh --delete``  ``groups delete GROUP``
+``kafka-configs.sh --describe
+--entity-type users|clients``          ``quotas describe [--user U|--user-defaults]
+                                       [--client C|--client-defaults]``
+``kafka-configs.sh --alter
+--add-config k=v --delete-config k``   ``quotas alter --user U|--client C ...
+                                       --add-config k=v[,k=v] --delete-config k``
 ``kafka-console-producer.sh``          ``produce TOPIC [--key-separator SEP]``
 ``kafka-console-consumer.sh``          ``consume TOPIC [--from-beginning] [--group G]
                                        [--max-messages N] [--timeout-ms MS]``
@@ -49,6 +55,8 @@ from broker.admin_commands import (
     groups_describe,
     groups_list,
     groups_reset_offsets,
+    quotas_alter,
+    quotas_describe,
     topics_create,
     topics_delete,
     topics_describe,
@@ -59,7 +67,7 @@ from broker.kafka_client import AdminError
 
 __all__ = ["ADMIN_COMMANDS", "add_admin_parsers", "run_admin"]
 
-ADMIN_COMMANDS = frozenset({"topics", "groups", "produce", "consume"})
+ADMIN_COMMANDS = frozenset({"topics", "groups", "quotas", "produce", "consume"})
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -174,6 +182,8 @@ def add_admin_parsers(sub: Any) -> None:
     gdelete.add_argument("groups", nargs="+", help="group ids")
     _bootstrap_option(gdelete)
 
+    _add_quota_parsers(sub)
+
     prod = sub.add_parser(
         "produce", help="send the lines of stdin as records (kafka-console-producer)"
     )
@@ -218,6 +228,36 @@ def add_admin_parsers(sub: Any) -> None:
     _bootstrap_option(cons)
 
 
+def _quota_entity_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", default=None, metavar="U", help="a user principal's name")
+    parser.add_argument("--user-defaults", action="store_true", help="the default user")
+    parser.add_argument("--client", default=None, metavar="C", help="a client id")
+    parser.add_argument("--client-defaults", action="store_true", help="the default client id")
+    _bootstrap_option(parser)
+
+
+def _add_quota_parsers(sub: Any) -> None:
+    quotas = sub.add_parser(
+        "quotas",
+        help="describe and alter client quotas (kafka-configs --entity-type users/clients)",
+    )
+    actions = quotas.add_subparsers(dest="action", required=True, metavar="ACTION")
+    describe = actions.add_parser("describe", help="the quotas of an entity, or all")
+    _quota_entity_options(describe)
+    alter = actions.add_parser("alter", help="set (--add-config) or remove (--delete-config)")
+    _quota_entity_options(alter)
+    alter.add_argument(
+        "--add-config",
+        action="append",
+        default=[],
+        metavar="K=V[,K=V]",
+        help="producer_byte_rate, consumer_byte_rate, request_percentage, controller_mutation_rate",
+    )
+    alter.add_argument(
+        "--delete-config", action="append", default=[], metavar="K[,K]", help="keys to remove"
+    )
+
+
 # -- running ------------------------------------------------------------------------------
 
 
@@ -235,6 +275,8 @@ def run_admin(
         "groups describe": groups_describe,
         "groups reset-offsets": groups_reset_offsets,
         "groups delete": groups_delete,
+        "quotas describe": quotas_describe,
+        "quotas alter": quotas_alter,
         "produce": produce_lines,
         "consume": consume_records,
     }

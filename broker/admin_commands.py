@@ -508,3 +508,131 @@ async def groups_delete(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
     return 1 if failed else 0
+
+
+# -- quotas (kafka-configs.sh --entity-type users/clients) -------------------------------
+
+_QUOTA_TYPES = (("user", "user-principal"), ("client-id", "client-id"), ("ip", "ip"))
+
+
+def quota_entity(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """``--user U``/``--user-defaults``, ``--client C``/``--client-defaults``: the entity
+    as (type, name or None for the default), users first as Kafka's tool orders them."""
+    entity: list[tuple[str, str | None]] = []
+    if args.user is not None and args.user_defaults:
+        raise UsageError("--user and --user-defaults are exclusive")
+    if args.client is not None and args.client_defaults:
+        raise UsageError("--client and --client-defaults are exclusive")
+    if args.user is not None or args.user_defaults:
+        entity.append(("user", args.user))
+    if args.client is not None or args.client_defaults:
+        entity.append(("client-id", args.client))
+    return entity
+
+
+def _quota_filter(b: Builder, entity: Sequence[tuple[str, str | None]]) -> tuple[Any, ...]:
+    return tuple(
+        b.ComponentData(entity_type=kind, match_type=0 if name is not None else 1, match=name)
+        for kind, name in entity
+    )
+
+
+async def _describe_quotas(
+    client: KafkaClient, entity: Sequence[tuple[str, str | None]]
+) -> list[tuple[dict[str, str | None], list[tuple[str, float]]]]:
+    def build(b: Builder, version: int) -> Any:
+        return b.DescribeClientQuotasRequest(
+            components=_quota_filter(b, entity), strict=bool(entity)
+        )
+
+    response = await client.call(48, build)
+    if response.error_code is not ErrorCode.none:
+        raise AdminError(response.error_message or error_name(response.error_code))
+    return [
+        (
+            {e.entity_type: e.entity_name for e in entry.entity},
+            [(v.key, float(v.value)) for v in entry.values],
+        )
+        for entry in response.entries or ()
+    ]
+
+
+def _quota_line(entity: dict[str, str | None], values: Sequence[tuple[str, float]]) -> str:
+    parts = []
+    for kind, label in _QUOTA_TYPES:
+        if kind in entity:
+            name = entity[kind]
+            parts.append(f"{label} '{name}'" if name is not None else f"the default {label}")
+    entries = ", ".join(f"{key}={value}" for key, value in values)
+    return f"Quota configs for {', '.join(parts)} are {entries}"
+
+
+async def quotas_describe(args: argparse.Namespace) -> int:
+    """``kafka-configs.sh --describe --entity-type users|clients``: one line an entity."""
+    entity = quota_entity(args)
+    async with KafkaClient(args.bootstrap) as client:
+        for found, values in await _describe_quotas(client, entity):
+            print(_quota_line(found, values))
+    return 0
+
+
+def _parse_quota_values(items: Sequence[str]) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for item in ",".join(items).split(","):
+        if not item.strip():
+            continue
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise UsageError(f"--add-config expects KEY=VALUE[,KEY=VALUE], got {item!r}")
+        try:
+            values[key.strip()] = float(text)
+        except ValueError:
+            raise UsageError(
+                f"Cannot parse quota configuration value for {key.strip()}: {text}"
+            ) from None
+    return values
+
+
+async def quotas_alter(args: argparse.Namespace) -> int:
+    """``kafka-configs.sh --alter --add-config k=v --delete-config k`` on a quota entity."""
+    entity = quota_entity(args)
+    if not entity:
+        raise UsageError(
+            "an entity is required: --user/--user-defaults and/or --client/--client-defaults"
+        )
+    added = _parse_quota_values(args.add_config)
+    deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
+    if not added and not deleted:
+        raise UsageError("nothing to alter: give --add-config and/or --delete-config")
+    async with KafkaClient(args.bootstrap) as client:
+        if deleted:
+            current = await _describe_quotas(client, entity)
+            keys = {key for _, values in current for key, _ in values}
+            invalid = [key for key in deleted if key not in keys]
+            if invalid:
+                raise AdminError(f"Invalid config(s): {','.join(invalid)}")
+
+        def build(b: Builder, version: int) -> Any:
+            ops = [b.OpData(key=k, value=v, remove=False) for k, v in added.items()]
+            ops += [b.OpData(key=k, value=0.0, remove=True) for k in deleted]
+            return b.AlterClientQuotasRequest(
+                entries=(
+                    b.EntryData(
+                        entity=tuple(b.EntityData(entity_type=k, entity_name=n) for k, n in entity),
+                        ops=tuple(ops),
+                    ),
+                ),
+                validate_only=False,
+            )
+
+        response = await client.call(49, build)
+        (result,) = response.entries
+        if result.error_code is not ErrorCode.none:
+            raise AdminError(result.error_message or error_name(result.error_code))
+    kind, name = entity[0]
+    plural = "users" if kind == "user" else "clients"
+    if name is not None:
+        print(f"Completed updating config for {plural[:-1]} {name}.")
+    else:
+        print(f"Completed updating default config for {plural} in the cluster.")
+    return 0

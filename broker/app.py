@@ -36,6 +36,9 @@ from broker.log import LogManager
 from broker.log.log_cleaner import CleanerConfig, LogCleaner
 from broker.metrics import RequestMetrics
 from broker.purgatories import PurgatorySet
+from broker.quota.client_quota_store import ClientQuotaStore
+from broker.quota.quota_managers import QuotaManagers
+from broker.quota.throttled_channel import ThrottledChannelReaper
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
@@ -71,6 +74,7 @@ def build_broker(
     handlers: Mapping[int, ApiHandler] | None = None,
     load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
     group_config_store: GroupConfigStore | None = None,
+    client_quotas: ClientQuotaStore | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -164,6 +168,15 @@ def build_broker(
         load_scheduler(),
     )
     handlers = handlers if handlers is not None else build_registry()
+    # Kafka's QuotaManagers over the cluster's quotas (shared, like the metadata), with
+    # the ThrottledChannel timer that unmutes throttled connections.
+    quotas = QuotaManagers(
+        client_quotas if client_quotas is not None else ClientQuotaStore(),
+        clock,
+        ThrottledChannelReaper(clock),
+        config.quota_window_num,
+        config.quota_window_size_seconds,
+    )
     services = BrokerServices(
         broker_id=broker_id,
         config=config,
@@ -182,12 +195,13 @@ def build_broker(
         ),
         api_specs=api_specs(handlers),
         response_cache=ResponseCache(metadata),
+        quota_managers=quotas,
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
     if capture is not None:
         everyone.append(capture)
     dispatcher = RequestDispatcher(
-        handlers, services, faults, everyone, request_clock, purgatories.scheduler_timer
+        handlers, services, faults, everyone, request_clock, purgatories.scheduler_timer, quotas
     )
     return Broker(
         host=host,
@@ -196,7 +210,7 @@ def build_broker(
         metadata=metadata,
         dispatcher=dispatcher,
         purgatories=purgatories,
-        components=(replica_manager, log_cleaner, group_coordinator, txn_coordinator),
+        components=(replica_manager, log_cleaner, group_coordinator, txn_coordinator, quotas),
         request_clock=request_clock,
     )
 
@@ -274,6 +288,9 @@ class MiniKafka:
         self._load_scheduler = load_scheduler
         self.cluster = ClusterMetadata(data_dir=self.data_dir)
         self.group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
+        # The cluster's client quotas (DescribeClientQuotas/AlterClientQuotas), shared by
+        # every broker like the metadata; client-quotas.json beside it with a data dir.
+        self.client_quotas = ClientQuotaStore(self.data_dir)
         self.brokers: list[Broker] = []
         self._started = False
         # The in-process controller (leader election, ISR changes) shared by all brokers.
@@ -339,6 +356,7 @@ class MiniKafka:
             advertised_host=self.advertised_host,
             load_scheduler=self._load_scheduler,
             group_config_store=self.group_configs,
+            client_quotas=self.client_quotas,
         )
 
     async def start(self) -> None:

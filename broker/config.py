@@ -187,6 +187,9 @@ class BrokerConfig(BaseModel):
     transactional_id_expiration_ms: int = Field(
         604800000, alias="transactional.id.expiration.ms", ge=1
     )
+    # Client quotas (broker/quota/): Kafka's sampled-rate windows.
+    quota_window_num: int = Field(11, alias="quota.window.num", ge=1)
+    quota_window_size_seconds: int = Field(1, alias="quota.window.size.seconds", ge=1)
     # The transaction coordinator (broker/txn/), Kafka's names and defaults.
     transaction_max_timeout_ms: int = Field(900000, alias="transaction.max.timeout.ms", ge=1)
     transaction_state_log_num_partitions: int = Field(

@@ -16,6 +16,14 @@ bytes (plus the one frame being assembled, up to ``socket.request.max.bytes``).
 Requests answered at once cost nothing extra: a pipelined batch is handled frame after
 frame in one callback. A produce with acks=0 has nothing to wait for.
 
+**Throttled, as Kafka (KIP-219).** A client over a quota gets its response at once
+with its throttle time, and the connection is then muted for that long: the quota
+managers make a ``ThrottledChannel`` (``broker/quota/throttled_channel.py``) that calls
+``start_throttling`` here (mute: nothing more is read) and, from its timer, when the
+time has passed, ``end_throttling`` (unmute, unless a request is still parked). The
+same backlog and ``pause_reading`` as for a parked request: a client that keeps sending
+while throttled costs what it costs while parked.
+
 A peer that sends bytes we cannot read is the peer's problem: we log why and close that
 one connection, as Kafka does, and nothing it sent after the bad frame is processed; no
 other connection notices. A client that stops reading its responses is not read from
@@ -66,6 +74,7 @@ class KafkaConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._closed = False
         self._muted = False
+        self._throttled = False  # KIP-219: muted until a ThrottledChannel ends
         self._write_paused = False
         self._reading_paused = False
         self._last_active_ms = clock.now_ms()
@@ -91,6 +100,7 @@ class KafkaConnection(asyncio.Protocol):
             client_port=int(peer[1]),
             listener_port=int(sock[1]),
             close=self.abort,
+            throttle_callback=self,
         )
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -105,6 +115,7 @@ class KafkaConnection(asyncio.Protocol):
         # bound method of it; uvloop's transport refers back to its protocol), so it is
         # freed now by reference counting, not at the next full garbage collection.
         self._info.close = None
+        self._info.throttle_callback = None
         self._transport = None
         self._on_close(self)
 
@@ -178,9 +189,31 @@ class KafkaConnection(asyncio.Protocol):
         self._in_read = True
         try:
             self._flush()
-            if not self._pending:
+            if not self._pending and not self._throttled:
                 self._muted = False
                 self._drain_backlog()
+        finally:
+            self._in_read = False
+            self._write_out()
+        self._after_requests()
+
+    # -- KIP-219 throttling (Kafka's ThrottleCallback) ---------------------------------------
+
+    def start_throttling(self) -> None:
+        """A ThrottledChannel began: read nothing more until ``end_throttling``."""
+        self._throttled = True
+        self._muted = True
+        self._update_reading()
+
+    def end_throttling(self) -> None:
+        """The throttle time has passed: read again unless a request is still parked."""
+        self._throttled = False
+        if self._closed or self._parked is not None:
+            return
+        self._muted = False
+        self._in_read = True
+        try:
+            self._drain_backlog()
         finally:
             self._in_read = False
             self._write_out()

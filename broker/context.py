@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.purgatories import PurgatoryName, PurgatoryOutcome
+from broker.quota.throttled_channel import ThrottleCallback
 from broker.request_timing import RequestTiming
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from broker.services import BrokerServices
@@ -29,6 +30,9 @@ class ConnectionInfo:
     principal: KafkaPrincipal = ANONYMOUS
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
+    #: The connection as Kafka's ``ThrottleCallback`` (``start_throttling`` mutes it,
+    #: ``end_throttling`` unmutes it): what a client over its quota is throttled by.
+    throttle_callback: ThrottleCallback | None = None
 
 
 @dataclass(slots=True)

@@ -16,6 +16,9 @@ The ``RequestDispatcher`` owns, for every request of one broker:
   UNKNOWN_SERVER_ERROR through the API's ``error_response``; the connection stays open.
   Only the client's own bad bytes (a bad header, an unknown API key, an unsupported
   version, a body we cannot decode) close its connection, as Kafka does;
+- **quotas**: once a response is ready (at once, or when its parked operation
+  completes), the quota managers record what the request cost and may throttle its
+  connection (KIP-219; ``broker/quota/``); skipped while no quota exists;
 - **timing and observers**: the breakdown in ``RequestTiming`` and the
   ``request_received``/``request_completed`` calls to metrics and capture.
 
@@ -69,6 +72,15 @@ class FaultPolicy(Protocol):
     def response_delay_ms(self, broker_id: int) -> int: ...
 
 
+class QuotaPolicy(Protocol):
+    """The quota managers (``broker/quota/quota_managers.py``), asked once a response is
+    ready, and only while ``enabled`` (some quota exists)."""
+
+    enabled: bool
+
+    def record_and_throttle(self, ctx: RequestContext, request: Any, response: Any) -> Any: ...
+
+
 class CloseConnection(Exception):
     """The client sent what Kafka answers by closing the connection; the reason is logged."""
 
@@ -119,6 +131,7 @@ class RequestDispatcher:
         observers: Sequence[RequestObserver],
         request_clock: RequestClock,
         scheduler_timer: SystemTimer,
+        quotas: QuotaPolicy | None = None,
     ) -> None:
         self._handlers = dict(handlers)
         self._services = services
@@ -127,6 +140,7 @@ class RequestDispatcher:
         self._clock = request_clock
         self._timer = scheduler_timer
         self._broker_id = services.broker_id
+        self._quotas = quotas
 
     @property
     def services(self) -> BrokerServices:
@@ -193,6 +207,9 @@ class RequestDispatcher:
         if isinstance(result, asyncio.Future):
             in_flight.future = result  # the connection calls settle() when it is done
         else:
+            quotas = self._quotas
+            if quotas is not None and quotas.enabled:
+                result = self._record_quotas(quotas, ctx, request, result)
             in_flight.response = result
             in_flight.ready = True
         return in_flight
@@ -211,7 +228,11 @@ class RequestDispatcher:
         handler = self._handlers[ctx.header.api_key]
         exc = future.exception()
         if exc is None:
-            in_flight.response = future.result()
+            response = future.result()
+            quotas = self._quotas
+            if quotas is not None and quotas.enabled:
+                response = self._record_quotas(quotas, ctx, in_flight.request, response)
+            in_flight.response = response
         else:
             log.error(
                 "parked %s v%d request failed on %s",
@@ -222,6 +243,17 @@ class RequestDispatcher:
             )
             in_flight.response = self._unknown_server_error(handler, ctx, in_flight.request)
         in_flight.ready = True
+
+    def _record_quotas(
+        self, quotas: QuotaPolicy, ctx: RequestContext, request: Any, response: Any
+    ) -> Any:
+        """The response to send once the quotas have recorded the request (with its
+        throttle time); a quota bug never costs the client its answer."""
+        try:
+            return quotas.record_and_throttle(ctx, request, response)
+        except Exception:
+            log.exception("quota recording failed for %s", ctx.connection.connection_id)
+            return response
 
     def _unknown_server_error(self, handler: ApiHandler, ctx: RequestContext, request: Any) -> Any:
         try:

@@ -35,6 +35,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from broker.quota.quota_metrics import quota_families
 from protocol.api_registry import KIO_VERSIONS, api_name
 
 if TYPE_CHECKING:
@@ -291,6 +292,7 @@ class MetricsCollector:
         yield from self._request_families()
         yield from self._purgatory_families(brokers)
         yield from self._replica_families(brokers)
+        yield from quota_families((b.broker_id, b.services.quota_managers) for b in brokers)
         if self._injected is not None:
             injected = CounterMetricFamily(
                 "minikafka_faults_injected",

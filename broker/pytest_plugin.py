@@ -33,6 +33,9 @@ starts in milliseconds and is stopped when the test ends. The fixture's object:
   ``resume_replication(i)``, ``delay_replication(i, ms)``, ``set_latency(i, ms)``,
   ``fail(broker, api_key, error, count=1, topic=None, partition=None)``,
   ``clear_faults(broker=None)``;
+* client quotas: ``set_quota({"client-id": "slow"}, {"producer_byte_rate": 1024})``
+  (a None name is the default, a None value removes), or
+  ``@pytest.mark.minikafka(quotas=[(entity, values), ...])``;
 * ``call(fn, *args)`` runs ``fn`` on the cluster's loop (for the ``MiniKafka`` object,
   ``app``, which must only be touched there) and ``run(coroutine)`` awaits one there.
 """
@@ -105,6 +108,26 @@ class MiniKafkaCluster:
 
         self.call(create)
 
+    # -- client quotas ------------------------------------------------------------------
+
+    def set_quota(
+        self, entity: Mapping[str, str | None], values: Mapping[str, float | None]
+    ) -> None:
+        """Set (or, with None, remove) client quotas, as AlterClientQuotas: ``entity``
+        maps ``user``/``client-id`` to a name or None (the default), e.g.
+        ``set_quota({"client-id": "slow"}, {"producer_byte_rate": 1024})``. A value
+        Kafka refuses is a ValueError with Kafka's message."""
+        from broker.quota.client_quota_store import QuotaAlteration
+
+        alteration = QuotaAlteration(tuple(entity.items()), tuple(values.items()))
+
+        def alter() -> None:
+            (result,) = self.app.client_quotas.alter([alteration], False)
+            if result.failed:
+                raise ValueError(result.message)
+
+        self.call(alter)
+
     # -- faults -------------------------------------------------------------------------
 
     def stop_broker(self, broker_id: int) -> None:
@@ -167,8 +190,10 @@ def start_cluster(
     """Start a cluster on free ports in a thread of its own; ``stop()`` it when done.
 
     ``overrides`` uses Kafka's names (``{"num.partitions": "3"}``); ``kwargs`` are
-    ``MiniKafka``'s own arguments (``data_dir``, ``control_port``, ``capture_dir``) or
-    configs by their Python names (``num_partitions=3``).
+    ``MiniKafka``'s own arguments (``data_dir``, ``control_port``, ``capture_dir``),
+    ``quotas`` (a list of ``(entity, values)`` as ``MiniKafkaCluster.set_quota`` takes,
+    set before the fixture is handed over) or configs by their Python names
+    (``num_partitions=3``).
     """
     from broker.app import MiniKafka
     from broker.config import BrokerConfig
@@ -176,6 +201,7 @@ def start_cluster(
     app_args = {
         k: kwargs.pop(k) for k in ("data_dir", "control_port", "capture_dir") if k in kwargs
     }
+    quotas = list(kwargs.pop("quotas", None) or ())
     values: dict[str, object] = dict(PLUGIN_DEFAULTS)
     for key, value in {**dict(overrides or {}), **kwargs}.items():
         alias = BrokerConfig.model_fields[key].alias if key in BrokerConfig.model_fields else None
@@ -207,7 +233,14 @@ def start_cluster(
         loop.call_soon_threadsafe(loop.stop)
         thread.join(START_TIMEOUT_S)
         raise
-    return MiniKafkaCluster(app, loop, thread)
+    cluster = MiniKafkaCluster(app, loop, thread)
+    try:
+        for quota_entity, quota_values in quotas:
+            cluster.set_quota(quota_entity, quota_values)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
 
 
 # -- pytest hooks and fixtures --------------------------------------------------------------

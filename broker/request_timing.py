@@ -47,6 +47,9 @@ class RequestTiming:
     send_end_ns: int = 0
     purgatory: PurgatoryName | None = None
     purgatory_outcome: PurgatoryOutcome | None = None
+    #: The quota throttle time answered (KIP-219: the connection is muted this long
+    #: after the response is sent); 0 when no quota was violated.
+    throttle_time_ms: int = 0
 
     def parked_in(self, purgatory: PurgatoryName) -> None:
         """This request waits in ``purgatory`` (said by whoever parks it)."""

@@ -5,7 +5,8 @@ dispatcher, which puts it in each ``RequestContext``. A handler sees its broker'
 config, the shared cluster metadata, the replica manager, the group coordinator and its
 group metadata manager (Kafka's pair: membership and rebalances; groups, offsets and
 coordinator placement), the consumer group coordinator (KIP-848's groups), the
-transaction coordinator, the fetch manager (its incremental
+transaction coordinator, the client quota managers (and through them the cluster's
+quotas), the fetch manager (its incremental
 fetch sessions, KIP-227), the versions the broker serves, the cache of its encoded
 ApiVersions and Metadata answers, and nothing else: not the listener, not the other
 brokers, not the control endpoint.
@@ -14,6 +15,7 @@ brokers, not the control endpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
@@ -26,6 +28,9 @@ from broker.response_cache import ResponseCache
 from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
+
+if TYPE_CHECKING:
+    from broker.quota.quota_managers import QuotaManagers
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +47,8 @@ class BrokerServices:
     fetch_manager: FetchManager
     api_specs: tuple[ApiSpec, ...]
     response_cache: ResponseCache
+    #: The client quota managers and the cluster's quotas (``broker/quota/``).
+    quota_managers: QuotaManagers | None = None
 
     def auto_create_topic(self, name: str) -> TopicInfo:
         """Create a topic with the broker's defaults (``auto.create.topics.enable``)."""

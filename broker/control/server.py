@@ -23,7 +23,8 @@ Routes::
     DELETE /faults[/{broker}]        clear every fault (of one broker): latency, failures,
                                      and replication pause and delay
     GET    /metrics                  Prometheus text (broker/metrics.py)
-    GET    /purgatory                operations waiting now, per broker and purgatory
+    GET    /purgatory                operations waiting now, per broker and purgatory (and
+                                     the ThrottledChannel timer: connections muted by quotas)
 
 It sees the cluster through ``ClusterControl``, the narrow interface ``MiniKafka``
 implements: the brokers, the shared metadata, the fault injector and the lifecycle and
@@ -45,6 +46,7 @@ from broker.control.faults import MAX_LATENCY_MS, FaultError
 from broker.control.pretty import dumps
 from broker.controller import NO_LEADER, partition_list
 from broker.metrics import render_prometheus
+from broker.quota.throttled_channel import THROTTLED_CHANNEL, throttled_channels
 from broker.watch_keys import watch_key_name
 
 if TYPE_CHECKING:
@@ -520,6 +522,9 @@ class ControlServer:
                     "expirations": purgatory.expired_count,
                     "operations": operations,
                 }
+            quotas = broker.services.quota_managers
+            if quotas is not None:
+                purgatories[THROTTLED_CHANNEL] = throttled_channels(quotas.reaper, now)
             out.append(
                 {
                     "broker": broker.broker_id,

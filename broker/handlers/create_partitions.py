@@ -8,7 +8,9 @@ new partition, of distinct known brokers, with the topic's replication factor
 every broker's replica manager creates its replicas when the metadata changes.
 
 Differences from Kafka: any broker accepts the request (KRaft brokers forward it) and
-``timeout`` is never waited on. No create-topic policies, no ACLs, throttle time 0.
+``timeout`` is never waited on. No create-topic policies, no ACLs. A client with a
+``controller_mutation_rate`` takes the partitions it adds from it (KIP-599; from v3
+strictly: THROTTLING_QUOTA_EXCEEDED while exhausted).
 """
 
 from __future__ import annotations
@@ -24,11 +26,18 @@ from broker.cluster_metadata import (
 )
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.quota.controller_mutation_quota import (
+    ControllerMutationQuota,
+    leave_throttle_time,
+    mutation_quota,
+    take_permits,
+)
 from protocol.builders import response_builder
 
 API_KEY = 37
 MIN_VERSION = 0
 MAX_VERSION = 3
+STRICT_QUOTA_SINCE_VERSION = 3
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -44,6 +53,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         added += max(int(topic.count) - (len(info.partitions) if info else 0), 0)
     if added > MAX_PARTITIONS_PER_BATCH:
         return _all_failed(ctx, request, ErrorCode.policy_violation, EXCESSIVE_PARTITIONS_MESSAGE)
+    quota = mutation_quota(ctx, STRICT_QUOTA_SINCE_VERSION)
     results = []
     for topic in request.topics:
         error, message = ErrorCode.none, None
@@ -52,12 +62,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 raise MetadataError(
                     ErrorCode.invalid_request, f"Duplicate topic {topic.name} in the request"
                 )
-            _create_partitions(ctx, topic, validate_only)
+            _create_partitions(ctx, topic, validate_only, quota)
         except MetadataError as exc:
             error, message = exc.error, exc.message
         results.append(
             b.CreatePartitionsTopicResult(name=topic.name, error_code=error, error_message=message)
         )
+    leave_throttle_time(ctx, quota)
     return b.CreatePartitionsResponse(throttle_time=0, results=tuple(results))
 
 
@@ -77,7 +88,9 @@ def _all_failed(ctx: RequestContext, request: Any, error: ErrorCode, message: st
     )
 
 
-def _create_partitions(ctx: RequestContext, topic: Any, validate_only: bool) -> None:
+def _create_partitions(
+    ctx: RequestContext, topic: Any, validate_only: bool, quota: ControllerMutationQuota
+) -> None:
     cluster = ctx.services.metadata
     count = int(topic.count)
     assignment: list[list[int]] | None = None
@@ -92,4 +105,6 @@ def _create_partitions(ctx: RequestContext, topic: Any, validate_only: bool) -> 
                 f"Inconsistent replication factor between partitions: the topic has {rf}, "
                 f"the assignment gives {wrong}",
             )
+    if info is not None and count > len(info.partitions):
+        take_permits(quota, count - len(info.partitions))
     cluster.create_partitions(topic.name, count, assignment=assignment, validate_only=validate_only)

@@ -14,7 +14,10 @@ config with its source; v7+ with the topic id.
 Differences from Kafka: any broker accepts the request (as KRaft brokers do by
 forwarding it to the controller); the topic exists, with its leaders elected, when the
 response leaves, so ``timeout`` is never waited on. There are no create-topic policies
-(``create.topic.policy.class.name``), no ACLs and no quotas (throttle time is 0).
+(``create.topic.policy.class.name``) and no ACLs. A client with a
+``controller_mutation_rate`` takes each topic's partitions from it once the topic is
+valid (KIP-599; from v6 a topic asked for while it is exhausted is
+THROTTLING_QUOTA_EXCEEDED, ``broker/quota/controller_mutation_quota.py``).
 """
 
 from __future__ import annotations
@@ -35,11 +38,18 @@ from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import layers_for
 from broker.handlers.topic_configs import topic_config_entries, validate_topic_configs
+from broker.quota.controller_mutation_quota import (
+    ControllerMutationQuota,
+    leave_throttle_time,
+    mutation_quota,
+    take_permits,
+)
 from protocol.builders import Builder, response_builder
 
 API_KEY = 19
 MIN_VERSION = 2
 MAX_VERSION = 7
+STRICT_QUOTA_SINCE_VERSION = 6
 
 _NO_UUID = uuid.UUID(int=0)
 
@@ -56,6 +66,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return error_response_with(
             ctx, request, ErrorCode.policy_violation, EXCESSIVE_PARTITIONS_MESSAGE
         )
+    quota = mutation_quota(ctx, STRICT_QUOTA_SINCE_VERSION)
     results = []
     for topic in request.topics:
         if counts[topic.name] > 1:
@@ -66,11 +77,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             results.append(_error(b, topic.name, error.error, error.message))
             continue
         try:
-            info = _create(ctx, topic, validate_only)
+            info = _create(ctx, topic, validate_only, quota)
         except MetadataError as exc:
             results.append(_error(b, topic.name, exc.error, exc.message))
             continue
         results.append(_created(ctx, b, info))
+    leave_throttle_time(ctx, quota)
     return b.CreateTopicsResponse(throttle_time=0, topics=tuple(results))
 
 
@@ -102,7 +114,9 @@ def _total_partitions(topics: Any, default_partitions: int) -> int:
     return total
 
 
-def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> TopicInfo:
+def _create(
+    ctx: RequestContext, topic: Any, validate_only: bool, quota: ControllerMutationQuota
+) -> TopicInfo:
     services = ctx.services
     cluster = services.metadata
     name = topic.name
@@ -137,6 +151,7 @@ def _create(ctx: RequestContext, topic: Any, validate_only: bool) -> TopicInfo:
                 f"{replication_factor}.",
             )
     configs = validate_topic_configs((c.name, c.value) for c in topic.configs)
+    take_permits(quota, len(assignment) if assignment is not None else num_partitions)
     return cluster.create_topic(
         name,
         num_partitions,

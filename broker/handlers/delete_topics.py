@@ -11,7 +11,9 @@ woken at once.
 Differences from Kafka: the topic is gone from every broker when the response leaves,
 so ``timeout`` is never waited on. ``__consumer_offsets`` cannot be deleted
 (INVALID_REQUEST): Kafka lets an authorized admin do it, here the group coordinator
-needs it. No ACLs (no TOPIC_AUTHORIZATION_FAILED), throttle time 0.
+needs it. No ACLs (no TOPIC_AUTHORIZATION_FAILED). A client with a
+``controller_mutation_rate`` takes each topic's partitions from it (KIP-599; from v5
+strictly: THROTTLING_QUOTA_EXCEEDED while exhausted).
 """
 
 from __future__ import annotations
@@ -24,11 +26,18 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import OFFSETS_TOPIC, MetadataError
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.quota.controller_mutation_quota import (
+    ControllerMutationQuota,
+    leave_throttle_time,
+    mutation_quota,
+    take_permits,
+)
 from protocol.builders import response_builder
 
 API_KEY = 20
 MIN_VERSION = 1
 MAX_VERSION = 6
+STRICT_QUOTA_SINCE_VERSION = 5
 
 _NO_UUID = uuid.UUID(int=0)
 
@@ -40,6 +49,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     for name, topic_id in wanted:
         key = name if name is not None else topic_id
         seen[key] = seen.get(key, 0) + 1
+    quota = mutation_quota(ctx, STRICT_QUOTA_SINCE_VERSION)
     results = []
     for name, topic_id in wanted:
         key = name if name is not None else topic_id
@@ -49,7 +59,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             error, message = ErrorCode.invalid_request, f"Duplicate topic {key} in the request"
         else:
             try:
-                name, topic_id = _delete(ctx, name, topic_id)
+                name, topic_id = _delete(ctx, name, topic_id, quota)
             except MetadataError as exc:
                 error, message = exc.error, exc.message
         results.append(
@@ -57,6 +67,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 name=name, topic_id=topic_id, error_code=error, error_message=message
             )
         )
+    leave_throttle_time(ctx, quota)
     return b.DeleteTopicsResponse(throttle_time=0, responses=tuple(results))
 
 
@@ -81,7 +92,9 @@ def _wanted(ctx: RequestContext, request: Any) -> list[tuple[str | None, uuid.UU
     return [(name, _NO_UUID) for name in request.topic_names]
 
 
-def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID) -> tuple[str, uuid.UUID]:
+def _delete(
+    ctx: RequestContext, name: str | None, topic_id: uuid.UUID, quota: ControllerMutationQuota
+) -> tuple[str, uuid.UUID]:
     cluster = ctx.services.metadata
     if not ctx.services.config.delete_topic_enable:
         # Kafka: versions before 3 had no TOPIC_DELETION_DISABLED to answer with.
@@ -102,5 +115,8 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID) -> tuple
         raise MetadataError(
             ErrorCode.invalid_request, f"The internal topic {OFFSETS_TOPIC} cannot be deleted"
         )
+    info = cluster.topics.get(name)
+    if info is not None:
+        take_permits(quota, len(info.partitions))
     deleted = cluster.delete_topic(name)
     return deleted.name, deleted.topic_id

@@ -16,6 +16,8 @@ session (a parked one watches them all and counts ``min_bytes`` over them all) a
 answers only those with records or a high watermark, LSO, log start offset or error
 that changed since last sent. Session errors (FETCH_SESSION_ID_NOT_FOUND,
 INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) answer no partitions.
+A consumer with a ``consumer_byte_rate`` quota fetches at most what the quota allows over
+its windows, as Kafka; its bytes and throttling are ``broker/quota/quota_managers.py``'s.
 
 Differences from Kafka: those of ``broker/fetch_session.py`` (one cache, not 8 shards;
 an LSO change alone also includes a partition). The aborted transactions listed are
@@ -54,11 +56,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if replica_state is not None
         else int(getattr(request, "replica_id", -1))
     )
+    max_bytes = int(getattr(request, "max_bytes", 0x7FFFFFFF))
+    quotas = ctx.services.quota_managers
+    if replica_id < 0 and quotas is not None and quotas.fetch.quotas_enabled:
+        # Kafka's KafkaApis: a consumer fetches at most what its quota allows in the
+        # quota's windows (getMaxValueInQuotaWindow).
+        max_bytes = min(max_bytes, quotas.max_fetch_bytes(ctx))
     params = FetchParams(
         replica_id=replica_id,
         max_wait_ms=int(request.max_wait.total_seconds() * 1000),
-        min_bytes=int(request.min_bytes),
-        max_bytes=int(getattr(request, "max_bytes", 0x7FFFFFFF)),
+        min_bytes=min(int(request.min_bytes), max_bytes),
+        max_bytes=max_bytes,
         isolation_level=int(getattr(request, "isolation_level", 0)),
     )
     # Fetch sessions (KIP-227) exist from v7; v4-v6 requests are sessionless (0, -1).

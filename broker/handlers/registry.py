@@ -14,6 +14,7 @@ from types import ModuleType
 from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -28,6 +29,7 @@ from broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -116,6 +118,9 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     describe_quorum,
     # several log.dirs per broker (issue 22): broker/log/log_manager.py
     alter_replica_log_dirs,
+    # client quotas (issue 22): broker/quota/
+    describe_client_quotas,
+    alter_client_quotas,
 )
 
 

@@ -110,6 +110,14 @@ def test_failures_injected_from_the_test(minikafka):
     minikafka.fail(0, "Metadata", "CLUSTER_AUTHORIZATION_FAILED", count=1)
     minikafka.clear_faults()
     assert minikafka.call(lambda: minikafka.app.faults.rules()) == []
+
+
+@pytest.mark.minikafka(quotas=[({"client-id": "slow"}, {"producer_byte_rate": 1024})])
+def test_quotas_from_the_marker(minikafka):
+    entries = minikafka.call(lambda: minikafka.app.client_quotas.entries())
+    assert entries == {(("client-id", "slow"),): {"producer_byte_rate": 1024.0}}
+    with pytest.raises(ValueError, match="must be greater than 0"):
+        minikafka.set_quota({"user": None}, {"consumer_byte_rate": -1})
 """
 
 PYTEST_INI = """[pytest]
@@ -124,7 +132,7 @@ def test_fixtures_marker_ini_options_and_faults(tmp_path: Path) -> None:
     (tmp_path / "test_user.py").write_text(USER_TESTS)
     result = run_pytest(tmp_path, "test_user.py")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "5 passed" in result.stdout, result.stdout
+    assert "6 passed" in result.stdout, result.stdout
 
 
 def test_the_plugin_can_be_turned_off(tmp_path: Path) -> None:

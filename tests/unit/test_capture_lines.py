@@ -143,6 +143,7 @@ def _serve(capture: BrokerCapture, sequence: int) -> RequestTiming:
         send_end_ns=1_003_060_000,
         purgatory=PurgatoryName.PRODUCE,
         purgatory_outcome=PurgatoryOutcome.COMPLETED,
+        throttle_time_ms=250 * sequence,
     )
     ctx = _context(sequence, timing)
     capture.request_received(ctx, object(), b"frame-%d" % sequence)
@@ -173,6 +174,8 @@ def test_queued_records_are_written_in_order(tmp_path: Path) -> None:
     assert first.response_send_time_ms == expected["send_ms"]
     assert first.total_time_ms == expected["total_ms"]
     assert first.received_monotonic_us == 1_000_000
+    # A quota's throttle time (KIP-219) is part of the breakdown, as in Kafka's request log.
+    assert [r.throttle_time_ms for r in requests] == [0.0, 250.0, 500.0]
     events = [r for r in records if isinstance(r, DelayedOperationEvent)]
     assert [(e.event, e.keys, e.kind) for e in events] == [
         ("created", ["orders-0"], "DelayedFetch"),

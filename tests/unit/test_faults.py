@@ -105,6 +105,8 @@ def _value(tp: Any, name: str, topic: str, partition: int) -> Any:
         return b""
     if str in mro:
         return topic
+    if float in mro:
+        return 1.0
     if int in mro:
         if name == "acks":
             return 1
