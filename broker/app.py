@@ -269,6 +269,7 @@ class MiniKafka:
         advertised_host: str | None = None,
         observers: Sequence[RequestObserver] = (),
         load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
+        request_clock: RequestClock | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")
@@ -286,6 +287,8 @@ class MiniKafka:
         self.observers = tuple(observers)
         # What each broker's coordinators load their partitions on (tests may hold loads).
         self._load_scheduler = load_scheduler
+        # The clocks requests are timed with (a simulation hands in its virtual ones).
+        self._request_clock = request_clock
         self.cluster = ClusterMetadata(data_dir=self.data_dir)
         self.group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         # The cluster's client quotas (DescribeClientQuotas/AlterClientQuotas), shared by
@@ -355,6 +358,7 @@ class MiniKafka:
             port=port,
             advertised_host=self.advertised_host,
             load_scheduler=self._load_scheduler,
+            request_clock=self._request_clock,
             group_config_store=self.group_configs,
             client_quotas=self.client_quotas,
         )

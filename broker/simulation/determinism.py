@@ -3,9 +3,10 @@
 Our own code takes time from its injected clock and ids from injected sources; the clients a
 simulation runs (aiokafka, above all) do not: they read `time.time()` and `time.monotonic()`
 for deadlines and timestamps, draw from the module-level `random` (node choice, the default
-partitioner) and `uuid.uuid4()`. `pinned_process` replaces exactly those functions for the
-length of a run — wall time becomes ``epoch + loop.time()``, monotonic time becomes
-``loop.time()``, `random`'s global generator is seeded and `uuid4` draws from the seed — and
+partitioner) and `uuid.uuid4()`; the broker's capture stamps events with
+`time.perf_counter_ns()`. `pinned_process` replaces exactly those functions for the length of
+a run — wall time becomes ``epoch + loop.time()``, monotonic and performance-counter time
+become ``loop.time()``, `random`'s global generator is seeded and `uuid4` draws from the seed — and
 puts the originals back afterwards. Code that bound them at import (``from time import
 monotonic``) is not reached; none of the clients we run does that for anything that
 decides behaviour.
@@ -30,7 +31,15 @@ DEFAULT_EPOCH_S = 1_767_225_600.0
 @contextmanager
 def pinned_process(loop: Any, seed: int, epoch_s: float = DEFAULT_EPOCH_S) -> Iterator[None]:
     """Wall and monotonic clocks follow ``loop.time()``; `random` and `uuid4` follow ``seed``."""
-    saved = (time.time, time.time_ns, time.monotonic, time.monotonic_ns, uuid.uuid4)
+    saved = (
+        time.time,
+        time.time_ns,
+        time.monotonic,
+        time.monotonic_ns,
+        time.perf_counter,
+        time.perf_counter_ns,
+        uuid.uuid4,
+    )
     saved_random = random.getstate()
     ids = random.Random(f"{seed}/uuid")
 
@@ -45,12 +54,20 @@ def pinned_process(loop: Any, seed: int, epoch_s: float = DEFAULT_EPOCH_S) -> It
 
     time.time = wall
     time.time_ns = lambda: int(wall() * 1e9)
-    time.monotonic = monotonic
-    time.monotonic_ns = lambda: int(monotonic() * 1e9)
+    time.monotonic = time.perf_counter = monotonic
+    time.monotonic_ns = time.perf_counter_ns = lambda: int(monotonic() * 1e9)
     uuid.uuid4 = uuid4
     random.seed(seed)
     try:
         yield
     finally:
-        time.time, time.time_ns, time.monotonic, time.monotonic_ns, uuid.uuid4 = saved
+        (
+            time.time,
+            time.time_ns,
+            time.monotonic,
+            time.monotonic_ns,
+            time.perf_counter,
+            time.perf_counter_ns,
+            uuid.uuid4,
+        ) = saved
         random.setstate(saved_random)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from broker.app import MiniKafka
 from broker.config import BrokerConfig
+from broker.request_timing import RequestClock
 from broker.simulation import nemesis, workload
 from broker.simulation.history import History
 from broker.simulation.invariants import Verdict, check_all
@@ -92,7 +93,17 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
 async def _scenario(config: SimulationConfig, history: History) -> float:
     loop = asyncio.get_running_loop()
     assert isinstance(loop, SimulatedEventLoop)
-    app = MiniKafka(_broker_config(config), brokers=config.brokers, port=0, capture_dir=config.out)
+    # Requests are timed on the virtual clock: a capture of a run shows its virtual waits.
+    virtual = RequestClock(
+        monotonic_ns=lambda: round(loop.time() * 1e9), wall_ms=lambda: time.time() * 1000.0
+    )
+    app = MiniKafka(
+        _broker_config(config),
+        brokers=config.brokers,
+        port=0,
+        capture_dir=config.out,
+        request_clock=virtual,
+    )
     await app.start()
     try:
         await _create_topics(app)
