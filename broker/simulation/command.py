@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from broker.simulation.nemesis import parse_faults
 
-DEFAULT_FAULTS = "restart=2,partition=2,pause=2,delay=1"
+DEFAULT_FAULTS = "restart=2,partition=2,pause=2,delay=1,lagging-failover=1"
 _CHILD = "MINIKAFKA_SIMULATE_CHILD"
 _ADDR_NO_RANDOMIZE = 0x0040000  # <sys/personality.h>
 
@@ -62,7 +62,8 @@ def add_simulate_parser(sub: Any) -> None:
     simulate.add_argument(
         "--faults",
         default="none",
-        help=f"KIND=COUNT,... of restart, partition, pause, delay; 'default' is {DEFAULT_FAULTS}",
+        help="KIND=COUNT,... of restart, partition, pause, delay, lagging-failover; "
+        f"'default' is {DEFAULT_FAULTS}",
     )
     simulate.add_argument(
         "--rate", type=float, default=5.0, help="records per second per producer (5)"

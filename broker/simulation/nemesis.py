@@ -14,6 +14,11 @@ demand). All of them end before the clients stop, and the run ends with the clus
 - ``pause``: the broker's followers stop fetching (`MiniKafka.pause_replication`): its ISR
   memberships lapse after ``replica.lag.time.max.ms`` and acks=all waits on the others.
 - ``delay``: its follower fetches at least 500 ms apart (`set_replication_delay_ms`).
+- ``lagging-failover``: the two at once, as they meet in production — the broker's followers
+  stop fetching, and while they lag (still in the ISR: less than ``replica.lag.time.max.ms``)
+  the next broker dies; the controller may elect the lagging follower. A correct broker never
+  let the high watermark (so no acks=all) pass it, so nothing acknowledged is lost; a broker
+  that did is caught by the invariants.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from broker.app import MiniKafka
 from broker.simulation.history import History
 from broker.simulation.network import SimNetwork
 
-KINDS = ("restart", "partition", "pause", "delay")
+KINDS = ("restart", "partition", "pause", "delay", "lagging-failover")
 
 
 def parse_faults(text: str) -> dict[str, int]:
@@ -80,12 +85,40 @@ class Nemesis:
         loop = asyncio.get_running_loop()
         for fault in faults:
             await asyncio.sleep(max(0.0, fault.start_s - loop.time()))
+            if fault.kind == "lagging-failover":
+                await self._lagging_failover(fault)
+                continue
             begin, end = self._actions(fault)
             self._note(f"{fault.kind} broker {fault.broker} for {fault.duration_s:.1f}s")
             await begin()
             await asyncio.sleep(fault.duration_s)
             await end()
             self._note(f"healed {fault.kind} broker {fault.broker}")
+
+    async def _lagging_failover(self, fault: Fault) -> None:
+        app, lagging = self._app, fault.broker
+        victim = self._leader_followed_by(lagging)
+        lag_s = min(fault.duration_s, 0.5 * app.config.replica_lag_time_max_ms / 1000)
+        self._note(f"lagging-failover: broker {lagging} lags, broker {victim} dies")
+        app.pause_replication(lagging)
+        await asyncio.sleep(lag_s / 3)
+        await app.stop_broker(victim)
+        await asyncio.sleep(lag_s / 3)
+        app.resume_replication(lagging)
+        await asyncio.sleep(lag_s / 3)
+        await app.start_broker(victim)
+        self._note(f"healed lagging-failover broker {lagging}, broker {victim}")
+
+    def _leader_followed_by(self, lagging: int) -> int:
+        """A broker leading a partition whose next replica is ``lagging``: when it dies, the
+        controller elects the lagging follower there (the first live ISR member in replica
+        order). Any other broker if none does."""
+        for topic in sorted(self._app.cluster.topics):
+            for state in self._app.cluster.topics[topic].partitions:
+                others = [r for r in state.replicas if r != state.leader]
+                if state.leader != lagging and others and others[0] == lagging:
+                    return state.leader
+        return (lagging + 1) % len(self._app.brokers)
 
     def _note(self, what: str) -> None:
         self._history.faults.append(f"{asyncio.get_running_loop().time():.3f}s {what}")
