@@ -151,6 +151,7 @@ _DEFAULT_KIND: Final[dict[str, DelayedOperationKind]] = {
     "Fetch": "DelayedFetch",
     "Rebalance": "DelayedJoin",
     "Heartbeat": "DelayedHeartbeat",
+    "ShareFetch": "DelayedShareFetch",
 }
 _kind_cache: dict[tuple[type, str], DelayedOperationKind] = {}
 _api_names: dict[int, str] = {}

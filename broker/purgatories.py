@@ -29,6 +29,7 @@ class PurgatoryName(StrEnum):
     FETCH = "Fetch"
     HEARTBEAT = "Heartbeat"
     REBALANCE = "Rebalance"
+    SHARE_FETCH = "ShareFetch"  # DelayedShareFetch (KIP-932, broker/share/)
 
 
 class PurgatoryOutcome(StrEnum):
@@ -39,7 +40,8 @@ class PurgatoryOutcome(StrEnum):
 
 
 class PurgatorySet:
-    """The four purgatories and the scheduler's timer; started and stopped together."""
+    """The purgatories, the scheduler's timer and the share lock timer; started and
+    stopped together."""
 
     def __init__(
         self,
@@ -52,6 +54,7 @@ class PurgatorySet:
             PurgatoryName.FETCH: config.fetch_purgatory_purge_interval_requests,
             PurgatoryName.HEARTBEAT: 1000,
             PurgatoryName.REBALANCE: 1000,
+            PurgatoryName.SHARE_FETCH: config.share_fetch_purgatory_purge_interval_requests,
         }
         self.timers: dict[PurgatoryName, SystemTimer] = {}
         self.purgatories: dict[PurgatoryName, DelayedOperationPurgatory[Any]] = {}
@@ -69,6 +72,11 @@ class PurgatorySet:
         # Kafka's KafkaScheduler: housekeeping jobs (broker/scheduler.py) run on this.
         self.scheduler_timer = SystemTimer(clock, name="scheduler")
         self._reapers.append(ExpirationReaper(self.scheduler_timer, name="kafka-scheduler"))
+        # Kafka's share-group-lock-timeout timer: share partitions' acquisition locks.
+        self.share_lock_timer = SystemTimer(clock, name="share-group-lock-timeout")
+        self._reapers.append(
+            ExpirationReaper(self.share_lock_timer, name="share-group-lock-timeout-reaper")
+        )
 
     @property
     def produce(self) -> DelayedOperationPurgatory[Any]:
@@ -85,6 +93,10 @@ class PurgatorySet:
     @property
     def rebalance(self) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName.REBALANCE]
+
+    @property
+    def share_fetch(self) -> DelayedOperationPurgatory[Any]:
+        return self.purgatories[PurgatoryName.SHARE_FETCH]
 
     def __getitem__(self, name: str) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName(name)]

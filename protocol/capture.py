@@ -56,12 +56,23 @@ __all__ = [
 CAPTURE_FORMAT_VERSION: Final = 1
 
 #: Kafka's purgatory names (``DelayedOperationPurgatory`` purgatoryName).
-PurgatoryName = Literal["Produce", "Fetch", "Rebalance", "Heartbeat"]
-PURGATORY_NAMES: Final[tuple[PurgatoryName, ...]] = ("Produce", "Fetch", "Rebalance", "Heartbeat")
+PurgatoryName = Literal["Produce", "Fetch", "Rebalance", "Heartbeat", "ShareFetch"]
+PURGATORY_NAMES: Final[tuple[PurgatoryName, ...]] = (
+    "Produce",
+    "Fetch",
+    "Rebalance",
+    "Heartbeat",
+    "ShareFetch",
+)
 
 #: Kafka's delayed operation classes.
 DelayedOperationKind = Literal[
-    "DelayedProduce", "DelayedFetch", "DelayedJoin", "DelayedHeartbeat", "DelayedSync"
+    "DelayedProduce",
+    "DelayedFetch",
+    "DelayedJoin",
+    "DelayedHeartbeat",
+    "DelayedSync",
+    "DelayedShareFetch",
 ]
 DELAYED_OPERATION_KINDS: Final[tuple[DelayedOperationKind, ...]] = (
     "DelayedProduce",
@@ -69,6 +80,7 @@ DELAYED_OPERATION_KINDS: Final[tuple[DelayedOperationKind, ...]] = (
     "DelayedJoin",
     "DelayedHeartbeat",
     "DelayedSync",
+    "DelayedShareFetch",
 )
 
 #: Which purgatory holds each kind. DelayedJoin and DelayedSync share Kafka's
@@ -79,6 +91,7 @@ PURGATORY_OF_KIND: Final[dict[DelayedOperationKind, PurgatoryName]] = {
     "DelayedJoin": "Rebalance",
     "DelayedSync": "Rebalance",
     "DelayedHeartbeat": "Heartbeat",
+    "DelayedShareFetch": "ShareFetch",
 }
 
 PurgatoryOutcome = Literal["completed", "expired"]

@@ -53,6 +53,10 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -110,6 +114,11 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     # Kafka 4's consumer group protocol (issue 19, KIP-848): broker/group/consumer/
     consumer_group_heartbeat,
     consumer_group_describe,
+    # share groups (issue 20, KIP-932): broker/group/share/ and broker/share/
+    share_group_heartbeat,
+    share_group_describe,
+    share_fetch,
+    share_acknowledge,
 )
 
 

@@ -71,6 +71,7 @@ class ReplicaManager:
         scheduler_timer: SystemTimer,
         partitions: dict[TopicPartition, Partition],
         wall_clock_ms: Callable[[], int] = wall_clock_ms,
+        share_fetch_purgatory: DelayedOperationPurgatory[Any] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.metadata = metadata
@@ -113,6 +114,9 @@ class ReplicaManager:
         self.delayed_produces = 0
         self.fetch_purgatory = fetch_purgatory
         self.produce_purgatory = produce_purgatory
+        # DelayedShareFetch (KIP-932) waits on the high watermark under the partition's
+        # key too (Kafka's DelayedShareFetchPartitionKey).
+        self.share_fetch_purgatory = share_fetch_purgatory
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
         self.wall_clock_ms = wall_clock_ms
 
@@ -247,6 +251,8 @@ class ReplicaManager:
         """A state change of ``tp``: wake every parked fetch and produce watching it."""
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
+        if self.share_fetch_purgatory is not None:
+            self.share_fetch_purgatory.check_and_complete(tp)
 
     # -- produce -----------------------------------------------------------------------
 
@@ -296,6 +302,8 @@ class ReplicaManager:
             self.fetch_purgatory.check_and_complete(tp)
             if result.hw_changed:
                 self.produce_purgatory.check_and_complete(tp)
+                if self.share_fetch_purgatory is not None:
+                    self.share_fetch_purgatory.check_and_complete(tp)
         return result
 
     def append_records(

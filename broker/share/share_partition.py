@@ -196,16 +196,21 @@ class SharePartition:
     # -- acquire ----------------------------------------------------------------------
 
     def acquire(
-        self, member_id: str, batches: Iterable[tuple[int, int]], max_records: int
+        self, member_id: str, batches: Iterable[tuple[int, ...]], max_records: int
     ) -> list[AcquiredRecords]:
         """Acquire for ``member_id`` what it may have of the fetched batches' offset
-        ranges (base, last), at most ``max_records`` offsets."""
+        ranges — (base, last), or (base, last, True) for a control batch, whose offsets
+        are never delivered and only move the end offset — at most ``max_records``."""
         acquired: list[AcquiredRecords] = []
         run: list[_InFlightRecord] = []
-        run_first = -1
-        run_count = -1
+        run_first = run_count = -1
         budget = max_records
-        for base, last in batches:
+        for batch in batches:
+            base, last = batch[0], batch[1]
+            if len(batch) > 2 and batch[2]:
+                if last >= self.end_offset and not self.window_full():
+                    self.end_offset = last + 1
+                continue
             offset = max(base, self.start_offset)
             while offset <= last and budget > 0:
                 record = self._acquirable(offset)
@@ -229,6 +234,7 @@ class SharePartition:
                 offset += 1
         if run:
             acquired.append(self._lock_run(member_id, run_first, run, run_count))
+        self._maybe_update_start_offset()
         return acquired
 
     def _acquirable(self, offset: int) -> _InFlightRecord | None:
