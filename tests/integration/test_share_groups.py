@@ -1,0 +1,230 @@
+"""Share groups (KIP-932) with confluent-kafka 2.16's ``ShareConsumer`` (librdkafka 2.16).
+
+Each share consumer runs in its own thread (``ShareMember``), polling all the time as an
+application does, and records every delivery (offset, delivery count). In explicit
+acknowledgement mode its ``decide`` says how each delivery is acknowledged (ACCEPT,
+RELEASE, REJECT). A new share partition starts at the high watermark (Kafka's default
+``share.auto.offset.reset=latest``), so each test waits until the broker has made it
+before producing. Tests wait for states (bounded), never for fixed times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+
+from broker.app import MiniKafka
+from broker.share.share_partition import SharePartition
+from tests.helpers.cluster import wait_until
+from tests.integration.conftest import running_cluster
+
+pytestmark = pytest.mark.asyncio
+
+_QUIET = {"log_level": 3}
+WAIT = {"attempts": 1200, "step_s": 0.05}  # 60 s at most, on a loaded machine
+Decide = Callable[[int, int], Any]  # (offset, delivery count) -> AcknowledgeType
+
+
+class ShareMember:
+    """A share consumer polling in its own thread; ``hold`` makes it stop polling (and
+    close without acknowledging) once it has received something."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        *,
+        decide: Decide | None = None,
+        hold: bool = False,
+    ) -> None:
+        conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group, **_QUIET}
+        if decide is not None or hold:
+            conf["share.acknowledgement.mode"] = "explicit"
+        self.consumer = ShareConsumer(conf)
+        self.topic = topic
+        self.decide = decide
+        self.hold = hold
+        self.deliveries: list[tuple[int, int]] = []  # (offset, delivery count)
+        self.errors: list[Any] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.holding = threading.Event()
+        self.closed = threading.Event()
+
+    def offsets(self) -> list[int]:
+        with self._lock:
+            return [offset for offset, _ in self.deliveries]
+
+    def delivered(self) -> list[tuple[int, int]]:
+        with self._lock:
+            return list(self.deliveries)
+
+    def run(self) -> None:
+        self.consumer.subscribe([self.topic])
+        try:
+            while not self._stop.is_set() and not self.holding.is_set():
+                for msg in self.consumer.poll(0.1) or ():
+                    if msg.error() is not None:
+                        self.errors.append(msg.error())
+                        continue
+                    with self._lock:
+                        self.deliveries.append((msg.offset(), msg.delivery_count()))
+                    if self.decide is not None:
+                        self.consumer.acknowledge(
+                            msg, self.decide(msg.offset(), msg.delivery_count())
+                        )
+                if self.hold and self.deliveries:
+                    self.holding.set()
+            if self.holding.is_set():
+                self._stop.wait(60)  # a member that stops acknowledging until stopped
+        finally:
+            self.consumer.close()
+            self.closed.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+async def _start(members: list[ShareMember]) -> list[asyncio.Task[None]]:
+    return [asyncio.create_task(asyncio.to_thread(m.run)) for m in members]
+
+
+async def _stop(members: list[ShareMember], tasks: list[asyncio.Task[None]]) -> None:
+    for m in members:
+        m.stop()
+    await asyncio.wait_for(asyncio.gather(*tasks), 60)
+
+
+def _share_partition(app: MiniKafka, group: str, topic: str) -> SharePartition | None:
+    for broker in app.brokers:
+        found = broker.services.share_partition_manager.share_partition(group, (topic, 0))
+        if found is not None:
+            return found
+    return None
+
+
+async def _initialised(app: MiniKafka, group: str, topic: str) -> SharePartition:
+    await wait_until(
+        lambda: _share_partition(app, group, topic) is not None,
+        "the share partition made by a first ShareFetch",
+        **WAIT,
+    )
+    found = _share_partition(app, group, topic)
+    assert found is not None
+    return found
+
+
+def _members(app: MiniKafka, group: str) -> int:
+    found = app.brokers[0].services.share_group_coordinator.group(group)
+    return len(found.members) if found is not None else 0
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **_QUIET})
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(30) == 0
+
+
+def _done(sp: SharePartition, count: int) -> Callable[[], bool]:
+    """Every one of ``count`` offsets acknowledged or archived: the share start offset
+    passed them all."""
+    return lambda: sp.start_offset >= count
+
+
+async def test_share_consumers_of_one_group_split_one_partition_exactly_once() -> None:
+    group, topic = f"share-{uuid.uuid4().hex[:8]}", "share-split"
+    async with running_cluster() as app:
+        app.cluster.create_topic(topic, 1, 1, {})
+        members = [ShareMember(app.bootstrap, group, topic) for _ in range(3)]
+        tasks = await _start(members)
+        try:
+            sp = await _initialised(app, group, topic)
+            await wait_until(
+                lambda: _members(app, group) == 3,
+                "three members in the share group",
+                **WAIT,
+            )
+            produced = 0
+            # One record at a time, each delivered before the next: the parked share
+            # fetches are completed in the order they parked, so all members get some.
+            while produced < 30 or not all(m.offsets() for m in members):
+                assert produced < 600, [len(m.offsets()) for m in members]
+                await asyncio.to_thread(_produce, app.bootstrap, topic, [b"%d" % produced])
+                produced += 1
+                await wait_until(
+                    lambda n=produced: sum(len(m.offsets()) for m in members) >= n,
+                    f"record {produced - 1} delivered",
+                    **WAIT,
+                )
+            await wait_until(_done(sp, produced), "every record acknowledged", **WAIT)
+        finally:
+            await _stop(members, tasks)
+        every = sorted(o for m in members for o in m.offsets())
+        assert every == list(range(produced))  # each record to exactly one member
+        assert all(count == 1 for m in members for _, count in m.delivered())
+        assert not [e for m in members for e in m.errors]
+
+
+async def test_records_of_a_member_that_closes_without_acknowledging_go_to_another() -> None:
+    group, topic = f"share-{uuid.uuid4().hex[:8]}", "share-handover"
+    async with running_cluster() as app:
+        app.cluster.create_topic(topic, 1, 1, {})
+        holder = ShareMember(app.bootstrap, group, topic, hold=True)
+        tasks = await _start([holder])
+        other: ShareMember | None = None
+        try:
+            sp = await _initialised(app, group, topic)
+            await asyncio.to_thread(_produce, app.bootstrap, topic, [b"a", b"b", b"c"])
+            await wait_until(holder.holding.is_set, "the holder got records", **WAIT)
+            held = holder.offsets()
+            other = ShareMember(app.bootstrap, group, topic)
+            tasks += await _start([other])
+            holder.stop()  # closes: its share session ends, its records are released
+            await wait_until(holder.closed.is_set, "the holder closed", **WAIT)
+            await wait_until(_done(sp, 3), "every record acknowledged", **WAIT)
+        finally:
+            await _stop([holder] + ([other] if other else []), tasks)
+        assert other is not None
+        redelivered = {o: count for o, count in other.delivered() if o in held}
+        assert redelivered == {o: 2 for o in held}
+        assert sorted(set(held) | set(other.offsets())) == [0, 1, 2]
+
+
+async def test_release_redelivers_reject_archives_and_the_delivery_limit_archives() -> None:
+    group, topic = f"share-{uuid.uuid4().hex[:8]}", "share-ack-types"
+    released_once, rejected, always_released = 1, 2, 3
+
+    def decide(offset: int, delivery_count: int) -> Any:
+        if offset == released_once and delivery_count == 1:
+            return AcknowledgeType.RELEASE
+        if offset == rejected:
+            return AcknowledgeType.REJECT
+        if offset == always_released:
+            return AcknowledgeType.RELEASE
+        return AcknowledgeType.ACCEPT
+
+    async with running_cluster() as app:
+        app.cluster.create_topic(topic, 1, 1, {})
+        member = ShareMember(app.bootstrap, group, topic, decide=decide)
+        tasks = await _start([member])
+        try:
+            sp = await _initialised(app, group, topic)
+            await asyncio.to_thread(_produce, app.bootstrap, topic, [b"%d" % i for i in range(5)])
+            await wait_until(_done(sp, 5), "every record acknowledged or archived", **WAIT)
+        finally:
+            await _stop([member], tasks)
+        counts: dict[int, list[int]] = {}
+        for offset, count in member.delivered():
+            counts.setdefault(offset, []).append(count)
+        assert counts[released_once] == [1, 2]  # RELEASE: delivered again, counted
+        assert counts[rejected] == [1]  # REJECT: never again
+        assert counts[always_released] == [1, 2, 3, 4, 5]  # archived at the limit (5)
+        assert counts[0] == counts[4] == [1]
