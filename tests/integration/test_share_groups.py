@@ -5,7 +5,8 @@ application does, and records every delivery (offset, delivery count). In explic
 acknowledgement mode its ``decide`` says how each delivery is acknowledged (ACCEPT,
 RELEASE, REJECT). A new share partition starts at the high watermark (Kafka's default
 ``share.auto.offset.reset=latest``), so each test waits until the broker has made it
-before producing. Tests wait for states (bounded), never for fixed times.
+before producing. A member that dies without a word is a raw client (its ShareFetch by
+hand). Tests wait for states (bounded), never for fixed times.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from broker.share.share_partition import SharePartition
+from protocol.builders import request_builder
 from tests.helpers.cluster import wait_until
+from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio
@@ -228,3 +232,65 @@ async def test_release_redelivers_reject_archives_and_the_delivery_limit_archive
         assert counts[rejected] == [1]  # REJECT: never again
         assert counts[always_released] == [1, 2, 3, 4, 5]  # archived at the limit (5)
         assert counts[0] == counts[4] == [1]
+
+
+async def _share_fetch(raw: RawClient, app: MiniKafka, topic: str, epoch: int, wait_ms: int) -> Any:
+    b = request_builder(78, 1)
+    topic_id = app.cluster.topics[topic].topic_id
+    return await raw.request(
+        78,
+        1,
+        "ShareFetchRequest",
+        group_id="dead-" + topic,
+        member_id="dead-member",
+        share_session_epoch=epoch,
+        max_wait=wait_ms,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=500,
+        batch_size=500,
+        topics=(
+            b.FetchTopic(
+                topic_id=topic_id,
+                partitions=(b.FetchPartition(partition_index=0, acknowledgement_batches=()),),
+            ),
+        ),
+        forgotten_topics_data=(),
+    )
+
+
+async def test_a_dead_members_records_go_to_another_member_at_lock_expiry() -> None:
+    topic = "share-dead"
+    group = "dead-" + topic
+    async with running_cluster(
+        **{
+            "group.share.record.lock.duration.ms": "1000",
+            "group.share.min.record.lock.duration.ms": "1000",
+        }
+    ) as app:
+        app.cluster.create_topic(topic, 1, 1, {})
+        raw = await RawClient.connect(app.bootstrap)
+        member: ShareMember | None = None
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            # a member that acquires records and dies without a word (no ack, no close)
+            opened = await _share_fetch(raw, app, topic, 0, 0)
+            assert opened.error_code == ErrorCode.none
+            sp = await _initialised(app, group, topic)
+            await asyncio.to_thread(_produce, app.bootstrap, topic, [b"a", b"b", b"c"])
+            got = await _share_fetch(raw, app, topic, 1, 10_000)
+            acquired = [
+                (a.first_offset, a.last_offset, a.delivery_count)
+                for t in got.responses
+                for p in t.partitions
+                for a in p.acquired_records
+            ]
+            assert acquired == [(0, 2, 1)]
+            await raw.close()
+            member = ShareMember(app.bootstrap, group, topic)
+            tasks = await _start([member])
+            await wait_until(_done(sp, 3), "every record acknowledged", **WAIT)
+        finally:
+            await _stop([member] if member else [], tasks)
+        assert member is not None
+        assert member.delivered() == [(0, 2), (1, 2), (2, 2)]
