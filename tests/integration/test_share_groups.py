@@ -294,3 +294,39 @@ async def test_a_dead_members_records_go_to_another_member_at_lock_expiry() -> N
             await _stop([member] if member else [], tasks)
         assert member is not None
         assert member.delivered() == [(0, 2), (1, 2), (2, 2)]
+
+
+async def test_share_consumers_on_three_brokers_read_replicated_partitions() -> None:
+    group, topic = f"share-{uuid.uuid4().hex[:8]}", "share-replicated"
+    async with running_cluster(brokers=3) as app:
+        app.cluster.create_topic(topic, 3, 3, {})
+        members = [ShareMember(app.bootstrap, group, topic) for _ in range(2)]
+        tasks = await _start(members)
+        try:
+
+            def share_partitions() -> list[SharePartition]:
+                return [
+                    sp
+                    for b in app.brokers
+                    for p in range(3)
+                    if (sp := b.services.share_partition_manager.share_partition(group, (topic, p)))
+                ]
+
+            await wait_until(lambda: len(share_partitions()) == 3, "3 share partitions", **WAIT)
+            producer = Producer({"bootstrap.servers": app.bootstrap, "acks": "all", **_QUIET})
+
+            def produce() -> None:
+                for i in range(60):
+                    producer.produce(topic, value=b"%d" % i, partition=i % 3)
+                assert producer.flush(30) == 0
+
+            await asyncio.to_thread(produce)
+            await wait_until(
+                lambda: all(sp.start_offset >= 20 for sp in share_partitions()),
+                "every record acknowledged",
+                **WAIT,
+            )
+        finally:
+            await _stop(members, tasks)
+        assert sum(len(m.offsets()) for m in members) == 60
+        assert all(count == 1 for m in members for _, count in m.delivered())
