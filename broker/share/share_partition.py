@@ -158,6 +158,9 @@ class SharePartition:
         # inserted in offset order, so iteration is ascending.
         self._in_flight: dict[int, _InFlightRecord] = {}
         self.acquired_count = 0
+        # how many in-flight records are AVAILABLE: none, and the next fetch reads from
+        # the end offset without a scan (every append asks, through DelayedShareFetch)
+        self._available = 0
         # Counters for metrics and the bench: locks started / cancelled / expired.
         self.locks_added = 0
         self.locks_expired = 0
@@ -167,6 +170,8 @@ class SharePartition:
     def next_fetch_offset(self) -> int:
         """Where the next share fetch reads: the first AVAILABLE offset in flight, else
         the end offset."""
+        if not self._available:
+            return self.end_offset
         for offset, record in self._in_flight.items():
             if record.state is RecordState.AVAILABLE:
                 return offset
@@ -227,6 +232,7 @@ class SharePartition:
                 if not run:
                     run_first, run_count = offset, count
                 record.state = RecordState.ACQUIRED
+                self._available -= 1
                 record.delivery_count = count
                 record.member_id = member_id
                 run.append(record)
@@ -248,6 +254,7 @@ class SharePartition:
         if self.window_full():
             return None
         record = _InFlightRecord()
+        self._available += 1  # a new record is AVAILABLE until acquired, at once
         self._in_flight[offset] = record
         self.end_offset = offset + 1
         return record
@@ -405,6 +412,7 @@ class SharePartition:
             record.state = RecordState.ARCHIVED
             return False
         record.state = RecordState.AVAILABLE
+        self._available += 1
         return True
 
     def _unlock(self, record: _InFlightRecord) -> None:
@@ -438,6 +446,8 @@ class SharePartition:
             return
         for gone in [o for o in self._in_flight if o < offset]:
             record = self._in_flight.pop(gone)
+            if record.state is RecordState.AVAILABLE:
+                self._available -= 1
             self._unlock(record)
         self.start_offset = offset
         self.end_offset = max(self.end_offset, offset)

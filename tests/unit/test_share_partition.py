@@ -185,3 +185,54 @@ def test_log_start_moving_past_the_start_offset_drops_records() -> None:
     assert sp.start_offset == 3 and sp.acquired_count == 2 and timer.size() == 1
     sp.move_start_offset(10)
     assert sp.start_offset == 10 == sp.end_offset and timer.size() == 0
+
+
+def test_random_operations_keep_the_counts_true() -> None:
+    """Acquire, acknowledge (every type), release, expire and move the log start in a
+    seeded random order: the counts the fast paths trust stay equal to the states."""
+    import random
+
+    rng = random.Random(7)
+    sp, clock, timer, _ = _partition(max_record_locks=100, delivery_count_limit=3)
+    members = ["m1", "m2", "m3"]
+    log_end = 0
+    for _ in range(3000):
+        op = rng.random()
+        if op < 0.3:
+            log_end += rng.randint(0, 5)
+            first = sp.next_fetch_offset()
+            if first < log_end:
+                sp.acquire(rng.choice(members), [(first, log_end - 1)], rng.randint(1, 20))
+        elif op < 0.7:
+            member = rng.choice(members)
+            held = [
+                o
+                for o in range(sp.start_offset, sp.end_offset)
+                if (state := sp.record_state(o)) and state[0] is RecordState.ACQUIRED
+                and state[2] == member
+            ]  # fmt: skip
+            if held:
+                o = rng.choice(held)
+                kind = rng.choice([A, R, X, G, N])
+                error, _ = sp.acknowledge(member, [_ack(o, o, kind)], allow_renew=True)
+                assert error is ErrorCode.none
+        elif op < 0.8:
+            sp.release_acquired_records(rng.choice(members))
+        elif op < 0.95:
+            clock.advance(rng.randint(1, 600))
+            timer.advance_clock()
+        elif log_end:
+            sp.move_start_offset(rng.randint(sp.start_offset, log_end))
+        states = [sp.record_state(o) for o in range(sp.start_offset, sp.end_offset)]
+        present = [s for s in states if s is not None]
+        assert sp._available == sum(s[0] is RecordState.AVAILABLE for s in present)
+        assert sp.acquired_count == sum(s[0] is RecordState.ACQUIRED for s in present)
+        assert sp.in_flight_count() == len(present)
+        assert all(s[1] <= 3 for s in present)
+        first_available = next(
+            (o for o, s in zip(range(sp.start_offset, sp.end_offset), states, strict=True)
+             if s is not None and s[0] is RecordState.AVAILABLE),
+            sp.end_offset,
+        )  # fmt: skip
+        assert sp.next_fetch_offset() == first_available
+    assert (timer.size() == 0) == (sp.acquired_count == 0)
