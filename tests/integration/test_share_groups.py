@@ -130,6 +130,50 @@ def _members(app: MiniKafka, group: str) -> int:
     return len(found.members) if found is not None else 0
 
 
+async def _check_described(app: MiniKafka, group: str, topic: str) -> None:
+    """ShareGroupDescribe shows three members sharing partition 0; ListGroups lists the
+    group with type ``share`` (and not under ``consumer``)."""
+    raw = await RawClient.connect(app.bootstrap)
+    try:
+        topic_id = app.cluster.topics[topic].topic_id
+
+        async def sharing() -> bool:
+            described = await raw.request(
+                77, 1, "ShareGroupDescribeRequest", group_ids=(group,),
+                include_authorized_operations=False,
+            )  # fmt: skip
+            (g,) = described.groups
+            assert g.error_code == ErrorCode.none and g.group_state == "Stable"
+            assert g.assignor_name == "simple"
+            return len(g.members) == 3 and all(
+                [
+                    (t.topic_id, t.topic_name, tuple(t.partitions))
+                    for t in m.assignment.topic_partitions
+                ]
+                == [(topic_id, topic, (0,))]
+                for m in g.members
+            )
+
+        for _ in range(WAIT["attempts"]):
+            if await sharing():
+                break
+            await asyncio.sleep(WAIT["step_s"])
+        else:
+            raise AssertionError("three members sharing partition 0")
+        listed = await raw.request(
+            16, 5, "ListGroupsRequest", states_filter=(), types_filter=("share",)
+        )
+        assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == [
+            (group, "share", "share")
+        ]
+        consumers = await raw.request(
+            16, 5, "ListGroupsRequest", states_filter=(), types_filter=("consumer",)
+        )
+        assert group not in [g.group_id for g in consumers.groups]
+    finally:
+        await raw.close()
+
+
 def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **_QUIET})
     for value in values:
@@ -156,6 +200,7 @@ async def test_share_consumers_of_one_group_split_one_partition_exactly_once() -
                 "three members in the share group",
                 **WAIT,
             )
+            await _check_described(app, group, topic)
             produced = 0
             # One record at a time, each delivered before the next: the parked share
             # fetches are completed in the order they parked, so all members get some.
