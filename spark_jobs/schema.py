@@ -188,4 +188,5 @@ PURGATORY_KIND: Final[dict[str, str]] = {
     "Fetch": "DelayedFetch",
     "Rebalance": "DelayedJoin",
     "Heartbeat": "DelayedHeartbeat",
+    "ShareFetch": "DelayedShareFetch",
 }
