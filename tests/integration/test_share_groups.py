@@ -375,3 +375,21 @@ async def test_share_consumers_on_three_brokers_read_replicated_partitions() -> 
             await _stop(members, tasks)
         assert sum(len(m.offsets()) for m in members) == 60
         assert all(count == 1 for m in members for _, count in m.delivered())
+
+
+async def test_share_groups_can_be_turned_off() -> None:
+    async with running_cluster(**{"group.share.enable": "false"}) as app:
+        raw = await RawClient.connect(app.bootstrap)
+        try:
+            versions = await raw.request(
+                18, 4, "ApiVersionsRequest", client_software_name="raw",
+                client_software_version="1",
+            )  # fmt: skip
+            assert "share.version" not in [f.name for f in versions.finalized_features]
+            answer = await raw.request(
+                76, 1, "ShareGroupHeartbeatRequest", group_id="g", member_id="m",
+                member_epoch=0, rack_id=None, subscribed_topic_names=("t",),
+            )  # fmt: skip
+            assert answer.error_code == ErrorCode.unsupported_version
+        finally:
+            await raw.close()
