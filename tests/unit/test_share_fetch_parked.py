@@ -254,3 +254,44 @@ async def test_closing_a_session_releases_the_members_records(node: Node) -> Non
     assert sp is not None and sp.start_offset == 1 and sp.acquired_count == 0
     again = node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m2", 0)))
     assert _acquired(again) == [(1, 1, 2)]
+
+
+def _ack_v2(node: Node, member: str, epoch: int, first: int, last: int, kind: int) -> Any:
+    b = request_builder(SHARE_ACK, 2)
+    return b.ShareAcknowledgeRequest(
+        group_id=GROUP,
+        member_id=member,
+        share_session_epoch=epoch,
+        is_renew_ack=kind == 4,
+        topics=(
+            b.AcknowledgeTopic(
+                topic_id=_topic_id(node),
+                partitions=(
+                    b.AcknowledgePartition(
+                        partition_index=0,
+                        acknowledgement_batches=(
+                            b.AcknowledgementBatch(
+                                first_offset=first, last_offset=last, acknowledge_types=(kind,)
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+async def test_renew_from_v2_keeps_the_lock_and_v1_refuses_it(node: Node) -> None:
+    node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, max_wait=0)))
+    _append(node, 1)
+    assert _acquired(node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1)))) == [(0, 0, 1)]
+    refused = node.answer(node.send(SHARE_ACK, 1, _ack(node, "m1", 2, ((0, 0, 4),))))
+    assert _partition(refused).error_code == ErrorCode.invalid_request
+    _advance(node, LOCK_MS - 100)
+    renewed = node.answer(node.send(SHARE_ACK, 2, _ack_v2(node, "m1", 3, 0, 0, 4)))
+    assert _partition(renewed).error_code == ErrorCode.none
+    _advance(node, 500)  # past the first lock's deadline: still m1's
+    sp = node.dispatcher.services.share_partition_manager.share_partition(GROUP, (TOPIC, 0))
+    assert sp is not None and sp.acquired_count == 1
+    accepted = node.answer(node.send(SHARE_ACK, 2, _ack_v2(node, "m1", 4, 0, 0, 1)))
+    assert _partition(accepted).error_code == ErrorCode.none and sp.start_offset == 1
