@@ -27,8 +27,9 @@ SPSO are done; offsets from the SPEO on were never delivered.
   A lock is cancelled (O(1) on the timing wheel) once no offset of its run is held.
 - The SPSO moves past every leading ACKNOWLEDGED/ARCHIVED offset, and their state is
   dropped: memory is bounded by the window.
-- ``on_available`` is called when offsets become AVAILABLE again (release, lock expiry):
-  the manager wakes the DelayedShareFetches of the group waiting on this partition.
+- ``on_available`` is called when offsets become AVAILABLE again (release, lock expiry)
+  or an acknowledgement opens a full record-lock window: the manager wakes the
+  DelayedShareFetches of the group waiting on this partition.
 
 Differences from Kafka: state is kept per offset (a slotted object each) rather than per
 fetched batch with per-offset state only where a batch was split; the lock is per run of
@@ -287,6 +288,7 @@ class SharePartition:
         error = self._check_acknowledgements(member_id, batches, allow_renew)
         if error is not None:
             return error
+        start = self.start_offset
         released = False
         renewed: list[tuple[int, _InFlightRecord]] = []
         for batch in batches:
@@ -311,9 +313,14 @@ class SharePartition:
         if renewed:
             self._renew(member_id, renewed)
         self._maybe_update_start_offset()
-        if released:
+        # a release makes records available; a start offset that moved may open the
+        # record-lock window to new records: both can complete a parked share fetch
+        if released or (self.start_offset != start and self._window_was_full(start)):
             self._on_available()
         return ErrorCode.none, None
+
+    def _window_was_full(self, start: int) -> bool:
+        return self.end_offset - start >= self.config.max_record_locks
 
     def _check_acknowledgements(
         self, member_id: str, batches: list[AcknowledgementBatch], allow_renew: bool

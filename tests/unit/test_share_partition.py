@@ -236,3 +236,13 @@ def test_random_operations_keep_the_counts_true() -> None:
         )  # fmt: skip
         assert sp.next_fetch_offset() == first_available
     assert (timer.size() == 0) == (sp.acquired_count == 0)
+
+
+def test_an_accept_that_opens_a_full_window_wakes_the_waiting_fetches() -> None:
+    sp, _, _, woken = _partition(max_record_locks=2)
+    sp.acquire("m1", [(0, 5)], 100)
+    assert sp.window_full() and not woken
+    sp.acknowledge("m1", [_ack(1, 1, A)])  # the start offset does not move: no wake
+    assert not woken
+    sp.acknowledge("m1", [_ack(0, 0, A)])
+    assert woken == [1] and sp.can_acquire_records(6)
