@@ -68,7 +68,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     requested = read_partitions(ctx, request)
     forgotten = [(t.topic_id, int(p)) for t in request.forgotten_topics_data for p in t.partitions]
     error, to_fetch = manager.new_context(
-        (group_id, member_id), epoch, requested.partitions, forgotten
+        (group_id, member_id),
+        epoch,
+        requested.partitions,
+        forgotten,
+        has_acknowledgements=bool(requested.acks),
     )
     if error is not ErrorCode.none:
         return _top_level(ctx, error, None)

@@ -163,14 +163,18 @@ class SharePartitionManager:
         requested: SessionPartitions,
         forgotten: list[tuple[uuid.UUID, int]],
         acknowledge_only: bool = False,
+        has_acknowledgements: bool = False,
     ) -> tuple[ErrorCode, list[ShareFetchPartition]]:
-        """Apply a request's share session epoch; the partitions its fetch reads."""
+        """Apply a request's share session epoch; the partitions its fetch reads. As
+        Kafka: an initial request may not acknowledge (INVALID_REQUEST), and replaces
+        the member's session without releasing its records (their locks run out)."""
         now = self._clock.now_ms()
         if epoch == INITIAL_EPOCH:
             if acknowledge_only:
                 return ErrorCode.invalid_share_session_epoch, []
-            if self.session_cache.get(key) is not None:
-                self.close_session(key)
+            if has_acknowledgements:
+                return ErrorCode.invalid_request, []
+            self.session_cache.remove(key)
             if self.session_cache.maybe_create(key, requested, now) is None:
                 return ErrorCode.share_session_limit_reached, []
             return ErrorCode.none, _fetch_partitions(requested)

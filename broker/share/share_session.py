@@ -3,7 +3,7 @@
 A share session belongs to one member of one share group (Kafka's ShareSessionKey:
 group id and member id) and holds the partitions its fetches read and its epoch. The
 client sends ``ShareSessionEpoch`` 0 to open a session (a full request naming the
-partitions; an existing session of the member is replaced, and what it held released),
+partitions, without acknowledgements; an existing session of the member is replaced),
 then each next epoch in turn (1, 2, ... wrapping to 1 after Integer.MAX_VALUE), adding
 partitions and forgetting others incrementally; -1 closes it. Kafka's errors:
 SHARE_SESSION_NOT_FOUND for an epoch other than 0 without a session,

@@ -227,6 +227,10 @@ async def test_share_session_epochs(node: Node) -> None:
         return node.answer(node.send(SHARE_FETCH, 1, _fetch(node, member, epoch, max_wait=0)))
 
     assert fetch("m1", 1).error_code == ErrorCode.share_session_not_found
+    initial_with_acks = node.answer(
+        node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, acks=((0, 0, 1),), max_wait=0))
+    )
+    assert initial_with_acks.error_code == ErrorCode.invalid_request
     assert fetch("m1", 0).error_code == ErrorCode.none
     assert fetch("m1", 2).error_code == ErrorCode.invalid_share_session_epoch
     assert fetch("m1", 1).error_code == ErrorCode.none
