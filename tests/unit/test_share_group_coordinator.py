@@ -90,6 +90,22 @@ def test_epoch_errors_and_bad_requests() -> None:
     assert h.beat("m1", 0, ("t",), group_id="").error is ErrorCode.invalid_request
     assert h.beat("m1", 0, ("t",), group_id="classic").error is ErrorCode.group_id_not_found
     assert h.beat("ghost", -1).error is ErrorCode.unknown_member_id
+    assert h.beat("m1", 0, ("t",), rack_id="").error is ErrorCode.invalid_request
+
+
+def test_the_previous_member_epoch_is_accepted() -> None:
+    h = _Harness()
+    first = h.beat("m1", 0, ("t",))
+    second = h.beat("m2", 0, ("t",))
+    moved = h.beat("m1", first.member_epoch)
+    assert moved.member_epoch == second.member_epoch > first.member_epoch
+    # the answer was lost: m1 heartbeats again with its previous epoch
+    again = h.beat("m1", first.member_epoch)
+    assert again.error is ErrorCode.none and again.member_epoch == second.member_epoch
+    h.beat("m3", 0, ("t",))
+    latest = h.beat("m1", again.member_epoch)
+    assert latest.member_epoch > again.member_epoch
+    assert h.beat("m1", first.member_epoch).error is ErrorCode.fenced_member_epoch
 
 
 def test_leave_and_session_expiry() -> None:

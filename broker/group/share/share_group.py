@@ -28,6 +28,7 @@ class ShareGroupState(StrEnum):
 class ShareGroupMember:
     member_id: str
     member_epoch: int = 0
+    previous_member_epoch: int = -1
     rack_id: str | None = None
     client_id: str = ""
     client_host: str = ""

@@ -11,9 +11,10 @@ member's assignment changed or the request was a full one, the assignment by top
 A member that does not heartbeat within ``group.share.session.timeout.ms`` is removed
 (a keyed timer on the broker's scheduler timer, ``CoordinatorTimer``).
 
-Kafka's errors: INVALID_REQUEST for an empty group or member id, a join without
+Kafka's errors: INVALID_REQUEST for an empty group, member or rack id, a join without
 subscribed topics, or an epoch below -1; UNKNOWN_MEMBER_ID for a member the group does
-not have; FENCED_MEMBER_EPOCH for an epoch other than the member's;
+not have; FENCED_MEMBER_EPOCH for an epoch other than the member's current or previous
+one (an answer that bumped it may have been lost);
 GROUP_MAX_SIZE_REACHED past ``group.share.max.size``; GROUP_ID_NOT_FOUND when the id is
 a consumer or classic group's.
 
@@ -121,6 +122,8 @@ class ShareGroupCoordinator:
             raise ApiError(ErrorCode.invalid_request, "GroupId can't be empty.")
         if not params.member_id:
             raise ApiError(ErrorCode.invalid_request, "MemberId can't be empty.")
+        if params.rack_id is not None and not params.rack_id:
+            raise ApiError(ErrorCode.invalid_request, "RackId can't be empty.")
         if params.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
             raise ApiError(ErrorCode.invalid_request, "MemberEpoch is invalid.")
         if params.member_epoch == 0 and not params.subscribed_topic_names:
@@ -152,7 +155,8 @@ class ShareGroupCoordinator:
                 ErrorCode.unknown_member_id,
                 f"Member {params.member_id} is not a member of group {params.group_id}.",
             )
-        elif params.member_epoch != member.member_epoch:
+        elif params.member_epoch not in (member.member_epoch, member.previous_member_epoch):
+            # the previous epoch is accepted: the answer that bumped it may have been lost
             raise ApiError(
                 ErrorCode.fenced_member_epoch,
                 f"The share group member has a different epoch ({params.member_epoch}) than "
@@ -232,6 +236,7 @@ class ShareGroupCoordinator:
         changed = target != member.assignment
         if changed or member.member_epoch != group.assignment_epoch:
             member.assignment = dict(target)
+            member.previous_member_epoch = member.member_epoch
             member.member_epoch = group.assignment_epoch
         return changed
 
