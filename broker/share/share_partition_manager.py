@@ -196,6 +196,11 @@ class SharePartitionManager:
         self.session_cache.remove(key)
         return self.release_member(*key)
 
+    def delete_group(self, group_id: str) -> None:
+        """DeleteGroups of a share group: its share partitions here are dropped."""
+        for group, topic, partition in [k for k in self.partitions if k[0] == group_id]:
+            self._drop(group, (topic, partition))
+
     def release_member(self, group_id: str, member_id: str) -> int:
         released = 0
         for (group, _topic, _partition), sp in list(self.partitions.items()):

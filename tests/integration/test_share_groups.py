@@ -174,6 +174,19 @@ async def _check_described(app: MiniKafka, group: str, topic: str) -> None:
         await raw.close()
 
 
+async def _delete_when_empty(app: MiniKafka, group: str) -> None:
+    """DeleteGroups removes the share group once its members have left."""
+    raw = await RawClient.connect(app.bootstrap)
+    try:
+        await wait_until(lambda: _members(app, group) == 0, "every member left", **WAIT)
+        deleted = await raw.request(42, 2, "DeleteGroupsRequest", groups_names=(group,))
+        assert [r.error_code for r in deleted.results] == [ErrorCode.none]
+        assert app.brokers[0].services.share_group_coordinator.group(group) is None
+        assert _share_partition(app, group, "share-split") is None
+    finally:
+        await raw.close()
+
+
 def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **_QUIET})
     for value in values:
@@ -216,6 +229,7 @@ async def test_share_consumers_of_one_group_split_one_partition_exactly_once() -
             await wait_until(_done(sp, produced), "every record acknowledged", **WAIT)
         finally:
             await _stop(members, tasks)
+        await _delete_when_empty(app, group)
         every = sorted(o for m in members for o in m.offsets())
         assert every == list(range(produced))  # each record to exactly one member
         assert all(count == 1 for m in members for _, count in m.delivered())

@@ -115,6 +115,7 @@ def test_leave_and_session_expiry() -> None:
     left = h.beat("m1", -1)
     assert left.error is ErrorCode.none and left.member_epoch == -1
     assert h.beat("m1", m1.member_epoch).error is ErrorCode.unknown_member_id
+    assert h.coordinator.delete_group("g") is ErrorCode.non_empty_group
     h.clock.advance(44_999)
     h.timer.advance_clock()
     group = h.coordinator.group("g")
