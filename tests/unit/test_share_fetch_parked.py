@@ -299,3 +299,24 @@ async def test_renew_from_v2_keeps_the_lock_and_v1_refuses_it(node: Node) -> Non
     assert sp is not None and sp.acquired_count == 1
     accepted = node.answer(node.send(SHARE_ACK, 2, _ack_v2(node, "m1", 4, 0, 0, 1)))
     assert _partition(accepted).error_code == ErrorCode.none and sp.start_offset == 1
+
+
+async def test_absurd_fetch_values_get_answers_not_crashes(node: Node) -> None:
+    # a negative max wait answers at once; a huge one parks (the wheel's overflow)
+    now = node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, max_wait=-5)))
+    assert now.error_code == ErrorCode.none and _acquired(now) == []
+    parked = node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1, max_wait=2**31 - 1))
+    assert parked.future is not None and not parked.future.done()
+    _append(node, 2)
+    assert _acquired(node.answer(parked)) == [(0, 1, 1)]
+    # max records 0 or negative: no limit of its own (the lock window still bounds it)
+    _append(node, 3)
+    got = node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 2, max_records=-1)))
+    assert _acquired(got) == [(2, 4, 1)]
+    # an empty group or member id: INVALID_REQUEST at the top level
+    b = request_builder(SHARE_FETCH, 1)
+    empty = b.ShareFetchRequest(
+        group_id="", member_id="m1", share_session_epoch=0, max_wait=0, min_bytes=1,
+        max_bytes=1, max_records=1, batch_size=1, topics=(), forgotten_topics_data=(),
+    )  # fmt: skip
+    assert node.answer(node.send(SHARE_FETCH, 1, empty)).error_code == ErrorCode.invalid_request
