@@ -15,6 +15,7 @@ import asyncio
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +23,11 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
+from broker.config import BrokerConfig
 from broker.share.share_partition import SharePartition
 from protocol.builders import request_builder
+from protocol.capture import CaptureRequest, DelayedOperationEvent
+from protocol.capture_files import read_capture
 from tests.helpers.cluster import wait_until
 from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster
@@ -407,3 +411,40 @@ async def test_share_groups_can_be_turned_off() -> None:
             assert answer.error_code == ErrorCode.unsupported_version
         finally:
             await raw.close()
+
+
+async def test_a_parked_share_fetch_is_captured_in_the_share_fetch_purgatory(
+    tmp_path: Path,
+) -> None:
+    topic = "share-captured"
+    app = MiniKafka(BrokerConfig.model_validate({}), port=0, capture_dir=tmp_path)
+    await app.start()
+    try:
+        app.cluster.create_topic(topic, 1, 1, {})
+        raw = await RawClient.connect(app.bootstrap)
+        try:
+            assert (await _share_fetch(raw, app, topic, 0, 0)).error_code == ErrorCode.none
+            parked = asyncio.ensure_future(_share_fetch(raw, app, topic, 1, 30_000))
+            await wait_until(
+                lambda: app.brokers[0].purgatories.share_fetch.num_delayed() == 1,
+                "the share fetch parked",
+                **WAIT,
+            )
+            await asyncio.to_thread(_produce, app.bootstrap, topic, [b"x"])
+            answer = await asyncio.wait_for(parked, 60)
+            assert [len(p.acquired_records) for t in answer.responses for p in t.partitions] == [1]
+        finally:
+            await raw.close()
+    finally:
+        await app.stop()
+    records = list(read_capture(tmp_path))
+    fetches = [r for r in records if isinstance(r, CaptureRequest) and r.api_name == "ShareFetch"]
+    assert [(r.purgatory, r.purgatory_outcome) for r in fetches] == [
+        (None, None),
+        ("ShareFetch", "completed"),
+    ]
+    events = [r for r in records if isinstance(r, DelayedOperationEvent)]
+    assert [(e.kind, e.event, e.purgatory) for e in events if e.purgatory == "ShareFetch"] == [
+        ("DelayedShareFetch", "created", "ShareFetch"),
+        ("DelayedShareFetch", "completed", "ShareFetch"),
+    ]
