@@ -45,6 +45,7 @@ from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
 from broker.response_cache import ResponseCache
 from broker.services import BrokerServices
+from broker.share.share_components import build_share_groups
 from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
 
@@ -108,6 +109,7 @@ def build_broker(
         purgatories.scheduler_timer,
         hosted,
         delete_records_purgatory=purgatories.delete_records,
+        share_fetch_purgatory=purgatories.share_fetch,
     )
     # Kafka's LogCleaner: compacts every hosted replica's cleanup.policy=compact log.
     log_cleaner = LogCleaner(
@@ -167,6 +169,17 @@ def build_broker(
         purgatories.scheduler_timer,
         load_scheduler(),
     )
+    # Share groups (KIP-932): membership beside the other groups, share partitions beside
+    # the replicas they read.
+    share_group_coordinator, share_partition_manager = build_share_groups(
+        config,
+        clock,
+        metadata,
+        replica_manager,
+        purgatories,
+        group_metadata_manager,
+        consumer_group_coordinator,
+    )
     handlers = handlers if handlers is not None else build_registry()
     # Kafka's QuotaManagers over the cluster's quotas (shared, like the metadata), with
     # the ThrottledChannel timer that unmutes throttled connections.
@@ -196,6 +209,8 @@ def build_broker(
         api_specs=api_specs(handlers),
         response_cache=ResponseCache(metadata),
         quota_managers=quotas,
+        share_group_coordinator=share_group_coordinator,
+        share_partition_manager=share_partition_manager,
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
     if capture is not None:

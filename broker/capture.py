@@ -153,6 +153,7 @@ _DEFAULT_KIND: Final[dict[str, DelayedOperationKind]] = {
     "Rebalance": "DelayedJoin",
     "Heartbeat": "DelayedHeartbeat",
     "DeleteRecords": "DelayedDeleteRecords",
+    "ShareFetch": "DelayedShareFetch",
 }
 _kind_cache: dict[tuple[type, str], DelayedOperationKind] = {}
 _api_names: dict[int, str] = {}

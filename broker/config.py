@@ -168,6 +168,41 @@ class BrokerConfig(BaseModel):
     group_coordinator_rebalance_protocols: str = Field(
         "classic,consumer", alias="group.coordinator.rebalance.protocols"
     )
+    # Share groups (KIP-932, broker/group/share/, broker/share/): Kafka's names and
+    # defaults; ShareGroupConfig checks Kafka's bounds at start.
+    group_share_enable: bool = Field(True, alias="group.share.enable")
+    group_share_session_timeout_ms: int = Field(45000, alias="group.share.session.timeout.ms")
+    group_share_min_session_timeout_ms: int = Field(
+        45000, alias="group.share.min.session.timeout.ms"
+    )
+    group_share_max_session_timeout_ms: int = Field(
+        60000, alias="group.share.max.session.timeout.ms"
+    )
+    group_share_heartbeat_interval_ms: int = Field(5000, alias="group.share.heartbeat.interval.ms")
+    group_share_min_heartbeat_interval_ms: int = Field(
+        5000, alias="group.share.min.heartbeat.interval.ms"
+    )
+    group_share_max_heartbeat_interval_ms: int = Field(
+        15000, alias="group.share.max.heartbeat.interval.ms"
+    )
+    group_share_max_size: int = Field(200, alias="group.share.max.size")
+    group_share_record_lock_duration_ms: int = Field(
+        30000, alias="group.share.record.lock.duration.ms"
+    )
+    group_share_min_record_lock_duration_ms: int = Field(
+        15000, alias="group.share.min.record.lock.duration.ms"
+    )
+    group_share_max_record_lock_duration_ms: int = Field(
+        60000, alias="group.share.max.record.lock.duration.ms"
+    )
+    group_share_delivery_count_limit: int = Field(5, alias="group.share.delivery.count.limit")
+    group_share_partition_max_record_locks: int = Field(
+        2000, alias="group.share.partition.max.record.locks"
+    )
+    group_share_max_share_sessions: int = Field(2000, alias="group.share.max.share.sessions")
+    share_fetch_purgatory_purge_interval_requests: int = Field(
+        1000, alias="share.fetch.purgatory.purge.interval.requests", ge=1
+    )
     offsets_topic_num_partitions: int = Field(50, alias="offsets.topic.num.partitions", ge=1)
     offsets_topic_replication_factor: int = Field(3, alias="offsets.topic.replication.factor", ge=1)
     offsets_retention_minutes: int = Field(10080, alias="offsets.retention.minutes", ge=1)

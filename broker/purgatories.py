@@ -30,6 +30,7 @@ class PurgatoryName(StrEnum):
     HEARTBEAT = "Heartbeat"
     REBALANCE = "Rebalance"
     DELETE_RECORDS = "DeleteRecords"
+    SHARE_FETCH = "ShareFetch"  # DelayedShareFetch (KIP-932, broker/share/)
 
 
 class PurgatoryOutcome(StrEnum):
@@ -40,7 +41,8 @@ class PurgatoryOutcome(StrEnum):
 
 
 class PurgatorySet:
-    """The purgatories and the scheduler's timer; started and stopped together."""
+    """The purgatories, the scheduler's timer and the share lock timer; started and
+    stopped together."""
 
     def __init__(
         self,
@@ -54,6 +56,7 @@ class PurgatorySet:
             PurgatoryName.HEARTBEAT: 1000,
             PurgatoryName.REBALANCE: 1000,
             PurgatoryName.DELETE_RECORDS: config.delete_records_purgatory_purge_interval_requests,
+            PurgatoryName.SHARE_FETCH: config.share_fetch_purgatory_purge_interval_requests,
         }
         self.timers: dict[PurgatoryName, SystemTimer] = {}
         self.purgatories: dict[PurgatoryName, DelayedOperationPurgatory[Any]] = {}
@@ -71,6 +74,11 @@ class PurgatorySet:
         # Kafka's KafkaScheduler: housekeeping jobs (broker/scheduler.py) run on this.
         self.scheduler_timer = SystemTimer(clock, name="scheduler")
         self._reapers.append(ExpirationReaper(self.scheduler_timer, name="kafka-scheduler"))
+        # Kafka's share-group-lock-timeout timer: share partitions' acquisition locks.
+        self.share_lock_timer = SystemTimer(clock, name="share-group-lock-timeout")
+        self._reapers.append(
+            ExpirationReaper(self.share_lock_timer, name="share-group-lock-timeout-reaper")
+        )
 
     @property
     def produce(self) -> DelayedOperationPurgatory[Any]:
@@ -91,6 +99,10 @@ class PurgatorySet:
     @property
     def delete_records(self) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName.DELETE_RECORDS]
+
+    @property
+    def share_fetch(self) -> DelayedOperationPurgatory[Any]:
+        return self.purgatories[PurgatoryName.SHARE_FETCH]
 
     def __getitem__(self, name: str) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName(name)]

@@ -4,9 +4,10 @@ The composition root (``broker/app.py``) builds every part whole and hands this 
 dispatcher, which puts it in each ``RequestContext``. A handler sees its broker's id and
 config, the shared cluster metadata, the replica manager, the group coordinator and its
 group metadata manager (Kafka's pair: membership and rebalances; groups, offsets and
-coordinator placement), the consumer group coordinator (KIP-848's groups), the
-transaction coordinator, the client quota managers (and through them the cluster's
-quotas), the fetch manager (its incremental
+coordinator placement), the consumer group coordinator (KIP-848's groups), the share
+group coordinator and the share partition manager (KIP-932), the transaction coordinator,
+the client quota managers (and through them the cluster's quotas), the fetch manager (its
+incremental
 fetch sessions, KIP-227), the versions the broker serves, the cache of its encoded
 ApiVersions and Metadata answers, and nothing else: not the listener, not the other
 brokers, not the control endpoint.
@@ -23,8 +24,10 @@ from broker.fetch_session import FetchManager
 from broker.group.consumer import ConsumerGroupCoordinator
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
+from broker.group.share import ShareGroupCoordinator
 from broker.replica.replica_manager import ReplicaManager
 from broker.response_cache import ResponseCache
+from broker.share.share_partition_manager import SharePartitionManager
 from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
@@ -47,6 +50,9 @@ class BrokerServices:
     fetch_manager: FetchManager
     api_specs: tuple[ApiSpec, ...]
     response_cache: ResponseCache
+    # share groups (KIP-932): membership, and the share partitions this broker leads
+    share_group_coordinator: ShareGroupCoordinator
+    share_partition_manager: SharePartitionManager
     #: The client quota managers and the cluster's quotas (``broker/quota/``).
     quota_managers: QuotaManagers | None = None
 

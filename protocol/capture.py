@@ -56,13 +56,14 @@ __all__ = [
 CAPTURE_FORMAT_VERSION: Final = 1
 
 #: Kafka's purgatory names (``DelayedOperationPurgatory`` purgatoryName).
-PurgatoryName = Literal["Produce", "Fetch", "Rebalance", "Heartbeat", "DeleteRecords"]
+PurgatoryName = Literal["Produce", "Fetch", "Rebalance", "Heartbeat", "DeleteRecords", "ShareFetch"]
 PURGATORY_NAMES: Final[tuple[PurgatoryName, ...]] = (
     "Produce",
     "Fetch",
     "Rebalance",
     "Heartbeat",
     "DeleteRecords",
+    "ShareFetch",
 )
 
 #: Kafka's delayed operation classes.
@@ -73,6 +74,7 @@ DelayedOperationKind = Literal[
     "DelayedHeartbeat",
     "DelayedSync",
     "DelayedDeleteRecords",
+    "DelayedShareFetch",
 ]
 DELAYED_OPERATION_KINDS: Final[tuple[DelayedOperationKind, ...]] = (
     "DelayedProduce",
@@ -81,6 +83,7 @@ DELAYED_OPERATION_KINDS: Final[tuple[DelayedOperationKind, ...]] = (
     "DelayedHeartbeat",
     "DelayedSync",
     "DelayedDeleteRecords",
+    "DelayedShareFetch",
 )
 
 #: Which purgatory holds each kind. DelayedJoin and DelayedSync share Kafka's
@@ -92,6 +95,7 @@ PURGATORY_OF_KIND: Final[dict[DelayedOperationKind, PurgatoryName]] = {
     "DelayedSync": "Rebalance",
     "DelayedHeartbeat": "Heartbeat",
     "DelayedDeleteRecords": "DeleteRecords",
+    "DelayedShareFetch": "ShareFetch",
 }
 
 PurgatoryOutcome = Literal["completed", "expired"]

@@ -99,7 +99,7 @@ class RequestLogEntry:
     response_send_time_ms: float
     acks: int | None = None  # produce
     timeout_ms: int | None = None  # produce
-    max_wait_ms: int | None = None  # fetch
+    max_wait_ms: int | None = None  # fetch and share fetch
     min_bytes: int | None = None  # fetch
     replica_id: int | None = None  # fetch: >= 0 for a follower
     #: Every error code in the response; None where the log does not show the response.
@@ -116,6 +116,8 @@ class RequestLogEntry:
             return "Produce"
         if self.api_key == 1 and self.max_wait_ms is not None and self.max_wait_ms > 0:
             return "Fetch"
+        if self.api_key == 78 and self.max_wait_ms is not None and self.max_wait_ms > 0:
+            return "ShareFetch"  # KIP-932: DelayedShareFetch
         if self.api_key == 11:
             return "Rebalance"
         if self.api_key == 12:
@@ -129,7 +131,7 @@ class RequestLogEntry:
         purgatory = self.purgatory
         if purgatory == "Produce":
             timeout = self.timeout_ms
-        elif purgatory == "Fetch":
+        elif purgatory in ("Fetch", "ShareFetch"):
             timeout = self.max_wait_ms
         else:
             return None
@@ -266,6 +268,8 @@ def _parse_json_form(body: str, logged_at: datetime | None) -> RequestLogEntry |
     if api_key == 0:
         acks = _opt_int(request, "acks")
         timeout_ms = _opt_int(request, "timeoutMs")
+    elif api_key == 78:
+        max_wait_ms = _opt_int(request, "maxWaitMs")
     elif api_key == 1:
         max_wait_ms = _opt_int(request, "maxWaitMs")
         min_bytes = _opt_int(request, "minBytes")
@@ -351,7 +355,7 @@ def _parse_text_form(body: str, logged_at: datetime | None) -> RequestLogEntry |
         connection_id=connection_id,
         acks=ints["acks"] if api_key == 0 else None,
         timeout_ms=ints["timeout_ms"] if api_key == 0 else None,
-        max_wait_ms=ints["max_wait_ms"] if api_key == 1 else None,
+        max_wait_ms=ints["max_wait_ms"] if api_key in (1, 78) else None,
         min_bytes=ints["min_bytes"] if api_key == 1 else None,
         replica_id=ints["replica_id"] if api_key == 1 else None,
         error_codes=error_codes if error_codes else None,

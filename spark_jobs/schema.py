@@ -189,4 +189,5 @@ PURGATORY_KIND: Final[dict[str, str]] = {
     "Rebalance": "DelayedJoin",
     "Heartbeat": "DelayedHeartbeat",
     "DeleteRecords": "DelayedDeleteRecords",
+    "ShareFetch": "DelayedShareFetch",
 }

@@ -1,9 +1,11 @@
 """ApiVersions (key 18): which APIs and versions this broker speaks.
 
-Feature flags (v3+, KIP-584) as Kafka 4 reports the one that changes what clients may
+Feature flags (v3+, KIP-584) as Kafka 4 reports the ones that change what clients may
 do here: ``group.version``, supported 0-1, finalized at level 1 while the consumer group
 protocol (KIP-848) is enabled (``group.coordinator.rebalance.protocols`` has ``consumer``);
-as Kafka's, v3 leaves out supported features whose minimum is 0.
+``share.version``, supported 0-1, finalized at level 1 while share groups (KIP-932) are
+on (``group.share.enable``); as Kafka's, v3 leaves out supported features whose minimum
+is 0.
 
 Differences from Kafka: no other feature (``metadata.version``, ``kraft.version``,
 ``transaction.version``: nothing here depends on them, and librdkafka does not ask); the
@@ -27,6 +29,9 @@ MAX_VERSION = 4
 
 GROUP_VERSION = "group.version"
 GROUP_VERSION_SUPPORTED = (0, 1)
+# KIP-932's share groups: finalized 1 while they are on (group.share.enable)
+SHARE_VERSION = "share.version"
+SHARE_VERSION_SUPPORTED = (0, 1)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -42,18 +47,32 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     features: dict[str, Any] = {}
     if ctx.api_version >= 3:
-        low, high = GROUP_VERSION_SUPPORTED
-        if ctx.api_version >= 4 or low > 0:
-            features["supported_features"] = (
-                b.SupportedFeatureKey(name=GROUP_VERSION, min_version=low, max_version=high),
-            )
-        if services.consumer_group_coordinator.config.consumer_protocol_enabled:
+        supported, finalized = [], []
+        for name, (low, high), enabled in (
+            (
+                GROUP_VERSION,
+                GROUP_VERSION_SUPPORTED,
+                services.consumer_group_coordinator.config.consumer_protocol_enabled,
+            ),
+            (
+                SHARE_VERSION,
+                SHARE_VERSION_SUPPORTED,
+                services.share_group_coordinator.config.group_share_enable,
+            ),
+        ):
+            if ctx.api_version >= 4 or low > 0:
+                supported.append(
+                    b.SupportedFeatureKey(name=name, min_version=low, max_version=high)
+                )
+            if enabled:
+                finalized.append(
+                    b.FinalizedFeatureKey(name=name, max_version_level=high, min_version_level=high)
+                )
+        if supported:
+            features["supported_features"] = tuple(supported)
+        if finalized:
             features["finalized_features_epoch"] = 0
-            features["finalized_features"] = (
-                b.FinalizedFeatureKey(
-                    name=GROUP_VERSION, max_version_level=high, min_version_level=high
-                ),
-            )
+            features["finalized_features"] = tuple(finalized)
     answer = b.ApiVersionsResponse(
         error_code=ErrorCode.none,
         api_keys=tuple(

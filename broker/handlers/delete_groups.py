@@ -1,7 +1,9 @@
 """DeleteGroups (key 42): remove empty groups and their offsets (NON_EMPTY_GROUP else).
 
 A KIP-848 consumer group too: while it has members NON_EMPTY_GROUP, else it is
-forgotten along with the Empty classic group that keeps its offsets.
+forgotten along with the Empty classic group that keeps its offsets. A share group
+(KIP-932) too: NON_EMPTY_GROUP while it has members, else it goes with the share
+partitions this broker leads for it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error = manager.check_coordinator(group_id)
         if error is not ErrorCode.none:
             results[group_id] = error
+        elif ctx.services.share_group_coordinator.group(group_id) is not None:
+            # KIP-932: an empty share group goes, with its share partitions here
+            results[group_id] = ctx.services.share_group_coordinator.delete_group(group_id)
+            if results[group_id] is ErrorCode.none:
+                ctx.services.share_partition_manager.delete_group(group_id)
         elif consumer_groups.is_consumer_group(group_id):
             refused = consumer_groups.delete_group(group_id)
             if refused is not None:

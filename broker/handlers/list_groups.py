@@ -3,7 +3,8 @@ type (v5+).
 
 Classic groups come with type ``classic``, KIP-848 consumer groups with type ``consumer``
 and protocol type ``consumer``, in their own states (Empty, Assigning, Reconciling,
-Stable), as Kafka 4 lists them. A consumer group's offsets are kept in an Empty classic
+Stable), as Kafka 4 lists them; share groups (KIP-932) with type and protocol type
+``share``, in theirs (Empty, Stable). A consumer group's offsets are kept in an Empty classic
 group of the same id (``broker/group/consumer/``): that one is not listed.
 """
 
@@ -56,6 +57,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         listed += [
             (GroupOverview(g.group_id, "consumer", g.state.value), "consumer")
             for g in consumer_groups.groups
+            if not wanted or g.state.value.lower() in wanted
+        ]
+    if not types or "share" in types:  # KIP-932's share groups (broker/group/share/)
+        wanted = {s.lower() for s in states}
+        listed += [
+            (GroupOverview(g.group_id, "share", g.state.value), "share")
+            for g in ctx.services.share_group_coordinator.groups()
             if not wanted or g.state.value.lower() in wanted
         ]
     return _response(ctx, error, listed)

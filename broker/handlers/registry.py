@@ -57,6 +57,10 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -121,6 +125,11 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     # client quotas (issue 22): broker/quota/
     describe_client_quotas,
     alter_client_quotas,
+    # share groups (issue 20, KIP-932): broker/group/share/ and broker/share/
+    share_group_heartbeat,
+    share_group_describe,
+    share_fetch,
+    share_acknowledge,
 )
 
 

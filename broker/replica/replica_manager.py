@@ -79,6 +79,7 @@ class ReplicaManager:
         wall_clock_ms: Callable[[], int] = wall_clock_ms,
         *,
         delete_records_purgatory: DelayedOperationPurgatory[Any],
+        share_fetch_purgatory: DelayedOperationPurgatory[Any] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.metadata = metadata
@@ -122,6 +123,9 @@ class ReplicaManager:
         self.fetch_purgatory = fetch_purgatory
         self.produce_purgatory = produce_purgatory
         self.delete_records_purgatory = delete_records_purgatory
+        # DelayedShareFetch (KIP-932) waits on the high watermark under the partition's
+        # key too (Kafka's DelayedShareFetchPartitionKey).
+        self.share_fetch_purgatory = share_fetch_purgatory
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
         self.wall_clock_ms = wall_clock_ms
 
@@ -258,6 +262,8 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
         self.delete_records_purgatory.check_and_complete(tp)
+        if self.share_fetch_purgatory is not None:
+            self.share_fetch_purgatory.check_and_complete(tp)
 
     # -- produce -----------------------------------------------------------------------
 
@@ -307,6 +313,8 @@ class ReplicaManager:
             self.fetch_purgatory.check_and_complete(tp)
             if result.hw_changed:
                 self.produce_purgatory.check_and_complete(tp)
+                if self.share_fetch_purgatory is not None:
+                    self.share_fetch_purgatory.check_and_complete(tp)
         return result
 
     def append_records(

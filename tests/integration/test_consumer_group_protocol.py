@@ -323,10 +323,12 @@ async def test_api_versions_features_and_describe_errors() -> None:
         keys = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
         assert keys[68] == (0, 1) and keys[69] == (0, 1)
         assert [(f.name, f.min_version, f.max_version) for f in versions.supported_features] == [
-            ("group.version", 0, 1)
+            ("group.version", 0, 1),
+            ("share.version", 0, 1),
         ]
         assert [(f.name, f.max_version_level) for f in versions.finalized_features] == [
-            ("group.version", 1)
+            ("group.version", 1),
+            ("share.version", 1),
         ]
         empty = await raw.request(
             68,
@@ -470,7 +472,7 @@ async def test_the_consumer_protocol_can_be_turned_off() -> None:
                 client_software_name="raw",
                 client_software_version="1",
             )
-            assert versions.finalized_features == ()
+            assert [f.name for f in versions.finalized_features] == ["share.version"]
             answer = await raw.request(
                 68,
                 1,

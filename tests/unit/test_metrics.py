@@ -197,7 +197,7 @@ def test_render_names_follow_kafka_jmx_names() -> None:
     delayed = "kafka_server_delayedoperationpurgatory_numdelayedoperations"
     assert _value(families, size, size, delayedOperation="Fetch", broker="0") == 2
     assert _value(families, delayed, delayed, delayedOperation="Fetch", broker="0") == 1
-    for name in ("Produce", "Heartbeat", "Rebalance"):
+    for name in ("Produce", "Heartbeat", "Rebalance", "ShareFetch"):
         assert _value(families, delayed, delayed, delayedOperation=name, broker="1") == 0
     expirations = "kafka_server_delayedoperationpurgatory_expirations"
     assert _value(families, expirations, expirations + "_total", delayedOperation="Fetch") == 0

@@ -176,3 +176,31 @@ def test_analysis_row_matches_the_analysis_schema() -> None:
     assert row["source"] == "request_log"
     assert row["api_name"] == "Produce" and row["total_time_ms"] == pytest.approx(12.345)
     assert row["purgatory"] == "Produce" and row["error_codes"] == [0]
+
+
+def test_json_form_share_fetch_waits_in_the_share_fetch_purgatory() -> None:
+    doc = {
+        "requestHeader": {
+            "requestApiKey": 78,
+            "requestApiVersion": 1,
+            "correlationId": 5,
+            "clientId": "share-consumer",
+        },
+        "request": {"groupId": "q", "memberId": "m", "shareSessionEpoch": 1, "maxWaitMs": 500},
+        "response": {"errorCode": 0, "responses": []},
+        "connection": "127.0.0.1:9092-127.0.0.1:53441-3",
+        "totalTimeMs": 501.0,
+        "requestQueueTimeMs": 0.1,
+        "localTimeMs": 0.2,
+        "remoteTimeMs": 500.4,
+        "throttleTimeMs": 0,
+        "responseQueueTimeMs": 0.1,
+        "sendTimeMs": 0.2,
+    }
+    line = (
+        f"[2024-05-01 12:00:00,640] DEBUG Completed request:{json.dumps(doc)}"
+        " (kafka.request.logger)"
+    )
+    entry = parse_request_log_line(line)
+    assert entry is not None and entry.api_name == "ShareFetch"
+    assert entry.purgatory == "ShareFetch" and entry.purgatory_outcome == "expired"

@@ -1,0 +1,121 @@
+"""ShareAcknowledge (key 79): a share group member's acknowledgements, without a fetch.
+
+The request continues the member's share session (it cannot open one: epoch 0 is
+INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a session; -1 closes the
+session once the acknowledgements are applied, releasing what the member still holds).
+Each partition's batches are applied all or nothing by its share partition: ACCEPT,
+RELEASE, REJECT (and GAP), RENEW from v2; offsets not acquired by the member are
+INVALID_RECORD_STATE, malformed batches INVALID_REQUEST, and nothing changes.
+
+Differences from Kafka: those of ``SharePartitionManager``; NodeEndpoints are not filled in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.handlers.share_common import (
+    acknowledge_all,
+    check_ids,
+    current_leader,
+    lock_timeout_ms,
+    read_partitions,
+)
+from broker.share.share_session import FINAL_EPOCH
+from protocol.builders import response_builder
+
+API_KEY = 79
+MIN_VERSION = 1
+MAX_VERSION = 2
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    services = ctx.services
+    if not services.share_group_coordinator.config.group_share_enable:
+        return error_response(ctx, request, ErrorCode.unsupported_version)
+    bad = check_ids(request)
+    if bad is not None:
+        return _top_level(ctx, ErrorCode.invalid_request, bad)
+    manager = services.share_partition_manager
+    key = (str(request.group_id), str(request.member_id))
+    epoch = int(request.share_session_epoch)
+    requested = read_partitions(ctx, request)
+    error, _ = manager.new_context(key, epoch, {}, [], acknowledge_only=True)
+    if error is not ErrorCode.none:
+        return _top_level(ctx, error, None)
+    acks = acknowledge_all(ctx, key[0], key[1], requested)
+    if epoch == FINAL_EPOCH:
+        manager.close_session(key)
+    b = response_builder(API_KEY, ctx.api_version)
+    by_topic: dict[Any, list[Any]] = {}
+    for fp, (ack_error, message) in acks.items():
+        by_topic.setdefault(fp.topic_id, []).append(
+            b.PartitionData(
+                partition_index=fp.partition,
+                error_code=ack_error,
+                error_message=message,
+                current_leader=current_leader(ctx, b, fp.topic, fp.partition),
+            )
+        )
+    for topic_id, partition in requested.unknown:
+        by_topic.setdefault(topic_id, []).append(
+            b.PartitionData(
+                partition_index=partition,
+                error_code=ErrorCode.unknown_topic_id,
+                error_message=None,
+                current_leader=current_leader(ctx, b, None, partition),
+            )
+        )
+    return b.ShareAcknowledgeResponse(
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=lock_timeout_ms(ctx),
+        responses=tuple(
+            b.ShareAcknowledgeTopicResponse(topic_id=topic_id, partitions=tuple(parts))
+            for topic_id, parts in by_topic.items()
+        ),
+        node_endpoints=(),
+    )
+
+
+def _top_level(ctx: RequestContext, error: ErrorCode, message: str | None) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.ShareAcknowledgeResponse(
+        throttle_time=0,
+        error_code=error,
+        error_message=message,
+        acquisition_lock_timeout=lock_timeout_ms(ctx),
+        responses=(),
+        node_endpoints=(),
+    )
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """``error`` for every partition the request names; the top level stays NONE."""
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.ShareAcknowledgeResponse(
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=0,
+        responses=tuple(
+            b.ShareAcknowledgeTopicResponse(
+                topic_id=topic.topic_id,
+                partitions=tuple(
+                    b.PartitionData(
+                        partition_index=int(p.partition_index),
+                        error_code=error,
+                        error_message=None,
+                        current_leader=b.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1),
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        ),
+        node_endpoints=(),
+    )

@@ -1,0 +1,466 @@
+"""SharePartition: one share group's view of one topic partition (KIP-932), on its leader.
+
+Theory of operation. A share group reads a partition as a queue. The share-partition
+start offset (SPSO) is the first offset not yet done with; the end offset (SPEO, here
+``end_offset``, exclusive) is one past the last offset ever acquired. Between them every
+offset is *in flight* and has a state — AVAILABLE, ACQUIRED (by one member, under an
+acquisition lock), ACKNOWLEDGED or ARCHIVED — and a delivery count. Offsets below the
+SPSO are done; offsets from the SPEO on were never delivered.
+
+- ``acquire`` takes what a share fetch read from the log (its batches' offset ranges)
+  and acquires, for one member, the AVAILABLE offsets in flight and the new offsets past
+  the SPEO, each with its delivery count incremented, up to ``max_records`` and within
+  the in-flight window ``group.share.partition.max.record.locks`` (back-pressure: no new
+  offsets past SPSO + that many). Every run of offsets acquired together gets one
+  acquisition lock, a timer task on the share lock timer (``group.share.record.lock.
+  duration.ms``); the answer lists them as Kafka's AcquiredRecords (first, last,
+  delivery count).
+- ``acknowledge`` applies a member's ACCEPT (-> ACKNOWLEDGED), RELEASE (-> AVAILABLE),
+  REJECT and GAP (-> ARCHIVED) and, from ShareFetch/ShareAcknowledge v2, RENEW (a fresh
+  lock) to offsets it holds. All or nothing: it is checked whole before anything
+  changes, with Kafka's errors — INVALID_REQUEST for a malformed batch or an offset past
+  the acquired ones, INVALID_RECORD_STATE for offsets not in flight, not acquired, or
+  acquired by another member.
+- A lock that expires (the member neither acknowledged nor renewed in time) makes its
+  offsets still ACQUIRED AVAILABLE again; a release does the same. Either way an offset
+  whose delivery count reached ``group.share.delivery.count.limit`` is ARCHIVED instead.
+  A lock is cancelled (O(1) on the timing wheel) once no offset of its run is held.
+- The SPSO moves past every leading ACKNOWLEDGED/ARCHIVED offset, and their state is
+  dropped: memory is bounded by the window.
+- ``on_available`` is called when offsets become AVAILABLE again (release, lock expiry)
+  or an acknowledgement opens a full record-lock window: the manager wakes the
+  DelayedShareFetches of the group waiting on this partition.
+
+Differences from Kafka: state is kept per offset (a slotted object each) rather than per
+fetched batch with per-offset state only where a batch was split; the lock is per run of
+offsets acquired together, which is Kafka's lock per acquired batch for the common case.
+The state lives only in memory on the leader (phase 1: no share coordinator, so it does
+not survive a leader change or restart; ``__share_group_state`` is phase 2).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import IntEnum
+
+from kio.schema.errors import ErrorCode
+
+from purgatory import SystemTimer, TimerTask
+
+log = logging.getLogger("broker.share")
+
+
+class RecordState(IntEnum):
+    """Kafka's RecordState, with its ids."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(IntEnum):
+    """The acknowledge types of ShareFetch/ShareAcknowledge (0 GAP; 4 RENEW from v2)."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    """Kafka's AcquiredRecords: a run of offsets acquired with one delivery count."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgementBatch:
+    """One acknowledgement batch of a request: an offset range and its type(s) — one
+    type for the whole range, or one per offset."""
+
+    first_offset: int
+    last_offset: int
+    acknowledge_types: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionConfig:
+    record_lock_duration_ms: int = 30000  # group.share.record.lock.duration.ms
+    delivery_count_limit: int = 5  # group.share.delivery.count.limit
+    max_record_locks: int = 2000  # group.share.partition.max.record.locks
+
+
+class _InFlightRecord:
+    __slots__ = ("delivery_count", "lock", "member_id", "state")
+
+    def __init__(self) -> None:
+        self.state = RecordState.AVAILABLE
+        self.delivery_count = 0
+        self.member_id: str | None = None
+        self.lock: AcquisitionLockTimerTask | None = None
+
+
+class AcquisitionLockTimerTask(TimerTask):
+    """The acquisition lock of a run of offsets acquired together: ``held`` counts the
+    offsets still ACQUIRED under it; at 0 it is cancelled, at its expiry it releases
+    them."""
+
+    __slots__ = ("first_offset", "held", "last_offset", "member_id", "share_partition")
+
+    def __init__(
+        self,
+        share_partition: SharePartition,
+        member_id: str,
+        first_offset: int,
+        last_offset: int,
+        delay_ms: int,
+    ) -> None:
+        super().__init__(delay_ms)
+        self.share_partition = share_partition
+        self.member_id = member_id
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.held = 0
+
+    def run(self) -> None:
+        self.share_partition._on_lock_expired(self)
+
+
+class SharePartition:
+    """One (group, topic, partition)'s in-flight state; synchronous, clock-free (the
+    lock timer reads the clock)."""
+
+    def __init__(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        start_offset: int,
+        config: SharePartitionConfig,
+        lock_timer: SystemTimer,
+        on_available: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.group_id = group_id
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self._timer = lock_timer
+        self._on_available = on_available
+        # offset -> state, for offsets in [start_offset, end_offset) that had a record;
+        # inserted in offset order, so iteration is ascending.
+        self._in_flight: dict[int, _InFlightRecord] = {}
+        self.acquired_count = 0
+        # how many in-flight records are AVAILABLE: none, and the next fetch reads from
+        # the end offset without a scan (every append asks, through DelayedShareFetch)
+        self._available = 0
+        # Counters for metrics and the bench: locks started / cancelled / expired.
+        self.locks_added = 0
+        self.locks_expired = 0
+
+    # -- reads ------------------------------------------------------------------------
+
+    def next_fetch_offset(self) -> int:
+        """Where the next share fetch reads: the first AVAILABLE offset in flight, else
+        the end offset."""
+        if not self._available:
+            return self.end_offset
+        for offset, record in self._in_flight.items():
+            if record.state is RecordState.AVAILABLE:
+                return offset
+        return self.end_offset
+
+    def window_full(self) -> bool:
+        """Back-pressure: no new offsets past SPSO + max record locks."""
+        return self.end_offset - self.start_offset >= self.config.max_record_locks
+
+    def can_acquire_records(self, log_bound: int) -> bool:
+        """Whether a fetch could acquire anything now, the log readable below
+        ``log_bound`` (the high watermark)."""
+        if self.next_fetch_offset() < self.end_offset:
+            return True
+        return not self.window_full() and log_bound > self.end_offset
+
+    def record_state(self, offset: int) -> tuple[RecordState, int, str | None] | None:
+        """(state, delivery count, member) of an in-flight offset; None outside."""
+        record = self._in_flight.get(offset)
+        if record is None:
+            return None
+        return record.state, record.delivery_count, record.member_id
+
+    def in_flight_count(self) -> int:
+        return len(self._in_flight)
+
+    # -- acquire ----------------------------------------------------------------------
+
+    def acquire(
+        self, member_id: str, batches: Iterable[tuple[int, ...]], max_records: int
+    ) -> list[AcquiredRecords]:
+        """Acquire for ``member_id`` what it may have of the fetched batches' offset
+        ranges — (base, last), or (base, last, True) for a control batch, whose offsets
+        are never delivered and only move the end offset — at most ``max_records``."""
+        acquired: list[AcquiredRecords] = []
+        run: list[_InFlightRecord] = []
+        run_first = run_count = -1
+        budget = max_records
+        for batch in batches:
+            base, last = batch[0], batch[1]
+            if len(batch) > 2 and batch[2]:
+                if last >= self.end_offset and not self.window_full():
+                    self.end_offset = last + 1
+                continue
+            offset = max(base, self.start_offset)
+            while offset <= last and budget > 0:
+                record = self._acquirable(offset)
+                if record is None:
+                    if offset >= self.end_offset and self.window_full():
+                        budget = 0
+                        break
+                    offset += 1
+                    continue
+                count = record.delivery_count + 1
+                if run and (count != run_count or offset != run_first + len(run)):
+                    acquired.append(self._lock_run(member_id, run_first, run, run_count))
+                    run = []
+                if not run:
+                    run_first, run_count = offset, count
+                record.state = RecordState.ACQUIRED
+                self._available -= 1
+                record.delivery_count = count
+                record.member_id = member_id
+                run.append(record)
+                budget -= 1
+                offset += 1
+        if run:
+            acquired.append(self._lock_run(member_id, run_first, run, run_count))
+        self._maybe_update_start_offset()
+        return acquired
+
+    def _acquirable(self, offset: int) -> _InFlightRecord | None:
+        """The record at ``offset`` if it can be acquired now (a new one past the end
+        offset is made, within the window); else None."""
+        if offset < self.end_offset:
+            record = self._in_flight.get(offset)
+            if record is not None and record.state is RecordState.AVAILABLE:
+                return record
+            return None
+        if self.window_full():
+            return None
+        record = _InFlightRecord()
+        self._available += 1  # a new record is AVAILABLE until acquired, at once
+        self._in_flight[offset] = record
+        self.end_offset = offset + 1
+        return record
+
+    def _lock_run(
+        self, member_id: str, first: int, run: list[_InFlightRecord], delivery_count: int
+    ) -> AcquiredRecords:
+        last = first + len(run) - 1
+        lock = self._new_lock(member_id, first, last)
+        for record in run:
+            record.lock = lock
+        lock.held = len(run)
+        self.acquired_count += len(run)
+        return AcquiredRecords(first, last, delivery_count)
+
+    def _new_lock(self, member_id: str, first: int, last: int) -> AcquisitionLockTimerTask:
+        lock = AcquisitionLockTimerTask(
+            self, member_id, first, last, self.config.record_lock_duration_ms
+        )
+        self.locks_added += 1
+        self._timer.add(lock)
+        return lock
+
+    # -- acknowledge ------------------------------------------------------------------
+
+    def acknowledge(
+        self, member_id: str, batches: list[AcknowledgementBatch], allow_renew: bool = False
+    ) -> tuple[ErrorCode, str | None]:
+        """Apply ``member_id``'s acknowledgements, all or none (Kafka's errors)."""
+        error = self._check_acknowledgements(member_id, batches, allow_renew)
+        if error is not None:
+            return error
+        start = self.start_offset
+        released = False
+        renewed: list[tuple[int, _InFlightRecord]] = []
+        for batch in batches:
+            types = batch.acknowledge_types
+            single = len(types) == 1
+            for index, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
+                record = self._in_flight[offset]
+                kind = types[0] if single else types[index]
+                if kind == AcknowledgeType.RENEW:
+                    renewed.append((offset, record))
+                    self._unlock(record)
+                    self.acquired_count += 1  # still acquired: _unlock counted it out
+                    continue
+                self._unlock(record)
+                record.member_id = None
+                if kind == AcknowledgeType.ACCEPT:
+                    record.state = RecordState.ACKNOWLEDGED
+                elif kind == AcknowledgeType.RELEASE:
+                    released = self._release(record) or released
+                else:  # REJECT, GAP
+                    record.state = RecordState.ARCHIVED
+        if renewed:
+            self._renew(member_id, renewed)
+        self._maybe_update_start_offset()
+        # a release makes records available; a start offset that moved may open the
+        # record-lock window to new records: both can complete a parked share fetch
+        if released or (self.start_offset != start and self._window_was_full(start)):
+            self._on_available()
+        return ErrorCode.none, None
+
+    def _window_was_full(self, start: int) -> bool:
+        return self.end_offset - start >= self.config.max_record_locks
+
+    def _check_acknowledgements(
+        self, member_id: str, batches: list[AcknowledgementBatch], allow_renew: bool
+    ) -> tuple[ErrorCode, str | None] | None:
+        highest = AcknowledgeType.RENEW if allow_renew else AcknowledgeType.REJECT
+        for batch in batches:
+            first, last, types = batch.first_offset, batch.last_offset, batch.acknowledge_types
+            if first < 0 or last < first:
+                return ErrorCode.invalid_request, "Invalid acknowledgement batch offsets"
+            if len(types) != 1 and len(types) != last - first + 1:
+                return ErrorCode.invalid_request, "Invalid acknowledge types for the batch"
+            if any(t < 0 or t > highest for t in types):
+                return ErrorCode.invalid_request, f"Invalid acknowledge type: {list(types)}"
+            if first < self.start_offset or first >= self.end_offset:
+                if first >= self.end_offset and self.end_offset > self.start_offset:
+                    return (
+                        ErrorCode.invalid_request,
+                        "Batch record not found. The first offset in request is past "
+                        "acquired records.",
+                    )
+                return (
+                    ErrorCode.invalid_record_state,
+                    "Batch record not found. The request batch offsets are not found in the cache.",
+                )
+            if last >= self.end_offset:
+                return (
+                    ErrorCode.invalid_request,
+                    "Batch record not found. The last offset in request is past acquired records.",
+                )
+            for offset in range(first, last + 1):
+                record = self._in_flight.get(offset)
+                if record is None or record.state is not RecordState.ACQUIRED:
+                    return (
+                        ErrorCode.invalid_record_state,
+                        "The batch cannot be acknowledged. The batch is not in the acquired state.",
+                    )
+                if record.member_id != member_id:
+                    return ErrorCode.invalid_record_state, "Member is not the owner of offset"
+        return None
+
+    def _renew(self, member_id: str, records: list[tuple[int, _InFlightRecord]]) -> None:
+        """RENEW: the records stay ACQUIRED by the member under one fresh lock."""
+        offsets = [offset for offset, _record in records]
+        lock = self._new_lock(member_id, min(offsets), max(offsets))
+        for _offset, record in records:
+            record.lock = lock
+        lock.held = len(records)
+
+    # -- release, expiry --------------------------------------------------------------
+
+    def release_acquired_records(self, member_id: str) -> int:
+        """A member left (its share session closed): everything it holds goes back.
+        Returns how many offsets were released."""
+        count = 0
+        for record in self._in_flight.values():
+            if record.state is RecordState.ACQUIRED and record.member_id == member_id:
+                self._unlock(record)
+                record.member_id = None
+                self._release(record)
+                count += 1
+        if count:
+            self._maybe_update_start_offset()
+            self._on_available()
+        return count
+
+    def _on_lock_expired(self, lock: AcquisitionLockTimerTask) -> None:
+        self.locks_expired += 1
+        released = 0
+        for offset in range(max(lock.first_offset, self.start_offset), lock.last_offset + 1):
+            record = self._in_flight.get(offset)
+            if record is None or record.lock is not lock:
+                continue
+            record.lock = None
+            self.acquired_count -= 1
+            record.member_id = None
+            self._release(record)
+            released += 1
+        log.debug(
+            "Acquisition lock of %s-%s-%d offsets %d-%d (member %s) expired: %d released",
+            self.group_id,
+            self.topic,
+            self.partition,
+            lock.first_offset,
+            lock.last_offset,
+            lock.member_id,
+            released,
+        )
+        if released:
+            self._maybe_update_start_offset()
+            self._on_available()
+
+    def _release(self, record: _InFlightRecord) -> bool:
+        """ACQUIRED -> AVAILABLE, or ARCHIVED at the delivery count limit. True when the
+        record is available again."""
+        if record.delivery_count >= self.config.delivery_count_limit:
+            record.state = RecordState.ARCHIVED
+            return False
+        record.state = RecordState.AVAILABLE
+        self._available += 1
+        return True
+
+    def _unlock(self, record: _InFlightRecord) -> None:
+        lock = record.lock
+        if lock is None:
+            return
+        record.lock = None
+        self.acquired_count -= 1
+        lock.held -= 1
+        if lock.held <= 0:
+            lock.cancel()
+
+    # -- the start offset -------------------------------------------------------------
+
+    def _maybe_update_start_offset(self) -> None:
+        in_flight = self._in_flight
+        start, end = self.start_offset, self.end_offset
+        while start < end:
+            record = in_flight.get(start)
+            if record is not None:
+                if record.state is RecordState.AVAILABLE or record.state is RecordState.ACQUIRED:
+                    break
+                del in_flight[start]
+            start += 1
+        self.start_offset = start
+
+    def move_start_offset(self, offset: int) -> None:
+        """The log's start moved past the SPSO (retention, DeleteRecords): offsets below
+        ``offset`` are gone, their locks dropped."""
+        if offset <= self.start_offset:
+            return
+        for gone in [o for o in self._in_flight if o < offset]:
+            record = self._in_flight.pop(gone)
+            if record.state is RecordState.AVAILABLE:
+                self._available -= 1
+            self._unlock(record)
+        self.start_offset = offset
+        self.end_offset = max(self.end_offset, offset)
+        self._maybe_update_start_offset()
+
+    def release_all_locks(self) -> None:
+        """The partition is no longer led here: every lock is cancelled."""
+        for record in self._in_flight.values():
+            self._unlock(record)

@@ -1,0 +1,311 @@
+"""SharePartitionManager: what ShareFetch and ShareAcknowledge call on a partition's leader.
+
+Kafka's SharePartitionManager: it owns the share partitions this broker leads (one
+``SharePartition`` per group and partition, made on the first fetch), the share session
+cache, and the ShareFetch purgatory's operations.
+
+- ``new_context`` applies a request's session epoch (``share_session.py`` has the rules)
+  and says which partitions a fetch reads: a full request's, or all of the session's.
+- ``acknowledge`` hands a partition's acknowledgement batches to its share partition.
+- ``fetch_messages`` acquires what it can now; with nothing acquired and a max wait it
+  parks a ``DelayedShareFetch`` (watched on the group's and the partition's keys) that a
+  log append, a high-watermark move, a release or a lock expiry completes.
+- ``close_session`` (epoch -1, or a member fenced by the group coordinator) releases
+  every record the member holds, so that the other members get them at once.
+
+A new share partition starts at the high watermark: Kafka's ``share.auto.offset.reset``
+default ``latest``. Reads are read_uncommitted below the high watermark; the records
+returned are the whole batches the acquired offsets are in, cut after the last acquired
+offset's batch (the client keeps only the acquired offsets). Control batches (transaction
+markers) are skipped: their offsets are never acquired.
+
+Differences from Kafka: the share-group state is not persisted (no share coordinator,
+``__share_group_state``, yet) and a share partition is dropped when its leadership moves
+away; ``share.auto.offset.reset`` is not configurable per group yet (phase 2, with group
+configs); ``BatchSize`` and ``ShareAcquireMode`` (v2) are accepted and not used.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import ClusterMetadata
+from broker.purgatories import ParkedRequest, PurgatoryName
+from broker.replica.partition import Partition
+from broker.replica.replica_manager import ReplicaManager
+from broker.share.delayed_share_fetch import DelayedShareFetch, TopicPartition, group_key
+from broker.share.share_partition import (
+    AcknowledgementBatch,
+    AcquiredRecords,
+    SharePartition,
+    SharePartitionConfig,
+)
+from broker.share.share_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    SessionPartitions,
+    ShareSessionCache,
+    ShareSessionKey,
+    next_epoch,
+)
+from protocol.record_batch import iter_batches
+from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchPartition:
+    topic_id: uuid.UUID
+    topic: str
+    partition: int
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+
+@dataclass(slots=True)
+class ShareFetchParams:
+    group_id: str
+    member_id: str
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    partitions: list[ShareFetchPartition]
+
+
+@dataclass(slots=True)
+class SharePartitionResult:
+    error: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+    records: bytes = b""
+    acquired: list[AcquiredRecords] = field(default_factory=list)
+    leader_id: int = -1
+    leader_epoch: int = -1
+
+
+ShareFetchResults = dict[ShareFetchPartition, SharePartitionResult]
+ShareKey = tuple[str, str, int]  # (group id, topic, partition)
+
+
+class SharePartitionManager:
+    """The share partitions, sessions and delayed share fetches of one broker."""
+
+    def __init__(
+        self,
+        config: SharePartitionConfig,
+        clock: Clock,
+        metadata: ClusterMetadata,
+        replica_manager: ReplicaManager,
+        share_fetch_purgatory: DelayedOperationPurgatory[DelayedShareFetch],
+        lock_timer: SystemTimer,
+        session_cache: ShareSessionCache,
+    ) -> None:
+        self.config = config
+        self._clock = clock
+        self._metadata = metadata
+        self._replica_manager = replica_manager
+        self._purgatory = share_fetch_purgatory
+        self.lock_timer = lock_timer
+        self.session_cache = session_cache
+        self.partitions: dict[ShareKey, SharePartition] = {}
+
+    # -- share partitions ---------------------------------------------------------------
+
+    def share_partition(self, group_id: str, tp: TopicPartition) -> SharePartition | None:
+        return self.partitions.get((group_id, tp[0], tp[1]))
+
+    def _leader(self, tp: TopicPartition) -> tuple[Partition | None, ErrorCode]:
+        partition = self._replica_manager.online_partition(tp)
+        if partition is not None and partition.is_leader:
+            return partition, ErrorCode.none
+        if self._metadata.partition_state(*tp) is None:
+            return None, ErrorCode.unknown_topic_or_partition
+        return None, ErrorCode.not_leader_or_follower
+
+    def _get_or_create(self, group_id: str, partition: Partition) -> SharePartition:
+        key = (group_id, partition.topic, partition.partition)
+        sp = self.partitions.get(key)
+        if sp is None:
+            wake_key = group_key(group_id, partition.tp)
+            sp = SharePartition(
+                group_id,
+                partition.topic,
+                partition.partition,
+                partition.high_watermark,
+                self.config,
+                self.lock_timer,
+                on_available=lambda: self._wake(wake_key),
+            )
+            self.partitions[key] = sp
+        elif sp.start_offset < partition.log_start_offset:
+            sp.move_start_offset(partition.log_start_offset)
+        return sp
+
+    def _wake(self, key: object) -> None:
+        self._purgatory.check_and_complete(key)
+
+    def _drop(self, group_id: str, tp: TopicPartition) -> None:
+        sp = self.partitions.pop((group_id, tp[0], tp[1]), None)
+        if sp is not None:
+            sp.release_all_locks()
+
+    # -- sessions -----------------------------------------------------------------------
+
+    def new_context(
+        self,
+        key: ShareSessionKey,
+        epoch: int,
+        requested: SessionPartitions,
+        forgotten: list[tuple[uuid.UUID, int]],
+        acknowledge_only: bool = False,
+        has_acknowledgements: bool = False,
+    ) -> tuple[ErrorCode, list[ShareFetchPartition]]:
+        """Apply a request's share session epoch; the partitions its fetch reads. As
+        Kafka: an initial request may not acknowledge (INVALID_REQUEST), and replaces
+        the member's session without releasing its records (their locks run out)."""
+        now = self._clock.now_ms()
+        if epoch == INITIAL_EPOCH:
+            if acknowledge_only:
+                return ErrorCode.invalid_share_session_epoch, []
+            if has_acknowledgements:
+                return ErrorCode.invalid_request, []
+            self.session_cache.remove(key)
+            if self.session_cache.maybe_create(key, requested, now) is None:
+                return ErrorCode.share_session_limit_reached, []
+            return ErrorCode.none, _fetch_partitions(requested)
+        error, session = self.session_cache.check_epoch(key, epoch)
+        if session is None:
+            return error, []
+        if epoch == FINAL_EPOCH:
+            return ErrorCode.none, []
+        session.epoch = next_epoch(session.epoch)
+        session.last_used_ms = now
+        if not acknowledge_only:
+            session.partitions.update(requested)
+            for gone in forgotten:
+                session.partitions.pop(gone, None)
+        return ErrorCode.none, _fetch_partitions(session.partitions)
+
+    def close_session(self, key: ShareSessionKey) -> int:
+        """Close a member's session and release what it holds; how many offsets."""
+        self.session_cache.remove(key)
+        return self.release_member(*key)
+
+    def delete_group(self, group_id: str) -> None:
+        """DeleteGroups of a share group: its share partitions here are dropped."""
+        for group, topic, partition in [k for k in self.partitions if k[0] == group_id]:
+            self._drop(group, (topic, partition))
+
+    def release_member(self, group_id: str, member_id: str) -> int:
+        released = 0
+        for (group, _topic, _partition), sp in list(self.partitions.items()):
+            if group == group_id:
+                released += sp.release_acquired_records(member_id)
+        return released
+
+    # -- acknowledge --------------------------------------------------------------------
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicPartition,
+        batches: list[AcknowledgementBatch],
+        allow_renew: bool = False,
+    ) -> tuple[ErrorCode, str | None]:
+        partition, error = self._leader(tp)
+        if partition is None:
+            self._drop(group_id, tp)
+            return error, None
+        sp = self.share_partition(group_id, tp)
+        if sp is None:
+            return ErrorCode.invalid_record_state, "No records were acquired on this partition."
+        return sp.acknowledge(member_id, batches, allow_renew)
+
+    # -- fetch --------------------------------------------------------------------------
+
+    def fetch_messages(
+        self,
+        params: ShareFetchParams,
+        respond: Callable[[ShareFetchResults], None],
+        parked_request: ParkedRequest | None,
+    ) -> None:
+        """Kafka's fetchMessages for a share fetch: acquire now, else park."""
+        if params.max_wait_ms <= 0 or not params.partitions or self.can_complete(params):
+            respond(self.acquire_all(params))
+            return
+        operation = DelayedShareFetch(
+            params, self, lambda p: respond(self.acquire_all(p)), parked_request
+        )
+        keys: list[object] = []
+        for fp in params.partitions:
+            keys.append(group_key(params.group_id, fp.tp))
+            keys.append(fp.tp)
+        self._purgatory.try_complete_else_watch(operation, keys)
+        if parked_request is not None and operation.watch_keys:
+            parked_request.parked_in(PurgatoryName.SHARE_FETCH)
+
+    def can_complete(self, params: ShareFetchParams) -> bool:
+        """Whether one of the fetch's partitions has something to answer now."""
+        for fp in params.partitions:
+            partition, _error = self._leader(fp.tp)
+            if partition is None:
+                return True
+            sp = self._get_or_create(params.group_id, partition)
+            if sp.can_acquire_records(partition.high_watermark):
+                return True
+        return False
+
+    def acquire_all(self, params: ShareFetchParams) -> ShareFetchResults:
+        results: ShareFetchResults = {}
+        remaining_bytes = params.max_bytes
+        remaining_records = params.max_records
+        for fp in params.partitions:
+            result = self._acquire_partition(
+                params.group_id, params.member_id, fp.tp, remaining_bytes, remaining_records
+            )
+            remaining_bytes -= len(result.records)
+            remaining_records -= sum(a.last_offset - a.first_offset + 1 for a in result.acquired)
+            results[fp] = result
+        return results
+
+    def _acquire_partition(
+        self, group_id: str, member_id: str, tp: TopicPartition, max_bytes: int, max_records: int
+    ) -> SharePartitionResult:
+        partition, error = self._leader(tp)
+        if partition is None:
+            self._drop(group_id, tp)
+            return SharePartitionResult(error)
+        result = SharePartitionResult(
+            leader_id=partition.leader_id, leader_epoch=partition.leader_epoch
+        )
+        sp = self._get_or_create(group_id, partition)
+        if max_records <= 0 or not sp.can_acquire_records(partition.high_watermark):
+            return result
+        read = partition.read(sp.next_fetch_offset(), max(max_bytes, 0), up_to_log_end=False)
+        if read.error is not ErrorCode.none or not read.records:
+            return result
+        batches: list[tuple[int, int, bool]] = []  # base, last, control
+        ends: list[int] = []  # each batch's end position in the records
+        for pos, header in iter_batches(read.records, allow_partial_tail=True):
+            batches.append((header.base_offset, header.last_offset, header.is_control))
+            ends.append(pos + header.size)
+        acquired = sp.acquire(member_id, batches, max_records)
+        if acquired:
+            last_acquired = acquired[-1].last_offset
+            cut = next(ends[i] for i, b in enumerate(batches) if b[1] >= last_acquired)
+            result.records = bytes(read.records[:cut])
+            result.acquired = acquired
+        return result
+
+
+def _fetch_partitions(partitions: SessionPartitions) -> list[ShareFetchPartition]:
+    return [
+        ShareFetchPartition(topic_id, topic, partition)
+        for (topic_id, partition), topic in partitions.items()
+    ]

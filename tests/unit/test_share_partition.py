@@ -1,0 +1,248 @@
+"""SharePartition's state machine on the manual clock: acquire, the acknowledge types,
+lock expiry and redelivery with delivery counts, archiving at the limit, renew, release,
+record-lock back-pressure, and bad acknowledgements that change nothing."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from broker.share.share_partition import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    AcquiredRecords,
+    RecordState,
+    SharePartition,
+    SharePartitionConfig,
+)
+from purgatory import ManualClock, SystemTimer
+
+A, R, X, G, N = (
+    AcknowledgeType.ACCEPT,
+    AcknowledgeType.RELEASE,
+    AcknowledgeType.REJECT,
+    AcknowledgeType.GAP,
+    AcknowledgeType.RENEW,
+)
+
+
+def _partition(**config: int) -> tuple[SharePartition, ManualClock, SystemTimer, list[int]]:
+    clock = ManualClock()
+    timer = SystemTimer(clock)
+    woken: list[int] = []
+    sp = SharePartition(
+        "g",
+        "t",
+        0,
+        0,
+        SharePartitionConfig(**{"record_lock_duration_ms": 1000, **config}),
+        timer,
+        on_available=lambda: woken.append(1),
+    )
+    return sp, clock, timer, woken
+
+
+def _ack(first: int, last: int, *types: int) -> AcknowledgementBatch:
+    return AcknowledgementBatch(first, last, tuple(int(t) for t in types))
+
+
+def _expire(clock: ManualClock, timer: SystemTimer, ms: int = 1000) -> None:
+    clock.advance(ms)
+    timer.advance_clock()
+
+
+def test_acquire_new_records_with_delivery_count_one_under_one_lock() -> None:
+    sp, _, timer, _ = _partition()
+    assert sp.acquire("m1", [(0, 4)], 100) == [AcquiredRecords(0, 4, 1)]
+    assert sp.end_offset == 5 and sp.acquired_count == 5 and timer.size() == 1
+    assert sp.record_state(2) == (RecordState.ACQUIRED, 1, "m1")
+    # nothing more to acquire until the log has more
+    assert sp.acquire("m2", [(0, 4)], 100) == []
+    assert sp.next_fetch_offset() == 5
+
+
+def test_max_records_limits_one_acquisition() -> None:
+    sp, *_ = _partition()
+    assert sp.acquire("m1", [(0, 9)], 3) == [AcquiredRecords(0, 2, 1)]
+    assert sp.acquire("m2", [(3, 9)], 3) == [AcquiredRecords(3, 5, 1)]
+
+
+def test_accept_moves_the_start_offset_and_cancels_the_lock() -> None:
+    sp, _, timer, _ = _partition()
+    sp.acquire("m1", [(0, 4)], 100)
+    assert sp.acknowledge("m1", [_ack(0, 4, A)]) == (ErrorCode.none, None)
+    assert sp.start_offset == 5 and sp.in_flight_count() == 0 and sp.acquired_count == 0
+    assert timer.size() == 0  # cancelled at once, not left to expire
+
+
+def test_partial_accept_keeps_the_lock_for_the_rest() -> None:
+    sp, clock, timer, woken = _partition()
+    sp.acquire("m1", [(0, 4)], 100)
+    sp.acknowledge("m1", [_ack(0, 1, A)])
+    assert sp.start_offset == 2 and timer.size() == 1
+    _expire(clock, timer)
+    assert sp.record_state(2) == (RecordState.AVAILABLE, 1, None)
+    assert woken and sp.next_fetch_offset() == 2
+
+
+def test_lock_expiry_redelivers_with_an_incremented_delivery_count() -> None:
+    sp, clock, timer, woken = _partition()
+    sp.acquire("m1", [(0, 2)], 100)
+    _expire(clock, timer)
+    assert woken == [1] and sp.acquired_count == 0
+    assert sp.acquire("m2", [(0, 2)], 100) == [AcquiredRecords(0, 2, 2)]
+    # the first member's lock is gone: its acknowledgement is refused
+    assert sp.acknowledge("m1", [_ack(0, 2, A)])[0] is ErrorCode.invalid_record_state
+
+
+def test_release_redelivers_and_reject_never_does() -> None:
+    sp, _, _, woken = _partition()
+    sp.acquire("m1", [(0, 3)], 100)
+    assert sp.acknowledge("m1", [_ack(0, 3, R, X, A, G)])[0] is ErrorCode.none
+    assert woken == [1]
+    assert sp.record_state(0) == (RecordState.AVAILABLE, 1, None)
+    assert sp.start_offset == 0 and sp.next_fetch_offset() == 0
+    assert sp.acquire("m2", [(0, 3)], 100) == [AcquiredRecords(0, 0, 2)]
+    sp.acknowledge("m2", [_ack(0, 0, A)])
+    assert sp.start_offset == 4 and sp.in_flight_count() == 0
+
+
+def test_archived_at_the_delivery_count_limit() -> None:
+    sp, clock, timer, _ = _partition(delivery_count_limit=3)
+    for delivery in (1, 2, 3):
+        assert sp.acquire("m1", [(0, 0)], 100) == [AcquiredRecords(0, 0, delivery)]
+        if delivery < 3:
+            sp.acknowledge("m1", [_ack(0, 0, R)])
+        else:
+            _expire(clock, timer)  # an expiry at the limit archives too
+    assert sp.record_state(0) is None and sp.start_offset == 1
+    assert sp.acquire("m1", [(0, 0)], 100) == []
+
+
+def test_renew_extends_the_lock() -> None:
+    sp, clock, timer, _ = _partition()
+    sp.acquire("m1", [(0, 1)], 100)
+    clock.advance(900)
+    timer.advance_clock()
+    assert sp.acknowledge("m1", [_ack(0, 1, N)], allow_renew=True)[0] is ErrorCode.none
+    _expire(clock, timer, 900)  # the first lock's deadline has passed: still held
+    assert sp.record_state(0) == (RecordState.ACQUIRED, 1, "m1")
+    _expire(clock, timer, 200)
+    assert sp.record_state(0) == (RecordState.AVAILABLE, 1, None)
+
+
+def test_renew_is_refused_before_v2() -> None:
+    sp, *_ = _partition()
+    sp.acquire("m1", [(0, 1)], 100)
+    assert sp.acknowledge("m1", [_ack(0, 1, N)])[0] is ErrorCode.invalid_request
+
+
+def test_max_record_locks_back_pressure() -> None:
+    sp, *_ = _partition(max_record_locks=4)
+    assert sp.acquire("m1", [(0, 9)], 100) == [AcquiredRecords(0, 3, 1)]
+    assert sp.window_full() and not sp.can_acquire_records(10)
+    assert sp.acquire("m2", [(4, 9)], 100) == []
+    sp.acknowledge("m1", [_ack(0, 1, A)])
+    assert sp.can_acquire_records(10)
+    assert sp.acquire("m2", [(4, 9)], 100) == [AcquiredRecords(4, 5, 1)]
+
+
+def test_release_acquired_records_of_a_member_that_left() -> None:
+    sp, _, timer, woken = _partition()
+    sp.acquire("m1", [(0, 1)], 100)
+    sp.acquire("m2", [(2, 3)], 100)
+    assert sp.release_acquired_records("m1") == 2
+    assert woken == [1] and timer.size() == 1
+    assert sp.record_state(2) == (RecordState.ACQUIRED, 1, "m2")
+    assert sp.acquire("m2", [(0, 3)], 100) == [AcquiredRecords(0, 1, 2)]
+
+
+def test_bad_acknowledgements_change_nothing() -> None:
+    sp, _, timer, _ = _partition()
+    sp.acquire("m1", [(5, 9)], 100)  # a share partition started at 0: 0-4 are gaps
+    bad = [
+        ([_ack(9, 5, A)], ErrorCode.invalid_request),  # last < first
+        ([_ack(5, 6, A, A, A)], ErrorCode.invalid_request),  # types do not match
+        ([_ack(5, 5, 7)], ErrorCode.invalid_request),  # unknown type
+        ([_ack(5, 12, A)], ErrorCode.invalid_request),  # past the acquired records
+        ([_ack(20, 10**15, A)], ErrorCode.invalid_request),  # absurd range
+        ([_ack(0, 5, A)], ErrorCode.invalid_record_state),  # never acquired
+        ([_ack(5, 6, A), _ack(7, 7, A), _ack(-3, 7, A)], ErrorCode.invalid_request),
+    ]
+    for batches, error in bad:
+        assert sp.acknowledge("m1", batches)[0] is error, batches
+    assert sp.acknowledge("m2", [_ack(5, 9, A)])[0] is ErrorCode.invalid_record_state
+    for offset in range(5, 10):
+        assert sp.record_state(offset) == (RecordState.ACQUIRED, 1, "m1")
+    assert sp.acquired_count == 5 and timer.size() == 1
+    sp.acknowledge("m1", [_ack(5, 9, A)])
+    assert sp.acknowledge("m1", [_ack(5, 9, A)])[0] is ErrorCode.invalid_record_state
+
+
+def test_log_start_moving_past_the_start_offset_drops_records() -> None:
+    sp, _, timer, _ = _partition()
+    sp.acquire("m1", [(0, 4)], 100)
+    sp.move_start_offset(3)
+    assert sp.start_offset == 3 and sp.acquired_count == 2 and timer.size() == 1
+    sp.move_start_offset(10)
+    assert sp.start_offset == 10 == sp.end_offset and timer.size() == 0
+
+
+def test_random_operations_keep_the_counts_true() -> None:
+    """Acquire, acknowledge (every type), release, expire and move the log start in a
+    seeded random order: the counts the fast paths trust stay equal to the states."""
+    import random
+
+    rng = random.Random(7)
+    sp, clock, timer, _ = _partition(max_record_locks=100, delivery_count_limit=3)
+    members = ["m1", "m2", "m3"]
+    log_end = 0
+    for _ in range(3000):
+        op = rng.random()
+        if op < 0.3:
+            log_end += rng.randint(0, 5)
+            first = sp.next_fetch_offset()
+            if first < log_end:
+                sp.acquire(rng.choice(members), [(first, log_end - 1)], rng.randint(1, 20))
+        elif op < 0.7:
+            member = rng.choice(members)
+            held = [
+                o
+                for o in range(sp.start_offset, sp.end_offset)
+                if (state := sp.record_state(o)) and state[0] is RecordState.ACQUIRED
+                and state[2] == member
+            ]  # fmt: skip
+            if held:
+                o = rng.choice(held)
+                kind = rng.choice([A, R, X, G, N])
+                error, _ = sp.acknowledge(member, [_ack(o, o, kind)], allow_renew=True)
+                assert error is ErrorCode.none
+        elif op < 0.8:
+            sp.release_acquired_records(rng.choice(members))
+        elif op < 0.95:
+            clock.advance(rng.randint(1, 600))
+            timer.advance_clock()
+        elif log_end:
+            sp.move_start_offset(rng.randint(sp.start_offset, log_end))
+        states = [sp.record_state(o) for o in range(sp.start_offset, sp.end_offset)]
+        present = [s for s in states if s is not None]
+        assert sp._available == sum(s[0] is RecordState.AVAILABLE for s in present)
+        assert sp.acquired_count == sum(s[0] is RecordState.ACQUIRED for s in present)
+        assert sp.in_flight_count() == len(present)
+        assert all(s[1] <= 3 for s in present)
+        first_available = next(
+            (o for o, s in zip(range(sp.start_offset, sp.end_offset), states, strict=True)
+             if s is not None and s[0] is RecordState.AVAILABLE),
+            sp.end_offset,
+        )  # fmt: skip
+        assert sp.next_fetch_offset() == first_available
+    assert (timer.size() == 0) == (sp.acquired_count == 0)
+
+
+def test_an_accept_that_opens_a_full_window_wakes_the_waiting_fetches() -> None:
+    sp, _, _, woken = _partition(max_record_locks=2)
+    sp.acquire("m1", [(0, 5)], 100)
+    assert sp.window_full() and not woken
+    sp.acknowledge("m1", [_ack(1, 1, A)])  # the start offset does not move: no wake
+    assert not woken
+    sp.acknowledge("m1", [_ack(0, 0, A)])
+    assert woken == [1] and sp.can_acquire_records(6)
