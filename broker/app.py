@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,8 @@ from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
 from broker.response_cache import ResponseCache
+from broker.security.listeners import ChannelBuilder, security_listeners
+from broker.security.scram_credentials import ScramCredentialStore
 from broker.services import BrokerServices
 from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
@@ -68,6 +71,8 @@ def build_broker(
     request_clock: RequestClock | None = None,
     handlers: Mapping[int, ApiHandler] | None = None,
     load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
+    channels: Sequence[ChannelBuilder] = (),
+    listener_ports: Mapping[str, int] | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -190,6 +195,8 @@ def build_broker(
         purgatories=purgatories,
         components=(replica_manager, log_cleaner, group_coordinator, txn_coordinator),
         request_clock=request_clock,
+        channels=channels,
+        listener_ports=listener_ports,
     )
 
 
@@ -265,6 +272,11 @@ class MiniKafka:
         # What each broker's coordinators load their partitions on (tests may hold loads).
         self._load_scheduler = load_scheduler
         self.cluster = ClusterMetadata(data_dir=self.data_dir)
+        # Security (broker/security/): the TLS/SASL listeners beside the PLAINTEXT one,
+        # checked whole here (a bad keystore fails the start), and the cluster's SCRAM
+        # credentials, durable with a data directory.
+        self.listeners = security_listeners(self.config)
+        self.scram_credentials = ScramCredentialStore(self.data_dir)
         self.brokers: list[Broker] = []
         self._started = False
         # The in-process controller (leader election, ISR changes) shared by all brokers.
@@ -295,7 +307,12 @@ class MiniKafka:
             # Its own timer, on the monotonic clock the loop's time is read from.
             self.captures = CaptureSet(capture_dir, clock=LoopClock(time.monotonic))
 
-    def _build_broker(self, broker_id: int, port: int | None = None) -> Broker:
+    def _build_broker(
+        self,
+        broker_id: int,
+        port: int | None = None,
+        listener_ports: Mapping[str, int] | None = None,
+    ) -> Broker:
         if port is None:
             port = 0 if self.base_port == 0 else self.base_port + broker_id
         broker_dir = self.data_dir / f"broker-{broker_id}" if self.data_dir is not None else None
@@ -317,6 +334,11 @@ class MiniKafka:
             port=port,
             advertised_host=self.advertised_host,
             load_scheduler=self._load_scheduler,
+            channels=[
+                ChannelBuilder(listener, self.scram_credentials, LoopClock(time.time), os.urandom)
+                for listener in self.listeners
+            ],
+            listener_ports=listener_ports,
         )
 
     async def start(self) -> None:
@@ -373,7 +395,7 @@ class MiniKafka:
         if broker_id not in self.stopped_brokers:
             return
         old = self.brokers[broker_id]
-        broker = self._build_broker(broker_id, port=old.port)
+        broker = self._build_broker(broker_id, port=old.port, listener_ports=old.listener_ports)
         self.brokers[broker_id] = broker
         await broker.start()
         self.stopped_brokers.discard(broker_id)
@@ -462,6 +484,17 @@ class MiniKafka:
     @property
     def bootstrap(self) -> str:
         return ",".join(f"{b.advertised_host}:{b.port}" for b in self.brokers)
+
+    def listener_bootstrap(self, listener_name: str) -> str:
+        """``host:port,...`` of every broker on one listener (``PLAINTEXT``: ``bootstrap``)."""
+        name = listener_name.upper()
+        if not any(listener.name == name for listener in self.listeners):
+            return self.bootstrap
+        return ",".join(
+            f"{self.cluster.brokers[b.broker_id].address(name)[0]}:{b.listener_ports[name]}"
+            for b in self.brokers
+            if name in b.listener_ports
+        )
 
     @property
     def control_url(self) -> str | None:

@@ -21,6 +21,12 @@ one connection, as Kafka does, and nothing it sent after the bad frame is proces
 other connection notices. A client that stops reading its responses is not read from
 either (``pause_writing``). A connection with nothing in flight for
 ``connections.max.idle.ms`` is closed by the broker's idle check (``idle_since_ms``).
+
+**Listeners.** A connection on a TLS or SASL listener is given that listener's
+``ChannelBuilder`` (``broker/security/listeners.py``): its principal (a client
+certificate's) and, on SASL listeners, an authenticator that sees every frame before the
+dispatcher until the exchange is complete, as Kafka's channel is not ready before it. A
+failed authentication writes its answer (if any) and closes the connection.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from typing import cast
 from broker.context import ConnectionInfo
 from broker.dispatch import CloseConnection, InFlight, RequestDispatcher
 from broker.request_timing import RequestClock
+from broker.security.listeners import ChannelBuilder
+from broker.security.sasl_server import AuthenticationFailed, SaslServerAuthenticator
 from protocol.errors import ProtocolError
 from protocol.frames import FrameDecoder
 from purgatory import Clock
@@ -53,7 +61,10 @@ class KafkaConnection(asyncio.Protocol):
         max_request_bytes: int,
         connection_index: int,
         on_close: Callable[[KafkaConnection], None],
+        channel: ChannelBuilder | None = None,
     ) -> None:
+        self._channel = channel
+        self._authenticator: SaslServerAuthenticator | None = None
         self._dispatcher = dispatcher
         self._request_clock = request_clock
         self._clock = clock
@@ -92,6 +103,12 @@ class KafkaConnection(asyncio.Protocol):
             listener_port=int(sock[1]),
             close=self.abort,
         )
+        channel = self._channel
+        if channel is not None:
+            self._info.listener_name = channel.listener_name
+            self._info.security_protocol = channel.security_protocol
+            self._info.principal = channel.principal(transport.get_extra_info("ssl_object"))
+            self._authenticator = channel.new_authenticator()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -149,6 +166,8 @@ class KafkaConnection(asyncio.Protocol):
     # -- requests ----------------------------------------------------------------------
 
     def _on_frame(self, frame: bytes, received_ns: int) -> None:
+        if self._authenticator is not None and self._authenticate(frame):
+            return
         try:
             in_flight = self._dispatcher.dispatch(frame, received_ns, self._info)
         except CloseConnection as exc:
@@ -162,6 +181,32 @@ class KafkaConnection(asyncio.Protocol):
             future.add_done_callback(self._on_parked_done, context=self._callback_context)
         elif self._pending[0] is in_flight:
             self._flush()
+
+    def _authenticate(self, frame: bytes) -> bool:
+        """SASL before any request; True when the frame was the authenticator's."""
+        authenticator = self._authenticator
+        assert authenticator is not None
+        try:
+            answer = authenticator.on_frame(frame)
+        except AuthenticationFailed as exc:
+            if exc.response is not None and self._transport is not None:
+                self._flush()
+                self._write_out()
+                self._transport.write(exc.response)
+            self.abort(str(exc), level=logging.INFO)
+            return True
+        if answer is None:
+            return False  # ApiVersions: the dispatcher's
+        if authenticator.complete and authenticator.principal is not None:
+            self._info.principal = authenticator.principal
+            self._authenticator = None
+        in_flight = InFlight(None)
+        in_flight.raw = answer
+        in_flight.ready = True
+        self._pending.append(in_flight)
+        if self._pending[0] is in_flight:
+            self._flush()
+        return True
 
     def _on_parked_done(self, _future: object = None) -> None:
         in_flight = self._parked

@@ -1,0 +1,170 @@
+"""Listeners beside the PLAINTEXT one: Kafka's config names, per-listener prefixes, and a
+clear error at start for what minikafka cannot serve."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+import trustme
+
+from broker.config import ConfigError, read_config
+from broker.security.listeners import (
+    ListenerConfigError,
+    listener_lookup,
+    security_listeners,
+)
+
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="pw";'
+
+
+@pytest.fixture
+def pem(tmp_path: Path) -> dict[str, str]:
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(
+        str(tmp_path / "server.pem")
+    )
+    return {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(tmp_path / "server.pem"),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tmp_path / "ca.pem"),
+    }
+
+
+def _listeners(overrides: dict[str, str]):  # type: ignore[no-untyped-def]
+    return security_listeners(read_config(None, overrides).config)
+
+
+def test_security_keys_pass_overrides_and_the_primary_listener_stays_plaintext(
+    pem: dict[str, str],
+) -> None:
+    overrides = {
+        "listeners": "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093,SSL://:9094",
+        "advertised.listeners": "SASL_SSL://kafka.example:9093",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+        "listener.name.ssl.ssl.client.auth": "required",
+        **pem,
+    }
+    config = read_config(None, overrides).config
+    assert config.client_listener().name == "PLAINTEXT"  # type: ignore[union-attr]
+    sasl_ssl, tls = security_listeners(config)
+    assert (sasl_ssl.name, sasl_ssl.security_protocol, sasl_ssl.port) == (
+        "SASL_SSL",
+        "SASL_SSL",
+        9093,
+    )
+    assert sasl_ssl.advertised_host == "kafka.example"
+    assert sasl_ssl.enabled_mechanisms == ("PLAIN", "SCRAM-SHA-256")
+    assert sasl_ssl.plain_users == {"alice": "pw"}
+    assert sasl_ssl.ssl_context is not None
+    assert sasl_ssl.ssl_context.verify_mode == ssl.CERT_NONE
+    assert tls.ssl_context is not None and tls.ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert tls.host == ""
+
+
+def test_listener_prefix_wins() -> None:
+    get = listener_lookup(
+        {"ssl.client.auth": "none", "listener.name.ext.ssl.client.auth": "required"}, "EXT"
+    )
+    assert get("ssl.client.auth") == "required"
+    assert listener_lookup({"ssl.client.auth": "none"}, "EXT")("ssl.client.auth") == "none"
+
+
+def test_custom_listener_names_use_the_protocol_map() -> None:
+    (ext,) = _listeners(
+        {
+            "listeners": "INTERNAL://:9092,EXTERNAL://:9093",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "listener.name.external.sasl.enabled.mechanisms": "OAUTHBEARER",
+        }
+    )
+    assert (ext.name, ext.security_protocol, ext.enabled_mechanisms) == (
+        "EXTERNAL",
+        "SASL_PLAINTEXT",
+        ("OAUTHBEARER",),
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        # Kafka's default sasl.enabled.mechanisms is GSSAPI, which is not served
+        ({"listeners": "PLAINTEXT://:1,SASL_PLAINTEXT://:2"}, "GSSAPI|minikafka serves"),
+        (
+            {"listeners": "PLAINTEXT://:1,SASL_PLAINTEXT://:2", "sasl.enabled.mechanisms": "PLAIN"},
+            "plain.sasl.jaas.config is not set",
+        ),
+        (
+            {
+                "listeners": "PLAINTEXT://:1,SASL_PLAINTEXT://:2",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": "Nope required;",
+            },
+            "PlainLoginModule",
+        ),
+        ({"listeners": "PLAINTEXT://:1,SSL://:2"}, "ssl.keystore.location"),
+        (
+            {
+                "listeners": "PLAINTEXT://:1,SSL://:2",
+                "ssl.keystore.location": "/nonexistent.jks",
+            },
+            "PEM",
+        ),
+        (
+            {
+                "listeners": "PLAINTEXT://:1,SASL_PLAINTEXT://:2",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+                "inter.broker.listener.name": "SASL_PLAINTEXT",
+            },
+            "inter-broker",
+        ),
+        ({"listeners": "PLAINTEXT://:1,WEIRD://:2"}, "no security protocol"),
+    ],
+)
+def test_listeners_minikafka_cannot_serve_fail_at_start(
+    overrides: dict[str, str], words: str
+) -> None:
+    with pytest.raises((ListenerConfigError, ConfigError), match=words):
+        _listeners(overrides)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("ssl.client.auth", "sometimes", "ssl.client.auth"),
+        ("ssl.enabled.protocols", "SSLv3", "not served"),
+        ("ssl.cipher.suites", "NOT-A-CIPHER", "ssl.cipher.suites"),
+        ("ssl.keystore.location", "/nonexistent/server.pem", "cannot load the keystore"),
+    ],
+)
+def test_bad_ssl_settings(pem: dict[str, str], key: str, value: str, words: str) -> None:
+    overrides = {"listeners": "PLAINTEXT://:1,SSL://:2", **pem, key: value}
+    with pytest.raises(ListenerConfigError, match=words):
+        _listeners(overrides)
+
+
+def test_pem_text_keystore(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost")
+    (tls,) = _listeners(
+        {
+            "listeners": "PLAINTEXT://:1,SSL://:2",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.certificate.chain": "".join(
+                blob.bytes().decode() for blob in leaf.cert_chain_pems
+            ),
+            "ssl.keystore.key": leaf.private_key_pem.bytes().decode(),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.certificates": ca.cert_pem.bytes().decode(),
+            "ssl.client.auth": "requested",
+            "ssl.enabled.protocols": "TLSv1.3",
+        }
+    )
+    assert tls.ssl_context is not None
+    assert tls.ssl_context.verify_mode == ssl.CERT_OPTIONAL
+    assert tls.ssl_context.minimum_version == ssl.TLSVersion.TLSv1_3
