@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.abc import AbstractTokenProvider
+from aiokafka.errors import KafkaConnectionError
 from aiokafka.helpers import create_ssl_context
 
 from broker.app import MiniKafka
@@ -104,23 +105,41 @@ async def test_produce_and_consume_through_listener(
 
 
 @pytest.mark.parametrize(
-    ("protocol", "mechanism", "extra"),
+    ("protocol", "mechanism", "extra", "logged"),
     [
-        ("SASL_PLAINTEXT", "PLAIN", {"password": "wrong"}),
-        ("SASL_SSL", "SCRAM-SHA-256", {"password": "wrong"}),
-        ("SASL_SSL", "OAUTHBEARER", {"lifetime": -60}),
+        (
+            "SASL_PLAINTEXT",
+            "PLAIN",
+            {"password": "wrong"},
+            "Authentication failed: Invalid username or password",
+        ),
+        (
+            "SASL_SSL",
+            "SCRAM-SHA-256",
+            {"password": "wrong"},
+            "invalid credentials with SASL mechanism SCRAM-SHA-256",
+        ),
+        # aiokafka does not answer the JSON challenge: the broker's close is what it sees
+        ("SASL_SSL", "OAUTHBEARER", {"lifetime": -60}, "closed"),
     ],
 )
 async def test_bad_credentials_are_refused(
-    secure: MiniKafka, pki: Pki, protocol: str, mechanism: str, extra: dict[str, Any]
+    secure: MiniKafka,
+    pki: Pki,
+    caplog: pytest.LogCaptureFixture,
+    protocol: str,
+    mechanism: str,
+    extra: dict[str, Any],
+    logged: str,
 ) -> None:
     settings = _client_settings(pki, protocol, mechanism, **extra)
     producer = AIOKafkaProducer(
         bootstrap_servers=secure.listener_bootstrap(protocol), request_timeout_ms=10_000, **settings
     )
-    with pytest.raises(Exception):  # noqa: B017 - aiokafka wraps the broker's error
+    with pytest.raises(KafkaConnectionError):
         await producer.start()
     await producer.stop()
+    assert logged in caplog.text
 
 
 async def test_client_certificate_from_another_ca_is_refused(secure: MiniKafka, pki: Pki) -> None:

@@ -1,0 +1,213 @@
+"""SASL on the wire, as Kafka answers it: the errors and messages, what is served before
+authentication, the v0 raw-token path, and SaslHandshake after authentication."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import struct
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.app import MiniKafka
+from protocol.builders import request_builder
+from protocol.codec import decode_response, encode_request
+from tests.integration.conftest import running_cluster
+from tests.integration.security_setup import (
+    USERS,
+    make_pki,
+    security_overrides,
+    unsecured_jws,
+)
+
+HANDSHAKE, AUTHENTICATE, METADATA, API_VERSIONS = 17, 36, 3, 18
+
+
+class RawConnection:
+    """Frames over TCP, one request at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.correlation_id = 0
+
+    async def send_frame(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def read_frame(self) -> bytes | None:
+        """One size-prefixed frame, None when the broker closed the connection."""
+        async with asyncio.timeout(30):
+            try:
+                size = struct.unpack(">i", await self.reader.readexactly(4))[0]
+                return await self.reader.readexactly(size)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return None
+
+    async def call(self, api_key: int, version: int, payload: Any) -> Any:
+        self.correlation_id += 1
+        await self.send_frame(encode_request(api_key, version, self.correlation_id, "raw", payload))
+        frame = await self.read_frame()
+        if frame is None:
+            return None
+        correlation_id, response = decode_response(api_key, version, frame)
+        assert correlation_id == self.correlation_id
+        return response
+
+    async def closed_by_broker(self) -> bool:
+        return await self.read_frame() is None
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[MiniKafka]:
+    async with running_cluster(**security_overrides(make_pki(tmp_path))) as running:
+        running.scram_credentials.add_scram(
+            f"SCRAM-SHA-256=[name=alice,password={USERS['alice']}]", lambda n: b"s" * n
+        )
+        yield running
+
+
+async def _connect(app: MiniKafka, listener: str = "SASL_PLAINTEXT") -> RawConnection:
+    host, port = app.listener_bootstrap(listener).split(",")[0].split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    return RawConnection(reader, writer)
+
+
+def _handshake(version: int, mechanism: str) -> Any:
+    return request_builder(HANDSHAKE, version).SaslHandshakeRequest(mechanism=mechanism)
+
+
+def _authenticate(version: int, token: bytes) -> Any:
+    return request_builder(AUTHENTICATE, version).SaslAuthenticateRequest(auth_bytes=token)
+
+
+def _metadata() -> Any:
+    return request_builder(METADATA, 1).MetadataRequest(topics=None)
+
+
+async def test_unknown_mechanism_is_unsupported_then_closed(app: MiniKafka) -> None:
+    conn = await _connect(app)
+    response = await conn.call(HANDSHAKE, 1, _handshake(1, "GSSAPI"))
+    assert response.error_code == ErrorCode.unsupported_sasl_mechanism
+    assert set(response.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
+    assert await conn.closed_by_broker()
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "token", "message"),
+    [
+        ("PLAIN", b"\x00alice\x00wrong", "Authentication failed: Invalid username or password"),
+        (
+            "SCRAM-SHA-256",
+            b"n,,n=mallory,r=abcdef",
+            "Authentication failed during authentication due to invalid credentials with SASL "
+            "mechanism SCRAM-SHA-256",
+        ),
+    ],
+)
+async def test_failed_authentication_is_answered_then_closed(
+    app: MiniKafka, mechanism: str, token: bytes, message: str
+) -> None:
+    conn = await _connect(app)
+    assert (await conn.call(HANDSHAKE, 1, _handshake(1, mechanism))).error_code == ErrorCode.none
+    response = await conn.call(AUTHENTICATE, 2, _authenticate(2, token))
+    assert response.error_code == ErrorCode.sasl_authentication_failed
+    assert response.error_message == message
+    assert await conn.closed_by_broker()
+
+
+async def test_expired_oauthbearer_token_gets_the_json_challenge_then_fails(
+    app: MiniKafka,
+) -> None:
+    conn = await _connect(app)
+    await conn.call(HANDSHAKE, 1, _handshake(1, "OAUTHBEARER"))
+    token = unsecured_jws("alice", -60)
+    initial = f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+    response = await conn.call(AUTHENTICATE, 2, _authenticate(2, initial))
+    assert response.error_code == ErrorCode.none
+    assert response.auth_bytes == b'{"status":"invalid_token"}'
+    response = await conn.call(AUTHENTICATE, 2, _authenticate(2, b"\x01"))
+    assert response.error_code == ErrorCode.sasl_authentication_failed
+    assert response.error_message == '{"status":"invalid_token"}'
+    assert await conn.closed_by_broker()
+
+
+async def test_only_api_versions_and_handshake_before_authentication(app: MiniKafka) -> None:
+    conn = await _connect(app)
+    versions = await conn.call(
+        API_VERSIONS,
+        3,
+        request_builder(API_VERSIONS, 3).ApiVersionsRequest(
+            client_software_name="raw", client_software_version="1"
+        ),
+    )
+    keys = {k.api_key for k in versions.api_keys}
+    assert {HANDSHAKE, AUTHENTICATE} <= keys
+    # Kafka: "Unexpected Kafka request of type METADATA during SASL handshake." -> closed
+    assert await conn.call(METADATA, 1, _metadata()) is None
+    conn.close()
+    conn = await _connect(app)
+    await conn.call(HANDSHAKE, 1, _handshake(1, "PLAIN"))
+    assert await conn.call(METADATA, 1, _metadata()) is None  # during authentication
+
+
+async def test_authenticated_connection_is_served_and_handshake_is_illegal(
+    app: MiniKafka,
+) -> None:
+    conn = await _connect(app)
+    await conn.call(HANDSHAKE, 1, _handshake(1, "PLAIN"))
+    ok = await conn.call(AUTHENTICATE, 0, _authenticate(0, b"\x00alice\x00alice-secret"))
+    assert ok.error_code == ErrorCode.none
+    metadata = await conn.call(METADATA, 1, _metadata())
+    sasl_port = int(app.listener_bootstrap("SASL_PLAINTEXT").split(":")[1])
+    assert [b.port for b in metadata.brokers] == [sasl_port]  # the listener's own endpoint
+    again = await conn.call(HANDSHAKE, 1, _handshake(1, "PLAIN"))
+    assert again.error_code == ErrorCode.illegal_sasl_state
+    late = await conn.call(AUTHENTICATE, 1, _authenticate(1, b"\x00alice\x00alice-secret"))
+    assert late.error_code == ErrorCode.illegal_sasl_state
+    conn.close()
+
+
+async def test_handshake_v0_then_raw_tokens(app: MiniKafka) -> None:
+    """kafka-python's and old clients' path: raw size-prefixed tokens after SaslHandshake v0."""
+    conn = await _connect(app)
+    assert (await conn.call(HANDSHAKE, 0, _handshake(0, "PLAIN"))).error_code == ErrorCode.none
+    token = b"\x00alice\x00alice-secret"
+    await conn.send_frame(struct.pack(">i", len(token)) + token)
+    assert await conn.read_frame() == b""  # PLAIN's empty challenge, size-prefixed
+    assert (await conn.call(METADATA, 1, _metadata())).brokers
+    conn.close()
+    conn = await _connect(app)
+    await conn.call(HANDSHAKE, 0, _handshake(0, "PLAIN"))
+    bad = b"\x00alice\x00wrong"
+    await conn.send_frame(struct.pack(">i", len(bad)) + bad)
+    assert await conn.closed_by_broker()  # no answer on the raw path, as in Kafka
+
+
+async def test_plaintext_listener_answers_sasl_with_illegal_state(app: MiniKafka) -> None:
+    conn = await _connect(app, "PLAINTEXT")
+    response = await conn.call(HANDSHAKE, 1, _handshake(1, "PLAIN"))
+    assert response.error_code == ErrorCode.illegal_sasl_state
+    conn.close()
+
+
+async def test_garbage_tokens_cost_their_connection_only(app: MiniKafka) -> None:
+    conns = []
+    for i in range(20):
+        conn = await _connect(app)
+        await conn.call(HANDSHAKE, 1, _handshake(1, "SCRAM-SHA-256" if i % 2 else "OAUTHBEARER"))
+        garbage = base64.b64encode(bytes(range(i, i + 40)))
+        response = await conn.call(AUTHENTICATE, 2, _authenticate(2, garbage))
+        assert response.error_code == ErrorCode.sasl_authentication_failed
+        conns.append(conn)
+    probe = await _connect(app, "PLAINTEXT")
+    assert (await probe.call(METADATA, 1, _metadata())).brokers
+    for conn in conns:
+        conn.close()
+    probe.close()
