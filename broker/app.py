@@ -73,6 +73,7 @@ def build_broker(
     load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
     channels: Sequence[ChannelBuilder] = (),
     listener_ports: Mapping[str, int] | None = None,
+    scram_credentials: ScramCredentialStore | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -179,6 +180,7 @@ def build_broker(
         ),
         api_specs=api_specs(handlers),
         response_cache=ResponseCache(metadata),
+        scram_credentials=scram_credentials or ScramCredentialStore(),
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
     if capture is not None:
@@ -339,6 +341,7 @@ class MiniKafka:
                 for listener in self.listeners
             ],
             listener_ports=listener_ports,
+            scram_credentials=self.scram_credentials,
         )
 
     async def start(self) -> None:

@@ -13,7 +13,7 @@ brokers, not the control endpoint.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
@@ -23,6 +23,7 @@ from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.replica.replica_manager import ReplicaManager
 from broker.response_cache import ResponseCache
+from broker.security.scram_credentials import ScramCredentialStore
 from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
@@ -42,6 +43,8 @@ class BrokerServices:
     fetch_manager: FetchManager
     api_specs: tuple[ApiSpec, ...]
     response_cache: ResponseCache
+    # The cluster's SCRAM credentials (Describe/AlterUserScramCredentials, SCRAM logins).
+    scram_credentials: ScramCredentialStore = field(default_factory=ScramCredentialStore)
 
     def auto_create_topic(self, name: str) -> TopicInfo:
         """Create a topic with the broker's defaults (``auto.create.topics.enable``)."""

@@ -16,6 +16,7 @@ from broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -34,6 +35,7 @@ from broker.handlers import (
     describe_producers,
     describe_topic_partitions,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -115,6 +117,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     # security (issue 21): SASL is the authenticator's; these answer after it
     sasl_handshake,
     sasl_authenticate,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 

@@ -34,6 +34,9 @@ from broker.security.sasl import (
 SCRAM_MECHANISMS: dict[str, str] = {SCRAM_SHA_256: "sha256", SCRAM_SHA_512: "sha512"}
 MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384  # what AlterUserScramCredentials accepts (Kafka's controller)
+#: Kafka's ScramMechanism type codes on the wire (Describe/AlterUserScramCredentials).
+MECHANISM_TYPES: dict[str, int] = {SCRAM_SHA_256: 1, SCRAM_SHA_512: 2}
+MECHANISM_NAMES: dict[int, str] = {code: name for name, code in MECHANISM_TYPES.items()}
 
 _CLIENT_FIRST = re.compile(
     r"^(?P<gs2>n,(?:a=(?P<authzid>[^,]*))?,)n=(?P<user>[^,]*),r=(?P<nonce>[\x21-\x2b\x2d-\x7e]+)"

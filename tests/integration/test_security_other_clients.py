@@ -15,6 +15,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
@@ -208,3 +215,48 @@ async def test_confluent_kafka_wrong_password_is_kafkas_error(secure: MiniKafka,
         _confluent_auth_error, secure.listener_bootstrap("SASL_PLAINTEXT"), conf
     )
     assert "Authentication failed during authentication due to invalid credentials" in error
+
+
+def _admin_scram_round_trip(bootstrap: str, sasl_bootstrap: str) -> dict[str, Any]:
+    """confluent-kafka's admin: add bob's SCRAM-SHA-512 credential, describe, log in, delete."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    upsert = UserScramCredentialUpsertion("bob", info, b"bob-secret", b"bob-salt")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(DEADLINE_S)
+    described = admin.describe_user_scram_credentials(["alice", "bob"])
+    out: dict[str, Any] = {}
+    for user, future in described.items():
+        infos = future.result(DEADLINE_S).scram_credential_infos
+        out[user] = sorted((str(c.mechanism), c.iterations) for c in infos)
+    conf = {
+        "security.protocol": "sasl_plaintext",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "bob",
+        "sasl.password": "bob-secret",
+        "log_level": 3,
+    }
+    producer = Producer({"bootstrap.servers": sasl_bootstrap, **conf})
+    producer.produce("scram-admin", value=b"from bob")
+    out["bob delivered"] = producer.flush(DEADLINE_S) == 0
+    delete = UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_512)
+    for future in admin.alter_user_scram_credentials([delete]).values():
+        future.result(DEADLINE_S)
+    try:
+        admin.describe_user_scram_credentials(["bob"])["bob"].result(DEADLINE_S)
+    except Exception as exc:  # the unknown user's RESOURCE_NOT_FOUND
+        out["after delete"] = str(exc)
+    return out
+
+
+async def test_scram_credentials_admin_api(secure: MiniKafka) -> None:
+    out = await asyncio.to_thread(
+        _admin_scram_round_trip, secure.bootstrap, secure.listener_bootstrap("SASL_PLAINTEXT")
+    )
+    assert out["alice"] == [
+        ("ScramMechanism.SCRAM_SHA_256", 4096),
+        ("ScramMechanism.SCRAM_SHA_512", 4096),
+    ]
+    assert out["bob"] == [("ScramMechanism.SCRAM_SHA_512", 8192)]
+    assert out["bob delivered"]
+    assert "Attempt to describe a user credential that does not exist: bob" in out["after delete"]

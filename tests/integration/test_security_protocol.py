@@ -211,3 +211,60 @@ async def test_garbage_tokens_cost_their_connection_only(app: MiniKafka) -> None
     for conn in conns:
         conn.close()
     probe.close()
+
+
+async def test_scram_credential_apis_answer_kafkas_errors(app: MiniKafka) -> None:
+    conn = await _connect(app, "PLAINTEXT")
+    alter = request_builder(51, 0)
+    upsert = alter.ScramCredentialUpsertion
+    response = await conn.call(
+        51,
+        0,
+        alter.AlterUserScramCredentialsRequest(
+            deletions=(
+                alter.ScramCredentialDeletion(name="nobody", mechanism=1),
+                alter.ScramCredentialDeletion(name="alice", mechanism=1),
+            ),
+            upsertions=(
+                upsert(name="alice", mechanism=1, iterations=4096, salt=b"s", salted_password=b"p"),
+                upsert(name="", mechanism=1, iterations=4096, salt=b"s", salted_password=b"p"),
+                upsert(name="few", mechanism=1, iterations=100, salt=b"s", salted_password=b"p"),
+                upsert(name="many", mechanism=2, iterations=20000, salt=b"s", salted_password=b"p"),
+                upsert(name="odd", mechanism=7, iterations=4096, salt=b"s", salted_password=b"p"),
+                upsert(name="carol", mechanism=2, iterations=4096, salt=b"s", salted_password=b"p"),
+            ),
+        ),
+    )
+    results = {r.user: (r.error_code, r.error_message) for r in response.results}
+    assert results == {
+        "nobody": (
+            ErrorCode.resource_not_found,
+            "Attempt to delete a user credential that does not exist",
+        ),
+        "alice": (
+            ErrorCode.duplicate_resource,
+            "A user credential cannot be altered twice in the same request",
+        ),
+        "": (ErrorCode.unacceptable_credential, "Username must not be empty"),
+        "few": (ErrorCode.unacceptable_credential, "Too few iterations"),
+        "many": (ErrorCode.unacceptable_credential, "Too many iterations"),
+        "odd": (ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"),
+        "carol": (ErrorCode.none, None),
+    }
+    describe = request_builder(50, 0)
+    described = await conn.call(
+        50,
+        0,
+        describe.DescribeUserScramCredentialsRequest(
+            users=tuple(describe.UserName(name=n) for n in ("carol", "alice", "alice", "zed"))
+        ),
+    )
+    by_user = {r.user: r for r in described.results}
+    assert [(c.mechanism, c.iterations) for c in by_user["carol"].credential_infos] == [(2, 4096)]
+    assert by_user["alice"].error_code == ErrorCode.duplicate_resource
+    assert by_user["zed"].error_message == (
+        "Attempt to describe a user credential that does not exist: zed"
+    )
+    everyone = await conn.call(50, 0, describe.DescribeUserScramCredentialsRequest(users=None))
+    assert sorted(r.user for r in everyone.results) == ["alice", "carol"]
+    conn.close()
