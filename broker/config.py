@@ -338,7 +338,7 @@ _SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 
 def is_security_key(key: str) -> bool:
     """Kafka's TLS/SASL keys, per listener or not (modelled by broker/security/)."""
-    return key.startswith(_SECURITY_PREFIXES)
+    return key.startswith(_SECURITY_PREFIXES) or key == "connections.max.reauth.ms"
 
 
 def security_protocol_map(text: str | None) -> dict[str, str]:

@@ -26,7 +26,10 @@ either (``pause_writing``). A connection with nothing in flight for
 ``ChannelBuilder`` (``broker/security/listeners.py``): its principal (a client
 certificate's) and, on SASL listeners, an authenticator that sees every frame before the
 dispatcher until the exchange is complete, as Kafka's channel is not ready before it. A
-failed authentication writes its answer (if any) and closes the connection.
+failed authentication writes its answer (if any) and closes the connection. Once
+authenticated, a SaslHandshake from a client that supports re-authentication (KIP-368)
+starts a new exchange, and any other request after the session expired closes the
+connection, as Kafka's SocketServer does.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ from purgatory import Clock
 
 log = logging.getLogger("broker.connection")
 
+SASL_HANDSHAKE_KEY = (17).to_bytes(2, "big")  # a request frame starts with its API key
+
 
 class KafkaConnection(asyncio.Protocol):
     """asyncio protocol speaking Kafka's request/response framing for one listener."""
@@ -65,6 +70,7 @@ class KafkaConnection(asyncio.Protocol):
     ) -> None:
         self._channel = channel
         self._authenticator: SaslServerAuthenticator | None = None
+        self._session: SaslServerAuthenticator | None = None  # the completed one
         self._dispatcher = dispatcher
         self._request_clock = request_clock
         self._clock = clock
@@ -168,6 +174,8 @@ class KafkaConnection(asyncio.Protocol):
     def _on_frame(self, frame: bytes, received_ns: int) -> None:
         if self._authenticator is not None and self._authenticate(frame):
             return
+        if self._session is not None and self._check_session(frame):
+            return
         try:
             in_flight = self._dispatcher.dispatch(frame, received_ns, self._info)
         except CloseConnection as exc:
@@ -200,6 +208,7 @@ class KafkaConnection(asyncio.Protocol):
         if authenticator.complete and authenticator.principal is not None:
             self._info.principal = authenticator.principal
             self._authenticator = None
+            self._session = authenticator
         in_flight = InFlight(None)
         in_flight.raw = answer
         in_flight.ready = True
@@ -207,6 +216,21 @@ class KafkaConnection(asyncio.Protocol):
         if self._pending[0] is in_flight:
             self._flush()
         return True
+
+    def _check_session(self, frame: bytes) -> bool:
+        """KIP-368 on an authenticated connection; True when the frame was handled."""
+        session = self._session
+        channel = self._channel
+        assert session is not None and channel is not None
+        if frame[:2] == SASL_HANDSHAKE_KEY and session.supports_reauthentication:
+            self._authenticator = channel.new_authenticator(previous=session)
+            return self._authenticate(frame)
+        if session.session_expired():
+            self.abort(
+                "authentication session expired and not re-authenticated", level=logging.INFO
+            )
+            return True
+        return False
 
     def _on_parked_done(self, _future: object = None) -> None:
         in_flight = self._parked

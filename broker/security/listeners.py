@@ -49,6 +49,7 @@ from purgatory import Clock
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+MAX_REAUTH = "connections.max.reauth.ms"
 
 
 class ListenerConfigError(ValueError):
@@ -67,6 +68,8 @@ class ListenerConfig:
     ssl_context: ssl.SSLContext | None = None
     enabled_mechanisms: tuple[str, ...] = ()
     plain_users: Mapping[str, str] = field(default_factory=dict)
+    # connections.max.reauth.ms by mechanism (KIP-368; 0: sessions do not expire)
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def uses_tls(self) -> bool:
@@ -146,8 +149,29 @@ def _listener(
         if PLAIN in mechanisms:
             users = _plain_users(configs, entry.name)
     return ListenerConfig(
-        entry.name, protocol, entry.host, entry.port, advertised, context, mechanisms, users
+        entry.name,
+        protocol,
+        entry.host,
+        entry.port,
+        advertised,
+        context,
+        mechanisms,
+        users,
+        {m: _max_reauth_ms(configs, entry.name, m) for m in mechanisms},
     )
+
+
+def _max_reauth_ms(configs: Mapping[str, str], listener: str, mechanism: str) -> int:
+    """``listener.name.<l>.<mechanism>.connections.max.reauth.ms``, else the broker's."""
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.{MAX_REAUTH}"
+    raw = configs.get(key, configs.get(MAX_REAUTH, "0"))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ListenerConfigError(f"{key}: {raw!r} is not a number of milliseconds") from None
+    if value < 0:
+        raise ListenerConfigError(f"{MAX_REAUTH}={value} must be at least 0")
+    return value
 
 
 def _plain_users(configs: Mapping[str, str], listener: str) -> dict[str, str]:
@@ -193,10 +217,19 @@ class ChannelBuilder:
             return ssl_principal(ssl_object)
         return ANONYMOUS
 
-    def new_authenticator(self) -> SaslServerAuthenticator | None:
+    def new_authenticator(
+        self, previous: SaslServerAuthenticator | None = None
+    ) -> SaslServerAuthenticator | None:
+        """A connection's authenticator; ``previous``: the session it re-authenticates."""
         if not self.listener.uses_sasl:
             return None
-        return SaslServerAuthenticator(self.listener.enabled_mechanisms, self._new_server)
+        return SaslServerAuthenticator(
+            self.listener.enabled_mechanisms,
+            self._new_server,
+            self._wall_clock.now_ms,
+            self.listener.max_reauth_ms,
+            previous,
+        )
 
     def _new_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:

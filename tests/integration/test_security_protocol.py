@@ -268,3 +268,60 @@ async def test_scram_credential_apis_answer_kafkas_errors(app: MiniKafka) -> Non
     everyone = await conn.call(50, 0, describe.DescribeUserScramCredentialsRequest(users=None))
     assert sorted(r.user for r in everyone.results) == ["alice", "carol"]
     conn.close()
+
+
+@pytest.fixture
+async def reauth_app(tmp_path: Path) -> AsyncIterator[MiniKafka]:
+    overrides = {
+        **security_overrides(make_pki(tmp_path)),
+        "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "600000",
+    }
+    async with running_cluster(**overrides) as running:
+        yield running
+
+
+async def _login(conn: RawConnection, user: str, version: int = 2) -> Any:
+    await conn.call(HANDSHAKE, 1, _handshake(1, "PLAIN"))
+    token = f"\x00{user}\x00{USERS[user]}".encode()
+    return await conn.call(AUTHENTICATE, version, _authenticate(version, token))
+
+
+async def test_reauthentication_kip_368(reauth_app: MiniKafka) -> None:
+    conn = await _connect(reauth_app)
+    first = await _login(conn, "alice")
+    assert first.error_code == ErrorCode.none
+    assert first.session_lifetime.total_seconds() == 600  # connections.max.reauth.ms
+    again = await _login(conn, "alice")  # the same principal: a new session
+    assert again.error_code == ErrorCode.none and again.session_lifetime.total_seconds() == 600
+    assert (await conn.call(METADATA, 1, _metadata())).brokers
+    other = await _login(conn, "bob")
+    assert other.error_code == ErrorCode.sasl_authentication_failed
+    assert other.error_message == (
+        "Cannot change principals during re-authentication from User.alice: User.bob"
+    )
+    assert await conn.closed_by_broker()
+
+
+async def test_reauthentication_with_another_mechanism_closes(reauth_app: MiniKafka) -> None:
+    conn = await _connect(reauth_app)
+    assert (await _login(conn, "alice")).error_code == ErrorCode.none
+    handshake = await conn.call(HANDSHAKE, 1, _handshake(1, "SCRAM-SHA-256"))
+    assert handshake.error_code == ErrorCode.none  # answered, as Kafka does ...
+    await conn.send_frame(
+        encode_request(AUTHENTICATE, 2, 99, "raw", _authenticate(2, b"n,,n=alice,r=x"))
+    )
+    assert await conn.closed_by_broker()  # ... then the exchange is refused
+
+
+async def test_expired_oauthbearer_session_closes_the_connection(app: MiniKafka) -> None:
+    """KIP-368: the session ends with the token; the next request closes the connection."""
+    conn = await _connect(app)
+    await conn.call(HANDSHAKE, 1, _handshake(1, "OAUTHBEARER"))
+    token = unsecured_jws("alice", 3.0)
+    initial = f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+    response = await conn.call(AUTHENTICATE, 2, _authenticate(2, initial))
+    assert response.error_code == ErrorCode.none
+    assert 0 < response.session_lifetime.total_seconds() <= 3.0
+    async with asyncio.timeout(60):  # the state: the broker closes it once expired
+        while await conn.call(METADATA, 1, _metadata()) is not None:
+            await asyncio.sleep(0.1)
