@@ -325,3 +325,27 @@ async def test_expired_oauthbearer_session_closes_the_connection(app: MiniKafka)
     async with asyncio.timeout(60):  # the state: the broker closes it once expired
         while await conn.call(METADATA, 1, _metadata()) is not None:
             await asyncio.sleep(0.1)
+
+
+async def test_describe_configs_hides_jaas_and_key_passwords(app: MiniKafka) -> None:
+    conn = await _connect(app, "PLAINTEXT")
+    b = request_builder(32, 4)
+    response = await conn.call(
+        32,
+        4,
+        b.DescribeConfigsRequest(
+            resources=(
+                b.DescribeConfigsResource(
+                    resource_type=4, resource_name="0", configuration_keys=None
+                ),
+            ),
+            include_synonyms=False,
+            include_documentation=False,
+        ),
+    )
+    entries = {c.name: c for c in response.results[0].configs}
+    jaas = entries["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
+    assert jaas.is_sensitive and jaas.value is None
+    assert entries["ssl.keystore.type"].value == "PEM"
+    assert "security.configs" not in entries
+    conn.close()
