@@ -431,6 +431,12 @@ def plan_serve(args: argparse.Namespace) -> ServePlan:
         security = _security_setup(args, config, port)
         loaded = read_config(args.config, {**security.overrides, **overrides})
         config = loaded.config
+    from broker.security.listeners import ListenerConfigError, security_listeners
+
+    try:
+        security_listeners(config)  # a keystore that cannot be read is a config error
+    except ListenerConfigError as exc:
+        raise ConfigError(str(exc)) from None
     seeds = (*(security.scram_seeds if security else ()), *args.add_scram)
     for spec in args.add_scram:
         try:

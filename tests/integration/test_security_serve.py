@@ -93,3 +93,27 @@ async def test_plugin_security_cluster_exposes_client_settings() -> None:
         )
     finally:
         await asyncio.to_thread(cluster.stop)
+
+
+def test_serve_names_a_bad_listener_config(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "serve",
+            "--port",
+            "0",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "--override",
+            "ssl.keystore.type=PEM",
+            "--override",
+            f"ssl.keystore.location={tmp_path / 'missing.pem'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "listener SSL: cannot load the keystore" in result.stderr
