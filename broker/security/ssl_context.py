@@ -18,9 +18,12 @@ The principal of an SSL connection is Kafka's default principal builder's:
 ``User:<the client certificate's subject DN in RFC 2253 form>`` (``CN=alice,O=Example``),
 ``User:ANONYMOUS`` without a client certificate.
 
-Differences from Kafka: JKS and PKCS12 keystores are refused at start with a message
-saying to use PEM (no maintained Python library reads JKS); ``ssl.principal.mapping.rules``
-is not read (Kafka's DEFAULT rule only).
+PKCS12 keystores and truststores (``ssl.keystore.type=PKCS12``, ``ssl.keystore.password``)
+are read with the cryptography library.
+
+Differences from Kafka: JKS (Kafka's default type) is refused at start with a message
+saying to use PEM or PKCS12 (no maintained Python library reads JKS);
+``ssl.principal.mapping.rules`` is not read (Kafka's DEFAULT rule only).
 """
 
 from __future__ import annotations
@@ -51,12 +54,37 @@ class SslConfigError(ValueError):
     """``ssl.*`` settings a TLS listener cannot start with."""
 
 
-def _require_pem(get: ConfigLookup, key: str, default: str) -> None:
+def _store_type(get: ConfigLookup, key: str, default: str) -> str:
     kind = (get(key) or default).upper()
-    if kind != "PEM":
+    if kind not in ("PEM", "PKCS12"):
         raise SslConfigError(
-            f"{key}={kind}: minikafka reads PEM keystores and truststores only; set {key}=PEM"
+            f"{key}={kind}: minikafka reads PEM and PKCS12 keystores and truststores; "
+            f"set {key}=PEM or PKCS12"
         )
+    return kind
+
+
+def _pkcs12(location: str, password: str | None) -> tuple[bytes | None, list[bytes]]:
+    """(private key PEM or None, certificate PEMs: the entry's first) of a PKCS12 file."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    with open(location, "rb") as f:
+        data = f.read()
+    try:
+        key, cert, extra = pkcs12.load_key_and_certificates(
+            data, password.encode() if password else None
+        )
+    except ValueError as exc:
+        raise SslConfigError(f"cannot read the PKCS12 file {location}: {exc}") from None
+    pem = serialization.Encoding.PEM
+    certs = [c.public_bytes(pem) for c in ([cert] if cert is not None else []) + list(extra)]
+    key_pem = None
+    if key is not None:
+        key_pem = key.private_bytes(
+            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    return key_pem, certs
 
 
 def _load_keystore(context: ssl.SSLContext, get: ConfigLookup) -> None:
@@ -69,9 +97,14 @@ def _load_keystore(context: ssl.SSLContext, get: ConfigLookup) -> None:
             "a TLS listener needs ssl.keystore.location or ssl.keystore.certificate.chain "
             "with ssl.keystore.key"
         )
-    _require_pem(get, "ssl.keystore.type", "JKS")
+    kind = _store_type(get, "ssl.keystore.type", "JKS")
     try:
-        if location is not None:
+        if location is not None and kind == "PKCS12":
+            key_pem, certs = _pkcs12(location, get("ssl.keystore.password"))
+            if key_pem is None or not certs:
+                raise SslConfigError(f"the PKCS12 keystore {location} has no key entry")
+            chain, key, password = b"".join(certs).decode(), key_pem.decode(), None
+        elif location is not None:
             context.load_cert_chain(location, password=password)
             return
         if key is None:
@@ -90,9 +123,12 @@ def _load_truststore(context: ssl.SSLContext, get: ConfigLookup) -> bool:
     certificates = get("ssl.truststore.certificates")
     if location is None and certificates is None:
         return False
-    _require_pem(get, "ssl.truststore.type", "JKS")
+    kind = _store_type(get, "ssl.truststore.type", "JKS")
     try:
-        if location is not None:
+        if location is not None and kind == "PKCS12":
+            _, certs = _pkcs12(location, get("ssl.truststore.password"))
+            context.load_verify_locations(cadata=b"".join(certs).decode())
+        elif location is not None:
             context.load_verify_locations(cafile=location)
         if certificates is not None:
             context.load_verify_locations(cadata=certificates)

@@ -168,3 +168,43 @@ def test_pem_text_keystore(tmp_path: Path) -> None:
     assert tls.ssl_context is not None
     assert tls.ssl_context.verify_mode == ssl.CERT_OPTIONAL
     assert tls.ssl_context.minimum_version == ssl.TLSVersion.TLSv1_3
+
+
+def test_pkcs12_keystore_and_truststore(tmp_path: Path) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost")
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), None)
+    cert = x509.load_pem_x509_certificate(leaf.cert_chain_pems[0].bytes())
+    ca_cert = x509.load_pem_x509_certificate(ca.cert_pem.bytes())
+    keystore = pkcs12.serialize_key_and_certificates(
+        b"server",
+        key,
+        cert,
+        [ca_cert],
+        serialization.BestAvailableEncryption(b"changeit"),  # type: ignore[arg-type]
+    )
+    truststore = pkcs12.serialize_key_and_certificates(
+        b"ca", None, None, [ca_cert], serialization.BestAvailableEncryption(b"changeit")
+    )
+    (tmp_path / "server.p12").write_bytes(keystore)
+    (tmp_path / "trust.p12").write_bytes(truststore)
+    common = {
+        "listeners": "PLAINTEXT://:1,SSL://:2",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(tmp_path / "server.p12"),
+        "ssl.keystore.password": "changeit",
+        "ssl.truststore.type": "PKCS12",
+        "ssl.truststore.location": str(tmp_path / "trust.p12"),
+        "ssl.truststore.password": "changeit",
+        "ssl.client.auth": "required",
+    }
+    (tls,) = _listeners(common)
+    assert tls.ssl_context is not None
+    with pytest.raises(ListenerConfigError, match="PKCS12"):
+        _listeners({**common, "ssl.keystore.password": "wrong"})
+    with pytest.raises(ListenerConfigError, match="PEM or PKCS12"):
+        _listeners({**common, "ssl.keystore.type": "JKS"})
