@@ -199,6 +199,18 @@ class SaslServerAuthenticator:
             self._state = "COMPLETE"
         return challenge
 
+    def _evaluate_guarded(self, token: bytes) -> bytes:
+        """``_evaluate``; a mechanism's bug on odd input fails this exchange only."""
+        try:
+            return self._evaluate(token)
+        except (SaslAuthenticationException, SaslException):
+            raise
+        except Exception as exc:
+            log.warning(
+                "SASL %s: unexpected error on a client token", self.mechanism, exc_info=True
+            )
+            raise SaslException(f"unexpected error: {exc}") from exc
+
     def _session_lifetime_ms(self) -> int:
         """Kafka's calcCompletionTimesAndReturnSessionLifetimeMs; sets the expiration."""
         server = self._server
@@ -236,7 +248,7 @@ class SaslServerAuthenticator:
         assert self._server is not None
         mechanism = self._server.mechanism_name
         try:
-            challenge = self._evaluate(token)
+            challenge = self._evaluate_guarded(token)
         except SaslAuthenticationException as exc:
             self._state = "FAILED"
             raise AuthenticationFailed(
@@ -257,7 +269,7 @@ class SaslServerAuthenticator:
 
     def _raw_token(self, token: bytes) -> bytes:
         try:
-            challenge = self._evaluate(token)
+            challenge = self._evaluate_guarded(token)
         except (SaslAuthenticationException, SaslException) as exc:
             self._state = "FAILED"
             raise AuthenticationFailed(f"SASL authentication failed: {exc}") from None

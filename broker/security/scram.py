@@ -166,7 +166,10 @@ class ScramSaslServer:
         assert credential is not None
         without_proof = text[: text.rindex(",p=")]
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
-        proof = base64.b64decode(match["p"])
+        try:
+            proof = base64.b64decode(match["p"], validate=True)
+        except ValueError:
+            raise SaslException("Authentication failed: Invalid client final message") from None
         signature = _hmac(self._hash, credential.stored_key, auth_message)
         if len(proof) != len(signature):
             raise SaslException("Invalid client credentials")

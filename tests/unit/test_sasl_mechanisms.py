@@ -4,12 +4,15 @@ driven by hand-written clients that follow the RFCs, on a manual clock."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.security.jaas import JaasConfigError, parse_jaas_config, plain_users
 from broker.security.oauthbearer import OAuthBearerSaslServer
@@ -216,3 +219,43 @@ def test_oauthbearer_authzid_must_match_and_format_is_checked() -> None:
         )
     with pytest.raises(SaslException):
         OAuthBearerSaslServer(clock.now_ms).evaluate_response(b"garbage")
+
+
+# -- garbage -----------------------------------------------------------------------------
+
+_SASL_ERRORS = (SaslException, SaslAuthenticationException)
+
+
+_CREDS = _store("SCRAM-SHA-256")
+
+
+def _servers() -> list[object]:
+    """Every mechanism, and SCRAM waiting for its client-final message."""
+    creds = _CREDS
+    clock = ManualClock(0)
+    waiting = ScramSaslServer("SCRAM-SHA-256", lambda u, m: creds.get((u, m)), lambda n: b"n" * n)
+    waiting.evaluate_response(b"n,,n=alice,r=abc")
+    return [
+        PlainSaslServer({"alice": "secret"}),
+        ScramSaslServer("SCRAM-SHA-512", lambda u, m: None, lambda n: b"n" * n),
+        waiting,
+        OAuthBearerSaslServer(clock.now_ms),
+    ]
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_garbage_tokens_are_sasl_errors_only(token: bytes) -> None:
+    """Whatever a client sends, a mechanism answers or raises a SASL error, nothing else."""
+    nonce = b"abc" + base64.b64encode(b"n" * 18)
+    for attempt in (token, b"c=biws,r=" + nonce + b",p=" + token):
+        for server in _servers():
+            with contextlib.suppress(_SASL_ERRORS):
+                server.evaluate_response(attempt)  # type: ignore[attr-defined]
+
+
+def test_scram_final_proof_with_bad_base64_is_a_sasl_error() -> None:
+    server = _servers()[2]
+    nonce = b"abc" + base64.b64encode(b"n" * 18)
+    with pytest.raises(SaslException):
+        server.evaluate_response(b"c=biws,r=" + nonce + b",p=abc")  # type: ignore[attr-defined]
