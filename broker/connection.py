@@ -75,6 +75,7 @@ class KafkaConnection(asyncio.Protocol):
         self._request_clock = request_clock
         self._clock = clock
         self._decoder = FrameDecoder(max_request_bytes)
+        self._max_request_bytes = max_request_bytes
         self._index = connection_index
         self._on_close = on_close
         self._pending: deque[InFlight] = deque()
@@ -115,6 +116,8 @@ class KafkaConnection(asyncio.Protocol):
             self._info.security_protocol = channel.security_protocol
             self._info.principal = channel.principal(transport.get_extra_info("ssl_object"))
             self._authenticator = channel.new_authenticator()
+            if self._authenticator is not None:  # Kafka's sasl.server.max.receive.size
+                self._decoder.max_frame_bytes = channel.listener.sasl_max_receive_size
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -209,6 +212,7 @@ class KafkaConnection(asyncio.Protocol):
             self._info.principal = authenticator.principal
             self._authenticator = None
             self._session = authenticator
+            self._decoder.max_frame_bytes = self._max_request_bytes
         in_flight = InFlight(None)
         in_flight.raw = answer
         in_flight.ready = True

@@ -50,6 +50,8 @@ from purgatory import Clock
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 MAX_REAUTH = "connections.max.reauth.ms"
+MAX_RECEIVE = "sasl.server.max.receive.size"
+DEFAULT_SASL_MAX_RECEIVE_SIZE = 524288
 
 
 class ListenerConfigError(ValueError):
@@ -70,6 +72,8 @@ class ListenerConfig:
     plain_users: Mapping[str, str] = field(default_factory=dict)
     # connections.max.reauth.ms by mechanism (KIP-368; 0: sessions do not expire)
     max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
+    # sasl.server.max.receive.size: the largest frame before authentication (Kafka's 512 KiB)
+    sasl_max_receive_size: int = DEFAULT_SASL_MAX_RECEIVE_SIZE
 
     @property
     def uses_tls(self) -> bool:
@@ -158,7 +162,21 @@ def _listener(
         mechanisms,
         users,
         {m: _max_reauth_ms(configs, entry.name, m) for m in mechanisms},
+        _int_config(get, MAX_RECEIVE, DEFAULT_SASL_MAX_RECEIVE_SIZE, 1),
     )
+
+
+def _int_config(get: Callable[[str], str | None], key: str, default: int, low: int) -> int:
+    raw = get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ListenerConfigError(f"{key}={raw!r} is not a number") from None
+    if value < low:
+        raise ListenerConfigError(f"{key}={value} must be at least {low}")
+    return value
 
 
 def _max_reauth_ms(configs: Mapping[str, str], listener: str, mechanism: str) -> int:

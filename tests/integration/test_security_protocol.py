@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaProducer
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
@@ -349,3 +350,23 @@ async def test_describe_configs_hides_jaas_and_key_passwords(app: MiniKafka) -> 
     assert entries["ssl.keystore.type"].value == "PEM"
     assert "security.configs" not in entries
     conn.close()
+
+
+async def test_frames_before_authentication_are_bounded(app: MiniKafka) -> None:
+    """Kafka's sasl.server.max.receive.size (512 KiB) until authenticated, then the usual."""
+    conn = await _connect(app)
+    await conn.send_frame(struct.pack(">i", 600_000) + b"\x00" * 1000)
+    assert await conn.closed_by_broker()
+    producer = AIOKafkaProducer(
+        bootstrap_servers=app.listener_bootstrap("SASL_PLAINTEXT"),
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="alice",
+        sasl_plain_password=USERS["alice"],
+    )
+    await producer.start()
+    try:
+        metadata = await producer.send_and_wait("big", b"x" * 600_000)
+        assert metadata.offset == 0
+    finally:
+        await producer.stop()
