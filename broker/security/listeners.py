@@ -32,7 +32,11 @@ from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig, ListenerEndpoint, parse_listeners, security_protocol_map
 from broker.security.jaas import JaasConfigError, parse_jaas_config, plain_users
-from broker.security.oauthbearer import OAuthBearerSaslServer
+from broker.security.oauthbearer import (
+    DEFAULT_OPTIONS,
+    OAuthBearerSaslServer,
+    UnsecuredValidatorOptions,
+)
 from broker.security.plain import PlainSaslServer
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from broker.security.sasl import (
@@ -74,6 +78,7 @@ class ListenerConfig:
     max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
     # sasl.server.max.receive.size: the largest frame before authentication (Kafka's 512 KiB)
     sasl_max_receive_size: int = DEFAULT_SASL_MAX_RECEIVE_SIZE
+    oauthbearer: UnsecuredValidatorOptions = DEFAULT_OPTIONS
 
     @property
     def uses_tls(self) -> bool:
@@ -141,6 +146,7 @@ def _listener(
             raise ListenerConfigError(f"listener {entry.name}: {exc}") from None
     mechanisms: tuple[str, ...] = ()
     users: dict[str, str] = {}
+    oauth = DEFAULT_OPTIONS
     if protocol.startswith("SASL_"):
         raw = get("sasl.enabled.mechanisms") or "GSSAPI"
         mechanisms = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
@@ -152,6 +158,8 @@ def _listener(
             )
         if PLAIN in mechanisms:
             users = _plain_users(configs, entry.name)
+        if OAUTHBEARER in mechanisms:
+            oauth = _oauthbearer_options(configs, entry.name)
     return ListenerConfig(
         entry.name,
         protocol,
@@ -163,7 +171,19 @@ def _listener(
         users,
         {m: _max_reauth_ms(configs, entry.name, m) for m in mechanisms},
         _int_config(get, MAX_RECEIVE, DEFAULT_SASL_MAX_RECEIVE_SIZE, 1),
+        oauth,
     )
+
+
+def _oauthbearer_options(configs: Mapping[str, str], listener: str) -> UnsecuredValidatorOptions:
+    key = f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config"
+    text = configs.get(key)
+    if text is None:
+        return DEFAULT_OPTIONS
+    try:
+        return UnsecuredValidatorOptions.from_jaas_options(parse_jaas_config(text).options)
+    except (JaasConfigError, ValueError) as exc:
+        raise ListenerConfigError(f"{key}: {exc}") from None
 
 
 def _int_config(get: Callable[[str], str | None], key: str, default: int, low: int) -> int:
@@ -255,5 +275,5 @@ class ChannelBuilder:
         if mechanism in SCRAM_MECHANISMS:
             return ScramSaslServer(mechanism, self._credentials.credential, self._random_bytes)
         if mechanism == OAUTHBEARER:
-            return OAuthBearerSaslServer(self._wall_clock.now_ms)
+            return OAuthBearerSaslServer(self._wall_clock.now_ms, self.listener.oauthbearer)
         raise ValueError(f"unserved mechanism {mechanism}")  # checked at start

@@ -10,8 +10,15 @@ An invalid token is answered, as Kafka does, with a JSON error challenge
 (``{"status":"invalid_token"}``); the client replies ``\\x01`` and the exchange fails with
 that JSON as the message.
 
-Differences from Kafka: the options ``unsecuredValidatorRequiredScope`` and
-``unsecuredValidatorAllowableClockSkewMs`` are not read; scopes are not checked.
+The validator's options come, as in Kafka, from the listener's
+``listener.name.<l>.oauthbearer.sasl.jaas.config`` (``OAuthBearerLoginModule``):
+``unsecuredValidatorPrincipalClaimName`` (sub), ``unsecuredValidatorScopeClaimName``
+(scope), ``unsecuredValidatorRequiredScope`` (space-delimited; a token without one of them is
+answered ``{"status":"insufficient_scope", "scope":"[a, b]"}``) and
+``unsecuredValidatorAllowableClockSkewMs`` (0).
+
+Differences from Kafka: a SASL listener with OAUTHBEARER enabled and no such JAAS entry
+uses the defaults (Kafka refuses to start without one).
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from broker.security.sasl import OAUTHBEARER, SaslAuthenticationException, SaslException
@@ -31,7 +39,43 @@ _INITIAL = re.compile(
 
 
 class OAuthBearerValidationError(Exception):
-    """Why an unsecured JWS is not accepted (Kafka's OAuthBearerIllegalTokenException)."""
+    """Why an unsecured JWS is not accepted (Kafka's OAuthBearerIllegalTokenException);
+    ``scope``: the required scope when that is what is missing."""
+
+    def __init__(self, message: str, scope: str | None = None) -> None:
+        super().__init__(message)
+        self.scope = scope
+
+
+@dataclass(frozen=True)
+class UnsecuredValidatorOptions:
+    """Kafka's OAuthBearerUnsecuredValidatorCallbackHandler options (JAAS)."""
+
+    principal_claim: str = "sub"
+    scope_claim: str = "scope"
+    required_scope: tuple[str, ...] = ()
+    allowable_clock_skew_ms: int = 0
+
+    @classmethod
+    def from_jaas_options(cls, options: Mapping[str, str]) -> UnsecuredValidatorOptions:
+        skew = options.get("unsecuredValidatorAllowableClockSkewMs", "").strip() or "0"
+        try:
+            skew_ms = int(skew)
+        except ValueError:
+            raise ValueError(
+                f"Invalid value for unsecuredValidatorAllowableClockSkewMs: {skew}"
+            ) from None
+        if skew_ms < 0:
+            raise ValueError(f"Allowable clock skew millis must not be negative: {skew}")
+        return cls(
+            options.get("unsecuredValidatorPrincipalClaimName", "").strip() or "sub",
+            options.get("unsecuredValidatorScopeClaimName", "").strip() or "scope",
+            tuple(options.get("unsecuredValidatorRequiredScope", "").split()),
+            skew_ms,
+        )
+
+
+DEFAULT_OPTIONS = UnsecuredValidatorOptions()
 
 
 def _b64url(part: str) -> bytes:
@@ -39,9 +83,11 @@ def _b64url(part: str) -> bytes:
 
 
 def validate_unsecured_jws(
-    token: str, now_ms: int, principal_claim: str = "sub"
+    token: str, now_ms: int, options: UnsecuredValidatorOptions = DEFAULT_OPTIONS
 ) -> tuple[str, int]:
     """The principal and the expiry (ms) of an unsecured JWS; raises when invalid."""
+    principal_claim = options.principal_claim
+    skew = options.allowable_clock_skew_ms
     parts = token.split(".")
     if len(parts) != 3:
         raise OAuthBearerValidationError("Unsecured JWS compact serializations must have 3 parts")
@@ -63,15 +109,34 @@ def validate_unsecured_jws(
     if not isinstance(exp, int | float) or isinstance(exp, bool):
         raise OAuthBearerValidationError("Required claim 'exp' is missing or not a number")
     expiration_ms = int(exp * 1000)
-    if expiration_ms <= now_ms:
+    if now_ms - skew >= expiration_ms:
         raise OAuthBearerValidationError(
             f"The indicated time ({now_ms} ms) is on or after the expiration time "
             f"({expiration_ms} ms)"
         )
     iat = claims.get("iat")
-    if isinstance(iat, int | float) and not isinstance(iat, bool) and iat * 1000 > now_ms:
+    if isinstance(iat, int | float) and not isinstance(iat, bool) and iat * 1000 > now_ms + skew:
         raise OAuthBearerValidationError("The token was issued in the future")
+    _check_scope(claims.get(options.scope_claim), options.required_scope)
     return principal, expiration_ms
+
+
+def _check_scope(claim: object, required: tuple[str, ...]) -> None:
+    """Kafka's validateScope: every required scope element in the token's scope."""
+    if not required:
+        return
+    if isinstance(claim, str):
+        scope = set(claim.split())
+    elif isinstance(claim, list):
+        scope = {s for s in claim if isinstance(s, str)}
+    else:
+        scope = set()
+    for element in required:
+        if element not in scope:
+            raise OAuthBearerValidationError(
+                f"The provided scope was missing a required scope ({element})",
+                scope="[" + ", ".join(required) + "]",
+            )
 
 
 class OAuthBearerSaslServer:
@@ -79,8 +144,11 @@ class OAuthBearerSaslServer:
 
     mechanism_name = OAUTHBEARER
 
-    def __init__(self, now_ms: Callable[[], int]) -> None:
+    def __init__(
+        self, now_ms: Callable[[], int], options: UnsecuredValidatorOptions = DEFAULT_OPTIONS
+    ) -> None:
         self._now_ms = now_ms
+        self._options = options
         self._error: str | None = None
         self._principal = ""
         self._expiration_ms: int | None = None
@@ -98,9 +166,15 @@ class OAuthBearerSaslServer:
         if not auth.startswith("Bearer "):
             raise SaslException("Invalid OAUTHBEARER client first message: no Bearer token")
         try:
-            principal, expiration_ms = validate_unsecured_jws(auth[7:].strip(), self._now_ms())
-        except OAuthBearerValidationError:
-            self._error = json.dumps({"status": "invalid_token"}, separators=(",", ":"))
+            principal, expiration_ms = validate_unsecured_jws(
+                auth[7:].strip(), self._now_ms(), self._options
+            )
+        except OAuthBearerValidationError as exc:
+            # Kafka's jsonErrorResponse, spacing included
+            if exc.scope is not None:
+                self._error = f'{{"status":"insufficient_scope", "scope":"{exc.scope}"}}'
+            else:
+                self._error = '{"status":"invalid_token"}'
             return self._error.encode()
         authzid = match["authzid"] or ""
         if authzid and authzid != principal:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.security.jaas import JaasConfigError, parse_jaas_config, plain_users
-from broker.security.oauthbearer import OAuthBearerSaslServer
+from broker.security.oauthbearer import OAuthBearerSaslServer, UnsecuredValidatorOptions
 from broker.security.plain import PlainSaslServer
 from broker.security.sasl import SaslAuthenticationException, SaslException
 from broker.security.scram import (
@@ -259,3 +259,29 @@ def test_scram_final_proof_with_bad_base64_is_a_sasl_error() -> None:
     nonce = b"abc" + base64.b64encode(b"n" * 18)
     with pytest.raises(SaslException):
         server.evaluate_response(b"c=biws,r=" + nonce + b",p=abc")  # type: ignore[attr-defined]
+
+
+def test_oauthbearer_unsecured_validator_options_from_jaas() -> None:
+    entry = parse_jaas_config(
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'unsecuredValidatorPrincipalClaimName="client_id" '
+        'unsecuredValidatorRequiredScope="read write" '
+        'unsecuredValidatorAllowableClockSkewMs="5000";'
+    )
+    options = UnsecuredValidatorOptions.from_jaas_options(entry.options)
+    assert options == UnsecuredValidatorOptions("client_id", "scope", ("read", "write"), 5000)
+    clock = ManualClock(1_000_000)
+    ok = _jws({"client_id": "svc", "exp": 998, "scope": "read write admin"})  # within skew
+    server = OAuthBearerSaslServer(clock.now_ms, options)
+    assert server.evaluate_response(_initial(ok)) == b""
+    assert server.authorization_id() == "svc"
+    narrow = _jws({"client_id": "svc", "exp": 2000, "scope": ["read"]})
+    server = OAuthBearerSaslServer(clock.now_ms, options)
+    challenge = server.evaluate_response(_initial(narrow))
+    assert challenge == b'{"status":"insufficient_scope", "scope":"[read, write]"}'
+    with pytest.raises(SaslAuthenticationException, match="insufficient_scope"):
+        server.evaluate_response(b"\x01")
+    with pytest.raises(ValueError, match="must not be negative"):
+        UnsecuredValidatorOptions.from_jaas_options(
+            {"unsecuredValidatorAllowableClockSkewMs": "-1"}
+        )

@@ -208,3 +208,18 @@ def test_pkcs12_keystore_and_truststore(tmp_path: Path) -> None:
         _listeners({**common, "ssl.keystore.password": "wrong"})
     with pytest.raises(ListenerConfigError, match="PEM or PKCS12"):
         _listeners({**common, "ssl.keystore.type": "JKS"})
+
+
+def test_oauthbearer_options_per_listener() -> None:
+    base = {
+        "listeners": "PLAINTEXT://:1,SASL_PLAINTEXT://:2",
+        "sasl.enabled.mechanisms": "OAUTHBEARER",
+    }
+    (default,) = _listeners(base)
+    assert default.oauthbearer.principal_claim == "sub"
+    module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+    key = "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"
+    (custom,) = _listeners({**base, key: f'{module} required unsecuredValidatorRequiredScope="x";'})
+    assert custom.oauthbearer.required_scope == ("x",)
+    with pytest.raises(ListenerConfigError, match="must not be negative"):
+        _listeners({**base, key: f'{module} required unsecuredValidatorAllowableClockSkewMs="-5";'})
