@@ -136,3 +136,23 @@ async def test_stalled_tls_handshakes_cost_only_their_connections(tmp_path: Path
         ok = ssl.create_default_context(cafile=str(pki.ca_file))
         reader, writer = await asyncio.open_connection(host, int(port), ssl=ok)
         writer.close()
+
+
+async def test_a_restarted_broker_keeps_its_listener_ports(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    async with running_cluster(2, **security_overrides(pki)) as app:
+        before = dict(app.brokers[1].listener_ports)
+        await app.stop_broker(1)
+        await app.start_broker(1)
+        assert app.brokers[1].listener_ports == before
+        host, port = app.cluster.brokers[1].address("SASL_PLAINTEXT")
+        assert port == before["SASL_PLAINTEXT"]
+        value = await _round_trip(
+            f"{host}:{port}",
+            "after-restart",
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="bob",
+            sasl_plain_password=USERS["bob"],
+        )
+        assert value == b"replicated"
