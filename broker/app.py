@@ -8,6 +8,7 @@ same entry point (``MiniKafka``) as the command line, on port 0.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -35,12 +36,14 @@ from broker.log import LogManager
 from broker.log.log_cleaner import CleanerConfig, LogCleaner
 from broker.metrics import RequestMetrics
 from broker.purgatories import PurgatorySet
+from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
 from broker.response_cache import ResponseCache
-from broker.security.listeners import ChannelBuilder, security_listeners
+from broker.security.listeners import ChannelBuilder, inter_broker_client, security_listeners
+from broker.security.sasl_client import InterBrokerClient
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.services import BrokerServices
 from broker.txn.transaction_coordinator import build_transaction_coordinator
@@ -74,6 +77,7 @@ def build_broker(
     channels: Sequence[ChannelBuilder] = (),
     listener_ports: Mapping[str, int] | None = None,
     scram_credentials: ScramCredentialStore | None = None,
+    inter_broker: InterBrokerClient | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -93,7 +97,15 @@ def build_broker(
         clock, config, capture.purgatory_listeners() if capture is not None else None
     )
     hosted: dict[TopicPartition, Partition] = {}
-    fetcher_manager = ReplicaFetcherManager(broker_id, config, metadata, clock, hosted)
+    fetcher_manager = ReplicaFetcherManager(
+        broker_id,
+        config,
+        metadata,
+        clock,
+        hosted,
+        leader_endpoint=functools.partial(LeaderEndpoint, security=inter_broker),
+        inter_broker_listener=inter_broker.listener_name if inter_broker else "PLAINTEXT",
+    )
     replica_manager = ReplicaManager(
         broker_id,
         metadata,
@@ -160,6 +172,7 @@ def build_broker(
         replica_manager,
         purgatories.scheduler_timer,
         load_scheduler(),
+        inter_broker,
     )
     handlers = handlers if handlers is not None else build_registry()
     services = BrokerServices(
@@ -279,6 +292,8 @@ class MiniKafka:
         # credentials, durable with a data directory.
         self.listeners = security_listeners(self.config)
         self.scram_credentials = ScramCredentialStore(self.data_dir)
+        # How brokers reach each other (inter.broker.listener.name): None for PLAINTEXT.
+        self.inter_broker = inter_broker_client(self.config, self.listeners, os.urandom)
         self.brokers: list[Broker] = []
         self._started = False
         # The in-process controller (leader election, ISR changes) shared by all brokers.
@@ -342,6 +357,7 @@ class MiniKafka:
             ],
             listener_ports=listener_ports,
             scram_credentials=self.scram_credentials,
+            inter_broker=self.inter_broker,
         )
 
     async def start(self) -> None:

@@ -19,9 +19,14 @@ users from ``listener.name.<listener>.plain.sasl.jaas.config`` (Kafka's PlainLog
 principal TLS gives (``ssl_context.py``) and, on SASL listeners, a
 ``SaslServerAuthenticator`` (``sasl_server.py``) with the listener's mechanisms.
 
-Differences from Kafka: inter-broker traffic stays on the PLAINTEXT listener
-(``inter.broker.listener.name`` naming a TLS or SASL listener is refused at start), so a
-broker needs one PLAINTEXT listener.
+``inter.broker.listener.name`` may name a TLS/SASL listener: followers and the
+transaction marker sender then connect to it and authenticate like any client
+(``inter_broker_client``, ``sasl_client.py``), with ``sasl.mechanism.inter.broker.protocol``
+as the user of that listener's JAAS entry for the mechanism (``username``/``password``).
+
+Differences from Kafka: a broker still needs one PLAINTEXT listener (its primary one:
+``--port``, the tools' bootstrap); the brokers' own login is PLAIN or SCRAM (no OAUTHBEARER
+token provider).
 """
 
 from __future__ import annotations
@@ -45,15 +50,22 @@ from broker.security.sasl import (
     SUPPORTED_MECHANISMS,
     SaslServer,
 )
+from broker.security.sasl_client import InterBrokerClient
 from broker.security.sasl_server import SaslServerAuthenticator
 from broker.security.scram import SCRAM_MECHANISMS, ScramSaslServer
 from broker.security.scram_credentials import ScramCredentialStore
-from broker.security.ssl_context import SslConfigError, build_server_ssl_context, ssl_principal
+from broker.security.ssl_context import (
+    SslConfigError,
+    build_client_ssl_context,
+    build_server_ssl_context,
+    ssl_principal,
+)
 from purgatory import Clock
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 MAX_REAUTH = "connections.max.reauth.ms"
+INTER_BROKER_MECHANISM = "sasl.mechanism.inter.broker.protocol"
 MAX_RECEIVE = "sasl.server.max.receive.size"
 DEFAULT_SASL_MAX_RECEIVE_SIZE = 524288
 
@@ -112,7 +124,6 @@ def security_listeners(config: BrokerConfig) -> list[ListenerConfig]:
         advertised = {
             e.name: e for e in parse_listeners(config.advertised_listeners, "advertised.listeners")
         }
-    inter_broker = (config.inter_broker_listener_name or "").strip().upper()
     configs = dict(config.security_configs)
     result = []
     for entry in parse_listeners(config.listeners):
@@ -123,11 +134,6 @@ def security_listeners(config: BrokerConfig) -> list[ListenerConfig]:
             raise ListenerConfigError(
                 f"listener {entry.name}: no security protocol (add it to "
                 f"listener.security.protocol.map; one of {', '.join(SECURITY_PROTOCOLS)})"
-            )
-        if entry.name == inter_broker and protocol != "PLAINTEXT":
-            raise ListenerConfigError(
-                f"inter.broker.listener.name={entry.name}: minikafka keeps inter-broker "
-                "traffic on a PLAINTEXT listener"
             )
         adv = advertised.get(entry.name)
         result.append(_listener(entry, protocol, adv.host or None if adv else None, configs))
@@ -224,6 +230,44 @@ def _plain_users(configs: Mapping[str, str], listener: str) -> dict[str, str]:
     if entry.login_module_name != PLAIN_LOGIN_MODULE:
         raise ListenerConfigError(f"{key}: expected {PLAIN_LOGIN_MODULE}")
     return plain_users(entry)
+
+
+def inter_broker_client(
+    config: BrokerConfig, listeners: list[ListenerConfig], random_bytes: Callable[[int], bytes]
+) -> InterBrokerClient | None:
+    """How this broker connects to the others when ``inter.broker.listener.name`` is a
+    TLS/SASL listener (None: the PLAINTEXT one): TLS with the listener's stores, SASL with
+    ``sasl.mechanism.inter.broker.protocol`` as the listener JAAS entry's ``username``."""
+    name = (config.inter_broker_listener_name or "").strip().upper()
+    listener = next((entry for entry in listeners if entry.name == name), None)
+    if listener is None:
+        return None
+    configs = dict(config.security_configs)
+    get = listener_lookup(configs, listener.name)
+    context = None
+    if listener.uses_tls:
+        try:
+            context = build_client_ssl_context(get)
+        except SslConfigError as exc:
+            raise ListenerConfigError(f"inter-broker listener {name}: {exc}") from None
+    if not listener.uses_sasl:
+        return InterBrokerClient(name, context, None, random_bytes)
+    mechanism = (configs.get(INTER_BROKER_MECHANISM) or "GSSAPI").strip().upper()
+    if mechanism not in listener.enabled_mechanisms or mechanism == OAUTHBEARER:
+        raise ListenerConfigError(
+            f"{INTER_BROKER_MECHANISM}={mechanism}: the inter-broker listener {name} must "
+            "enable it, and minikafka's brokers log in with PLAIN or SCRAM"
+        )
+    key = f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    try:
+        options = parse_jaas_config(configs.get(key, "")).options
+    except JaasConfigError as exc:
+        raise ListenerConfigError(f"{key} (the brokers' own login): {exc}") from None
+    if "username" not in options or "password" not in options:
+        raise ListenerConfigError(f"{key}: the brokers log in with its username and password")
+    return InterBrokerClient(
+        name, context, mechanism, random_bytes, options["username"], options["password"]
+    )
 
 
 class ChannelBuilder:

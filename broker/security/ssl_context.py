@@ -171,6 +171,19 @@ def build_server_ssl_context(get: ConfigLookup) -> ssl.SSLContext:
     return context
 
 
+def build_client_ssl_context(get: ConfigLookup) -> ssl.SSLContext:
+    """The context this broker connects to another's TLS listener with (inter-broker):
+    the listener's truststore verifies the other broker, its keystore is the client
+    certificate; ``ssl.endpoint.identification.algorithm`` empty turns host checks off."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if not _load_truststore(context, get):
+        raise SslConfigError("the inter-broker listener needs ssl.truststore.* to verify brokers")
+    _load_keystore(context, get)
+    if (get("ssl.endpoint.identification.algorithm") or "https").strip() == "":
+        context.check_hostname = False
+    return context
+
+
 def ssl_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> KafkaPrincipal:
     """Kafka's default principal of an SSL connection: the peer certificate's DN."""
     if ssl_object is None:

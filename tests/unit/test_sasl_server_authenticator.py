@@ -114,3 +114,43 @@ def test_reauthentication_as_someone_else_fails() -> None:
     other.on_frame(_handshake(1, "OAUTHBEARER"))
     with pytest.raises(AuthenticationFailed, match="not supported for re-authentication"):
         other.on_frame(_authenticate(1, b"anything"))
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_inter_broker_client_logs_in(mechanism: str) -> None:
+    """The brokers' own client side (sasl_client.py) against the server side."""
+    from broker.security.sasl_client import InterBrokerAuthenticationError, InterBrokerClient
+    from broker.security.scram import ScramSaslServer, generate_credential
+
+    creds = {
+        ("admin", m): generate_credential(m, "pw", b"salt", 4096)
+        for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+    }
+
+    def new_server(name: str) -> SaslServer:
+        if name == "PLAIN":
+            return PlainSaslServer({"admin": "pw"})
+        return ScramSaslServer(name, lambda u, m: creds.get((u, m)), lambda n: b"s" * n)
+
+    async def login(password: str) -> SaslServerAuthenticator:
+        server = SaslServerAuthenticator(
+            ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"], new_server, ManualClock().now_ms, {}
+        )
+
+        async def request(api_key: int, version: int, payload: object) -> object:
+            try:
+                answer = server.on_frame(_frame(api_key, version, payload))
+            except AuthenticationFailed as exc:
+                answer = exc.response
+            return _response(api_key, version, answer)
+
+        client = InterBrokerClient(
+            "SASL_SSL", None, mechanism, lambda n: b"c" * n, "admin", password
+        )
+        await client.authenticate(request)
+        return server
+
+    server = await login("pw")
+    assert server.complete and str(server.principal) == "User:admin"
+    with pytest.raises(InterBrokerAuthenticationError):
+        await login("wrong")

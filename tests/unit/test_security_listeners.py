@@ -12,6 +12,7 @@ import trustme
 from broker.config import ConfigError, read_config
 from broker.security.listeners import (
     ListenerConfigError,
+    inter_broker_client,
     listener_lookup,
     security_listeners,
 )
@@ -36,6 +37,11 @@ def pem(tmp_path: Path) -> dict[str, str]:
 
 def _listeners(overrides: dict[str, str]):  # type: ignore[no-untyped-def]
     return security_listeners(read_config(None, overrides).config)
+
+
+def _inter_broker(overrides: dict[str, str]):  # type: ignore[no-untyped-def]
+    config = read_config(None, overrides).config
+    return inter_broker_client(config, security_listeners(config), lambda n: b"n" * n)
 
 
 def test_security_keys_pass_overrides_and_the_primary_listener_stays_plaintext(
@@ -114,14 +120,6 @@ def test_custom_listener_names_use_the_protocol_map() -> None:
                 "ssl.keystore.location": "/nonexistent.jks",
             },
             "PEM",
-        ),
-        (
-            {
-                "listeners": "PLAINTEXT://:1,SASL_PLAINTEXT://:2",
-                "sasl.enabled.mechanisms": "SCRAM-SHA-256",
-                "inter.broker.listener.name": "SASL_PLAINTEXT",
-            },
-            "inter-broker",
         ),
         ({"listeners": "PLAINTEXT://:1,WEIRD://:2"}, "no security protocol"),
     ],
@@ -223,3 +221,25 @@ def test_oauthbearer_options_per_listener() -> None:
     assert custom.oauthbearer.required_scope == ("x",)
     with pytest.raises(ListenerConfigError, match="must not be negative"):
         _listeners({**base, key: f'{module} required unsecuredValidatorAllowableClockSkewMs="-5";'})
+
+
+def test_inter_broker_listener_login() -> None:
+    base = {
+        "listeners": "PLAINTEXT://:1,SASL_PLAINTEXT://:2",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
+    }
+    key = "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config"
+    module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+    client = _inter_broker({**base, key: f'{module} required username="admin" password="pw";'})
+    assert (client.listener_name, client.mechanism, client.username) == (
+        "SASL_PLAINTEXT",
+        "SCRAM-SHA-256",
+        "admin",
+    )
+    assert _inter_broker({**base, "inter.broker.listener.name": "PLAINTEXT"}) is None
+    with pytest.raises(ListenerConfigError, match="username and password"):
+        _inter_broker({**base, key: f"{module} required;"})
+    with pytest.raises(ListenerConfigError, match="must enable it"):
+        _inter_broker({**base, "sasl.mechanism.inter.broker.protocol": "PLAIN"})
