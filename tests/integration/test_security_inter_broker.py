@@ -1,6 +1,7 @@
 """Brokers that talk to each other over a SASL_SSL listener (inter.broker.listener.name):
 followers fetch and the transaction coordinator writes its markers through TLS and SASL,
-as the broker's own user, and the cluster replicates and commits as over PLAINTEXT."""
+as the broker's own user, and the cluster replicates, elects and commits as over
+PLAINTEXT."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class InterBrokerRequests:
         pass
 
 
-async def test_three_brokers_replicate_and_commit_over_sasl_ssl(tmp_path: Path) -> None:
+async def test_three_brokers_replicate_elect_and_commit_over_sasl_ssl(tmp_path: Path) -> None:
     observer = InterBrokerRequests()
     overrides = {
         **security_overrides(make_pki(tmp_path)),
@@ -53,7 +54,7 @@ async def test_three_brokers_replicate_and_commit_over_sasl_ssl(tmp_path: Path) 
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": ADMIN_JAAS,
         "default.replication.factor": "3",
-        "min.insync.replicas": "3",
+        "min.insync.replicas": "2",
         "transaction.state.log.replication.factor": "3",
         "transaction.state.log.min.isr": "2",
         "offsets.topic.replication.factor": "3",
@@ -69,6 +70,22 @@ async def test_three_brokers_replicate_and_commit_over_sasl_ssl(tmp_path: Path) 
                     await producer.send("secure-rf3", b"committed", partition=0)
         finally:
             await producer.stop()
+        # an election: the leader stops, another leads; it comes back and catches up
+        state = app.cluster.topics["secure-rf3"].partitions[0]
+        old_leader = state.leader
+        await app.stop_broker(old_leader)
+        assert app.cluster.topics["secure-rf3"].partitions[0].leader != old_leader
+        again = AIOKafkaProducer(bootstrap_servers=app.bootstrap, acks="all")
+        await again.start()
+        try:
+            async with asyncio.timeout(60):
+                await again.send_and_wait("secure-rf3", b"after election", partition=0)
+        finally:
+            await again.stop()
+        await app.start_broker(old_leader)
+        async with asyncio.timeout(60):  # the state: back in the ISR, fetching over SASL_SSL
+            while old_leader not in app.cluster.topics["secure-rf3"].partitions[0].isr:
+                await asyncio.sleep(0.05)
         consumer = AIOKafkaConsumer(
             "secure-rf3",
             bootstrap_servers=app.bootstrap,
