@@ -8,7 +8,9 @@ same entry point (``MiniKafka``) as the command line, on port 0.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -39,11 +41,15 @@ from broker.purgatories import PurgatorySet
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.quota_managers import QuotaManagers
 from broker.quota.throttled_channel import ThrottledChannelReaper
+from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
 from broker.response_cache import ResponseCache
+from broker.security.listeners import ChannelBuilder, inter_broker_client, security_listeners
+from broker.security.sasl_client import InterBrokerClient
+from broker.security.scram_credentials import ScramCredentialStore
 from broker.services import BrokerServices
 from broker.share.share_components import build_share_groups
 from broker.txn.transaction_coordinator import build_transaction_coordinator
@@ -76,6 +82,10 @@ def build_broker(
     load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
     group_config_store: GroupConfigStore | None = None,
     client_quotas: ClientQuotaStore | None = None,
+    channels: Sequence[ChannelBuilder] = (),
+    listener_ports: Mapping[str, int] | None = None,
+    scram_credentials: ScramCredentialStore | None = None,
+    inter_broker: InterBrokerClient | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -95,7 +105,15 @@ def build_broker(
         clock, config, capture.purgatory_listeners() if capture is not None else None
     )
     hosted: dict[TopicPartition, Partition] = {}
-    fetcher_manager = ReplicaFetcherManager(broker_id, config, metadata, clock, hosted)
+    fetcher_manager = ReplicaFetcherManager(
+        broker_id,
+        config,
+        metadata,
+        clock,
+        hosted,
+        leader_endpoint=functools.partial(LeaderEndpoint, security=inter_broker),
+        inter_broker_listener=inter_broker.listener_name if inter_broker else "PLAINTEXT",
+    )
     replica_manager = ReplicaManager(
         broker_id,
         metadata,
@@ -168,6 +186,7 @@ def build_broker(
         replica_manager,
         purgatories.scheduler_timer,
         load_scheduler(),
+        inter_broker,
     )
     # Share groups (KIP-932): membership beside the other groups, share partitions beside
     # the replicas they read.
@@ -211,6 +230,7 @@ def build_broker(
         quota_managers=quotas,
         share_group_coordinator=share_group_coordinator,
         share_partition_manager=share_partition_manager,
+        scram_credentials=scram_credentials or ScramCredentialStore(),
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
     if capture is not None:
@@ -227,6 +247,8 @@ def build_broker(
         purgatories=purgatories,
         components=(replica_manager, log_cleaner, group_coordinator, txn_coordinator, quotas),
         request_clock=request_clock,
+        channels=channels,
+        listener_ports=listener_ports,
     )
 
 
@@ -309,6 +331,13 @@ class MiniKafka:
         # The cluster's client quotas (DescribeClientQuotas/AlterClientQuotas), shared by
         # every broker like the metadata; client-quotas.json beside it with a data dir.
         self.client_quotas = ClientQuotaStore(self.data_dir)
+        # Security (broker/security/): the TLS/SASL listeners beside the PLAINTEXT one,
+        # checked whole here (a bad keystore fails the start), and the cluster's SCRAM
+        # credentials, durable with a data directory.
+        self.listeners = security_listeners(self.config)
+        self.scram_credentials = ScramCredentialStore(self.data_dir)
+        # How brokers reach each other (inter.broker.listener.name): None for PLAINTEXT.
+        self.inter_broker = inter_broker_client(self.config, self.listeners, os.urandom)
         self.brokers: list[Broker] = []
         self._started = False
         # The in-process controller (leader election, ISR changes) shared by all brokers.
@@ -349,7 +378,12 @@ class MiniKafka:
         named = [Path(d.strip()) for d in self.config.log_dirs.split(",") if d.strip()]
         return [d for d in named if d != self.data_dir]
 
-    def _build_broker(self, broker_id: int, port: int | None = None) -> Broker:
+    def _build_broker(
+        self,
+        broker_id: int,
+        port: int | None = None,
+        listener_ports: Mapping[str, int] | None = None,
+    ) -> Broker:
         if port is None:
             port = 0 if self.base_port == 0 else self.base_port + broker_id
         broker_dir = self.data_dir / f"broker-{broker_id}" if self.data_dir is not None else None
@@ -376,6 +410,13 @@ class MiniKafka:
             request_clock=self._request_clock,
             group_config_store=self.group_configs,
             client_quotas=self.client_quotas,
+            channels=[
+                ChannelBuilder(listener, self.scram_credentials, LoopClock(time.time), os.urandom)
+                for listener in self.listeners
+            ],
+            listener_ports=listener_ports,
+            scram_credentials=self.scram_credentials,
+            inter_broker=self.inter_broker,
         )
 
     async def start(self) -> None:
@@ -433,7 +474,7 @@ class MiniKafka:
         if broker_id not in self.stopped_brokers:
             return
         old = self.brokers[broker_id]
-        broker = self._build_broker(broker_id, port=old.port)
+        broker = self._build_broker(broker_id, port=old.port, listener_ports=old.listener_ports)
         self.brokers[broker_id] = broker
         await broker.start()
         self.stopped_brokers.discard(broker_id)
@@ -522,6 +563,17 @@ class MiniKafka:
     @property
     def bootstrap(self) -> str:
         return ",".join(f"{b.advertised_host}:{b.port}" for b in self.brokers)
+
+    def listener_bootstrap(self, listener_name: str) -> str:
+        """``host:port,...`` of every broker on one listener (``PLAINTEXT``: ``bootstrap``)."""
+        name = listener_name.upper()
+        if not any(listener.name == name for listener in self.listeners):
+            return self.bootstrap
+        return ",".join(
+            f"{self.cluster.brokers[b.broker_id].address(name)[0]}:{b.listener_ports[name]}"
+            for b in self.brokers
+            if name in b.listener_ports
+        )
 
     @property
     def control_url(self) -> str | None:

@@ -6,6 +6,12 @@ broker runs is built whole by the composition root (``broker/app.py``) and hande
 the dispatcher that owns the request path, the purgatories (with their reapers), and
 the components (replica manager, group coordinator) in the order they start. The broker
 starts them, opens its listener, and at stop undoes it all in reverse order.
+
+Besides its primary PLAINTEXT listener a broker opens one server per TLS/SASL listener
+(``channels``, ``broker/security/listeners.py``), each on its own port (0: ephemeral; else
+the configured port + broker id), registered in the cluster metadata under the listener's
+name. A TLS handshake that stalls or fails costs its connection only: it is abandoned after
+``SSL_HANDSHAKE_TIMEOUT_S`` (Kafka has no such setting; its idle check closes it instead).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from broker.cluster_metadata import ClusterMetadata
@@ -24,9 +30,12 @@ from broker.purgatories import PurgatorySet
 from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
 from broker.scheduler import PeriodicTask
+from broker.security.listeners import ChannelBuilder
 from broker.services import BrokerServices
 
 log = logging.getLogger("broker")
+
+SSL_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class Component(Protocol):
@@ -51,8 +60,14 @@ class Broker:
         purgatories: PurgatorySet,
         components: Sequence[Component],
         request_clock: RequestClock,
+        channels: Sequence[ChannelBuilder] = (),
+        listener_ports: Mapping[str, int] | None = None,
     ) -> None:
         services = dispatcher.services
+        self._channels = tuple(channels)
+        # The port of each TLS/SASL listener once open (kept across a restart).
+        self.listener_ports: dict[str, int] = dict(listener_ports or {})
+        self._listener_servers: list[asyncio.Server] = []
         self.services = services
         self.broker_id = services.broker_id
         self.host = host
@@ -106,10 +121,38 @@ class Broker:
         self._idle_check.start()
         self._metadata.register_broker(self.broker_id, self.advertised_host, self.port)
         log.info("broker %d listening on %s:%d", self.broker_id, self.host, self.port)
+        for channel in self._channels:
+            await self._open_listener(channel)
+
+    async def _open_listener(self, channel: ChannelBuilder) -> None:
+        listener = channel.listener
+        port = self.listener_ports.get(listener.name)
+        if port is None:
+            port = 0 if listener.port == 0 else listener.port + self.broker_id
+        host = listener.host or None  # Kafka: an empty host binds every interface
+        server = await asyncio.get_running_loop().create_server(
+            lambda: self._new_connection(channel),
+            host,
+            port,
+            reuse_address=True,
+            backlog=self.services.config.socket_listen_backlog_size,
+            ssl=listener.ssl_context,
+            ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if listener.uses_tls else None,
+        )
+        self._listener_servers.append(server)
+        port = int(server.sockets[0].getsockname()[1])
+        self.listener_ports[listener.name] = port
+        advertised = listener.advertised_host or self.advertised_host
+        self._metadata.register_listener(self.broker_id, listener.name, advertised, port)
+        log.info(
+            "broker %d listening on %s://%s:%d", self.broker_id, listener.name, host or "", port
+        )
 
     async def stop(self) -> None:
         """Stop accepting, drop connections, stop components and reapers, close logs."""
         self._idle_check.stop()
+        for server in self._listener_servers:
+            server.close()
         if self._server is not None:
             self._server.close()
         for connection in list(self._connections):
@@ -117,6 +160,9 @@ class Broker:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+        for server in self._listener_servers:
+            await server.wait_closed()
+        self._listener_servers = []
         for component in reversed(self._components):
             await component.stop()
         await self.purgatories.stop()
@@ -124,7 +170,7 @@ class Broker:
 
     # -- connections -------------------------------------------------------------------
 
-    def _new_connection(self) -> KafkaConnection:
+    def _new_connection(self, channel: ChannelBuilder | None = None) -> KafkaConnection:
         connection = KafkaConnection(
             self.dispatcher,
             self._request_clock,
@@ -132,6 +178,7 @@ class Broker:
             self.services.config.socket_request_max_bytes,
             next(self._connection_index),
             self._connections.discard,
+            channel,
         )
         self._connections.add(connection)
         return connection

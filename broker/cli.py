@@ -2,8 +2,12 @@
 
 The shape of ``serve`` is relied on by other tools and tests: when every listener is up
 it prints exactly one line ``minikafka ready: bootstrap=HOST:PORT[,HOST:PORT...]`` on
-stdout (followed by `` control=http://HOST:PORT`` when ``--control-port`` is given),
-then serves until SIGINT or SIGTERM and exits 0.
+stdout (followed by `` control=http://HOST:PORT`` when ``--control-port`` is given, and
+by `` <LISTENER>=HOST:PORT[,...] client_config=PATH`` with ``--security``), then serves
+until SIGINT or SIGTERM and exits 0. ``--security sasl_ssl|sasl_plaintext|ssl`` adds a
+secure listener with throwaway certificates and a user (``broker/security/quickstart.py``);
+``--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'`` seeds a SCRAM
+credential as ``kafka-storage format --add-scram`` does.
 
 Exit codes: 0 done; 1 the command could not be done (a port in use, a cluster that
 refuses); 2 a bad argument or config -- with one line on stderr that names it
@@ -22,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib.util
 import logging
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -32,7 +38,7 @@ import tempfile
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from broker.config import BrokerConfig, ConfigError, parse_overrides, read_config
 from broker.gc_policy import (
@@ -41,7 +47,12 @@ from broker.gc_policy import (
     install_gc_log_from_env,
     parse_gc_thresholds,
 )
+from broker.security.quickstart import SecuritySetup, security_setup
+from broker.security.scram_credentials import ScramCredentialStore
 from broker.simulation.command import add_simulate_parser
+
+if TYPE_CHECKING:
+    from broker.app import MiniKafka
 
 log = logging.getLogger("broker.cli")
 
@@ -106,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a Kafka broker config, e.g. num.partitions=3 (repeatable; unknown keys are errors)",
     )
+    _add_security_options(serve)
     _add_control_options(serve)
     _add_capture_options(serve)
     _add_gc_options(serve)
@@ -118,6 +130,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 LOG_LEVEL_HELP = "Python logging level (INFO)"
+
+
+def _add_security_options(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--security",
+        choices=("sasl_ssl", "sasl_plaintext", "ssl"),
+        default=None,
+        help="add a secure listener beside the PLAINTEXT one, with a throwaway CA, a user, "
+        "and a client.properties (printed in the ready line)",
+    )
+    serve.add_argument(
+        "--security-dir",
+        type=Path,
+        default=None,
+        help="where --security writes its PEM files and client.properties "
+        "(DATA_DIR/security, else a new temporary directory)",
+    )
+    serve.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="seed a SCRAM credential, kafka-storage's syntax: "
+        "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)",
+    )
 
 
 def _add_log_level_after_commands(sub: Any) -> None:
@@ -355,6 +392,8 @@ class ServePlan:
     capture_dir: Path | None
     control_port: int | None
     control_host: str
+    security: SecuritySetup | None = None
+    scram_seeds: tuple[str, ...] = ()
 
 
 def _check_port(value: int, what: str) -> None:
@@ -384,10 +423,28 @@ def plan_serve(args: argparse.Namespace) -> ServePlan:
     """Check every ``serve`` argument before anything starts (UsageError, ConfigError)."""
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise UsageError(f"--brokers must be 1..{MAX_BROKERS}, not {args.brokers}")
-    loaded = read_config(args.config, parse_overrides(args.override))
+    overrides = parse_overrides(args.override)
+    loaded = read_config(args.config, overrides)
     config = loaded.config
     listener = config.client_listener()
     port = args.port if args.port is not None else listener.port if listener else 9092
+    security = None
+    if args.security is not None:
+        security = _security_setup(args, config, port)
+        loaded = read_config(args.config, {**security.overrides, **overrides})
+        config = loaded.config
+    from broker.security.listeners import ListenerConfigError, security_listeners
+
+    try:
+        security_listeners(config)  # a keystore that cannot be read is a config error
+    except ListenerConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    seeds = (*(security.scram_seeds if security else ()), *args.add_scram)
+    for spec in args.add_scram:
+        try:
+            ScramCredentialStore().add_scram(spec, os.urandom)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     _check_port(port, "--port" if args.port is not None else "listeners port")
     if port != 0 and port + args.brokers - 1 > 65535:
         raise UsageError(
@@ -428,7 +485,24 @@ def plan_serve(args: argparse.Namespace) -> ServePlan:
         capture_dir=args.capture_dir,
         control_port=args.control_port,
         control_host=args.control_host,
+        security=security,
+        scram_seeds=seeds,
     )
+
+
+def _security_setup(args: argparse.Namespace, config: BrokerConfig, port: int) -> SecuritySetup:
+    """``--security``: certificates, listener configs and a user (quickstart.py)."""
+    if config.listeners:
+        raise UsageError("--security makes its own listeners: drop listeners= from the config")
+    directory = args.security_dir
+    if directory is None and args.data_dir is not None:
+        directory = args.data_dir / "security"
+    if directory is None:
+        directory = Path(tempfile.mkdtemp(prefix="minikafka-security-"))
+    _writable_dir(directory, "--security-dir")
+    host = args.host or "127.0.0.1"
+    password = secrets.token_urlsafe(12)
+    return security_setup(args.security, directory, host, port, args.brokers, password)
 
 
 async def _serve(
@@ -464,6 +538,8 @@ async def _serve(
     except (OSError, ValueError) as exc:
         print(f"minikafka: cannot start: {_describe_error(exc)}", file=sys.stderr)
         return 1
+    for spec in plan.scram_seeds:
+        app.scram_credentials.add_scram(spec, os.urandom)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -476,11 +552,22 @@ async def _serve(
         print(f"minikafka: {_start_error(exc, plan)}", file=sys.stderr)
         return 1
     control = f" control={app.control_url}" if app.control_url is not None else ""
-    print(f"minikafka ready: bootstrap={app.bootstrap}{control}", flush=True)
+    secure = _write_client_settings(app, plan.security) if plan.security is not None else ""
+    print(f"minikafka ready: bootstrap={app.bootstrap}{control}{secure}", flush=True)
     await stop.wait()
     log.info("shutting down")
     await app.stop()
     return 0
+
+
+def _write_client_settings(app: MiniKafka, security: SecuritySetup) -> str:
+    """Write client.properties for the started listener; the ready line's addition."""
+    bootstrap = app.listener_bootstrap(security.listener_name)
+    client = dataclasses.replace(security.client, bootstrap_servers=bootstrap)
+    path = client.properties_file
+    assert path is not None
+    path.write_text(client.properties())
+    return f" {security.listener_name}={bootstrap} client_config={path}"
 
 
 def _describe_error(exc: BaseException) -> str:

@@ -51,6 +51,13 @@ class BrokerEndpoint:
     host: str
     port: int
     alive: bool = True
+    # The broker's other listeners (TLS, SASL) by name: Metadata, FindCoordinator and
+    # DescribeCluster answer with the endpoints of the listener the client came in on.
+    listeners: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def address(self, listener_name: str) -> tuple[str, int]:
+        """(host, port) on ``listener_name``; the primary listener's when it has none."""
+        return self.listeners.get(listener_name, (self.host, self.port))
 
 
 @dataclass
@@ -158,8 +165,17 @@ class ClusterMetadata:
     # -- brokers -----------------------------------------------------------------------
 
     def register_broker(self, broker_id: int, host: str, port: int) -> None:
-        self.brokers[broker_id] = BrokerEndpoint(broker_id, host, port, True)
+        old = self.brokers.get(broker_id)
+        listeners = old.listeners if old is not None else {}
+        self.brokers[broker_id] = BrokerEndpoint(broker_id, host, port, True, listeners)
         self._version += 1
+
+    def register_listener(self, broker_id: int, listener_name: str, host: str, port: int) -> None:
+        """One more listener of a registered broker (``broker/security/listeners.py``)."""
+        endpoint = self.brokers.get(broker_id)
+        if endpoint is not None:
+            endpoint.listeners[listener_name] = (host, port)
+            self._version += 1
 
     def mark_broker_stopped(self, broker_id: int) -> None:
         """The broker's listener closed; the controller fails its leaders over."""

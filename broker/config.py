@@ -55,6 +55,9 @@ class BrokerConfig(BaseModel):
     # stock file's, stays ignored: the voters are then the brokers themselves).
     controller_quorum_voters: str = Field("", alias="controller.quorum.voters")
     inter_broker_listener_name: str | None = Field(None, alias="inter.broker.listener.name")
+    # Kafka's ssl.*, sasl.* and listener.name.<l>.* keys, read by broker/security/listeners.py
+    # (sorted (key, value) pairs: the config is hashable).
+    security_configs: tuple[tuple[str, str], ...] = Field((), alias="security.configs")
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
     default_replication_factor: int = Field(1, alias="default.replication.factor", ge=1)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
@@ -256,6 +259,21 @@ class BrokerConfig(BaseModel):
             )
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_security_configs(cls, data: object) -> object:
+        if isinstance(data, dict) and any(is_security_key(k) for k in data):
+            gathered = dict(data.get("security.configs") or ())
+            rest = {}
+            for key, value in data.items():
+                if is_security_key(key):
+                    gathered[key] = value
+                else:
+                    rest[key] = value
+            rest["security.configs"] = tuple(sorted(gathered.items()))
+            return rest
+        return data
+
     @model_validator(mode="after")
     def _check_quorum(self) -> BrokerConfig:
         parse_quorum_voters(self.controller_quorum_voters)
@@ -273,12 +291,13 @@ class BrokerConfig(BaseModel):
         ``listener.security.protocol.map``'s (default: the name itself); listeners named
         in ``controller.listener.names`` are the KRaft controller's, not the broker's.
         Of the others, ``inter.broker.listener.name``'s is taken when it is PLAINTEXT,
-        else the first PLAINTEXT one: minikafka speaks PLAINTEXT only.
+        else the first PLAINTEXT one: inter-broker traffic stays on PLAINTEXT; the TLS and
+        SASL listeners open beside it (``broker/security/listeners.py``).
         """
         if not self.listeners:
             return None
         entries = parse_listeners(self.listeners, "listeners")
-        protocols = _security_protocol_map(self.listener_security_protocol_map)
+        protocols = security_protocol_map(self.listener_security_protocol_map)
         controllers = {n.strip().upper() for n in (self.controller_listener_names or "").split(",")}
         candidates = [e for e in entries if e.name not in controllers]
         if not candidates:
@@ -289,8 +308,9 @@ class BrokerConfig(BaseModel):
         plaintext = [e for e in candidates if protocols.get(e.name, e.name) == "PLAINTEXT"]
         if not plaintext:
             raise ValueError(
-                f"listeners={self.listeners!r}: minikafka speaks PLAINTEXT only, and no "
-                f"broker listener is PLAINTEXT ({', '.join(e.name for e in candidates)})"
+                f"listeners={self.listeners!r}: minikafka keeps inter-broker traffic on "
+                f"PLAINTEXT, and no broker listener is PLAINTEXT "
+                f"({', '.join(e.name for e in candidates)})"
             )
         preferred = (self.inter_broker_listener_name or "").strip().upper()
         chosen = next((e for e in plaintext if e.name == preferred), plaintext[0])
@@ -366,7 +386,16 @@ def parse_listeners(text: str, key: str = "listeners") -> list[ListenerEndpoint]
     return entries
 
 
-def _security_protocol_map(text: str | None) -> dict[str, str]:
+_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
+
+
+def is_security_key(key: str) -> bool:
+    """Kafka's TLS/SASL keys, per listener or not (modelled by broker/security/)."""
+    return key.startswith(_SECURITY_PREFIXES) or key == "connections.max.reauth.ms"
+
+
+def security_protocol_map(text: str | None) -> dict[str, str]:
+    """``listener.security.protocol.map``, Kafka's default when not set."""
     if not text:
         return dict(_DEFAULT_PROTOCOLS)
     result: dict[str, str] = {}
@@ -525,13 +554,13 @@ def read_config(
         except UnicodeDecodeError:
             text = raw.decode("latin-1")  # what Java's Properties.load(InputStream) reads
         for key, value in parse_properties(text, str(properties_file)).items():
-            if key in known:
+            if key in known or is_security_key(key):
                 values[key] = value.strip()
             else:
                 ignored.append(key)
     unknown: list[str] = []
     for key, value in (overrides or {}).items():
-        if key in known:
+        if key in known or is_security_key(key):
             values[key] = value.strip()
         else:
             unknown.append(key)

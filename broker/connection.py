@@ -29,6 +29,15 @@ one connection, as Kafka does, and nothing it sent after the bad frame is proces
 other connection notices. A client that stops reading its responses is not read from
 either (``pause_writing``). A connection with nothing in flight for
 ``connections.max.idle.ms`` is closed by the broker's idle check (``idle_since_ms``).
+
+**Listeners.** A connection on a TLS or SASL listener is given that listener's
+``ChannelBuilder`` (``broker/security/listeners.py``): its principal (a client
+certificate's) and, on SASL listeners, an authenticator that sees every frame before the
+dispatcher until the exchange is complete, as Kafka's channel is not ready before it. A
+failed authentication writes its answer (if any) and closes the connection. Once
+authenticated, a SaslHandshake from a client that supports re-authentication (KIP-368)
+starts a new exchange, and any other request after the session expired closes the
+connection, as Kafka's SocketServer does.
 """
 
 from __future__ import annotations
@@ -43,11 +52,15 @@ from typing import cast
 from broker.context import ConnectionInfo
 from broker.dispatch import CloseConnection, InFlight, RequestDispatcher
 from broker.request_timing import RequestClock
+from broker.security.listeners import ChannelBuilder
+from broker.security.sasl_server import AuthenticationFailed, SaslServerAuthenticator
 from protocol.errors import ProtocolError
 from protocol.frames import FrameDecoder
 from purgatory import Clock
 
 log = logging.getLogger("broker.connection")
+
+SASL_HANDSHAKE_KEY = (17).to_bytes(2, "big")  # a request frame starts with its API key
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -61,11 +74,16 @@ class KafkaConnection(asyncio.Protocol):
         max_request_bytes: int,
         connection_index: int,
         on_close: Callable[[KafkaConnection], None],
+        channel: ChannelBuilder | None = None,
     ) -> None:
+        self._channel = channel
+        self._authenticator: SaslServerAuthenticator | None = None
+        self._session: SaslServerAuthenticator | None = None  # the completed one
         self._dispatcher = dispatcher
         self._request_clock = request_clock
         self._clock = clock
         self._decoder = FrameDecoder(max_request_bytes)
+        self._max_request_bytes = max_request_bytes
         self._index = connection_index
         self._on_close = on_close
         self._pending: deque[InFlight] = deque()
@@ -102,6 +120,14 @@ class KafkaConnection(asyncio.Protocol):
             close=self.abort,
             throttle_callback=self,
         )
+        channel = self._channel
+        if channel is not None:
+            self._info.listener_name = channel.listener_name
+            self._info.security_protocol = channel.security_protocol
+            self._info.principal = channel.principal(transport.get_extra_info("ssl_object"))
+            self._authenticator = channel.new_authenticator()
+            if self._authenticator is not None:  # Kafka's sasl.server.max.receive.size
+                self._decoder.max_frame_bytes = channel.listener.sasl_max_receive_size
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -160,6 +186,10 @@ class KafkaConnection(asyncio.Protocol):
     # -- requests ----------------------------------------------------------------------
 
     def _on_frame(self, frame: bytes, received_ns: int) -> None:
+        if self._authenticator is not None and self._authenticate(frame):
+            return
+        if self._session is not None and self._check_session(frame):
+            return
         try:
             in_flight = self._dispatcher.dispatch(frame, received_ns, self._info)
         except CloseConnection as exc:
@@ -173,6 +203,49 @@ class KafkaConnection(asyncio.Protocol):
             future.add_done_callback(self._on_parked_done, context=self._callback_context)
         elif self._pending[0] is in_flight:
             self._flush()
+
+    def _authenticate(self, frame: bytes) -> bool:
+        """SASL before any request; True when the frame was the authenticator's."""
+        authenticator = self._authenticator
+        assert authenticator is not None
+        try:
+            answer = authenticator.on_frame(frame)
+        except AuthenticationFailed as exc:
+            if exc.response is not None and self._transport is not None:
+                self._flush()
+                self._write_out()
+                self._transport.write(exc.response)
+            self.abort(str(exc), level=logging.INFO)
+            return True
+        if answer is None:
+            return False  # ApiVersions: the dispatcher's
+        if authenticator.complete and authenticator.principal is not None:
+            self._info.principal = authenticator.principal
+            self._authenticator = None
+            self._session = authenticator
+            self._decoder.max_frame_bytes = self._max_request_bytes
+        in_flight = InFlight(None)
+        in_flight.raw = answer
+        in_flight.ready = True
+        self._pending.append(in_flight)
+        if self._pending[0] is in_flight:
+            self._flush()
+        return True
+
+    def _check_session(self, frame: bytes) -> bool:
+        """KIP-368 on an authenticated connection; True when the frame was handled."""
+        session = self._session
+        channel = self._channel
+        assert session is not None and channel is not None
+        if frame[:2] == SASL_HANDSHAKE_KEY and session.supports_reauthentication:
+            self._authenticator = channel.new_authenticator(previous=session)
+            return self._authenticate(frame)
+        if session.session_expired():
+            self.abort(
+                "authentication session expired and not re-authenticated", level=logging.INFO
+            )
+            return True
+        return False
 
     def _on_parked_done(self, _future: object = None) -> None:
         in_flight = self._parked

@@ -69,8 +69,13 @@ _INT_BOUNDS = {
 
 
 def model_names() -> dict[str, str]:
-    """Kafka name -> ``BrokerConfig`` field name, for every config minikafka models."""
-    return {info.alias or name: name for name, info in BrokerConfig.model_fields.items()}
+    """Kafka name -> ``BrokerConfig`` field name, for every config minikafka models (the
+    ``ssl.*``/``sasl.*``/``listener.name.*`` configs are not one field each)."""
+    return {
+        info.alias or name: name
+        for name, info in BrokerConfig.model_fields.items()
+        if name != "security_configs"
+    }
 
 
 def value_text(value: object) -> str | None:
@@ -138,6 +143,9 @@ def static_values(
     fields = BrokerConfig.model_fields
     values: dict[str, str] = {}
     for field in config.model_fields_set:
+        if field == "security_configs":  # ssl.*, sasl.*, listener.name.*: each its own
+            values.update(config.security_configs)
+            continue
         if field in fields:
             text = value_text(getattr(config, field))
             if text is not None:

@@ -36,6 +36,11 @@ starts in milliseconds and is stopped when the test ends. The fixture's object:
 * client quotas: ``set_quota({"client-id": "slow"}, {"producer_byte_rate": 1024})``
   (a None name is the default, a None value removes), or
   ``@pytest.mark.minikafka(quotas=[(entity, values), ...])``;
+* ``security="sasl_ssl"`` (or ``"sasl_plaintext"``, ``"ssl"``; marker, factory) adds a
+  secure listener as ``minikafka serve --security`` does; ``client_settings`` is then
+  what a client needs (``security_protocol``, ``bootstrap_servers`` of that listener,
+  ``sasl_mechanism``, ``username``, ``password``, ``ca_file``, ``client_cert_file``,
+  ``properties()``), else None;
 * ``call(fn, *args)`` runs ``fn`` on the cluster's loop (for the ``MiniKafka`` object,
   ``app``, which must only be touched there) and ``run(coroutine)`` awaits one there.
 """
@@ -43,8 +48,13 @@ starts in milliseconds and is stopped when the test ends. The fixture's object:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
+import secrets
+import tempfile
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -52,6 +62,7 @@ import pytest
 if TYPE_CHECKING:
     from broker.app import MiniKafka
     from broker.config import BrokerConfig
+    from broker.security.quickstart import ClientSettings, SecuritySetup
 
 __all__ = ["MiniKafkaCluster", "start_cluster"]
 
@@ -65,8 +76,15 @@ START_TIMEOUT_S = 30.0
 class MiniKafkaCluster:
     """A running in-process cluster on its own thread and event loop."""
 
-    def __init__(self, app: MiniKafka, loop: asyncio.AbstractEventLoop, thread: threading.Thread):
+    def __init__(
+        self,
+        app: MiniKafka,
+        loop: asyncio.AbstractEventLoop,
+        thread: threading.Thread,
+        client_settings: ClientSettings | None = None,
+    ):
         self.app = app
+        self.client_settings = client_settings
         self._loop = loop
         self._thread = thread
         self.bootstrap_servers: str = app.bootstrap
@@ -202,7 +220,8 @@ def start_cluster(
         k: kwargs.pop(k) for k in ("data_dir", "control_port", "capture_dir") if k in kwargs
     }
     quotas = list(kwargs.pop("quotas", None) or ())
-    values: dict[str, object] = dict(PLUGIN_DEFAULTS)
+    setup = _security(kwargs.pop("security", None), brokers)
+    values: dict[str, object] = {**PLUGIN_DEFAULTS, **(setup.overrides if setup else {})}
     for key, value in {**dict(overrides or {}), **kwargs}.items():
         alias = BrokerConfig.model_fields[key].alias if key in BrokerConfig.model_fields else None
         values.pop(alias or key, None)
@@ -224,6 +243,8 @@ def start_cluster(
 
     async def build() -> MiniKafka:
         app = MiniKafka(config, brokers=brokers, port=0, **app_args)
+        for spec in setup.scram_seeds if setup else ():
+            app.scram_credentials.add_scram(spec, os.urandom)
         await app.start()
         return app
 
@@ -233,7 +254,11 @@ def start_cluster(
         loop.call_soon_threadsafe(loop.stop)
         thread.join(START_TIMEOUT_S)
         raise
-    cluster = MiniKafkaCluster(app, loop, thread)
+    client = None
+    if setup is not None:
+        bootstrap = app.listener_bootstrap(setup.listener_name)
+        client = dataclasses.replace(setup.client, bootstrap_servers=bootstrap)
+    cluster = MiniKafkaCluster(app, loop, thread, client)
     try:
         for quota_entity, quota_values in quotas:
             cluster.set_quota(quota_entity, quota_values)
@@ -241,6 +266,18 @@ def start_cluster(
         cluster.stop()
         raise
     return cluster
+
+
+def _security(mode: str | None, brokers: int) -> SecuritySetup | None:
+    """``security=...``: certificates in a temporary directory, as ``serve --security``."""
+    if mode is None:
+        return None
+    from broker.security.quickstart import MODES, security_setup
+
+    if mode not in MODES:
+        raise ValueError(f"security={mode!r}: one of {', '.join(MODES)}")
+    directory = Path(tempfile.mkdtemp(prefix="minikafka-security-"))
+    return security_setup(mode, directory, "127.0.0.1", 0, brokers, secrets.token_urlsafe(12))
 
 
 # -- pytest hooks and fixtures --------------------------------------------------------------
@@ -261,8 +298,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "minikafka(brokers=1, overrides=None, **kwargs): the minikafka fixture's cluster "
-        "(brokers, Kafka configs by name, or start_cluster's keyword arguments)",
+        "minikafka(brokers=1, overrides=None, security=None, **kwargs): the minikafka "
+        "fixture's cluster (brokers, Kafka configs by name, or start_cluster's keyword "
+        "arguments)",
     )
 
 

@@ -15,7 +15,7 @@ brokers, not the control endpoint.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
@@ -27,6 +27,7 @@ from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupCoordinator
 from broker.replica.replica_manager import ReplicaManager
 from broker.response_cache import ResponseCache
+from broker.security.scram_credentials import ScramCredentialStore
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
@@ -55,6 +56,8 @@ class BrokerServices:
     share_partition_manager: SharePartitionManager
     #: The client quota managers and the cluster's quotas (``broker/quota/``).
     quota_managers: QuotaManagers | None = None
+    # The cluster's SCRAM credentials (Describe/AlterUserScramCredentials, SCRAM logins).
+    scram_credentials: ScramCredentialStore = field(default_factory=ScramCredentialStore)
 
     def auto_create_topic(self, name: str) -> TopicInfo:
         """Create a topic with the broker's defaults (``auto.create.topics.enable``)."""

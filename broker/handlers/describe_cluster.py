@@ -45,7 +45,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         fenced = bool(getattr(request, "include_fenced_brokers", False))
         brokers = tuple(
             b.DescribeClusterBroker(
-                broker_id=e.broker_id, host=e.host, port=e.port, rack=None, is_fenced=not e.alive
+                broker_id=e.broker_id,
+                host=e.address(ctx.connection.listener_name)[0],
+                port=e.address(ctx.connection.listener_name)[1],
+                rack=None,
+                is_fenced=not e.alive,
             )
             for e in sorted(cluster.brokers.values(), key=lambda e: e.broker_id)
             if e.alive or fenced

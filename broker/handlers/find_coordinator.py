@@ -12,6 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster_metadata import BrokerEndpoint
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from protocol.builders import response_builder
@@ -49,8 +50,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 b.Coordinator(
                     key=key,
                     node_id=endpoint.broker_id if endpoint else -1,
-                    host=endpoint.host if endpoint else "",
-                    port=endpoint.port if endpoint else -1,
+                    host=_address(ctx, endpoint)[0],
+                    port=_address(ctx, endpoint)[1],
                     error_code=error,
                     error_message=message,
                 )
@@ -62,9 +63,16 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error_code=error,
         error_message=message,
         node_id=endpoint.broker_id if endpoint else -1,
-        host=endpoint.host if endpoint else "",
-        port=endpoint.port if endpoint else -1,
+        host=_address(ctx, endpoint)[0],
+        port=_address(ctx, endpoint)[1],
     )
+
+
+def _address(ctx: RequestContext, endpoint: BrokerEndpoint | None) -> tuple[str, int]:
+    """The coordinator on the listener the request came in on, as in Kafka."""
+    if endpoint is None:
+        return "", -1
+    return endpoint.address(ctx.connection.listener_name)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

@@ -3,6 +3,7 @@
 Differences from Kafka: a topic auto-created by this request is returned at once with
 its leaders (Kafka answers LEADER_NOT_AVAILABLE until the controller has elected them;
 here election is immediate). Authorized operations are never computed (no ACLs).
+The brokers are those of the listener the request came in on, as in Kafka.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError, TopicInfo
+from broker.cluster_metadata import BrokerEndpoint, MetadataError, TopicInfo
 from broker.context import RequestContext
 from broker.handlers.base import TopicPartitionPairs
 from broker.handlers.topic_names import topic_name
@@ -60,6 +61,7 @@ def _cache_key(ctx: RequestContext, request: Any) -> tuple[object, ...] | None:
         ctx.api_version,
         names,
         bool(getattr(request, "allow_auto_topic_creation", True)),
+        ctx.connection.listener_name,
     )
 
 
@@ -75,10 +77,7 @@ def _answer(ctx: RequestContext, request: Any) -> Any:
         topics = []
         for wanted in requested:
             topics.append(_requested_topic(ctx, b, wanted, auto_create))
-    brokers = tuple(
-        b.MetadataResponseBroker(node_id=e.broker_id, host=e.host, port=e.port, rack=None)
-        for e in cluster.alive_brokers()
-    )
+    brokers = tuple(_broker(b, e, ctx.connection.listener_name) for e in cluster.alive_brokers())
     return b.MetadataResponse(
         throttle_time=0,
         brokers=brokers,
@@ -90,6 +89,12 @@ def _answer(ctx: RequestContext, request: Any) -> Any:
     )
 
 
+def _broker(b: Any, endpoint: BrokerEndpoint, listener_name: str) -> Any:
+    """A broker as seen from the listener the client came in on (Kafka's rule)."""
+    host, port = endpoint.address(listener_name)
+    return b.MetadataResponseBroker(node_id=endpoint.broker_id, host=host, port=port, rack=None)
+
+
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     """The brokers, and ``error`` for every topic asked for — every topic of the cluster
     when the request asks for all (Kafka's error response lists no topic then)."""
@@ -97,10 +102,7 @@ def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     cluster = ctx.services.metadata
     return b.MetadataResponse(
         throttle_time=0,
-        brokers=tuple(
-            b.MetadataResponseBroker(node_id=e.broker_id, host=e.host, port=e.port, rack=None)
-            for e in cluster.alive_brokers()
-        ),
+        brokers=tuple(_broker(b, e, ctx.connection.listener_name) for e in cluster.alive_brokers()),
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id,
         topics=tuple(

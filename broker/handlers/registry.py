@@ -18,6 +18,7 @@ from broker.handlers import (
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -38,6 +39,7 @@ from broker.handlers import (
     describe_quorum,
     describe_topic_partitions,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -57,6 +59,8 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     share_acknowledge,
     share_fetch,
     share_group_describe,
@@ -130,6 +134,11 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     share_group_describe,
     share_fetch,
     share_acknowledge,
+    # security (issue 21): SASL is the authenticator's; these answer after it
+    sasl_handshake,
+    sasl_authenticate,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 

@@ -7,7 +7,9 @@ This is an asyncio shell on ``protocol.client.ClientConnection``, which owns cor
 ids, encoding and the pairing of responses with requests; the shell only opens the
 socket, writes what the connection produced and feeds it what it reads.
 
-The connection opens on the first request and is kept. A leader that closes it, or
+The connection opens on the first request and is kept. With an ``InterBrokerClient``
+(``broker/security/sasl_client.py``) it opens with TLS and authenticates (SASL) first,
+as a client of the inter-broker listener. A leader that closes it, or
 answers out of step, is a ``ConnectionError``; one that does not answer within
 ``REQUEST_TIMEOUT_MS`` a ``TimeoutError``. Either way the fetcher drops this endpoint
 and makes a new one after its backoff. A request abandoned half way (cancelled, timed
@@ -21,6 +23,7 @@ from typing import Any
 
 from kio.static.protocol import RequestPayload
 
+from broker.security.sasl_client import InterBrokerClient
 from protocol.client import ClientConnection
 from protocol.errors import ProtocolError
 
@@ -34,10 +37,13 @@ _READ_SIZE = 1 << 20
 class LeaderEndpoint:
     """One TCP connection to a leader broker, one request in flight."""
 
-    def __init__(self, host: str, port: int, client_id: str) -> None:
+    def __init__(
+        self, host: str, port: int, client_id: str, security: InterBrokerClient | None = None
+    ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
+        self._security = security
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._client: ClientConnection | None = None
@@ -47,9 +53,24 @@ class LeaderEndpoint:
         if self._client is not None and self._client.in_flight:
             self.close()  # an earlier request was abandoned: its answer is still owed
         if self._reader is None or self._writer is None or self._client is None:
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-            self._client = ClientConnection(self.client_id)
+            await self._open()
+        return await self._exchange(api_key, version, payload)
+
+    async def _open(self) -> None:
+        security = self._security
+        tls = security.ssl_context if security is not None else None
+        self._reader, self._writer = await asyncio.open_connection(self.host, self.port, ssl=tls)
+        self._client = ClientConnection(self.client_id)
+        if security is not None:
+            try:
+                await security.authenticate(self._exchange)
+            except BaseException:
+                self.close()
+                raise
+
+    async def _exchange(self, api_key: int, version: int, payload: RequestPayload) -> Any:
         reader, writer, client = self._reader, self._writer, self._client
+        assert reader is not None and writer is not None and client is not None
         writer.write(client.send(api_key, version, payload).data)
         await writer.drain()
         while True:

@@ -156,8 +156,9 @@ class ReplicaFetcher:
             endpoint = self.manager.metadata.brokers.get(self.leader_id)
             if endpoint is None:
                 raise ConnectionError(f"leader {self.leader_id} is not registered")
+            host, port = endpoint.address(self.manager.inter_broker_listener)
             self._connection = self.manager.leader_endpoint(
-                endpoint.host, endpoint.port, f"replica-fetcher-{self.manager.broker_id}"
+                host, port, f"replica-fetcher-{self.manager.broker_id}"
             )
         return self._connection
 
@@ -402,7 +403,10 @@ class ReplicaFetcherManager:
         clock: Clock,
         partitions: Mapping[TopicPartition, Partition],
         leader_endpoint: Callable[[str, int, str], LeaderEndpoint] = LeaderEndpoint,
+        inter_broker_listener: str = "PLAINTEXT",
     ) -> None:
+        # The leader's listener followers fetch from (inter.broker.listener.name).
+        self.inter_broker_listener = inter_broker_listener
         self.broker_id = broker_id
         self.config = config
         self.metadata = metadata

@@ -22,6 +22,7 @@ from typing import Any
 
 from broker.cluster_metadata import ClusterMetadata
 from broker.replica.leader_endpoint import LeaderEndpoint
+from broker.security.sasl_client import InterBrokerClient
 from broker.txn.transaction_marker_channel_manager import (
     MarkerErrors,
     TransactionMarkerChannelManager,
@@ -99,8 +100,11 @@ class MarkerSendThread:
             endpoint = self._sender.metadata.brokers.get(self.broker_id)
             if endpoint is None:
                 raise ConnectionError(f"broker {self.broker_id} is not registered")
+            security = self._sender.security
+            listener = security.listener_name if security is not None else "PLAINTEXT"
+            host, port = endpoint.address(listener)
             self._endpoint = LeaderEndpoint(
-                endpoint.host, endpoint.port, f"txn-marker-channel-{self._sender.source_id}"
+                host, port, f"txn-marker-channel-{self._sender.source_id}", security
             )
         return self._endpoint
 
@@ -144,8 +148,13 @@ class InterBrokerMarkerSender:
     """The channel manager's ``MarkerSender``: a ``MarkerSendThread`` per destination."""
 
     def __init__(
-        self, source_id: int, metadata: ClusterMetadata, manager: TransactionMarkerChannelManager
+        self,
+        source_id: int,
+        metadata: ClusterMetadata,
+        manager: TransactionMarkerChannelManager,
+        security: InterBrokerClient | None = None,
     ) -> None:
+        self.security = security  # the inter-broker listener's TLS/SASL, None: PLAINTEXT
         self.source_id = source_id
         self.metadata = metadata
         self.manager = manager

@@ -51,6 +51,7 @@ from broker.coordinator_loader import LoadScheduler
 from broker.purgatories import ParkedRequest
 from broker.replica.replica_manager import ReplicaManager
 from broker.scheduler import PeriodicTask
+from broker.security.sasl_client import InterBrokerClient
 from broker.txn import txn_end
 from broker.txn.marker_sender import InterBrokerMarkerSender
 from broker.txn.transaction_config import TransactionConfig
@@ -472,6 +473,7 @@ def build_transaction_coordinator(
     replica_manager: ReplicaManager,
     scheduler_timer: SystemTimer,
     load_scheduler: LoadScheduler | None = None,
+    inter_broker: InterBrokerClient | None = None,
 ) -> TransactionCoordinator:
     """Kafka's ``TransactionCoordinator.apply``: the coordinator with its state manager
     (over ``__transaction_state`` through the replica manager, loading its partitions on
@@ -499,5 +501,5 @@ def build_transaction_coordinator(
         metadata.next_producer_id,
         txn_manager,
         channel,
-        InterBrokerMarkerSender(broker_id, metadata, channel),
+        InterBrokerMarkerSender(broker_id, metadata, channel, inter_broker),
     )

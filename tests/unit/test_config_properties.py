@@ -198,7 +198,7 @@ def test_listeners_give_host_port_and_advertised_host(
     [
         ({"listeners": "localhost:9092"}, "is not NAME://host:port"),
         ({"listeners": "PLAINTEXT://:99999"}, "not in 0..65535"),
-        ({"listeners": "SSL://:9093"}, "PLAINTEXT only"),
+        ({"listeners": "SSL://:9093"}, "inter-broker traffic on PLAINTEXT"),
         (
             {"listeners": "CONTROLLER://:9093", "controller.listener.names": "CONTROLLER"},
             "no broker listener",
