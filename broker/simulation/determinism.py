@@ -28,18 +28,15 @@ from typing import Any
 DEFAULT_EPOCH_S = 1_767_225_600.0
 
 
+# The functions of the `time` module a run replaces (most of them read through the module).
+_CLOCKS = ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns")
+
+
 @contextmanager
 def pinned_process(loop: Any, seed: int, epoch_s: float = DEFAULT_EPOCH_S) -> Iterator[None]:
     """Wall and monotonic clocks follow ``loop.time()``; `random` and `uuid4` follow ``seed``."""
-    saved = (
-        time.time,
-        time.time_ns,
-        time.monotonic,
-        time.monotonic_ns,
-        time.perf_counter,
-        time.perf_counter_ns,
-        uuid.uuid4,
-    )
+    saved_clocks = {name: getattr(time, name) for name in _CLOCKS}
+    saved_uuid4 = uuid.uuid4
     saved_random = random.getstate()
     ids = random.Random(f"{seed}/uuid")
 
@@ -52,22 +49,22 @@ def pinned_process(loop: Any, seed: int, epoch_s: float = DEFAULT_EPOCH_S) -> It
     def uuid4() -> uuid.UUID:
         return uuid.UUID(int=ids.getrandbits(128), version=4)
 
-    time.time = wall
-    time.time_ns = lambda: int(wall() * 1e9)
-    time.monotonic = time.perf_counter = monotonic
-    time.monotonic_ns = time.perf_counter_ns = lambda: int(monotonic() * 1e9)
+    pinned = {
+        "time": wall,
+        "time_ns": lambda: int(wall() * 1e9),
+        "monotonic": monotonic,
+        "monotonic_ns": lambda: int(monotonic() * 1e9),
+        "perf_counter": monotonic,
+        "perf_counter_ns": lambda: int(monotonic() * 1e9),
+    }
+    for name, function in pinned.items():
+        setattr(time, name, function)
     uuid.uuid4 = uuid4
     random.seed(seed)
     try:
         yield
     finally:
-        (
-            time.time,
-            time.time_ns,
-            time.monotonic,
-            time.monotonic_ns,
-            time.perf_counter,
-            time.perf_counter_ns,
-            uuid.uuid4,
-        ) = saved
+        for name, function in saved_clocks.items():
+            setattr(time, name, function)
+        uuid.uuid4 = saved_uuid4
         random.setstate(saved_random)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from broker.simulation.history import History
 from broker.simulation.workload import EVENTS, OUTPUT, TRANSFORM_GROUP
@@ -60,30 +61,27 @@ def _no_duplicate_from_idempotent_producer(history: History) -> Verdict:
     return Verdict("no duplicate from the idempotent producer", not twice, detail)
 
 
-def _high_watermarks_never_move_back(history: History) -> Verdict:
-    back = [
-        (key, a, b)
-        for key, seen in history.high_watermarks.items()
-        for a, b in itertools.pairwise(seen)
-        if b < a
+def _moves_back(sequences: dict[Any, list[int]]) -> list[tuple[Any, int, int]]:
+    """Every step back in each sequence: (key, before, after)."""
+    return [
+        (key, a, b) for key, seen in sequences.items() for a, b in itertools.pairwise(seen) if b < a
     ]
-    detail = f"{sum(len(s) for s in history.high_watermarks.values())} observed, {len(back)} back"
+
+
+def _never_back(name: str, noun: str, sequences: dict[Any, list[int]]) -> Verdict:
+    back = _moves_back(sequences)
+    detail = f"{sum(len(s) for s in sequences.values())} {noun}, {len(back)} back"
     if back:
         detail += f" (first: {back[0][0]} {back[0][1]} -> {back[0][2]})"
-    return Verdict("high watermark never moves back", not back, detail)
+    return Verdict(name, not back, detail)
+
+
+def _high_watermarks_never_move_back(history: History) -> Verdict:
+    return _never_back("high watermark never moves back", "observed", history.high_watermarks)
 
 
 def _committed_offsets_never_move_back(history: History) -> Verdict:
-    back = [
-        (key, a, b)
-        for key, seen in history.commits.items()
-        for a, b in itertools.pairwise(seen)
-        if b < a
-    ]
-    detail = f"{sum(len(s) for s in history.commits.values())} commits, {len(back)} back"
-    if back:
-        detail += f" (first: {back[0][0]} {back[0][1]} -> {back[0][2]})"
-    return Verdict("committed offsets never move back", not back, detail)
+    return _never_back("committed offsets never move back", "commits", history.commits)
 
 
 def _one_owner_per_generation(history: History) -> Verdict:
