@@ -13,33 +13,38 @@ the limit.
 
 Kinds (``--kinds``):
 
-=================  =========================================================================
-api-versions       ApiVersions v3, to the bootstrap broker
-metadata           Metadata v9 naming one topic (1 partition)
-metadata-100x10    Metadata v9 naming 100 topics of 10 partitions each (replication 1)
-produce-acks1      Produce v9, one 100-byte record, acks=1, to the partition leader
-produce-acksall    the same with acks=all on a topic replicated 3 ways (``--brokers 3``):
-                   the broker's figure includes the followers' fetches (same process)
-fetch              Fetch v12 of offset 0 of a partition holding one batch of ten 100-byte
-                   records (the same data every time)
-fetch-longpoll     Fetch v12 at the log end, max_wait ``--longpoll-wait-ms``, woken by one
-                   more connection appending one record at a steady rate: one fetch in flight
-                   per connection, as a consumer has. The client reads the high watermark of
-                   each response (at a fixed place in the frame, checked once) to fetch the
-                   next offset. Latency p50/p99: from the append being sent to the fetch
-                   response that carries it being received.
-fetch-parked       Fetch v12 at the log end of a topic nobody writes to, max_wait
-                   ``--parked-wait-ms``: every fetch waits out max_wait in the purgatory and
-                   is answered empty, and its connection sends the next at once (the first
-                   ones spread over one max_wait). p50/p99: send to answer; the note gives
-                   the lateness against max_wait and the broker's RSS per connection and
-                   per parked fetch (RSS once connected minus before; at the end minus once
-                   connected). Not in the default ``--kinds``: a row lasts 4 max_waits.
-heartbeat          Heartbeat v4 of a real member (JoinGroup + SyncGroup first, session
-                   timeout 10 minutes), to the group coordinator
-offset-commit      OffsetCommit v8 of that kind of member, one partition: the broker appends
-                   it to ``__consumer_offsets`` and answers once its ISR has it
-=================  =========================================================================
+==================  =========================================================================
+api-versions        ApiVersions v3, to the bootstrap broker
+metadata            Metadata v9 naming one topic (1 partition)
+metadata-100x10     Metadata v9 naming 100 topics of 10 partitions each (replication 1)
+produce-acks1       Produce v9, one 100-byte record, acks=1, to the partition leader
+produce-acksall     the same with acks=all on a topic replicated 3 ways (``--brokers 3``):
+                    the broker's figure includes the followers' fetches (same process)
+fetch               Fetch v12 of offset 0 of a partition holding one batch of ten 100-byte
+                    records (the same data every time)
+fetch-longpoll      Fetch v12 at the log end, max_wait ``--longpoll-wait-ms``, woken by one
+                    more connection appending one record at a steady rate: one fetch in flight
+                    per connection, as a consumer has. The client reads the high watermark of
+                    each response (at a fixed place in the frame, checked once) to fetch the
+                    next offset. Latency p50/p99: from the append being sent to the fetch
+                    response that carries it being received.
+fetch-parked        Fetch v12 at the log end of a topic nobody writes to, max_wait
+                    ``--parked-wait-ms``: every fetch waits out max_wait in the purgatory and
+                    is answered empty, and its connection sends the next at once (the first
+                    ones spread over one max_wait). p50/p99: send to answer; the note gives
+                    the lateness against max_wait and the broker's RSS per connection and
+                    per parked fetch (RSS once connected minus before; at the end minus once
+                    connected). Not in the default ``--kinds``: a row lasts 4 max_waits.
+heartbeat           Heartbeat v4 of a real member (JoinGroup + SyncGroup first, session
+                    timeout 10 minutes), to the group coordinator
+consumer-heartbeat  ConsumerGroupHeartbeat v1 (KIP-848) of a real member: joined with member
+                    epoch 0 to a one-partition topic and its assignment acknowledged, then
+                    the steady-state lightweight heartbeat (group, member id, epoch; every
+                    other field null), to the group coordinator. The member's session is the
+                    broker's ``group.consumer.session.timeout.ms`` (45 s by default)
+offset-commit       OffsetCommit v8 of that kind of member, one partition: the broker appends
+                    it to ``__consumer_offsets`` and answers once its ISR has it
+==================  =========================================================================
 
 Before it is measured, each frame is sent once and its answer decoded: a kind whose
 answer carries an error code is still measured, with the error in the note column (the
@@ -182,7 +187,7 @@ def measure_repeated(
 # ----------------------------------------------------------------------------- output
 
 COLUMNS: list[tuple[str, str, int, str]] = [  # header, attribute, width, format
-    ("kind", "kind", 16, "s"),
+    ("kind", "kind", 18, "s"),
     ("conns", "connections", 5, "d"),
     ("infl", "in_flight", 4, "d"),
     ("idle", "idle_connections", 5, "d"),

@@ -22,6 +22,7 @@ from typing import Any
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT = 0, 1, 2, 3, 8
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS = 18, 19, 20
+CONSUMER_GROUP_HEARTBEAT = 68
 
 KINDS: dict[str, tuple[int, int]] = {  # kind -> (api key, version) measured
     "api-versions": (API_VERSIONS, 3),
@@ -33,6 +34,7 @@ KINDS: dict[str, tuple[int, int]] = {  # kind -> (api key, version) measured
     "fetch-longpoll": (FETCH, 12),
     "fetch-parked": (FETCH, 12),
     "heartbeat": (HEARTBEAT, 4),
+    "consumer-heartbeat": (CONSUMER_GROUP_HEARTBEAT, 1),
     "offset-commit": (OFFSET_COMMIT, 8),
 }
 
@@ -46,6 +48,9 @@ SETUP_TIMEOUT_S = 60.0
 CONNECT_CONCURRENCY = 64  # the broker listens with asyncio's default backlog of 100
 CONNECTIONS_PER_CLIENT_PROCESS = 2500
 MEMBER_ID_REQUIRED = 79
+#: ConsumerGroupHeartbeat answers worth waiting out during setup: the offsets topic is
+#: being created or its partition loaded.
+COORDINATOR_NOT_READY = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
 OFFSET_SENTINEL = 0x0102030405060708  # found in the encoded long-poll frame, then patched
 
 LENGTH = struct.Struct(">i")
@@ -335,6 +340,66 @@ class Cluster:
             raise SetupError(f"SyncGroup: {first_error(synced)}")
         return coordinator, generation, member
 
+    async def consumer_heartbeat(self, coordinator: Address, **fields: Any) -> Any:
+        """A ConsumerGroupHeartbeat v1 (fields left out are null: a lightweight one),
+        retried while the coordinator is not ready."""
+        fields = {
+            "instance_id": None,
+            "rack_id": None,
+            "rebalance_timeout": -1,
+            "subscribed_topic_names": None,
+            "subscribed_topic_regex": None,
+            "server_assignor": None,
+            "topic_partitions": None,
+            **fields,
+        }
+        deadline = time.monotonic() + SETUP_TIMEOUT_S
+        while True:
+            answer = await (await self.conn(coordinator)).call(
+                CONSUMER_GROUP_HEARTBEAT, 1, "ConsumerGroupHeartbeatRequest", **fields
+            )
+            error = first_error(answer)
+            if error not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                return answer
+            await asyncio.sleep(0.2)
+
+    async def consumer_join(self, group: str, topic: str) -> tuple[Address, str, int]:
+        """A one-member KIP-848 group subscribed to ``topic``, its assignment
+        acknowledged (the member owns what it was given, nothing is pending): the state
+        of a member between rebalances. (coordinator, member id, member epoch)."""
+        import uuid
+
+        coordinator = await self.coordinator(group)
+        member = str(uuid.uuid4())  # v1: the client generates it (KIP-1082)
+        b = _builder(CONSUMER_GROUP_HEARTBEAT, 1)
+        answer = await self.consumer_heartbeat(
+            coordinator,
+            group_id=group,
+            member_id=member,
+            member_epoch=0,
+            rebalance_timeout=SESSION_TIMEOUT_MS,
+            subscribed_topic_names=(topic,),
+            topic_partitions=(),
+        )
+        for _ in range(50):
+            error = first_error(answer)
+            if error:
+                raise SetupError(f"ConsumerGroupHeartbeat: {error}")
+            if answer.assignment is None:  # nothing new: the member is stable
+                return coordinator, member, int(answer.member_epoch)
+            owned = tuple(
+                b.TopicPartitions(topic_id=tp.topic_id, partitions=tuple(tp.partitions))
+                for tp in answer.assignment.topic_partitions
+            )
+            answer = await self.consumer_heartbeat(
+                coordinator,
+                group_id=group,
+                member_id=member,
+                member_epoch=int(answer.member_epoch),
+                topic_partitions=owned,
+            )
+        raise SetupError("ConsumerGroupHeartbeat: the assignment never settled")
+
     async def leave_group(self, coordinator: Address, group: str, member: str) -> None:
         b = _builder(LEAVE_GROUP, 4)
         await (await self.conn(coordinator)).call(
@@ -477,6 +542,36 @@ async def prepare(cluster: Cluster, kind: str, run_id: str, args: argparse.Names
         work = Workload(kind, leader, frame, note=note, topics=[base])
         work.parked_wait_ms = args.parked_wait_ms
         return work
+    elif kind == "consumer-heartbeat":
+        # KIP-848: a member subscribed to a one-partition topic, joined (epoch 0) and its
+        # assignment acknowledged; then the heartbeat it sends every interval while
+        # nothing changes: the lightweight one, only group, member id and epoch (every
+        # other field null: "unchanged"), as librdkafka sends it.
+        await cluster.create_topics([base], 1, 1)
+        coordinator, member, epoch = await cluster.consumer_join(base, base)
+        frame = _encode(
+            CONSUMER_GROUP_HEARTBEAT,
+            1,
+            "ConsumerGroupHeartbeatRequest",
+            group_id=base,
+            member_id=member,
+            member_epoch=epoch,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=-1,
+            subscribed_topic_names=None,
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=None,
+        )
+        work = Workload(
+            kind,
+            coordinator,
+            frame,
+            note=f"member epoch {epoch}",
+            topics=[base],
+            group=(coordinator, base, member),
+        )
     elif kind in ("heartbeat", "offset-commit"):
         coordinator, generation, member = await cluster.join_group(base)
         topics: list[str] = []
@@ -560,8 +655,14 @@ async def _prepare_longpoll(
 async def cleanup(cluster: Cluster, work: Workload) -> None:
     """Best effort: leave the group, delete the topics (so no replication runs on)."""
     if work.group is not None:
+        coordinator, group, member = work.group
         with suppress(Exception):
-            await cluster.leave_group(*work.group)
+            if work.kind == "consumer-heartbeat":  # KIP-848's leave: member epoch -1
+                await cluster.consumer_heartbeat(
+                    coordinator, group_id=group, member_id=member, member_epoch=-1
+                )
+            else:
+                await cluster.leave_group(coordinator, group, member)
     if work.topics:
         with suppress(Exception):
             await cluster.delete_topics(work.topics)
