@@ -427,9 +427,14 @@ async def test_paused_replication_shrinks_the_isr_and_resume_expands_it() -> Non
             assert await _metrics_value(http, shrinks, shrinks + "_total", leader) >= 1
 
             await http.ok("POST", f"/brokers/{follower}/replication", {"action": "resume"})
-            await poll(full, "the resumed follower to rejoin the ISR")
+
+            async def healed() -> bool:
+                # One state, polled whole: with replica.lag.time.max.ms=300 a loaded machine
+                # can drop the follower again between two separate reads.
+                return await full() and await _metrics_value(http, under, under, leader) == 0
+
+            await poll(healed, "the resumed follower to rejoin the ISR")
             assert await _metrics_value(http, expands, expands + "_total", leader) >= 1
-            assert await _metrics_value(http, under, under, leader) == 0
 
             answer = await http.ok(
                 "POST", f"/brokers/{follower}/replication", {"action": "delay", "delay_ms": 5}
