@@ -171,6 +171,9 @@ class BrokerConfig(BaseModel):
     group_coordinator_rebalance_protocols: str = Field(
         "classic,consumer", alias="group.coordinator.rebalance.protocols"
     )
+    group_consumer_migration_policy: str = Field(
+        "bidirectional", alias="group.consumer.migration.policy"
+    )
     # Share groups (KIP-932, broker/group/share/, broker/share/): Kafka's names and
     # defaults; ShareGroupConfig checks Kafka's bounds at start.
     group_share_enable: bool = Field(True, alias="group.share.enable")

@@ -32,10 +32,12 @@ Where this differs from Kafka (all deliberate, all small):
   UNKNOWN_MEMBER_ID, and a JoinGroup/SyncGroup superseded by a retry of the same
   member gets REBALANCE_IN_PROGRESS. Kafka drops those callbacks.
 * KIP-848 consumer groups are the ``ConsumerGroupCoordinator``'s (``consumer/``); this
-  coordinator asks it (``consumer_groups``) only whether an id is a consumer group's: a
-  JoinGroup for one answers INCONSISTENT_GROUP_PROTOCOL (no classic members in a consumer
-  group before the migration of phase 2), and its OffsetCommits are checked against the
-  member epoch there. Transactional offset commits: ``group_txn.py``.
+  coordinator asks it (``consumer_groups``) whether an id is a consumer group's: then a
+  JoinGroup, SyncGroup, Heartbeat or LeaveGroup is a classic member's of that consumer
+  group and is served there (Kafka 4's online migration, ``consumer/classic_members.py``),
+  and its OffsetCommits are checked against the member epoch there. The migration's
+  conversions change this coordinator's group through ``group_migration.py``.
+  Transactional offset commits: ``group_txn.py``.
 """
 
 from __future__ import annotations
@@ -47,8 +49,11 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 
 import broker.group.group_join as group_join
+import broker.group.group_migration as group_migration
 import broker.group.group_sync as group_sync
 from broker.group.consumer.consumer_group import ConsumerGroup
+from broker.group.consumer.coordinator_ports import ClassicGroupMigration
+from broker.group.consumer.group_conversion import ClassicMemberSpec
 from broker.group.delayed_heartbeat import DelayedHeartbeat
 from broker.group.delayed_join import DelayedJoin, InitialDelayedJoin
 from broker.group.group_config import GroupConfig
@@ -94,6 +99,30 @@ class ConsumerGroups(Protocol):
 
     def on_partition_unloaded(self, partition: int) -> None: ...
 
+    def attach_classic_coordinator(self, classic: ClassicGroupMigration) -> None: ...
+
+    def classic_group_join(
+        self, params: JoinGroupParams, callback: ResponseCallback[JoinGroupResult]
+    ) -> None: ...
+
+    def classic_group_sync(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+    ) -> SyncGroupResult: ...
+
+    def classic_group_heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int
+    ) -> ErrorCode: ...
+
+    def classic_group_leave(
+        self, group_id: str, members: Sequence[tuple[str, str | None]], reason: str | None
+    ) -> LeaveGroupResult: ...
+
 
 class GroupCoordinator:
     """Runs the classic group protocol for the groups its manager holds."""
@@ -111,6 +140,26 @@ class GroupCoordinator:
         self.rebalance_purgatory = rebalance_purgatory
         self.group_manager = group_manager
         self.consumer_groups = consumer_groups
+        if consumer_groups is not None:
+            consumer_groups.attach_classic_coordinator(self)
+
+    # ------------------------------------------ online migration (ClassicGroupMigration)
+    @property
+    def classic_group_max_size(self) -> int:
+        return self.config.group_max_size
+
+    def hand_over_to_consumer_group(self, group: GroupMetadata) -> None:
+        group_migration.hand_over_to_consumer_group(self, group)
+
+    def take_back_from_consumer_group(
+        self, group_id: str, generation_id: int, members: Sequence[ClassicMemberSpec]
+    ) -> None:
+        group_migration.take_back_from_consumer_group(self, group_id, generation_id, members)
+
+    def _consumer_group(self, group_id: str) -> ConsumerGroups | None:
+        """The consumer groups' side when ``group_id`` is a consumer group's."""
+        groups = self.consumer_groups
+        return groups if groups is not None and groups.is_consumer_group(group_id) else None
 
     # ============================================================== lifecycle
     async def start(self) -> None:
@@ -187,14 +236,13 @@ class GroupCoordinator:
         ):
             callback(JoinGroupResult(params.member_id, E.invalid_session_timeout))
             return
-        if (
-            self.consumer_groups is not None
-            and self.consumer_groups.is_consumer_group(params.group_id)
+        consumer_groups = self._consumer_group(params.group_id)
+        if consumer_groups is not None and not consumer_groups.maybe_delete_empty_group(
             # Kafka's maybeDeleteEmptyConsumerGroup: an Empty one becomes classic.
-            and not self.consumer_groups.maybe_delete_empty_group(params.group_id)
+            params.group_id
         ):
-            # Kafka 4 serves a classic member inside a consumer group; not here (yet).
-            callback(JoinGroupResult(params.member_id, E.inconsistent_group_protocol))
+            # A classic member of a consumer group (Kafka 4's online migration).
+            consumer_groups.classic_group_join(params, callback)
             return
         is_unknown_member = params.member_id == UNKNOWN_MEMBER_ID
         group = self.group_manager.get_or_maybe_create_group(params.group_id, is_unknown_member)
@@ -379,6 +427,19 @@ class GroupCoordinator:
         """SyncGroup. The leader's ``assignments`` (member id -> bytes) are stored and
         sent to every member; followers' requests are parked until then.
         ``protocol_type``/``protocol_name`` are checked when given (SyncGroup v5+)."""
+        consumer_groups = self._consumer_group(group_id)
+        if consumer_groups is not None:
+            response_callback(
+                consumer_groups.classic_group_sync(
+                    group_id,
+                    member_id,
+                    group_instance_id,
+                    generation_id,
+                    protocol_type,
+                    protocol_name,
+                )
+            )
+            return
         group_sync.handle_sync_group(
             self,
             group_id,
@@ -408,6 +469,11 @@ class GroupCoordinator:
         rejoin."""
         if not group_id:
             return E.invalid_group_id
+        consumer_groups = self._consumer_group(group_id)
+        if consumer_groups is not None:
+            return consumer_groups.classic_group_heartbeat(
+                group_id, member_id, group_instance_id, generation_id
+            )
         group = self.group_manager.get_group(group_id)
         if group is None:
             return E.unknown_member_id
@@ -516,6 +582,9 @@ class GroupCoordinator:
         an admin may name a static member by instance id alone, member id "")."""
         if not group_id:
             return LeaveGroupResult(E.invalid_group_id, [])
+        consumer_groups = self._consumer_group(group_id)
+        if consumer_groups is not None:
+            return consumer_groups.classic_group_leave(group_id, members, reason)
         group = self.group_manager.get_group(group_id)
         if group is None:
             return LeaveGroupResult(
@@ -595,8 +664,8 @@ class GroupCoordinator:
         append failed), which may also be during this call. Meanwhile the request waits
         in the Produce purgatory (the manager's append records it)."""
         tps = [TopicPartition(*tp) for tp in offsets]
-        consumer_groups = self.consumer_groups
-        if consumer_groups is not None and consumer_groups.is_consumer_group(group_id):
+        consumer_groups = self._consumer_group(group_id)
+        if consumer_groups is not None:
             # A KIP-848 group: its member epoch is checked there; its offsets are kept in
             # the one offsets store, an Empty classic group of the same id.
             error = consumer_groups.validate_offset_commit(group_id, member_id, generation_id)

@@ -1,7 +1,9 @@
 """Empty groups change type, as Kafka's ``maybeDeleteEmptyConsumerGroup`` (manual
 clock): a classic JoinGroup to an Empty consumer group deletes it (its records
 tombstoned) and joins the classic group of that id, which kept the offsets; a consumer
-group with members still refuses classic members (INCONSISTENT_GROUP_PROTOCOL); and the
+group with members refuses classic members of another protocol type
+(INCONSISTENT_GROUP_PROTOCOL; those of the consumer protocol are the online migration's,
+test_consumer_group_migration.py); and the
 classic group, once Empty again, gives way to KIP-848 members."""
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from tests.unit.test_consumer_group_coordinator import World
 E = ErrorCode
 
 
-def _join(w: World, member_id: str = "") -> Box:
+def _join(w: World, member_id: str = "", protocol_type: str = "consumer") -> Box:
     box = Box()
     params = JoinGroupParams(
         group_id="g",
@@ -28,7 +30,7 @@ def _join(w: World, member_id: str = "") -> Box:
         client_host="/127.0.0.1",
         rebalance_timeout_ms=1000,
         session_timeout_ms=10000,
-        protocol_type="consumer",
+        protocol_type=protocol_type,
         protocols=(("range", b""),),
     )
     w.classic.handle_join_group(params, box)
@@ -39,7 +41,8 @@ def test_an_empty_consumer_group_becomes_classic_on_a_classic_join() -> None:
     w = World()
     a = w.member("a")
     w.converge()
-    assert _join(w).result.error is E.inconsistent_group_protocol  # it has a member
+    # It has a member: only classic members of the consumer protocol may join it.
+    assert _join(w, protocol_type="connect").result.error is E.inconsistent_group_protocol
     assert w.coord.group("g") is not None
 
     assert a.send(member_epoch=-1).error is E.none

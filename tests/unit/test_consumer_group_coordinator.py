@@ -394,7 +394,9 @@ def test_classic_and_consumer_groups_do_not_share_an_id() -> None:
         client_host="/127.0.0.1",
         rebalance_timeout_ms=1000,
         session_timeout_ms=10000,
-        protocol_type="consumer",
+        # Not the consumer protocol: no classic member of a consumer group (online
+        # migration serves only protocol type "consumer": test_consumer_group_migration).
+        protocol_type="connect",
         protocols=(("range", b""),),
     )
     w.classic.handle_join_group(params, box)

@@ -190,9 +190,9 @@ def test_unknown_tagged_fields_are_skipped() -> None:
         )
     )
     assert value is not None
-    # Replace the empty tagged-field section with one tag-0 field of 3 bytes (what Kafka
-    # writes for a classic member's ClassicMemberMetadata).
-    tagged = value[:-1] + b"\x01\x00\x03abc"
+    # Replace the empty tagged-field section with one field of an unknown tag, 3 bytes
+    # (tag 0 is a classic member's ClassicMemberMetadata: test_consumer_group_migration).
+    tagged = value[:-1] + b"\x01\x05\x03abc"
     decoded = decode_consumer_group_record(key, tagged)
     assert isinstance(decoded, ConsumerGroupMemberMetadataRecord)
     assert decoded.value is not None and decoded.value.subscribed_topic_names == ("t",)

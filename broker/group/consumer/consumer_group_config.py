@@ -17,6 +17,9 @@ ASSIGNOR_CLASS_NAMES = {
     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
 }
 REBALANCE_PROTOCOLS = ("classic", "consumer")
+# Kafka's ConsumerGroupMigrationPolicy (case-insensitive): which online conversions of a
+# group with members are allowed.
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 def split_list(text: str) -> tuple[str, ...]:
@@ -45,6 +48,7 @@ class ConsumerGroupConfig(_FromBrokerConfig):
     group_coordinator_rebalance_protocols: str = (
         "classic,consumer"  # group.coordinator.rebalance.protocols
     )
+    group_consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy
 
     def __post_init__(self) -> None:
         def require(ok: bool, what: str) -> None:
@@ -81,10 +85,26 @@ class ConsumerGroupConfig(_FromBrokerConfig):
         require(
             "classic" in protocols, "group.coordinator.rebalance.protocols must contain classic"
         )
+        require(
+            self.group_consumer_migration_policy.lower() in MIGRATION_POLICIES,
+            f"Invalid value {self.group_consumer_migration_policy} for configuration "
+            f"group.consumer.migration.policy: String must be one of (case insensitive): "
+            f"{', '.join(p.upper() for p in MIGRATION_POLICIES)}",
+        )
 
     @property
     def assignors(self) -> tuple[str, ...]:
         return assignor_names(self.group_consumer_assignors)
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """Kafka's ``ConsumerGroupMigrationPolicy.isUpgradeEnabled``."""
+        return self.group_consumer_migration_policy.lower() in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """Kafka's ``ConsumerGroupMigrationPolicy.isDowngradeEnabled``."""
+        return self.group_consumer_migration_policy.lower() in ("downgrade", "bidirectional")
 
     @property
     def consumer_protocol_enabled(self) -> bool:

@@ -29,6 +29,15 @@ member that will come back (it keeps its partitions until its session expires).
 Timeouts are Kafka's (session, rebalance: ``consumer_group_timeouts.py``); fencing removes
 the member and bumps the group epoch, so the others get its partitions.
 
+Online migration (Kafka 4's, ``group.consumer.migration.policy``): a heartbeat joining a
+classic group with members, all of protocol type ``consumer``, converts it (upgrade:
+``group_conversion.py``; the classic coordinator empties its group through
+``ClassicGroupMigration``); its members become classic members of the consumer group and
+are served through JoinGroup/SyncGroup/Heartbeat/LeaveGroup (``classic_members.py``).
+When the last KIP-848 member leaves or is fenced and the others are all classic, the group
+converts back (downgrade) and the classic group rebalances. Both conversions are written
+as records (the consumer group's, the classic group's), so a failover keeps them.
+
 Durability, as Kafka 4's: every change of a group is written to ``__consumer_offsets``
 as Kafka's records (``consumer_group_writes.py``); a heartbeat that changed its group is
 answered once the write is done (``heartbeat``). When this broker becomes the leader of a
@@ -59,8 +68,8 @@ Where this differs from Kafka:
   subscription change, or after a metadata image change of a subscribed topic).
 * Regex subscriptions are resolved on the heartbeat, synchronously, and not written as
   ConsumerGroupRegularExpression records (``regex_subscriptions.py``).
-* No classic members in a consumer group, so no online migration (only Empty groups
-  change type, as Kafka's ``maybeDeleteEmptyConsumerGroup`` / ``...ClassicGroup``).
+* A static classic member replacing the last KIP-848 member does not downgrade the
+  group (Kafka's ``validateOnlineDowngradeWithReplacedMemberId``); see below.
 * A group's session timeout and heartbeat interval are its GROUP configs
   (``group_configs.py``); a new session timeout applies from the next heartbeat.
 * OffsetCommit below v9 from a member is not refused with UNSUPPORTED_VERSION.
@@ -70,10 +79,12 @@ Where this differs from Kafka:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
 
+import broker.group.consumer.classic_members as classic_members
+from broker.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
 from broker.group.consumer.consumer_group_assignment import (
     assignor_for,
@@ -94,10 +105,18 @@ from broker.group.consumer.consumer_group_records import (
 )
 from broker.group.consumer.consumer_group_timeouts import ConsumerGroupTimeouts
 from broker.group.consumer.consumer_group_writes import write_group_changes
-from broker.group.consumer.coordinator_ports import ClassicGroups, TopicsImage
+from broker.group.consumer.coordinator_ports import (
+    ClassicGroupMigration,
+    ClassicGroups,
+    TopicsImage,
+)
 from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.current_assignment_builder import OwnedTopicPartitions
 from broker.group.consumer.errors import ApiError
+from broker.group.consumer.group_conversion import (
+    classic_members_from_consumer_group,
+    consumer_group_from_classic,
+)
 from broker.group.consumer.heartbeat_params import (
     ConsumerGroupHeartbeatParams,
     ConsumerGroupHeartbeatResult,
@@ -118,8 +137,13 @@ from broker.group.consumer.partition_assignor import ConsumerGroupPartitionAssig
 from broker.group.consumer.range_assignor import RangeAssignor
 from broker.group.consumer.regex_subscriptions import RegexResolver, regex_topics
 from broker.group.consumer.uniform_assignor import UniformAssignor
+from broker.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from broker.group.group_configs import GroupConfigManager, GroupConfigStore
+from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
+from broker.group.join_params import JoinGroupParams
+from broker.group.response_callback import ResponseCallback
+from broker.group.results import JoinGroupResult, LeaveGroupResult, SyncGroupResult
 from broker.purgatories import ParkedRequest
 from purgatory import SystemTimer
 
@@ -159,6 +183,18 @@ class ConsumerGroupCoordinator:
         }
         self.default_assignor = config.assignors[0]
         self._groups: dict[str, ConsumerGroup] = {}
+        # The classic coordinator, for online migrations (it attaches itself).
+        self.classic: ClassicGroupMigration | None = None
+
+    def attach_classic_coordinator(self, classic: ClassicGroupMigration) -> None:
+        self.classic = classic
+
+    @property
+    def topics(self) -> Mapping[str, TopicInfo]:
+        return self._topics.topics
+
+    def new_member_id(self) -> str:
+        return self._member_id_factory()
 
     # ================================================================ lookups
     def is_consumer_group(self, group_id: str) -> bool:
@@ -194,6 +230,8 @@ class ConsumerGroupCoordinator:
         write_group_changes(
             self._classic, group_id, before, self._groups.get(group_id), on_done, parked_request
         )
+
+    write = _write
 
     # ========================================================== load / unload
     def on_group_loaded(self, group: ConsumerGroup) -> None:
@@ -275,24 +313,76 @@ class ConsumerGroupCoordinator:
             )
             return ConsumerGroupHeartbeatResult(error=error.error, error_message=error.message)
 
-    def _get_or_maybe_create_group(self, group_id: str, create: bool) -> ConsumerGroup:
+    def _get_or_maybe_create_group(
+        self, group_id: str, create: bool
+    ) -> tuple[ConsumerGroup, GroupMetadata | None]:
+        """The group, and the classic group it is converted from (upgrade) when the
+        conversion is to happen; nothing changes until :meth:`_commit_upgrade`."""
         group = self._groups.get(group_id)
         if group is not None:
-            return group
+            return group, None
         classic = self._classic.get_group(group_id)
         if classic is not None and not classic.is_in(GroupState.EMPTY, GroupState.DEAD):
-            # Kafka converts such a group when its members all speak KIP-848's "consumer"
-            # (migration, phase 2); without a migration the id is not a consumer group's.
+            if create and self._validate_online_upgrade(classic):
+                converted = consumer_group_from_classic(classic, self._topics.topics)
+                if converted is not None:
+                    return converted, classic
+                log.warning(
+                    "Cannot upgrade the classic group %s to consumer group because the "
+                    "embedded consumer protocol is malformed.",
+                    group_id,
+                )
+                raise ApiError(
+                    E.group_id_not_found,
+                    f"Cannot upgrade the classic group {group_id} to consumer group because "
+                    "the embedded consumer protocol is malformed.",
+                )
             raise ApiError(E.group_id_not_found, f"Group {group_id} is not a consumer group")
         if not create:
             raise ApiError(E.group_id_not_found, f"Consumer group {group_id} not found.")
-        return ConsumerGroup(group_id)
+        return ConsumerGroup(group_id), None
+
+    def _validate_online_upgrade(self, classic: GroupMetadata) -> bool:
+        """Kafka's ``validateOnlineUpgrade``."""
+        reason = None
+        if not self.config.upgrade_enabled or self.classic is None:
+            reason = "the online upgrade is disabled"
+        elif classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            reason = "the group does not use the consumer embedded protocol"
+        elif classic.size > self.config.group_consumer_max_size:
+            reason = "the group size exceeds the consumer group maximum size"
+        if reason is not None:
+            log.info(
+                "Cannot upgrade classic group %s to consumer group because %s.",
+                classic.group_id,
+                reason,
+            )
+        return reason is None
+
+    def _commit_upgrade(self, group: ConsumerGroup, classic: GroupMetadata) -> None:
+        """Kafka's ``convertToConsumerGroup``: the classic coordinator lets its members go
+        (their parked requests answered REBALANCE_IN_PROGRESS); their session timeouts
+        start here, at the session timeout of their JoinGroup."""
+        assert self.classic is not None
+        self.classic.hand_over_to_consumer_group(classic)
+        self._groups[group.group_id] = group
+        for member_id, member in group.members.items():
+            meta = member.classic_member_metadata
+            assert meta is not None
+            self.timeouts.schedule_session_timeout(
+                group.group_id, member_id, meta.session_timeout_ms
+            )
+        log.info(
+            "[GroupId %s] Converted the classic group to a consumer group at epoch %d.",
+            group.group_id,
+            group.group_epoch,
+        )
 
     def _consumer_group_heartbeat(
         self, p: ConsumerGroupHeartbeatParams
     ) -> ConsumerGroupHeartbeatResult:
         joining = p.member_epoch == JOIN_GROUP_MEMBER_EPOCH
-        group = self._get_or_maybe_create_group(p.group_id, joining)
+        group, upgraded_from = self._get_or_maybe_create_group(p.group_id, joining)
         throw_if_group_is_full(group, p.member_id, self.config.group_consumer_max_size)
         member_id = p.member_id or self._member_id_factory()
         if p.instance_id is None:
@@ -309,18 +399,53 @@ class ConsumerGroupCoordinator:
             self.regexes.compile(p.subscribed_topic_regex)  # INVALID_REGULAR_EXPRESSION
 
         # From here on nothing is refused: the group changes.
+        if upgraded_from is not None:
+            self._commit_upgrade(group, upgraded_from)
         self._groups.setdefault(group.group_id, group)
         if replaced is not None:
-            group.remove_member(replaced.member_id)
-            self.timeouts.cancel(group.group_id, replaced.member_id)
-            group.update_member(member)
+            self.replace_static_member(group, replaced, member)
 
-        # 1. The member, updated with what the request carries.
-        updated = updated_member(member, p)
+        updated = self.update_member_and_reconcile(
+            group, member, updated_member(member, p), p.owned_topic_partitions
+        )
+        self._schedule_session_timeout(group.group_id, member_id)
+
+        full = joining or (
+            p.rebalance_timeout_ms != -1
+            and (p.subscribed_topic_names is not None or p.subscribed_topic_regex is not None)
+            and p.owned_topic_partitions is not None
+        )
+        changed = updated.assigned_partitions != member.assigned_partitions
+        return ConsumerGroupHeartbeatResult(
+            member_id=member_id,
+            member_epoch=updated.member_epoch,
+            heartbeat_interval_ms=self.group_configs.consumer_heartbeat_interval_ms(group.group_id),
+            assignment=updated.assigned_partitions if full or changed else None,
+        )
+
+    def replace_static_member(
+        self, group: ConsumerGroup, replaced: ConsumerGroupMember, member: ConsumerGroupMember
+    ) -> None:
+        """A static member came back under a new member id: the old one goes."""
+        group.remove_member(replaced.member_id)
+        self.timeouts.cancel(group.group_id, replaced.member_id)
+        group.update_member(member)
+
+    def update_member_and_reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        owned: OwnedTopicPartitions | None,
+    ) -> ConsumerGroupMember:
+        """Steps 1-3 of Kafka's heartbeat (and of a classic member's JoinGroup): the
+        member ``updated`` (group epoch bumped on a subscription change), a new target
+        assignment when the group epoch is ahead, one reconciliation step; the member
+        as it is now in the group."""
         bump = (
             updated.subscribed_topic_names != member.subscribed_topic_names
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
-            or not group.has_member(member_id)
+            or not group.has_member(member.member_id)
         )
         metadata = self._subscription_metadata(
             group,
@@ -336,28 +461,13 @@ class ConsumerGroupCoordinator:
             log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group_epoch)
             group.set_group_epoch(group_epoch)
 
-        # 2. A new target assignment if the group epoch is ahead of it.
         if group_epoch > group.assignment_epoch:
             assignor = self.assignors[assignor_for(group, updated, self.default_assignor)]
             update_target_assignment(group, group_epoch, updated, assignor, metadata)
 
-        # 3. One step of reconciliation towards the target.
-        updated = self._maybe_reconcile(group, updated, p.owned_topic_partitions)
+        updated = self._maybe_reconcile(group, updated, owned)
         group.update_member(updated)
-        self._schedule_session_timeout(group.group_id, member_id)
-
-        full = joining or (
-            p.rebalance_timeout_ms != -1
-            and (p.subscribed_topic_names is not None or p.subscribed_topic_regex is not None)
-            and p.owned_topic_partitions is not None
-        )
-        changed = updated.assigned_partitions != member.assigned_partitions
-        return ConsumerGroupHeartbeatResult(
-            member_id=member_id,
-            member_epoch=updated.member_epoch,
-            heartbeat_interval_ms=self.group_configs.consumer_heartbeat_interval_ms(group.group_id),
-            assignment=updated.assigned_partitions if full or changed else None,
-        )
+        return updated
 
     def _maybe_reconcile(
         self, group: ConsumerGroup, member: ConsumerGroupMember, owned: OwnedTopicPartitions | None
@@ -403,13 +513,93 @@ class ConsumerGroupCoordinator:
         return subscription_metadata(topics, {*names, *regex_topics(group, regexes)})
 
     def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        """Kafka's ``consumerGroupFenceMember``: remove it, bump the group epoch."""
+        """Kafka's ``consumerGroupFenceMember``: remove it, bump the group epoch; or, when
+        only classic members remain, convert the group back to a classic group."""
+        if self._validate_online_downgrade(group, member.member_id):
+            self._convert_to_classic_group(group, member.member_id)
+            return
         group.remove_member(member.member_id)
+        self.refresh_subscription_metadata(group)
+        group.set_group_epoch(group.group_epoch + 1)
+        self.timeouts.cancel(group.group_id, member.member_id)
+
+    def refresh_subscription_metadata(self, group: ConsumerGroup) -> None:
         group.subscription_metadata = self._subscription_metadata(
             group, group.subscribed_topic_names, set(group.subscribed_regexes)
         )
-        group.set_group_epoch(group.group_epoch + 1)
-        self.timeouts.cancel(group.group_id, member.member_id)
+
+    # ============================================================ downgrade
+    def _validate_online_downgrade(self, group: ConsumerGroup, fenced_member_id: str) -> bool:
+        """Kafka's ``validateOnlineDowngradeWithFencedMember``."""
+        others = [m for m in group.members.values() if m.member_id != fenced_member_id]
+        if not all(m.use_classic_protocol for m in others):
+            return False
+        reason = None
+        if not others:
+            log.debug(
+                "Skip downgrading the consumer group %s to classic group because it's empty.",
+                group.group_id,
+            )
+            return False
+        if not self.config.downgrade_enabled or self.classic is None:
+            reason = "the online downgrade is disabled"
+        elif len(others) > self.classic.classic_group_max_size:
+            reason = "its group size is greater than classic group max size"
+        if reason is not None:
+            log.info(
+                "Cannot downgrade consumer group %s to classic group because %s.",
+                group.group_id,
+                reason,
+            )
+        return reason is None
+
+    def _convert_to_classic_group(self, group: ConsumerGroup, leaving_member_id: str) -> None:
+        """Kafka's ``convertToClassicGroup``: the consumer group goes (its tombstones are
+        the caller's write), its classic members form the classic group again."""
+        assert self.classic is not None
+        members = classic_members_from_consumer_group(group, leaving_member_id, self._topics.topics)
+        del self._groups[group.group_id]
+        for member_id in group.members:
+            self.timeouts.cancel(group.group_id, member_id)
+        self.classic.take_back_from_consumer_group(group.group_id, group.group_epoch, members)
+
+    # ======================================================= classic members
+    def classic_group_join(
+        self, params: JoinGroupParams, callback: ResponseCallback[JoinGroupResult]
+    ) -> None:
+        """A classic member's JoinGroup for a consumer group (``classic_members.py``)."""
+        classic_members.classic_group_join(self, self._groups[params.group_id], params, callback)
+
+    def classic_group_sync(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+    ) -> SyncGroupResult:
+        return classic_members.classic_group_sync(
+            self,
+            self._groups[group_id],
+            member_id,
+            instance_id,
+            generation_id,
+            protocol_type,
+            protocol_name,
+        )
+
+    def classic_group_heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        return classic_members.classic_group_heartbeat(
+            self, self._groups[group_id], member_id, instance_id, generation_id
+        )
+
+    def classic_group_leave(
+        self, group_id: str, members: Sequence[tuple[str, str | None]], reason: str | None
+    ) -> LeaveGroupResult:
+        return classic_members.classic_group_leave(self, self._groups[group_id], members, reason)
 
     # ============================================================== timeouts
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:

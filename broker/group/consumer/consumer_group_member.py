@@ -7,8 +7,10 @@ the new in one step (``ConsumerGroup.update_member``).
 
 An assignment is ``{topic_id: frozenset(partitions)}``, keyed by topic id as on the wire.
 
-Where this differs from Kafka: no classic-protocol member metadata (a classic member in
-a consumer group is phase 2). The subscribed regex is resolved by the group
+A member that joined through JoinGroup (a classic member of a consumer group, Kafka's
+online migration) carries ``classic_member_metadata``: its session timeout and the
+protocols of its JoinGroup (``ClassicMemberMetadata``, written as the tag-0 field of its
+ConsumerGroupMemberMetadata record). The subscribed regex is resolved by the group
 (``regex_subscriptions.py``).
 """
 
@@ -37,6 +39,20 @@ class MemberState(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """Kafka's ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``: what a member
+    using the classic protocol said in its JoinGroup (protocols in its order)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The first protocol's name: the one Kafka answers in JoinGroup/SyncGroup."""
+        return self.supported_protocols[0][0] if self.supported_protocols else ""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     """A member as the coordinator knows it (Kafka's fields, snake_case)."""
 
@@ -54,6 +70,12 @@ class ConsumerGroupMember:
     server_assignor_name: str | None = None
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    classic_member_metadata: ClassicMemberMetadata | None = None
+
+    @property
+    def use_classic_protocol(self) -> bool:
+        """Kafka's ``useClassicProtocol``: joined through JoinGroup."""
+        return self.classic_member_metadata is not None
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         """Kafka's ``isReconciledTo``: stable at the target epoch."""

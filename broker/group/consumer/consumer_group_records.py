@@ -24,9 +24,10 @@ key    record                                      value (version 0)
 Keys are not flexible: int16 version, then int16-length strings. Values are flexible
 (``flexibleVersions: 0+``): int16 version 0, compact strings and arrays (unsigned varint
 length + 1, 0 for null), 16-byte UUIDs, and an empty tagged-field section after every
-struct (tagged fields read back are skipped: the member's tag-0 ClassicMemberMetadata,
-which Kafka writes only for a classic member in a consumer group). A value of ``None``
-is a tombstone.
+struct (tagged fields read back are skipped, but for the member's tag-0
+ClassicMemberMetadata — SessionTimeoutMs, SupportedProtocols [Name, Metadata] — which
+Kafka writes only for a classic member in a consumer group). A value of ``None`` is a
+tombstone.
 
 Kafka 4.0 still writes ConsumerGroupPartitionMetadata (the subscribed topics' ids and
 partition counts, the group's subscription metadata); its per-partition racks are
@@ -52,6 +53,7 @@ from typing import TypeVar
 from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
 from broker.group.consumer.consumer_group_member import (
     Assignment,
+    ClassicMemberMetadata,
     ConsumerGroupMember,
     MemberState,
 )
@@ -93,6 +95,7 @@ class MemberSubscription:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True)
@@ -337,6 +340,9 @@ def encode_consumer_group_record(record: ConsumerGroupRecord) -> KeyValue:
             value.compact_string(m.subscribed_topic_regex)
             value.int32(m.rebalance_timeout_ms)
             value.compact_string(m.server_assignor)
+            if m.classic_member_metadata is not None:
+                _write_classic_member_metadata(value, m.classic_member_metadata)
+                return bytes(key.buf), bytes(value.buf)
     elif isinstance(record, ConsumerGroupTargetAssignmentMetadataRecord):
         key.int16(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY_VERSION)
         key.string(record.group_id)
@@ -363,6 +369,46 @@ def encode_consumer_group_record(record: ConsumerGroupRecord) -> KeyValue:
             _write_topic_partitions(value, a.partitions_pending_revocation)
     value.no_tagged_fields()
     return bytes(key.buf), None if tombstone else bytes(value.buf)
+
+
+def _write_classic_member_metadata(w: _Writer, c: ClassicMemberMetadata) -> None:
+    """The value's tagged fields: one, tag 0, the ClassicMemberMetadata struct."""
+    body = _Writer()
+    body.int32(c.session_timeout_ms)
+    body.array_length(len(c.supported_protocols))
+    for name, metadata in c.supported_protocols:
+        body.compact_string(name)
+        body.uvarint(len(metadata) + 1)
+        body.buf += metadata
+        body.no_tagged_fields()
+    body.no_tagged_fields()
+    w.uvarint(1)  # one tagged field
+    w.uvarint(0)  # tag 0
+    w.uvarint(len(body.buf))
+    w.buf += body.buf
+
+
+def _read_classic_member_metadata(r: _Reader) -> ClassicMemberMetadata | None:
+    """The value's tagged fields: tag 0 read as ClassicMemberMetadata, others skipped."""
+    found = None
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        if tag != 0:
+            r._raw(size)
+            continue
+        end = r.pos + size
+        timeout = r.int32()
+        protocols = []
+        for _ in range(r.array_length()):
+            name = r.compact_string()
+            n = r.uvarint() - 1
+            protocols.append((name, r._raw(n) if n > 0 else b""))
+            r.skip_tagged_fields()
+        r.skip_tagged_fields()
+        if r.pos != end:
+            raise ValueError("bad ClassicMemberMetadata size")
+        found = ClassicMemberMetadata(timeout, tuple(protocols))
+    return found
 
 
 # ------------------------------------------------------------------ decoding
@@ -409,7 +455,9 @@ def decode_consumer_group_record(key: bytes, value: bytes | None) -> ConsumerGro
                 subscribed_topic_regex=v.compact_nullable_string(),
                 rebalance_timeout_ms=v.int32(),
                 server_assignor=v.compact_nullable_string(),
+                classic_member_metadata=_read_classic_member_metadata(v),
             )
+            v = None  # its tagged fields are read
         record = ConsumerGroupMemberMetadataRecord(group_id, member_id, sub)
     elif version == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY_VERSION:
         record = ConsumerGroupTargetAssignmentMetadataRecord(
@@ -490,6 +538,7 @@ def member_subscription(member: ConsumerGroupMember) -> MemberSubscription:
         subscribed_topic_regex=member.subscribed_topic_regex,
         rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor_name,
+        classic_member_metadata=member.classic_member_metadata,
     )
 
 
@@ -644,6 +693,7 @@ def _build(group_id: str, parts: _GroupParts) -> ConsumerGroup:
                 subscribed_topic_names=tuple(sorted(sub.subscribed_topic_names)),
                 subscribed_topic_regex=sub.subscribed_topic_regex,
                 server_assignor_name=sub.server_assignor,
+                classic_member_metadata=sub.classic_member_metadata,
                 assigned_partitions=dict(current.assigned_partitions) if current else {},
                 partitions_pending_revocation=(
                     dict(current.partitions_pending_revocation) if current else {}

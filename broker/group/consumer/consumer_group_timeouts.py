@@ -3,6 +3,10 @@
 
 * the **session timeout**: rescheduled on every heartbeat; when it fires the member is
   fenced ("the member session expired.");
+* a classic member's **join timeout** (scheduled, if absent, when it is told to rejoin:
+  REBALANCE_IN_PROGRESS) and **sync timeout** (after its JoinGroup), both at its
+  rebalance timeout, cancelled by the JoinGroup / SyncGroup that follows (Kafka's
+  ``scheduleConsumerGroupJoinTimeoutIfAbsent`` / ``...SyncTimeout``);
 * the **rebalance timeout**: scheduled when a member is asked to revoke partitions, at
   the member's ``RebalanceTimeoutMs``; when it fires and the member is still at the epoch
   it had then, it is fenced.
@@ -27,6 +31,14 @@ def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("rebalance-timeout", group_id, member_id)
+
+
+def join_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("join-timeout", group_id, member_id)
+
+
+def sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("sync-timeout", group_id, member_id)
 
 
 class ConsumerGroupTimeouts:
@@ -58,6 +70,33 @@ class ConsumerGroupTimeouts:
     def cancel_rebalance_timeout(self, group_id: str, member_id: str) -> None:
         self.timer.cancel(rebalance_key(group_id, member_id))
 
+    def schedule_join_timeout_if_absent(
+        self, group_id: str, member_id: str, rebalance_timeout_ms: int
+    ) -> None:
+        key = join_key(group_id, member_id)
+        if self.timer.is_scheduled(key):
+            return
+        reason = "the classic member failed to join within the rebalance timeout."
+        self.timer.schedule(
+            key, rebalance_timeout_ms, lambda: self._on_expired(group_id, member_id, None, reason)
+        )
+
+    def cancel_join_timeout(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(join_key(group_id, member_id))
+
+    def schedule_sync_timeout(
+        self, group_id: str, member_id: str, rebalance_timeout_ms: int
+    ) -> None:
+        reason = "the member failed to sync within timeout."
+        self.timer.schedule(
+            sync_key(group_id, member_id),
+            rebalance_timeout_ms,
+            lambda: self._on_expired(group_id, member_id, None, reason),
+        )
+
+    def cancel_sync_timeout(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(sync_key(group_id, member_id))
+
     def cancel(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(session_key(group_id, member_id))
-        self.timer.cancel(rebalance_key(group_id, member_id))
+        for key in (session_key, rebalance_key, join_key, sync_key):
+            self.timer.cancel(key(group_id, member_id))

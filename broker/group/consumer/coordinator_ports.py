@@ -4,13 +4,14 @@ the classic side (``ClassicGroups``: the ``GroupMetadataManager``) and the topic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group_records import ConsumerGroupRecord
+from broker.group.consumer.group_conversion import ClassicMemberSpec
 from broker.group.group_metadata import GroupMetadata
 from broker.purgatories import ParkedRequest
 
@@ -31,6 +32,21 @@ class ClassicGroups(Protocol):
         records: list[ConsumerGroupRecord],
         on_done: Callable[[ErrorCode], None] | None,
         parked_request: ParkedRequest | None = None,
+    ) -> None: ...
+
+
+class ClassicGroupMigration(Protocol):
+    """What an online migration asks of the classic coordinator (``GroupCoordinator``,
+    ``group/group_migration.py``): take a classic group's members over (upgrade), give
+    a consumer group's classic members back (downgrade)."""
+
+    @property
+    def classic_group_max_size(self) -> int: ...
+
+    def hand_over_to_consumer_group(self, group: GroupMetadata) -> None: ...
+
+    def take_back_from_consumer_group(
+        self, group_id: str, generation_id: int, members: Sequence[ClassicMemberSpec]
     ) -> None: ...
 
 

@@ -1,7 +1,8 @@
 """Kafka's ``ConsumerGroup.validateOffsetCommit`` / ``validateOffsetFetch``: a consumer
 group's commits and fetches carry the member id and member epoch (OffsetCommit v9+,
 OffsetFetch v9+). None means accepted; else Kafka's error (UNKNOWN_MEMBER_ID,
-STALE_MEMBER_EPOCH).
+STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member of the group, whose
+OffsetCommit carries its generation, which is its member epoch).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def validate_offset_commit(
     if member is None:
         return ErrorCode.unknown_member_id
     if member_epoch != member.member_epoch:
+        if member.use_classic_protocol:
+            return ErrorCode.illegal_generation
         return ErrorCode.stale_member_epoch
     return None
 
