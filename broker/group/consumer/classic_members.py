@@ -222,8 +222,7 @@ def _classic_member(
     if instance_id is None:
         member = group.members.get(member_id)
         if member is None:
-            if not is_unknown:
-                group.get_member(member_id)  # UNKNOWN_MEMBER_ID
+            # Kafka creates it whatever the id (the one MEMBER_ID_REQUIRED handed out).
             log.info(
                 "[GroupId %s] Member %s joins the consumer group using the classic protocol.",
                 group.group_id,
