@@ -40,6 +40,8 @@ class ConsumerGroupMemberView:
     member_epoch: int
     assignment: dict[str, list[int]]
     target_assignment: dict[str, list[int]]
+    # ConsumerGroupDescribe v1's MemberType (KIP-1099): 0 classic, 1 consumer, -1 unknown.
+    member_type: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,7 @@ async def describe_consumer_group(
                 member_epoch=int(m.member_epoch),
                 assignment=_assignment(m.assignment),
                 target_assignment=_assignment(m.target_assignment),
+                member_type=int(getattr(m, "member_type", -1)),
             )
             for m in described.members
         ),

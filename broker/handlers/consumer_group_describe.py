@@ -4,9 +4,10 @@ Each member comes with its current assignment and its target assignment, by topi
 name. A group id this broker does not coordinate gets the coordinator's error; one it
 does not know, or one that is a classic group, GROUP_ID_NOT_FOUND, as Kafka answers.
 
-Differences from Kafka: authorized operations are never computed (no authorizer), and the
-v1 ``member_type`` is always 1 (consumer): there are no classic members in a consumer group
-before the migration of phase 2.
+The v1 ``member_type`` (KIP-1099) is 0 for a classic member of the group (one that joined
+through JoinGroup: Kafka 4's online migration) and 1 for a KIP-848 member.
+
+Differences from Kafka: authorized operations are never computed (no authorizer).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MAX_VERSION = 1
 
 # Kafka's AUTHORIZED_OPERATIONS_OMITTED.
 _OPERATIONS_OMITTED = -2147483648
+_CLASSIC_MEMBER_TYPE = 0
 _CONSUMER_MEMBER_TYPE = 1
 
 
@@ -59,7 +61,9 @@ def _described(ctx: RequestContext, b: Builder, group: ConsumerGroup, assignor: 
             "target_assignment": _assignment(ctx, b, group.target_assignment_of(member.member_id)),
         }
         if ctx.api_version >= 1:
-            fields["member_type"] = _CONSUMER_MEMBER_TYPE
+            fields["member_type"] = (
+                _CLASSIC_MEMBER_TYPE if member.use_classic_protocol else _CONSUMER_MEMBER_TYPE
+            )
         members.append(b.Member(**fields))
     return b.DescribedGroup(
         error_code=ErrorCode.none,
