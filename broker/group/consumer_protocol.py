@@ -1,10 +1,18 @@
-"""Just enough of the consumer protocol to know which topics a consumer group reads.
+"""The consumer protocol embedded in the classic group APIs (Kafka's ``ConsumerProtocol``).
 
 Kafka parses each member's subscription (``ConsumerProtocolSubscription``) for groups of
 protocol type ``consumer``, so that OffsetDelete can refuse to delete offsets of a topic
 the group is consuming and offset expiry can spare them. Every version of that schema
-starts with ``version: int16, topics: [string]`` (non-flexible), which is all we read;
-anything that does not parse means "unknown", and callers then play safe.
+starts with ``version: int16, topics: [string]`` (non-flexible), which is all
+``subscription_topics`` reads; anything that does not parse means "unknown", and callers
+then play safe.
+
+The online migration between classic and consumer groups needs the whole schema: a
+classic member of a consumer group sends its subscription (v0-v3: owned partitions,
+generation, rack) in JoinGroup and receives a ``ConsumerProtocolAssignment`` from the
+server-side assignor in SyncGroup (``decode_subscription``, ``encode_assignment``,
+``decode_assignment``). Hand-written over ``struct`` with every length checked against the
+bytes there are, so a peer's bad metadata is refused without allocating what it claims.
 """
 
 from __future__ import annotations
