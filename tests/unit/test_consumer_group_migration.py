@@ -395,3 +395,64 @@ def test_the_embedded_consumer_protocol_round_trips() -> None:
     assert decode_subscription(b"\x00\x00\x7f\xff\xff\xff") is None  # a huge count
     assert decode_assignment(encode_assignment({"t": [2, 0]}, 3)) == {"t": [0, 2]}
     assert decode_assignment(b"\x00") is None
+
+
+# ------------------------------------------------------------------ timeouts
+def test_a_classic_member_that_does_not_rejoin_is_fenced_after_its_rebalance_timeout() -> None:
+    w = World()
+    classics = classic_group(w)
+    c = w.member("c")
+    c.heartbeat()
+    lazy, other = classics
+    # Told to rejoin, it only heartbeats: the join timeout (its rebalance timeout, 10 s)
+    # is not pushed back by its heartbeats, as its session timeout is.
+    for _ in range(12):
+        w.h.advance(1000)
+        assert lazy.heartbeat() in (E.rebalance_in_progress, E.unknown_member_id)
+        if other.heartbeat() is E.rebalance_in_progress:
+            other.rejoin_and_sync()
+        c.heartbeat()
+    assert lazy.member_id not in w.group.members
+    assert lazy.heartbeat() is E.unknown_member_id
+    roll(w, [other], [c])
+    assert len(other.owned) + c.count() == 6
+
+
+def test_a_classic_member_that_does_not_sync_is_fenced_after_its_rebalance_timeout() -> None:
+    w = World()
+    classics, c = upgraded(w)
+    quiet = classics[0]
+    box = quiet.join()
+    quiet.on_joined()  # joined, never syncs, but heartbeats
+    assert box.done
+    for _ in range(12):
+        w.h.advance(1000)
+        quiet.heartbeat()
+        c.heartbeat()
+    assert quiet.member_id not in w.group.members
+
+
+def test_upgrade_refused_when_the_group_is_larger_than_a_consumer_group_may_be() -> None:
+    w = World(group_consumer_max_size=2)
+    classic_group(w, 2)
+    # Two classic members fit, the third member does not: GROUP_MAX_SIZE_REACHED.
+    assert w.member("c").heartbeat().error is E.group_max_size_reached
+    w = World(group_consumer_max_size=1)
+    classic_group(w, 2)
+    assert w.member("c").heartbeat().error is E.group_id_not_found
+    assert w.coord.group("g") is None
+
+
+def test_upgrade_during_the_sync_phase_answers_the_parked_syncs() -> None:
+    w = World()
+    members = [Classic(w) for _ in range(2)]
+    boxes = [m.join() for m in members]
+    w.h.advance_until(lambda: all(b.done for b in boxes))
+    leader_id = [m.on_joined() for m in members][0].leader_id
+    follower = next(m for m in members if m.member_id != leader_id)
+    parked = Box()
+    w.classic.handle_sync_group("g", follower.generation, follower.member_id, None, {}, parked)
+    assert not parked.done
+    assert w.member("c").heartbeat().error is E.none
+    assert parked.result.error is E.rebalance_in_progress
+    assert {m.member_id for m in members} <= set(w.group.members)
