@@ -448,7 +448,8 @@ def test_upgrade_during_the_sync_phase_answers_the_parked_syncs() -> None:
     members = [Classic(w) for _ in range(2)]
     boxes = [m.join() for m in members]
     w.h.advance_until(lambda: all(b.done for b in boxes))
-    leader_id = [m.on_joined() for m in members][0].leader_id
+    results = [m.on_joined() for m in members]  # every member learns its id
+    leader_id = results[0].leader_id
     follower = next(m for m in members if m.member_id != leader_id)
     parked = Box()
     w.classic.handle_sync_group("g", follower.generation, follower.member_id, None, {}, parked)
