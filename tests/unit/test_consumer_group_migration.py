@@ -45,9 +45,12 @@ CLASSIC_SESSION_MS = 10_000
 class Classic:
     """An eager classic consumer of topic ``t`` in group ``g``."""
 
-    def __init__(self, world: World, protocol_type: str = "consumer") -> None:
+    def __init__(
+        self, world: World, protocol_type: str = "consumer", instance_id: str | None = None
+    ) -> None:
         self.w = world
         self.protocol_type = protocol_type
+        self.instance_id = instance_id
         self.member_id = ""
         self.generation = -1
         self.owned: set[int] = set()
@@ -60,6 +63,7 @@ class Classic:
             JoinGroupParams(
                 group_id="g",
                 member_id=self.member_id,
+                group_instance_id=self.instance_id,
                 session_timeout_ms=CLASSIC_SESSION_MS,
                 rebalance_timeout_ms=CLASSIC_SESSION_MS,
                 protocol_type=self.protocol_type,
@@ -82,7 +86,7 @@ class Classic:
     def sync(self, assignments: dict[str, bytes] | None = None) -> Any:
         box = Box()
         self.w.classic.handle_sync_group(
-            "g", self.generation, self.member_id, None, assignments or {}, box
+            "g", self.generation, self.member_id, self.instance_id, assignments or {}, box
         )
         r = box.result
         if r.error is E.none:
@@ -92,7 +96,9 @@ class Classic:
         return r
 
     def heartbeat(self) -> ErrorCode:
-        return self.w.classic.handle_heartbeat("g", self.member_id, None, self.generation)
+        return self.w.classic.handle_heartbeat(
+            "g", self.member_id, self.instance_id, self.generation
+        )
 
     def rejoin_and_sync(self) -> None:
         box = self.join()
@@ -101,9 +107,9 @@ class Classic:
         assert self.sync().error is E.none
 
 
-def classic_group(w: World, n: int = 2) -> list[Classic]:
+def classic_group(w: World, n: int = 2, static: bool = False) -> list[Classic]:
     """A Stable classic group of ``n`` eager members splitting ``t`` round-robin."""
-    members = [Classic(w) for _ in range(n)]
+    members = [Classic(w, instance_id=f"i{i}" if static else None) for i in range(n)]
     boxes = [m.join() for m in members]
     w.h.advance_until(lambda: all(b.done for b in boxes))  # the initial rebalance delay
     results = [m.on_joined() for m in members]
@@ -117,7 +123,7 @@ def classic_group(w: World, n: int = 2) -> list[Classic]:
             else {}
         )
         box = Box()
-        w.classic.handle_sync_group("g", m.generation, m.member_id, None, assignments, box)
+        w.classic.handle_sync_group("g", m.generation, m.member_id, m.instance_id, assignments, box)
         m.join_box = box
     for m in members:
         assert m.join_box is not None
@@ -457,3 +463,29 @@ def test_upgrade_during_the_sync_phase_answers_the_parked_syncs() -> None:
     assert w.member("c").heartbeat().error is E.none
     assert parked.result.error is E.rebalance_in_progress
     assert {m.member_id for m in members} <= set(w.group.members)
+
+
+# ------------------------------------------------------------------ static members
+def test_static_members_roll_from_classic_to_consumer_under_their_instance_ids() -> None:
+    w = World()
+    classics = classic_group(w, static=True)
+    first = classics[0]
+    kept = frozenset(first.owned)
+    # Its KIP-848 successor takes the instance id at once (no leave needed from a classic
+    # member) and the partitions with it.
+    new = w.member("new", instance_id="i0")
+    assert new.heartbeat().error is E.none
+    assert first.member_id not in w.group.members
+    assert w.group.static_member("i0").member_id == "new"
+    assert not w.group.members["new"].use_classic_protocol
+    assert first.heartbeat() is E.fenced_instance_id
+    roll(w, classics[1:], [new])
+    assert new.owned[w.topic.topic_id] == kept
+    # A classic static member rejoining under its own id is itself; under another one
+    # it is fenced.
+    other = classics[1]
+    other.rejoin_and_sync()
+    assert other.heartbeat() is E.none
+    intruder = Classic(w, instance_id="i1")
+    intruder.member_id = "intruder"
+    assert intruder.join().result.error is E.fenced_instance_id

@@ -88,19 +88,7 @@ def validate_member(
     if instance_id is None:
         member = group.get_member(member_id)
     else:
-        found = group.static_member(instance_id)
-        if found is None:
-            raise ApiError(
-                E.unknown_member_id,
-                f"Member with instance id {instance_id} is not a member of group {group.group_id}.",
-            )
-        if found.member_id != member_id:
-            raise ApiError(
-                E.fenced_instance_id,
-                f"Static member {member_id} with instance id {instance_id} was fenced by "
-                f"member {found.member_id}.",
-            )
-        member = found
+        member = validate_static(group, member_id, instance_id, group.static_member(instance_id))
     if not member.use_classic_protocol:
         raise ApiError(
             E.unknown_member_id, f"Member {member.member_id} does not use the classic protocol."
@@ -178,6 +166,7 @@ def classic_group_join(
 
     before = ConsumerGroupView.of(group)
     if replaced is not None:
+        group.target_assignment[member_id] = group.target_assignment_of(replaced.member_id)
         coord.replace_static_member(group, replaced, member)
     updated = replace(
         member,
@@ -231,18 +220,40 @@ def _classic_member(
             return ConsumerGroupMember(member_id=member_id), None
         return member, None
     existing = group.static_member(instance_id)
-    if existing is None:
-        return ConsumerGroupMember(member_id=member_id), None
-    if existing.member_id == member_id:
-        return existing, None
     if not is_unknown:
+        # A known member id: it must hold the instance id (Kafka's createIfNotExists false).
+        return validate_static(group, member_id, instance_id, existing), None
+    if existing is None:
+        log.info(
+            "[GroupId %s] Static member %s with instance id %s joins the consumer group "
+            "using the classic protocol.",
+            group.group_id,
+            member_id,
+            instance_id,
+        )
+        return ConsumerGroupMember(member_id=member_id), None
+    # A new member id takes the instance id over (whatever protocol its holder spoke).
+    renewed = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+    return replace(renewed, state=MemberState.STABLE), existing
+
+
+def validate_static(
+    group: ConsumerGroup, member_id: str, instance_id: str, found: ConsumerGroupMember | None
+) -> ConsumerGroupMember:
+    """UNKNOWN_MEMBER_ID for an instance id nobody holds, FENCED_INSTANCE_ID for one held
+    by another member id."""
+    if found is None:
+        raise ApiError(
+            E.unknown_member_id,
+            f"Member with instance id {instance_id} is not a member of group {group.group_id}.",
+        )
+    if found.member_id != member_id:
         raise ApiError(
             E.fenced_instance_id,
             f"Static member {member_id} with instance id {instance_id} was fenced by "
-            f"member {existing.member_id}.",
+            f"member {found.member_id}.",
         )
-    renewed = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-    return replace(renewed, state=MemberState.STABLE), existing
+    return found
 
 
 # ================================================================ SyncGroup

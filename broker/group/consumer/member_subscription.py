@@ -7,7 +7,9 @@ time. A member that joins (epoch 0) with an instance id held by another member g
 UNRELEASED_INSTANCE_ID unless the holder left with epoch -2; then it takes the holder's
 place and target assignment (the holder is returned as ``replaced``) and reconciles from
 epoch 0. A heartbeat or leave under an instance id now held by another member id is
-FENCED_INSTANCE_ID; an instance id the group does not know is UNKNOWN_MEMBER_ID.
+FENCED_INSTANCE_ID; an instance id the group does not know is UNKNOWN_MEMBER_ID. A
+classic member's instance id (online migration) is taken over without waiting for a
+leave, as Kafka's.
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ def get_or_maybe_subscribe_static_member(
         if existing.member_id == member_id:
             throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
             return existing, None
-        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and (
+            # A classic member's instance id is taken over at once (online migration).
+            not existing.use_classic_protocol
+        ):
             log.info(
                 "[GroupId %s] Static member %s with instance id %s cannot join the group "
                 "because the instance id is owned by member %s.",
@@ -165,4 +170,5 @@ def updated_member(
         ),
         client_id=p.client_id,
         client_host=p.client_host,
+        classic_member_metadata=None,  # it speaks the consumer protocol now
     )
