@@ -2,17 +2,21 @@
 
 Kafka 4 runs both group types in one coordinator (``GroupMetadataManager`` keeps a map of
 groups of either type). Here the classic groups stay where they are and this component
-owns the consumer groups; the two meet at three seams, each a few lines:
+owns the consumer groups; the two meet at four seams, each a few lines:
 
 * the classic ``GroupCoordinator`` asks ``is_consumer_group`` before a JoinGroup (an
-  Empty consumer group becomes classic, ``maybe_delete_empty_group``; a classic member
-  for one with members hears INCONSISTENT_GROUP_PROTOCOL) and before an OffsetCommit (a
+  Empty consumer group becomes classic, ``maybe_delete_empty_group``; for one with
+  members the JoinGroup, and then the SyncGroup, Heartbeat and LeaveGroup, are a classic
+  member's of the consumer group, ``classic_group_*``) and before an OffsetCommit (a
   consumer group's commit is validated by ``validate_offset_commit``: member id and
-  member epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID as Kafka's);
+  member epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID as Kafka's, ILLEGAL_GENERATION for
+  a classic member);
 * this coordinator asks the classic groups (``ClassicGroups``: the
   ``GroupMetadataManager``) whether an id is taken by a classic group with members
-  (GROUP_ID_NOT_FOUND, "not a consumer group", as Kafka without a migration) and whether
+  (GROUP_ID_NOT_FOUND, "not a consumer group", unless it can be upgraded) and whether
   this broker still coordinates a group;
+* the online migration's conversions change the classic coordinator's group through
+  ``ClassicGroupMigration`` (the ``GroupCoordinator`` attaches itself);
 * committed offsets live in the one offsets store, the manager's (a consumer group's
   offsets sit in an Empty classic group of the same id, which is how they are written to
   and loaded from ``__consumer_offsets``).
