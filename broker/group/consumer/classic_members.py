@@ -139,29 +139,11 @@ def classic_group_join(
     is_unknown = p.member_id == UNKNOWN_MEMBER_ID
     member_id = coord.new_member_id() if is_unknown else p.member_id
     try:
-        throw_if_group_is_full(group, member_id, coord.config.group_consumer_max_size)
-        if not supports_classic_protocols(group, p.protocol_type, p.protocol_names):
-            raise ApiError(
-                E.inconsistent_group_protocol, f"Member {member_id}'s protocols are not supported."
-            )
-        if is_unknown and p.require_known_member_id and p.group_instance_id is None:
-            log.info(
-                "[GroupId %s] Dynamic member with unknown member id joins the consumer group. "
-                "Created a new member id %s and requesting the member to rejoin with this id.",
-                group.group_id,
-                member_id,
-            )
-            callback(JoinGroupResult(member_id, E.member_id_required))
-            return
-        member, replaced = _classic_member(group, member_id, p.group_instance_id, is_unknown)
-        subscription = decode_subscription(p.protocols[0][1]) if p.protocols else None
-        if subscription is None:
-            raise ApiError(
-                E.unknown_server_error,
-                "Malformed embedded consumer protocol in subscription deserialization.",
-            )
+        member, replaced, subscription = _validate_join(coord, group, p, member_id)
     except ApiError as error:
-        callback(JoinGroupResult(member_id if not is_unknown else UNKNOWN_MEMBER_ID, error.error))
+        # MEMBER_ID_REQUIRED hands the new id out; other errors echo the request's.
+        answer_id = member_id if error.error is E.member_id_required else p.member_id
+        callback(JoinGroupResult(answer_id, error.error))
         return
 
     before = ConsumerGroupView.of(group)
@@ -202,6 +184,35 @@ def classic_group_join(
         callback(result)
 
     coord.write(group_id, before, written, callback.parked_request)
+
+
+def _validate_join(
+    coord: ConsumerGroupCoordinator, group: ConsumerGroup, p: JoinGroupParams, member_id: str
+) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None, Subscription]:
+    """The JoinGroup's checks, in Kafka's order: the member, the static member it
+    replaces, its subscription; ApiError (MEMBER_ID_REQUIRED among them) otherwise."""
+    is_unknown = p.member_id == UNKNOWN_MEMBER_ID
+    throw_if_group_is_full(group, member_id, coord.config.group_consumer_max_size)
+    if not supports_classic_protocols(group, p.protocol_type, p.protocol_names):
+        raise ApiError(
+            E.inconsistent_group_protocol, f"Member {member_id}'s protocols are not supported."
+        )
+    if is_unknown and p.require_known_member_id and p.group_instance_id is None:
+        log.info(
+            "[GroupId %s] Dynamic member with unknown member id joins the consumer group. "
+            "Created a new member id %s and requesting the member to rejoin with this id.",
+            group.group_id,
+            member_id,
+        )
+        raise ApiError(E.member_id_required, "")
+    member, replaced = _classic_member(group, member_id, p.group_instance_id, is_unknown)
+    subscription = decode_subscription(p.protocols[0][1]) if p.protocols else None
+    if subscription is None:
+        raise ApiError(
+            E.unknown_server_error,
+            "Malformed embedded consumer protocol in subscription deserialization.",
+        )
+    return member, replaced, subscription
 
 
 def _classic_member(
