@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from spark_jobs.fidelity import CAPTURED
 from spark_jobs.render import Column, Table
+from spark_jobs.replay_result import REAL_TIME
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -98,6 +99,7 @@ def read_variant(
     compared = matched if matched is not None else pairs.where(F.col("response_ms").isNotNull())
     row = {
         "label": label,
+        "run_kind": run.run_kind if run else REAL_TIME,
         "results": str(path),
         "config": run.config_text() if run else "unknown (no _replay.json)",
         "target_brokers": run.target_brokers if run else None,
@@ -125,6 +127,7 @@ def like_for_like_warnings(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 _VARIANT_COLUMNS: Final = [
     Column("label", "variant"),
+    Column("run_kind", "run"),
     Column("config", "target broker config (not Kafka's defaults)"),
     Column("target_brokers", "brokers"),
     Column("speed", "speed"),

@@ -12,9 +12,14 @@ Column meanings are documented once, on ``RESULT_SCHEMA``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-__all__ = ["ReplayResult"]
+__all__ = ["REAL_TIME", "VIRTUAL_TIME", "ReplayResult"]
+
+#: ``run_kind`` of a replay over TCP against running brokers, on the wall clock.
+REAL_TIME: Final = "real-time"
+#: ``run_kind`` of a replay inside a simulated cluster, on a virtual clock (issue 24).
+VIRTUAL_TIME: Final = "virtual-time"
 
 
 class ReplayResult(NamedTuple):
@@ -45,3 +50,4 @@ class ReplayResult(NamedTuple):
     replay_connection: str | None
     replay_correlation_id: int | None
     captured_correlation_id: int | None
+    run_kind: str | None = REAL_TIME

@@ -120,7 +120,10 @@ DELAYED_OPERATION_EVENT_SCHEMA: Final = spark_schema_for(DelayedOperationEvent)
 #: ``replay_*`` columns say where the request went: the target broker, the connection
 #: as that broker names it (the ``LOCAL-REMOTE`` part of Kafka's connection id
 #: ``local:port-remote:port-index``) and the correlation id the replay gave it -- the
-#: key of the target's own capture record of it.
+#: key of the target's own capture record of it. ``run_kind`` says which kind of run
+#: produced the row: ``REAL_TIME`` (the replay over TCP against running brokers) or
+#: ``VIRTUAL_TIME`` (a simulated cluster on a virtual clock); null in results written
+#: before the column existed, which were all real-time.
 RESULT_SCHEMA: Final = StructType(
     [
         StructField("api_key", IntegerType(), nullable=False),
@@ -149,6 +152,8 @@ RESULT_SCHEMA: Final = StructType(
         StructField("replay_connection", StringType(), nullable=True),
         StructField("replay_correlation_id", LongType(), nullable=True),
         StructField("captured_correlation_id", LongType(), nullable=True),
+        # -- added with what-if in virtual time (issue 24) --
+        StructField("run_kind", StringType(), nullable=True),
     ]
 )
 

@@ -118,6 +118,8 @@ def test_result_schema_is_the_replay_contract() -> None:
         "replay_connection",
         "replay_correlation_id",
         "captured_correlation_id",
+        # appended with what-if in virtual time
+        "run_kind",
     ]
     nullable = {f.name for f in RESULT_SCHEMA.fields if f.nullable}
     assert {"purgatory", "purgatory_outcome", "response_ms", "replay_error"} <= nullable
