@@ -133,6 +133,14 @@ def _run_seeds(
     except ValueError as exc:
         print(f"minikafka simulate: error: --service-times: {exc}", file=sys.stderr)
         return 2
+    if model is not None:
+        apis = len(model.by_api)
+        print(
+            f"service times: {model.source} ({apis} API{'' if apis == 1 else 's'} named); "
+            f"{args.io_threads} request "
+            "handlers per broker",
+            file=out,
+        )
     broken: int | None = None
     for seed in seeds:
         capture = args.out / f"seed-{seed}" if args.out is not None and len(seeds) > 1 else args.out
