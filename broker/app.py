@@ -23,7 +23,7 @@ from broker.config import BrokerConfig
 from broker.control.faults import FaultInjector
 from broker.controller import Controller
 from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
-from broker.dispatch import FaultPolicy, RequestDispatcher, RequestObserver
+from broker.dispatch import FaultPolicy, HandlerPool, RequestDispatcher, RequestObserver
 from broker.fetch_session import FetchManager, FetchSessionCache
 from broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from broker.group.group_config import GroupConfig, OffsetConfig
@@ -86,6 +86,7 @@ def build_broker(
     listener_ports: Mapping[str, int] | None = None,
     scram_credentials: ScramCredentialStore | None = None,
     inter_broker: InterBrokerClient | None = None,
+    handler_pool: HandlerPool | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -236,7 +237,14 @@ def build_broker(
     if capture is not None:
         everyone.append(capture)
     dispatcher = RequestDispatcher(
-        handlers, services, faults, everyone, request_clock, purgatories.scheduler_timer, quotas
+        handlers,
+        services,
+        faults,
+        everyone,
+        request_clock,
+        purgatories.scheduler_timer,
+        quotas,
+        handler_pool,  # a simulation's request handlers in virtual time; None in real time
     )
     return Broker(
         host=host,
@@ -307,6 +315,7 @@ class MiniKafka:
         observers: Sequence[RequestObserver] = (),
         load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
         request_clock: RequestClock | None = None,
+        handler_pools: Callable[[int, BrokerConfig], HandlerPool] | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")
@@ -326,6 +335,8 @@ class MiniKafka:
         self._load_scheduler = load_scheduler
         # The clocks requests are timed with (a simulation hands in its virtual ones).
         self._request_clock = request_clock
+        # A simulation's request handlers per broker (id, config -> pool); None in real time.
+        self._handler_pools = handler_pools
         self.cluster = ClusterMetadata(data_dir=self.data_dir)
         self.group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         # The cluster's client quotas (DescribeClientQuotas/AlterClientQuotas), shared by
@@ -392,9 +403,10 @@ class MiniKafka:
         logs = self._memory_logs.get(broker_id) or LogManager(broker_dir, extra_dirs=extra_dirs)
         if self.data_dir is None:
             self._memory_logs[broker_id] = logs
+        config = self.config.model_copy(update={"broker_id": broker_id})
         return build_broker(
             broker_id=broker_id,
-            config=self.config.model_copy(update={"broker_id": broker_id}),
+            config=config,
             metadata=self.cluster,
             controller=self.controller,
             clock=LoopClock(asyncio.get_running_loop().time),
@@ -417,6 +429,7 @@ class MiniKafka:
             listener_ports=listener_ports,
             scram_credentials=self.scram_credentials,
             inter_broker=self.inter_broker,
+            handler_pool=self._handler_pools(broker_id, config) if self._handler_pools else None,
         )
 
     async def start(self) -> None:

@@ -81,6 +81,17 @@ class QuotaPolicy(Protocol):
     def record_and_throttle(self, ctx: RequestContext, request: Any, response: Any) -> Any: ...
 
 
+class HandlerPool(Protocol):
+    """The broker's request handler threads (Kafka's ``num.io.threads``) in virtual time:
+    a simulation (``broker/simulation/request_handlers.py``) hands one in, real time
+    never does (there a request costs what it costs). ``occupy`` takes the first free
+    handler for the request's modelled service time and says when it starts and ends
+    (monotonic ns of the request clock); a request that finds every handler busy
+    waits, and that wait is its RequestQueueTimeMs."""
+
+    def occupy(self, api_key: int, request_size: int, now_ns: int) -> tuple[int, int]: ...
+
+
 class CloseConnection(Exception):
     """The client sent what Kafka answers by closing the connection; the reason is logged."""
 
@@ -120,6 +131,42 @@ class _CompleteLater(TimerTask):
             self.future.set_result(self.response)
 
 
+def _answer_after(
+    loop: asyncio.AbstractEventLoop, answer: asyncio.Future[Any], result: Any, delay_s: float
+) -> None:
+    """Complete ``answer`` with ``result`` -- a response, or a parked future's outcome --
+    no sooner than ``delay_s`` from now (the rest of the handler's service time)."""
+    end_s = loop.time() + delay_s
+
+    def deliver() -> None:
+        if answer.done():
+            return
+        if not isinstance(result, asyncio.Future):
+            answer.set_result(result)
+        elif result.cancelled():
+            answer.cancel()
+        elif result.exception() is not None:
+            answer.set_exception(result.exception())  # type: ignore[arg-type]
+        else:
+            answer.set_result(result.result())
+
+    def at_end(_: object = None) -> None:
+        remaining = end_s - loop.time()
+        if remaining > 0:
+            loop.call_later(remaining, deliver)
+        else:
+            deliver()
+
+    if isinstance(result, asyncio.Future):
+        # Parked: ready at the later of its completion and the end of the service time;
+        # a connection that goes away cancels the answer, and so the parked future.
+        parked = result
+        answer.add_done_callback(lambda a: parked.cancel() if a.cancelled() else None)
+        parked.add_done_callback(at_end)
+    else:
+        at_end()
+
+
 class RequestDispatcher:
     """Decodes, intercepts, handles, times and observes the requests of one broker."""
 
@@ -132,6 +179,7 @@ class RequestDispatcher:
         request_clock: RequestClock,
         scheduler_timer: SystemTimer,
         quotas: QuotaPolicy | None = None,
+        handler_pool: HandlerPool | None = None,
     ) -> None:
         self._handlers = dict(handlers)
         self._services = services
@@ -141,6 +189,7 @@ class RequestDispatcher:
         self._timer = scheduler_timer
         self._broker_id = services.broker_id
         self._quotas = quotas
+        self._handler_pool = handler_pool
 
     @property
     def services(self) -> BrokerServices:
@@ -179,10 +228,29 @@ class RequestDispatcher:
             ) from None
 
         connection.sequence += 1
-        clock = self._clock
         timing = RequestTiming(received_ns)
         ctx = RequestContext(header, connection, self._services, timing, len(frame) + 4)
         in_flight = InFlight(ctx, request)
+        if self._handler_pool is not None:
+            return self._dispatch_pooled(self._handler_pool, handler, in_flight, frame)
+        result = self._handle(handler, in_flight, frame)
+        if isinstance(result, asyncio.Future):
+            in_flight.future = result  # the connection calls settle() when it is done
+        else:
+            quotas = self._quotas
+            if quotas is not None and quotas.enabled:
+                result = self._record_quotas(quotas, ctx, request, result)
+            in_flight.response = result
+            in_flight.ready = True
+        return in_flight
+
+    def _handle(self, handler: ApiHandler, in_flight: InFlight, frame: bytes) -> Any:
+        """Run the handler (or the injected fault) and tell the observers: the response,
+        or a future of it (parked, or delayed by an injected latency)."""
+        ctx, request = in_flight.ctx, in_flight.request
+        assert ctx is not None
+        clock = self._clock
+        timing = ctx.timing
         timing.local_start_ns = clock.monotonic_ns()
         try:
             error = self._faults.intercept(ctx, request, handler.topic_partitions)
@@ -194,8 +262,8 @@ class RequestDispatcher:
             log.exception(
                 "handler %s v%d failed on %s",
                 handler.name,
-                header.api_version,
-                connection.connection_id,
+                ctx.api_version,
+                ctx.connection.connection_id,
             )
             result = self._unknown_server_error(handler, ctx, request)
         timing.local_end_ns = clock.monotonic_ns()
@@ -204,14 +272,33 @@ class RequestDispatcher:
         delay_ms = self._faults.response_delay_ms(self._broker_id)
         if delay_ms > 0 and result is not None:
             result = self._later(result, delay_ms)
-        if isinstance(result, asyncio.Future):
-            in_flight.future = result  # the connection calls settle() when it is done
+        return result
+
+    def _dispatch_pooled(
+        self, pool: HandlerPool, handler: ApiHandler, in_flight: InFlight, frame: bytes
+    ) -> InFlight:
+        """Virtual time: the request waits for a free handler, runs when it gets one, and
+        its answer is ready once its service time has passed (or later, when parked past
+        it). Always a future, which the connection settles as a parked request's."""
+        ctx = in_flight.ctx
+        assert ctx is not None
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Any] = loop.create_future()
+        in_flight.future = answer
+        now_ns = self._clock.monotonic_ns()
+        start_ns, end_ns = pool.occupy(ctx.header.api_key, ctx.request_size, now_ns)
+
+        def run() -> None:
+            if answer.done():
+                return  # the connection went away while the request waited
+            result = self._handle(handler, in_flight, frame)
+            ctx.timing.local_end_ns = ctx.timing.local_start_ns + (end_ns - start_ns)
+            _answer_after(loop, answer, result, (end_ns - self._clock.monotonic_ns()) / 1e9)
+
+        if start_ns <= now_ns:
+            run()
         else:
-            quotas = self._quotas
-            if quotas is not None and quotas.enabled:
-                result = self._record_quotas(quotas, ctx, request, result)
-            in_flight.response = result
-            in_flight.ready = True
+            loop.call_later((start_ns - now_ns) / 1e9, run)
         return in_flight
 
     def settle(self, in_flight: InFlight) -> None:

@@ -26,13 +26,16 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from spark_jobs.fidelity import CAPTURED
 from spark_jobs.render import Column, Table
+from spark_jobs.replay_result import REAL_TIME
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from spark_jobs.run_info import ReplayRun
 
 __all__ = ["CompareOutput", "main", "parse_args", "run_compare", "variant_labels"]
 
@@ -61,99 +64,98 @@ class CompareOutput:
     plots: list[Path] = field(default_factory=list)
 
 
-def run_compare(
-    spark: SparkSession,
-    results: Sequence[str | Path],
-    out_dir: str | Path,
-    *,
-    labels: Sequence[str] = (),
-) -> CompareOutput:
-    """Compare the replays in ``results`` into ``out_dir`` (see module doc)."""
+@dataclass
+class Variant:
+    """One replay read for the comparison: its compared side, the captured side (kept
+    from the first variant only), its target's own inter-broker traffic, and its row of
+    the variants table."""
+
+    replayed: DataFrame
+    captured: DataFrame
+    inter: DataFrame | None
+    row: dict[str, Any]
+
+
+def read_variant(
+    spark: SparkSession, path: str | Path, run: ReplayRun | None, label: str
+) -> Variant:
+    """The replay in ``path`` as a variant named ``label``: matched with its target's
+    capture when that is there (Kafka's TotalTimeMs), else the client's latency."""
     from pyspark.sql import functions as F
 
-    from spark_jobs import fidelity, plots, tables
+    from spark_jobs import fidelity
     from spark_jobs.captures import read_capture_analysis_df
-    from spark_jobs.render import render_page, write_table
-    from spark_jobs.report import busiest
-    from spark_jobs.run_info import read_run
     from spark_jobs.schema import RESULT_SCHEMA
 
-    if not results:
-        raise ValueError("nothing to compare: give at least one results directory")
-    out = Path(out_dir)
-    (out / "plots").mkdir(parents=True, exist_ok=True)
-    runs = [read_run(r) for r in results]
-    names = variant_labels([run.label if run else None for run in runs], labels)
-    frames: list[DataFrame] = []
-    inter: list[DataFrame] = []
-    variants: list[dict[str, Any]] = []
-    for i, (path, run, label) in enumerate(zip(results, runs, names, strict=True)):
-        df = spark.read.schema(RESULT_SCHEMA).parquet(str(path))
-        pairs = fidelity.compared_pairs(df)
-        target_path = run.target_capture if run else None
-        target = (
-            read_capture_analysis_df(spark, target_path)
-            if target_path and Path(target_path).exists()
-            else None
-        )
-        replayed, matched = fidelity.replayed_side(pairs, target, side=label)
-        compared = matched if matched is not None else pairs.where(F.col("response_ms").isNotNull())
-        if i == 0:
-            frames.append(fidelity.captured_side(compared))
-        frames.append(replayed)
-        own = fidelity.inter_broker_sides(None, target, CAPTURED, label)
-        if own is not None:
-            inter.append(own)
-        variants.append(
-            {
-                "label": label,
-                "results": str(path),
-                "config": run.config_text() if run else "unknown (no _replay.json)",
-                "target_brokers": run.target_brokers if run else None,
-                "speed": run.speed if run else None,
-                "capture": run.capture if run else None,
-                "date": run.started_utc if run else None,
-                "compared": compared.count(),
-                "errors": sum(run.errors.values()) if run else None,
-                "measure": "broker TotalTimeMs" if target is not None else "client send->response",
-            }
-        )
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.unionByName(other)
-    frame = frame.cache()
-    sides = [*names, CAPTURED]
-    captures = {v["capture"] for v in variants}
+    df = spark.read.schema(RESULT_SCHEMA).parquet(str(path))
+    pairs = fidelity.compared_pairs(df)
+    target_path = run.target_capture if run else None
+    target = (
+        read_capture_analysis_df(spark, target_path)
+        if target_path and Path(target_path).exists()
+        else None
+    )
+    replayed, matched = fidelity.replayed_side(pairs, target, side=label)
+    compared = matched if matched is not None else pairs.where(F.col("response_ms").isNotNull())
+    row = {
+        "label": label,
+        "run_kind": run.run_kind if run else REAL_TIME,
+        "results": str(path),
+        "config": run.config_text() if run else "unknown (no _replay.json)",
+        "target_brokers": run.target_brokers if run else None,
+        "speed": run.speed if run else None,
+        "capture": run.capture if run else None,
+        "date": run.started_utc if run else None,
+        "compared": compared.count(),
+        "errors": sum(run.errors.values()) if run else None,
+        "measure": "broker TotalTimeMs" if target is not None else "client send->response",
+    }
+    inter = fidelity.inter_broker_sides(None, target, CAPTURED, label)
+    return Variant(replayed, fidelity.captured_side(compared), inter, row)
+
+
+def like_for_like_warnings(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """What makes the variants less than like for like: other captures, other measures."""
     warnings = []
+    captures = {v["capture"] for v in rows}
     if len(captures) > 1:
         warnings.append(f"the results replay different captures: {sorted(map(str, captures))}")
-    if len(set(v["measure"] for v in variants)) > 1:
+    if len({v["measure"] for v in rows}) > 1:
         warnings.append("some variants have no target capture: their latency is the client's")
+    return warnings
 
-    api_stats = fidelity.side_stats(frame, "api_name")
-    purgatory_stats = fidelity.side_stats(frame, "purgatory")
+
+_VARIANT_COLUMNS: Final = [
+    Column("label", "variant"),
+    Column("run_kind", "run"),
+    Column("config", "target broker config (not Kafka's defaults)"),
+    Column("target_brokers", "brokers"),
+    Column("speed", "speed"),
+    Column("compared", "requests compared"),
+    Column("errors", "replay errors"),
+    Column("measure", "latency measured as"),
+    Column("date", "replayed at (UTC)"),
+    Column("results", "results"),
+]
+
+
+def comparison_tables(
+    api_stats: list[dict[str, Any]],
+    purgatory_stats: list[dict[str, Any]],
+    names: list[str],
+    rows: list[dict[str, Any]],
+) -> dict[str, Table]:
+    """The variants, and per API and per purgatory each over the first (the baseline)."""
+    from spark_jobs import fidelity, tables
+
+    sides = [*names, CAPTURED]
     note = (
         f"Ratios and differences are each variant's over the baseline, {names[0]}; marked "
         f"when more than {tables.TOLERANCE:.0%} from 1. The captured side is shown for "
         "reference."
     )
-    out_tables = {
-        "variants": Table(
-            "variants",
-            "Variants",
-            [
-                Column("label", "variant"),
-                Column("config", "target broker config (not Kafka's defaults)"),
-                Column("target_brokers", "brokers"),
-                Column("speed", "speed"),
-                Column("compared", "requests compared"),
-                Column("errors", "replay errors"),
-                Column("measure", "latency measured as"),
-                Column("date", "replayed at (UTC)"),
-                Column("results", "results"),
-            ],
-            variants,
-        ),
+    return {
+        "variants": Table("variants", "Variants", _VARIANT_COLUMNS, rows),
         "compare_by_api": tables.fidelity_table(
             "compare_by_api",
             "Per API: client requests",
@@ -176,25 +178,34 @@ def run_compare(
         ),
         "breakdown": tables.breakdown_table(api_stats, sides),
     }
-    if inter:
-        inter_frame = inter[0]
-        for other in inter[1:]:
-            inter_frame = inter_frame.unionByName(other)
-        present = list(names)
-        out_tables["compare_inter_broker"] = tables.fidelity_table(
-            "compare_inter_broker",
-            "Each target's own inter-broker traffic (follower fetches)",
-            fidelity.pivot(fidelity.side_stats(inter_frame, "api_name"), present),
-            present,
-            key_label="API",
-            differences=True,
-            note="Not replayed requests: each target's followers replicate what the replay "
-            "produced, under that target's config (replica.fetch.wait.max.ms, ...).",
-        )
-    for table in out_tables.values():
-        write_table(out, table)
+
+
+def inter_broker_table(inter: list[DataFrame], names: list[str]) -> Table | None:
+    """Each target's own follower traffic, variant beside variant (not replayed)."""
+    from spark_jobs import fidelity, tables
+
+    if not inter:
+        return None
+    return tables.fidelity_table(
+        "compare_inter_broker",
+        "Each target's own inter-broker traffic (follower fetches)",
+        fidelity.pivot(fidelity.side_stats(_union(inter), "api_name"), names),
+        names,
+        key_label="API",
+        differences=True,
+        note="Not replayed requests: each target's followers replicate what the replay "
+        "produced, under that target's config (replica.fetch.wait.max.ms, ...).",
+    )
+
+
+def draw_plots(
+    out: Path, frame: DataFrame, api_stats: list[dict[str, Any]], sides: list[str]
+) -> list[Path]:
+    from spark_jobs import plots
+    from spark_jobs.report import busiest
+
     apis = busiest(api_stats)
-    plot_paths = [
+    return [
         plots.plot_distributions(
             out / "plots" / "compare_cdf.png",
             plots.distributions(frame, apis),
@@ -204,13 +215,60 @@ def run_compare(
         ),
         plots.plot_breakdown(out / "plots" / "compare_breakdown.png", api_stats, apis, sides),
     ]
+
+
+def _union(frames: Sequence[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def run_compare(
+    spark: SparkSession,
+    results: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    labels: Sequence[str] = (),
+) -> CompareOutput:
+    """Compare the replays in ``results`` into ``out_dir`` (see module doc).
+
+    The steps: read each variant; one frame of every variant's side and the captured
+    one (the first variant's); statistics per API and per purgatory; tables; plots;
+    the page."""
+    from spark_jobs import fidelity
+    from spark_jobs.render import render_page, write_table
+    from spark_jobs.run_info import read_run
+
+    if not results:
+        raise ValueError("nothing to compare: give at least one results directory")
+    out = Path(out_dir)
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    runs = [read_run(r) for r in results]
+    names = variant_labels([run.label if run else None for run in runs], labels)
+    variants = [
+        read_variant(spark, path, run, label)
+        for path, run, label in zip(results, runs, names, strict=True)
+    ]
+    frame = _union([variants[0].captured, *(v.replayed for v in variants)]).cache()
+    sides = [*names, CAPTURED]
+    rows = [v.row for v in variants]
+    api_stats = fidelity.side_stats(frame, "api_name")
+    purgatory_stats = fidelity.side_stats(frame, "purgatory")
+    out_tables = comparison_tables(api_stats, purgatory_stats, names, rows)
+    inter = inter_broker_table([v.inter for v in variants if v.inter is not None], names)
+    if inter is not None:
+        out_tables["compare_inter_broker"] = inter
+    for table in out_tables.values():
+        write_table(out, table)
+    plot_paths = draw_plots(out, frame, api_stats, sides)
     frame.unpersist()
     index = render_page(
         "compare.html.j2",
         out / "index.html",
-        variants=variants,
+        variants=rows,
         baseline=names[0],
-        warnings=warnings,
+        warnings=like_for_like_warnings(rows),
         tables=out_tables,
         plots=[p.relative_to(out).as_posix() for p in plot_paths],
     )

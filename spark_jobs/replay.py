@@ -72,7 +72,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -85,10 +85,19 @@ if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import DataFrame, SparkSession
 
+    from spark_jobs.replay_client import ReplaySchedule
+    from spark_jobs.replay_result import ReplayResult
+    from spark_jobs.target import TargetConfig
+
 __all__ = [
     "BARRIER_RELEASE_S",
+    "CaptureStats",
     "ReplaySummary",
+    "barrier_partition_replayer",
+    "capture_stats",
+    "count_reasons",
     "main",
+    "ordered_requests",
     "parse_args",
     "run_replay",
     "shared_start_unix_s",
@@ -191,56 +200,51 @@ class TargetInfo:
     capture: Path | None = None
 
 
-def run_replay(
-    spark: SparkSession,
-    capture: str | Path,
-    bootstrap: str,
-    out: str | Path,
-    *,
-    speed: float = 1.0,
-    start_delay_s: float = 0.5,
-    partitions: int | None = None,
-    response_timeout_s: float = 60.0,
-    target: TargetInfo | None = None,
-    label: str | None = None,
-) -> ReplaySummary:
-    """Replay ``capture`` against ``bootstrap``; write RESULT_SCHEMA Parquet and
-    ``_replay.json`` to ``out`` (which must exist and hold no results yet)."""
+@dataclass(frozen=True)
+class CaptureStats:
+    """What the driver learns of the capture before the clock starts (one aggregation
+    over the cached, ordered requests). ``first_us``/``last_us`` bound the client
+    requests (a cluster's own traffic before and after its clients' is not replayed)."""
+
+    requests: int
+    client_requests: int
+    connections: int
+    brokers: tuple[int, ...]
+    first_us: int
+    last_us: int
+
+    @property
+    def span_s(self) -> float:
+        return (self.last_us - self.first_us) / 1e6
+
+
+def ordered_requests(spark: SparkSession, capture: str | Path, partitions: int) -> DataFrame:
+    """The capture's requests (``REPLAY_COLUMNS``), one client's connections per
+    partition, each connection whole and in sequence order; cached, not yet computed."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from spark_jobs.captures import read_capture_requests_df
-    from spark_jobs.replay_client import REPLAY_COLUMNS, ReplaySchedule, replay_rows
-    from spark_jobs.schema import RESULT_SCHEMA
-    from spark_jobs.speed import SCALED, captured_waits, merge_waits, speed_warnings
-    from spark_jobs.target import describe_broker_configs, fetch_broker_addresses
-    from spark_jobs.traffic import traffic_column
+    from spark_jobs.replay_client import REPLAY_COLUMNS
 
-    if speed <= 0:
-        raise ValueError(f"--speed must be positive, got {speed}")
-    began = time.monotonic()
-    target = target or TargetInfo()
-    sc = spark.sparkContext
-    out_path = Path(out)
-    out_path.mkdir(parents=True, exist_ok=True)
-    phase(f"reading the capture {capture}")
-    addresses = fetch_broker_addresses(bootstrap)
-    config = describe_broker_configs(addresses)
     requests = read_capture_requests_df(spark, capture).select(*REPLAY_COLUMNS)
-    # One read of the capture: shuffled into per-connection order and cached, and the
-    # figures below computed from the cache, all before the clock starts.
-    n_parts = partitions or max(1, sc.defaultParallelism)
     # The client of a connection as replay_client.client_key names it (min ignores nulls).
     connection = Window.partitionBy("broker_id", "connection_id")
     client = F.coalesce(
         F.concat(F.lit("client:"), F.min("client_id").over(connection)),
         F.concat(F.lit("connection:"), F.col("broker_id"), F.lit("/"), F.col("connection_id")),
     )
-    ordered: DataFrame = requests.withColumn("_client", client).repartition(n_parts, "_client")
+    ordered = requests.withColumn("_client", client).repartition(partitions, "_client")
     ordered = ordered.drop("_client")
-    ordered = ordered.sortWithinPartitions("broker_id", "connection_id", "sequence").persist()
-    # The schedule runs from the first client request to the last: a cluster's own
-    # traffic before and after its clients' is not replayed.
+    return ordered.sortWithinPartitions("broker_id", "connection_id", "sequence").persist()
+
+
+def capture_stats(ordered: DataFrame) -> CaptureStats | None:
+    """Counts and the schedule's span of ``ordered``; None when it holds no request."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.traffic import traffic_column
+
     client_at = F.when(traffic_column() == "client", F.col("received_unix_us"))
     stats = ordered.agg(
         F.coalesce(F.min(client_at), F.min("received_unix_us")).alias("first"),
@@ -250,76 +254,76 @@ def run_replay(
         F.countDistinct("broker_id", "connection_id").alias("connections"),
         F.collect_set("broker_id").alias("brokers"),
     ).first()
-    assert stats is not None
-    run = ReplayRun(
-        label=label or default_label(config.overrides()),
-        capture=str(Path(capture).resolve()),
-        speed=speed,
-        speed_scales=SCALED,
-        master=str(sc.master),
-        tasks=n_parts,
-        target_bootstrap=bootstrap,
-        target_brokers=len(addresses),
-        target_started=target.started,
-        target_overrides=list(target.overrides),
-        target_config=config.overrides(),
-        target_capture=str(target.capture.resolve()) if target.capture else None,
+    if stats is None or not stats["n"]:
+        return None
+    return CaptureStats(
+        requests=int(stats["n"]),
+        client_requests=int(stats["client"]),
+        connections=int(stats["connections"]),
+        brokers=tuple(sorted(int(b) for b in stats["brokers"])),
+        first_us=int(stats["first"]),
+        last_us=int(stats["last"]),
     )
-    if not stats["n"]:
-        ordered.unpersist()
-        spark.createDataFrame([], RESULT_SCHEMA).write.mode("append").parquet(str(out_path))
-        run.write(out_path)
-        return ReplaySummary(out_path, 0, 0, {})
-    n, n_client = int(stats["n"]), int(stats["client"])
-    run.requests, run.client_requests = n, n_client
-    run.connections = int(stats["connections"])
-    run.capture_brokers = len(stats["brokers"])
-    run.capture_span_s = (int(stats["last"]) - int(stats["first"])) / 1e6
+
+
+def _record_capture(run: ReplayRun, stats: CaptureStats, addresses: Mapping[int, Any]) -> None:
+    """Put ``stats`` into ``run``, say what will be replayed, and warn about captured
+    brokers the target lacks."""
+    run.requests, run.client_requests = stats.requests, stats.client_requests
+    run.connections = stats.connections
+    run.capture_brokers = len(stats.brokers)
+    run.capture_span_s = stats.span_s
+    n, n_client = stats.requests, stats.client_requests
     phase(
         f"{n} captured requests on {run.connections} connections of {run.capture_brokers} "
         f"brokers: {n_client} client requests to replay, {n - n_client} inter-broker left "
         f"out (the target's brokers send their own); the schedule spans "
-        f"{run.capture_span_s:.1f} s, {run.capture_span_s / speed:.1f} s at --speed {speed:g}"
+        f"{run.capture_span_s:.1f} s, {run.capture_span_s / run.speed:.1f} s at --speed "
+        f"{run.speed:g}"
     )
-    phase(f"target: {len(addresses)} brokers at {bootstrap}; config: {run.config_text()}")
-    missing = sorted(set(map(int, stats["brokers"])) - set(addresses))
+    phase(
+        f"target: {len(addresses)} brokers at {run.target_bootstrap}; config: {run.config_text()}"
+    )
+    missing = sorted(set(stats.brokers) - set(addresses))
     if missing:
         run.warnings.append(
             f"captured brokers {missing} have no broker of the same id in the target: "
             "their connections fail"
         )
+
+
+def _warn_about_speed(run: ReplayRun, ordered: DataFrame, config_values: Mapping[str, Any]) -> None:
+    """Add the captured waits that ``--speed`` cannot scale to the run's warnings, and
+    print every warning."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.speed import SCALED, captured_waits, merge_waits, speed_warnings
+
     waits = ordered.where(F.col("api_key").isin(1, 11)).select("api_key", "request", "replica_id")
     merged = merge_waits(
         waits.rdd.mapPartitions(lambda rows: captured_waits(r.asDict() for r in rows)).collect()
     )
-    run.warnings += speed_warnings(speed, merged, config.values)
-    if speed != 1:
+    run.warnings += speed_warnings(run.speed, merged, config_values)
+    if run.speed != 1:
         phase(SCALED)
     for warning in run.warnings:
         phase(f"warning: {warning}")
 
-    group = f"minikafka-replay-{os.getpid()}-{time.time_ns()}"
-    try:
-        monitor: ProgressMonitor | None = ProgressMonitor(
-            sc, group, n_client, run.capture_span_s / speed, host=_progress_host(sc)
-        )
-    except OSError:
-        monitor = None  # no progress channel: the replay itself does not need one
-    schedule = ReplaySchedule(
-        addresses=addresses,
-        start_unix_s=time.time() + start_delay_s,  # each task's agree_start replaces it
-        first_received_us=int(stats["first"]),
-        speed=speed,
-        response_timeout_s=response_timeout_s,
-        progress_address=monitor.address if monitor is not None else None,
-    )
 
-    def replay_partition(rows: Iterable[Any]) -> Iterable[tuple[Any, ...]]:
-        # Barrier stage: every task is running, and warmed up (replay_rows calls
-        # agree_start once its connections are open), before any sends; they agree on
-        # one start after the barrier can have released the last of them, so a task
-        # whose Python worker started late does not begin the schedule late.
+def barrier_partition_replayer(
+    schedule: ReplaySchedule, start_delay_s: float
+) -> Callable[[Iterable[Any]], Iterable[ReplayResult]]:
+    """The function each barrier task runs over its rows.
+
+    Every task is running, and warmed up (replay_rows calls agree_start once its
+    connections are open), before any sends; they agree on one start after the
+    barrier can have released the last of them, so a task whose Python worker started
+    late does not begin the schedule late."""
+
+    def replay_partition(rows: Iterable[Any]) -> Iterable[ReplayResult]:
         from pyspark import BarrierTaskContext
+
+        from spark_jobs.replay_client import replay_rows
 
         context = BarrierTaskContext.get()
 
@@ -339,20 +343,57 @@ def run_replay(
         materialised = [row.asDict() for row in rows]
         return replay_rows(materialised, schedule, agree_start, context.partitionId())
 
+    return replay_partition
+
+
+def _start_monitor(sc: SparkContext, group: str, run: ReplayRun) -> ProgressMonitor | None:
+    try:
+        return ProgressMonitor(
+            sc, group, run.client_requests, run.capture_span_s / run.speed, host=_progress_host(sc)
+        )
+    except OSError:
+        return None  # no progress channel: the replay itself does not need one
+
+
+def _replay_and_write(
+    spark: SparkSession, ordered: DataFrame, plan: _ReplayPlan, out_path: Path
+) -> None:
+    """Run the barrier stage over ``ordered`` and append its results to ``out_path``."""
+    from spark_jobs.replay_client import ReplaySchedule
+    from spark_jobs.schema import RESULT_SCHEMA
+
+    sc = spark.sparkContext
+    group = f"minikafka-replay-{os.getpid()}-{time.time_ns()}"
+    monitor = _start_monitor(sc, group, plan.run)
+    schedule = ReplaySchedule(
+        addresses=plan.addresses,
+        start_unix_s=time.time() + plan.start_delay_s,  # each task's agree_start replaces it
+        first_received_us=plan.first_received_us,
+        speed=plan.run.speed,
+        response_timeout_s=plan.response_timeout_s,
+        progress_address=monitor.address if monitor is not None else None,
+    )
     sc.setJobGroup(group, "minikafka replay")
-    phase(f"starting {n_parts} replay tasks (a barrier stage: they start together)")
+    phase(f"starting {plan.run.tasks} replay tasks (a barrier stage: they start together)")
     if monitor is not None:
         monitor.start()
     try:
+        replayer = barrier_partition_replayer(schedule, plan.start_delay_s)
         results = spark.createDataFrame(
-            ordered.rdd.barrier().mapPartitions(replay_partition), RESULT_SCHEMA
+            ordered.rdd.barrier().mapPartitions(replayer), RESULT_SCHEMA
         )
         results.write.mode("append").parquet(str(out_path))
     finally:
         if monitor is not None:
             monitor.stop()
-        ordered.unpersist()
-    phase("results written; counting errors")
+
+
+def count_reasons(spark: SparkSession, out_path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """(errors, skips) of the written results, by kind: the text before the first colon."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.schema import RESULT_SCHEMA
+
     written = spark.read.schema(RESULT_SCHEMA).parquet(str(out_path))
 
     def kinds(column: str) -> dict[str, int]:
@@ -364,10 +405,106 @@ def run_replay(
             .collect()
         }
 
-    run.errors, run.skipped = kinds("replay_error"), kinds("replay_skip")
+    return kinds("replay_error"), kinds("replay_skip")
+
+
+@dataclass
+class _ReplayPlan:
+    """What the replay stage needs from the driver's preparation."""
+
+    run: ReplayRun
+    addresses: Mapping[int, tuple[str, int]]
+    first_received_us: int
+    start_delay_s: float
+    response_timeout_s: float
+
+
+def _new_run(
+    sc: SparkContext,
+    capture: str | Path,
+    bootstrap: str,
+    config: TargetConfig,
+    n_addresses: int,
+    speed: float,
+    tasks: int,
+    target: TargetInfo,
+    label: str | None,
+) -> ReplayRun:
+    from spark_jobs.speed import SCALED
+
+    return ReplayRun(
+        label=label or default_label(config.overrides()),
+        capture=str(Path(capture).resolve()),
+        speed=speed,
+        speed_scales=SCALED,
+        master=str(sc.master),
+        tasks=tasks,
+        target_bootstrap=bootstrap,
+        target_brokers=n_addresses,
+        target_started=target.started,
+        target_overrides=list(target.overrides),
+        target_config=config.overrides(),
+        target_capture=str(target.capture.resolve()) if target.capture else None,
+    )
+
+
+def run_replay(
+    spark: SparkSession,
+    capture: str | Path,
+    bootstrap: str,
+    out: str | Path,
+    *,
+    speed: float = 1.0,
+    start_delay_s: float = 0.5,
+    partitions: int | None = None,
+    response_timeout_s: float = 60.0,
+    target: TargetInfo | None = None,
+    label: str | None = None,
+) -> ReplaySummary:
+    """Replay ``capture`` against ``bootstrap``; write RESULT_SCHEMA Parquet and
+    ``_replay.json`` to ``out`` (which must exist and hold no results yet).
+
+    The steps: ask the target who it is; read and order the capture (one read, cached,
+    before the clock starts); describe the run; warn about what ``--speed`` cannot
+    scale; replay in a barrier stage; count the errors and skips written."""
+    from spark_jobs.target import describe_broker_configs, fetch_broker_addresses
+
+    if speed <= 0:
+        raise ValueError(f"--speed must be positive, got {speed}")
+    began = time.monotonic()
+    sc = spark.sparkContext
+    out_path = Path(out)
+    out_path.mkdir(parents=True, exist_ok=True)
+    phase(f"reading the capture {capture}")
+    addresses = fetch_broker_addresses(bootstrap)
+    config = describe_broker_configs(addresses)
+    n_parts = partitions or max(1, sc.defaultParallelism)
+    ordered = ordered_requests(spark, capture, n_parts)
+    target = target or TargetInfo()
+    run = _new_run(sc, capture, bootstrap, config, len(addresses), speed, n_parts, target, label)
+    try:
+        stats = capture_stats(ordered)
+        if stats is None:
+            _write_empty(spark, out_path)
+            run.write(out_path)
+            return ReplaySummary(out_path, 0, 0, {})
+        _record_capture(run, stats, addresses)
+        _warn_about_speed(run, ordered, config.values)
+        plan = _ReplayPlan(run, addresses, stats.first_us, start_delay_s, response_timeout_s)
+        _replay_and_write(spark, ordered, plan, out_path)
+    finally:
+        ordered.unpersist()
+    phase("results written; counting errors")
+    run.errors, run.skipped = count_reasons(spark, out_path)
     run.elapsed_s = round(time.monotonic() - began, 3)
     run.write(out_path)
-    return ReplaySummary(out_path, n, run.connections, run.errors, run.skipped)
+    return ReplaySummary(out_path, stats.requests, run.connections, run.errors, run.skipped)
+
+
+def _write_empty(spark: SparkSession, out_path: Path) -> None:
+    from spark_jobs.schema import RESULT_SCHEMA
+
+    spark.createDataFrame([], RESULT_SCHEMA).write.mode("append").parquet(str(out_path))
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -37,8 +37,9 @@ checks the correlation id; one out of step fails the connection (every request s
 waiting on it is reported with the reason). An acks=0 Produce gets no answer. A
 response's time is taken when its bytes are read, before its body is decoded.
 
-Spark-free: ``replay_rows`` takes plain dicts and returns plain tuples in
-``RESULT_SCHEMA`` order, so it is tested without a JVM.
+Spark-free: ``replay_rows`` takes plain dicts and yields ``ReplayResult`` records
+(``spark_jobs.replay_result``: NamedTuples in ``RESULT_SCHEMA`` order), so it is tested
+without a JVM.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from protocol.codec import RequestHeader, decode_request, encode_request, parse_
 from protocol.error_codes import error_codes
 from protocol.errors import ProtocolError
 from spark_jobs.progress import ProgressReporter
+from spark_jobs.replay_result import ReplayResult
 from spark_jobs.replay_rewrite import DECODE_APIS, LEARN_APIS, PRODUCE, ReplayRewriter
 from spark_jobs.traffic import (
     CLIENT,
@@ -76,6 +78,7 @@ __all__ = [
     "causal_prerequisites",
     "client_key",
     "replay_rows",
+    "result_record",
 ]
 
 #: The capture columns the replay reads (a projection of CAPTURE_REQUEST_SCHEMA).
@@ -518,10 +521,10 @@ def replay_rows(
     schedule: ReplaySchedule,
     agree_start: Callable[[float], float] | None = None,
     task: int = 0,
-) -> Iterator[tuple[Any, ...]]:
+) -> Iterator[ReplayResult]:
     """Replay ``rows`` (``REPLAY_COLUMNS``, each connection's rows together and in
     sequence order, every connection of a client in the same call) and yield one
-    ``RESULT_SCHEMA`` tuple per row.
+    ``ReplayResult`` (a ``RESULT_SCHEMA`` row) per row.
 
     ``agree_start(ready_unix_s)`` is called exactly once (also with no rows: the other
     tasks of a barrier wait for every one of them), when this task is fully warmed up
@@ -550,34 +553,46 @@ def replay_rows(
             prepared.progress.close()
     for conn, (_, _, conn_rows) in zip(conns, groups, strict=True):
         for row, result in zip(conn_rows, conn.results, strict=False):
-            yield (
-                int(row["api_key"]),
-                str(row["api_name"]),
-                int(row["api_version"]),
-                conn.connection_id,
-                int(row["sequence"]),
-                row["purgatory"],
-                row["purgatory_outcome"],
-                float(row["total_time_ms"]),
-                float(row["remote_time_ms"]),
-                result.planned_ms,
-                result.actual_ms,
-                result.response_ms,
-                result.codes,
-                result.error,
-                conn.broker_id,
-                INTER_BROKER if _inter_broker(row) or result.skip == SKIP_INTER_BROKER else CLIENT,
-                result.skip,
-                _opt_float(row.get("request_queue_time_ms")),
-                _opt_float(row.get("local_time_ms")),
-                _opt_float(row.get("response_queue_time_ms")),
-                _opt_float(row.get("response_send_time_ms")),
-                conn.broker_id if result.correlation_id is not None else None,
-                result.connection,
-                result.correlation_id,
-                row.get("correlation_id"),
-            )
+            yield result_record(row, result, conn.connection_id, conn.broker_id)
+
+
+def result_record(
+    row: dict[str, Any], result: _Result, connection_id: str, broker_id: int
+) -> ReplayResult:
+    """The ``RESULT_SCHEMA`` record of captured ``row`` and what replaying it gave."""
+    inter_broker = _inter_broker(row) or result.skip == SKIP_INTER_BROKER
+    return ReplayResult(
+        api_key=int(row["api_key"]),
+        api_name=str(row["api_name"]),
+        api_version=int(row["api_version"]),
+        connection_id=connection_id,
+        sequence=int(row["sequence"]),
+        purgatory=row["purgatory"],
+        purgatory_outcome=row["purgatory_outcome"],
+        captured_total_ms=float(row["total_time_ms"]),
+        captured_remote_ms=float(row["remote_time_ms"]),
+        planned_send_ms=result.planned_ms,
+        actual_send_ms=result.actual_ms,
+        response_ms=result.response_ms,
+        error_codes=result.codes,
+        replay_error=result.error,
+        broker_id=broker_id,
+        traffic=INTER_BROKER if inter_broker else CLIENT,
+        replay_skip=result.skip,
+        captured_request_queue_ms=_opt_float(row.get("request_queue_time_ms")),
+        captured_local_ms=_opt_float(row.get("local_time_ms")),
+        captured_response_queue_ms=_opt_float(row.get("response_queue_time_ms")),
+        captured_send_ms=_opt_float(row.get("response_send_time_ms")),
+        replay_broker_id=broker_id if result.correlation_id is not None else None,
+        replay_connection=result.connection,
+        replay_correlation_id=result.correlation_id,
+        captured_correlation_id=_opt_int(row.get("correlation_id")),
+    )
 
 
 def _opt_float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -37,6 +37,8 @@ from spark_jobs.render import Table
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from spark_jobs.run_info import ReplayRun
+
 __all__ = ["ReportOutput", "busiest", "main", "parse_args", "run_report", "schedule_lag"]
 
 _ACCURACY: Final = 10_000
@@ -129,6 +131,255 @@ def _union(frames: Sequence[DataFrame]) -> DataFrame:
     return out
 
 
+@dataclass
+class ReportInputs:
+    """What a report reads, each frame cached once (each is read by Python tasks, the
+    capture reader, and used several times)."""
+
+    run: ReplayRun | None
+    results: str | Path | None
+    capture_path: Path | None
+    target_path: Path | None
+    captured_requests: DataFrame | None
+    target_requests: DataFrame | None
+    results_df: DataFrame | None
+    request_logs: list[str]
+
+
+@dataclass
+class Sides:
+    """The compared sides: one frame (``fidelity``'s side rows), their names, what
+    latency means on them, and the page's notes on the replay."""
+
+    frame: DataFrame
+    names: list[str]
+    measure: str
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+def read_inputs(
+    spark: SparkSession,
+    results: str | Path | None,
+    capture: str | Path | None,
+    target_capture: str | Path | None,
+    request_logs: Sequence[str | Path],
+) -> ReportInputs:
+    """The inputs, with the capture and target capture found through ``_replay.json``
+    where not given."""
+    from spark_jobs.captures import read_capture_analysis_df
+    from spark_jobs.run_info import read_run
+    from spark_jobs.schema import RESULT_SCHEMA
+
+    run = read_run(results) if results is not None else None
+    capture_path = _existing(capture or (run.capture if run else None))
+    target_path = _existing(target_capture or (run.target_capture if run else None))
+    return ReportInputs(
+        run=run,
+        results=results,
+        capture_path=capture_path,
+        target_path=target_path,
+        captured_requests=read_capture_analysis_df(spark, capture_path).cache()
+        if capture_path
+        else None,
+        target_requests=read_capture_analysis_df(spark, target_path).cache()
+        if target_path
+        else None,
+        results_df=spark.read.schema(RESULT_SCHEMA).parquet(str(results)).cache()
+        if results is not None
+        else None,
+        request_logs=[str(p) for p in request_logs],
+    )
+
+
+def replay_sides(results_df: DataFrame, target_requests: DataFrame | None) -> Sides:
+    """Captured beside replayed, the same client requests on both; the replayed latency
+    is the target's TotalTimeMs when its capture is there, else the client's."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs import fidelity
+
+    pairs = fidelity.compared_pairs(results_df).cache()
+    replayed, matched = fidelity.replayed_side(pairs, target_requests)
+    compared = matched if matched is not None else pairs.where(F.col("response_ms").isNotNull())
+    frame = _union([fidelity.captured_side(compared), replayed]).cache()
+    measure = "broker" if target_requests is not None else "client"
+    return Sides(frame, [CAPTURED, REPLAYED], measure, _replay_notes(results_df))
+
+
+def _replay_notes(results_df: DataFrame) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    client = F.col("traffic") == "client"
+    sent = client & F.col("replay_skip").isNull() & F.col("replay_error").isNull()
+    counts = results_df.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.when(client, 1).otherwise(0)).alias("client"),
+        F.count("replay_skip").alias("skipped"),
+        F.count("replay_error").alias("errors"),
+        F.sum(F.when(sent & F.col("actual_send_ms").isNotNull(), 1).otherwise(0)).alias("sent"),
+    ).first()
+    assert counts is not None
+    return {
+        "rows": counts["rows"],
+        "client": counts["client"],
+        "skipped": counts["skipped"],
+        "errors": counts["errors"],
+        "sent": counts["sent"] or 0,
+    }
+
+
+def analysis_sides(spark: SparkSession, inputs: ReportInputs) -> Sides:
+    """A capture and/or Kafka's request logs on their own: one side per source."""
+    from spark_jobs import fidelity
+    from spark_jobs.request_log import read_request_log_df
+
+    parts = []
+    if inputs.captured_requests is not None:
+        parts.append(inputs.captured_requests)
+    if inputs.request_logs:
+        parts.append(read_request_log_df(spark, inputs.request_logs))
+    analysis = _union(parts)
+    sources = {r["source"] for r in analysis.select("source").distinct().collect()}
+    names = [s for s in ("capture", "request_log") if s in sources]
+    return Sides(fidelity.side_from_analysis(analysis).cache(), names, "broker")
+
+
+def fidelity_tables(
+    api_stats: list[dict[str, Any]],
+    purgatory_stats: list[dict[str, Any]],
+    sides: Sides,
+    replayed: bool,
+) -> dict[str, Table]:
+    """Per API and per purgatory, the sides side by side, and Kafka's breakdown."""
+    from spark_jobs import fidelity, tables
+
+    client_side = REPLAYED if sides.measure == "broker" and replayed else None
+    return {
+        "fidelity_by_api": tables.fidelity_table(
+            "fidelity_by_api",
+            "Fidelity per API: client requests, the same on both sides",
+            fidelity.pivot(api_stats, sides.names),
+            sides.names,
+            key_label="API",
+            client_side=client_side,
+            note="Ratios are the replayed percentile over the captured one; marked when "
+            f"more than {tables.TOLERANCE:.0%} away from 1. Expiry rate: of the requests "
+            "that parked in a purgatory, those that left it expired.",
+        ),
+        "fidelity_by_purgatory": tables.fidelity_table(
+            "fidelity_by_purgatory",
+            "Fidelity per purgatory: client requests, each side by where it parked",
+            fidelity.pivot(purgatory_stats, sides.names),
+            sides.names,
+            key_label="purgatory",
+            note="Each side counts the requests that parked in the purgatory on its own "
+            "broker: a request may park on one side and not on the other.",
+        ),
+        "breakdown": tables.breakdown_table(api_stats, sides.names),
+    }
+
+
+def inter_broker_table(inputs: ReportInputs) -> Table | None:
+    """Each cluster's own inter-broker traffic, shown apart (never compared)."""
+    from spark_jobs import fidelity, tables
+    from spark_jobs.traffic import INTER_BROKER, traffic_column
+
+    inter = fidelity.inter_broker_sides(
+        inputs.results_df, inputs.target_requests, "captured cluster's own", "target cluster's own"
+    )
+    if inter is None and inputs.captured_requests is not None and inputs.results is None:
+        inter = fidelity.side_from_analysis_all(
+            inputs.captured_requests.where(traffic_column() == INTER_BROKER),
+            "captured cluster's own",
+        )
+    if inter is None:
+        return None
+    inter_stats = fidelity.side_stats(inter, "api_name")
+    inter_sides = ["captured cluster's own", "target cluster's own"]
+    present = [s for s in inter_sides if any(r["side"] == s for r in inter_stats)]
+    if not present:
+        return None
+    return tables.fidelity_table(
+        "inter_broker",
+        "Inter-broker traffic (not compared: each cluster's followers made their own)",
+        fidelity.pivot(inter_stats, present),
+        present,
+        key_label="API",
+        note="Follower fetches and other broker-to-broker requests. The replay does "
+        "not send them; the target's brokers replicate the replayed produces "
+        "themselves. Shown for the replication they reflect, not as a comparison.",
+    )
+
+
+def delayed_operations_table(spark: SparkSession, inputs: ReportInputs) -> Table | None:
+    """Every delayed operation of each cluster whose capture is there."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs import fidelity, tables
+    from spark_jobs.captures import read_delayed_operations_df
+
+    events: list[DataFrame] = []
+    if inputs.capture_path is not None:
+        raw = read_delayed_operations_df(spark, inputs.capture_path)
+        side = CAPTURED if inputs.results is not None else "capture"
+        classified = fidelity.classify_events(raw, inputs.captured_requests)
+        events.append(classified.withColumn("side", F.lit(side)))
+    if inputs.target_path is not None:
+        raw = read_delayed_operations_df(spark, inputs.target_path)
+        classified = fidelity.classify_events(raw, inputs.target_requests)
+        events.append(classified.withColumn("side", F.lit(REPLAYED)))
+    if not events:
+        return None
+    return tables.delayed_operations_table(
+        fidelity.delayed_operations_by_side(_union(events)),
+        note="Every operation of each cluster, client and inter-broker apart (an "
+        "operation's traffic is that of the request that parked it; a DelayedHeartbeat "
+        "watches a member's session). The captured side is the whole capture, not only "
+        "the replayed part.",
+    )
+
+
+def replay_tables(results_df: DataFrame) -> dict[str, Table]:
+    """How late the replay sent, and what it left out or failed to replay."""
+    from spark_jobs import tables
+
+    reasons = _reason_counts(results_df)
+    return {
+        "schedule_lag": tables.lag_table(schedule_lag(results_df)),
+        "replay_skips": tables.side_counts_table(
+            "replay_skips", "Left out on purpose (skips)", reasons["replay_skip"]
+        ),
+        "replay_errors": tables.side_counts_table(
+            "replay_errors", "Replay errors", reasons["replay_error"]
+        ),
+    }
+
+
+def draw_plots(
+    out: Path, sides: Sides, api_stats: list[dict[str, Any]], bucket_s: float
+) -> list[Path]:
+    """The three figures of the page, for the busiest APIs."""
+    from spark_jobs import plots
+
+    apis = busiest(api_stats)
+    return [
+        plots.plot_distributions(
+            out / "plots" / "latency_cdf.png",
+            plots.distributions(sides.frame, apis),
+            apis,
+            sides.names,
+            "Latency distribution per API (points: every request, where there are few)",
+        ),
+        plots.plot_breakdown(out / "plots" / "breakdown.png", api_stats, apis, sides.names),
+        plots.plot_over_time(
+            out / "plots" / "latency_over_time.png",
+            plots.over_time(sides.frame, apis, bucket_s),
+            apis,
+            sides.names,
+        ),
+    ]
+
+
 def run_report(
     spark: SparkSession,
     out_dir: str | Path,
@@ -139,190 +390,57 @@ def run_report(
     request_logs: Sequence[str | Path] = (),
     bucket_s: float = 1.0,
 ) -> ReportOutput:
-    """Compute the report from the given inputs into ``out_dir`` (see module doc)."""
-    from pyspark.sql import functions as F
+    """Compute the report from the given inputs into ``out_dir`` (see module doc).
 
-    from spark_jobs import fidelity, plots, tables
-    from spark_jobs.captures import read_capture_analysis_df, read_delayed_operations_df
+    The steps: read the inputs; make the sides (captured beside replayed, or each
+    source on its own); their statistics per API and per purgatory; the tables; the
+    plots; the page."""
+    from spark_jobs import fidelity
     from spark_jobs.render import render_page, write_table
-    from spark_jobs.request_log import read_request_log_df
-    from spark_jobs.run_info import read_run
-    from spark_jobs.schema import RESULT_SCHEMA
-    from spark_jobs.traffic import INTER_BROKER, traffic_column
 
     if results is None and capture is None and not request_logs:
         raise ValueError("nothing to report on: give results, a capture or a request log")
     out = Path(out_dir)
     (out / "plots").mkdir(parents=True, exist_ok=True)
-    run = read_run(results) if results is not None else None
-    capture_path = _existing(capture or (run.capture if run else None))
-    target_path = _existing(target_capture or (run.target_capture if run else None))
-
-    notes: dict[str, Any] = {}
-    frames: list[DataFrame] = []
-    results_df = None
-    # Each is read by Python tasks (the capture reader) and used several times: cached.
-    captured_requests = (
-        read_capture_analysis_df(spark, capture_path).cache() if capture_path else None
-    )
-    target_requests = read_capture_analysis_df(spark, target_path).cache() if target_path else None
-    if results is not None:
-        results_df = spark.read.schema(RESULT_SCHEMA).parquet(str(results)).cache()
-        pairs = fidelity.compared_pairs(results_df).cache()
-        replayed, matched = fidelity.replayed_side(pairs, target_requests)
-        compared = matched if matched is not None else pairs.where(F.col("response_ms").isNotNull())
-        frames += [fidelity.captured_side(compared), replayed]
-        sides = [CAPTURED, REPLAYED]
-        measure = "broker" if target_requests is not None else "client"
-        sent = F.col("traffic") == "client"
-        sent &= F.col("replay_skip").isNull() & F.col("replay_error").isNull()
-        counts = results_df.agg(
-            F.count(F.lit(1)).alias("rows"),
-            F.sum(F.when(F.col("traffic") == "client", 1).otherwise(0)).alias("client"),
-            F.count("replay_skip").alias("skipped"),
-            F.count("replay_error").alias("errors"),
-            F.sum(F.when(sent & F.col("actual_send_ms").isNotNull(), 1).otherwise(0)).alias("sent"),
-        ).first()
-        assert counts is not None
-        notes.update(
-            rows=counts["rows"],
-            client=counts["client"],
-            skipped=counts["skipped"],
-            errors=counts["errors"],
-            sent=counts["sent"] or 0,
-        )
+    inputs = read_inputs(spark, results, capture, target_capture, request_logs)
+    if inputs.results_df is not None:
+        sides = replay_sides(inputs.results_df, inputs.target_requests)
     else:
-        parts = []
-        if captured_requests is not None:
-            parts.append(captured_requests)
-        if request_logs:
-            parts.append(read_request_log_df(spark, [str(p) for p in request_logs]))
-        analysis = _union(parts)
-        frames.append(fidelity.side_from_analysis(analysis))
-        sources = {r["source"] for r in analysis.select("source").distinct().collect()}
-        sides = [s for s in ("capture", "request_log") if s in sources]
-        measure = "broker"
-    frame = _union(frames).cache()
-
-    api_stats = fidelity.side_stats(frame, "api_name")
-    purgatory_stats = fidelity.side_stats(frame, "purgatory")
-    if notes:
-        notes["compared"] = sum(int(r["count"]) for r in api_stats if r["side"] == CAPTURED)
-    client_side = REPLAYED if measure == "broker" and results is not None else None
-    out_tables: dict[str, Table] = {}
-    out_tables["fidelity_by_api"] = tables.fidelity_table(
-        "fidelity_by_api",
-        "Fidelity per API: client requests, the same on both sides",
-        fidelity.pivot(api_stats, sides),
-        sides,
-        key_label="API",
-        client_side=client_side,
-        note="Ratios are the replayed percentile over the captured one; marked when more "
-        f"than {tables.TOLERANCE:.0%} away from 1. Expiry rate: of the requests that parked "
-        "in a purgatory, those that left it expired.",
-    )
-    out_tables["fidelity_by_purgatory"] = tables.fidelity_table(
-        "fidelity_by_purgatory",
-        "Fidelity per purgatory: client requests, each side by where it parked",
-        fidelity.pivot(purgatory_stats, sides),
-        sides,
-        key_label="purgatory",
-        note="Each side counts the requests that parked in the purgatory on its own broker: "
-        "a request may park on one side and not on the other.",
-    )
-    out_tables["breakdown"] = tables.breakdown_table(api_stats, sides)
-
-    inter = fidelity.inter_broker_sides(
-        results_df, target_requests, "captured cluster's own", "target cluster's own"
-    )
-    if inter is None and captured_requests is not None and results is None:
-        inter = fidelity.side_from_analysis_all(
-            captured_requests.where(traffic_column() == INTER_BROKER), "captured cluster's own"
-        )
-    if inter is not None:
-        inter_sides = ["captured cluster's own", "target cluster's own"]
-        inter_stats = fidelity.side_stats(inter, "api_name")
-        present = [s for s in inter_sides if any(r["side"] == s for r in inter_stats)]
-        if present:
-            out_tables["inter_broker"] = tables.fidelity_table(
-                "inter_broker",
-                "Inter-broker traffic (not compared: each cluster's followers made their own)",
-                fidelity.pivot(inter_stats, present),
-                present,
-                key_label="API",
-                note="Follower fetches and other broker-to-broker requests. The replay does "
-                "not send them; the target's brokers replicate the replayed produces "
-                "themselves. Shown for the replication they reflect, not as a comparison.",
-            )
-
-    events: list[DataFrame] = []
-    if capture_path is not None:
-        raw = read_delayed_operations_df(spark, capture_path)
-        events.append(
-            fidelity.classify_events(raw, captured_requests).withColumn(
-                "side", F.lit(CAPTURED if results is not None else "capture")
-            )
-        )
-    if target_path is not None:
-        raw = read_delayed_operations_df(spark, target_path)
-        events.append(
-            fidelity.classify_events(raw, target_requests).withColumn("side", F.lit(REPLAYED))
-        )
-    if events:
-        out_tables["delayed_operations"] = tables.delayed_operations_table(
-            fidelity.delayed_operations_by_side(_union(events)),
-            note="Every operation of each cluster, client and inter-broker apart (an "
-            "operation's traffic is that of the request that parked it; a DelayedHeartbeat "
-            "watches a member's session). The captured side is the whole capture, not only "
-            "the replayed part.",
-        )
-    if results_df is not None:
-        out_tables["schedule_lag"] = tables.lag_table(schedule_lag(results_df))
-        reasons = _reason_counts(results_df)
-        out_tables["replay_skips"] = tables.side_counts_table(
-            "replay_skips", "Left out on purpose (skips)", reasons["replay_skip"]
-        )
-        out_tables["replay_errors"] = tables.side_counts_table(
-            "replay_errors", "Replay errors", reasons["replay_error"]
-        )
+        sides = analysis_sides(spark, inputs)
+    api_stats = fidelity.side_stats(sides.frame, "api_name")
+    purgatory_stats = fidelity.side_stats(sides.frame, "purgatory")
+    if sides.notes:
+        sides.notes["compared"] = sum(int(r["count"]) for r in api_stats if r["side"] == CAPTURED)
+    out_tables = fidelity_tables(api_stats, purgatory_stats, sides, results is not None)
+    for name, table in (
+        ("inter_broker", inter_broker_table(inputs)),
+        ("delayed_operations", delayed_operations_table(spark, inputs)),
+    ):
+        if table is not None:
+            out_tables[name] = table
+    if inputs.results_df is not None:
+        out_tables.update(replay_tables(inputs.results_df))
     for table in out_tables.values():
         write_table(out, table)
-
-    apis = busiest(api_stats)
-    plot_paths = [
-        plots.plot_distributions(
-            out / "plots" / "latency_cdf.png",
-            plots.distributions(frame, apis),
-            apis,
-            sides,
-            "Latency distribution per API (points: every request, where there are few)",
-        ),
-        plots.plot_breakdown(out / "plots" / "breakdown.png", api_stats, apis, sides),
-        plots.plot_over_time(
-            out / "plots" / "latency_over_time.png",
-            plots.over_time(frame, apis, bucket_s),
-            apis,
-            sides,
-        ),
-    ]
-    frame.unpersist()
-    if results_df is not None:
-        results_df.unpersist()
+    plot_paths = draw_plots(out, sides, api_stats, bucket_s)
+    sides.frame.unpersist()
+    if inputs.results_df is not None:
+        inputs.results_df.unpersist()
     index = render_page(
         "report.html.j2",
         out / "index.html",
-        run=run,
+        run=inputs.run,
         results=str(results) if results is not None else None,
-        capture=str(capture_path) if capture_path else None,
-        target_capture=str(target_path) if target_path else None,
-        request_logs=[str(p) for p in request_logs],
-        sides=sides,
-        measure=measure,
-        notes=notes,
+        capture=str(inputs.capture_path) if inputs.capture_path else None,
+        target_capture=str(inputs.target_path) if inputs.target_path else None,
+        request_logs=inputs.request_logs,
+        sides=sides.names,
+        measure=sides.measure,
+        notes=sides.notes,
         tables=out_tables,
         plots=[p.relative_to(out).as_posix() for p in plot_paths],
     )
-    return ReportOutput(out, index, plot_paths, out_tables, sides, measure)
+    return ReportOutput(out, index, plot_paths, out_tables, sides.names, sides.measure)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

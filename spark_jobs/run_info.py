@@ -17,6 +17,8 @@ from typing import Final
 
 from pydantic import BaseModel, Field
 
+from spark_jobs.replay_result import REAL_TIME
+
 __all__ = ["RUN_FILE", "TARGET_CAPTURE_DIR", "ReplayRun", "read_run", "versions"]
 
 RUN_FILE: Final = "_replay.json"
@@ -39,6 +41,8 @@ class ReplayRun(BaseModel):
     """What ``minikafka replay`` did (see module doc)."""
 
     label: str
+    #: Which kind of run wrote the results (the rows' ``run_kind``): real or virtual time.
+    run_kind: str = REAL_TIME
     started_utc: str = Field(
         default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds")
     )

@@ -29,6 +29,7 @@ from pyspark.sql.types import (
 )
 
 from protocol.capture import CaptureRequest, DelayedOperationEvent
+from spark_jobs.replay_result import ReplayResult
 
 __all__ = [
     "ANALYSIS_SCHEMA",
@@ -36,6 +37,7 @@ __all__ = [
     "DELAYED_OPERATION_EVENT_SCHEMA",
     "PURGATORY_KIND",
     "RESULT_SCHEMA",
+    "check_record_schema",
     "spark_schema_for",
     "spark_type_for",
 ]
@@ -118,7 +120,10 @@ DELAYED_OPERATION_EVENT_SCHEMA: Final = spark_schema_for(DelayedOperationEvent)
 #: ``replay_*`` columns say where the request went: the target broker, the connection
 #: as that broker names it (the ``LOCAL-REMOTE`` part of Kafka's connection id
 #: ``local:port-remote:port-index``) and the correlation id the replay gave it -- the
-#: key of the target's own capture record of it.
+#: key of the target's own capture record of it. ``run_kind`` says which kind of run
+#: produced the row: ``REAL_TIME`` (the replay over TCP against running brokers) or
+#: ``VIRTUAL_TIME`` (a simulated cluster on a virtual clock); null in results written
+#: before the column existed, which were all real-time.
 RESULT_SCHEMA: Final = StructType(
     [
         StructField("api_key", IntegerType(), nullable=False),
@@ -147,8 +152,42 @@ RESULT_SCHEMA: Final = StructType(
         StructField("replay_connection", StringType(), nullable=True),
         StructField("replay_correlation_id", LongType(), nullable=True),
         StructField("captured_correlation_id", LongType(), nullable=True),
+        # -- added with what-if in virtual time (issue 24) --
+        StructField("run_kind", StringType(), nullable=True),
     ]
 )
+
+
+def _same_kind(expected: DataType, actual: DataType) -> bool:
+    """Whether a record field of Spark type ``expected`` (as ``spark_type_for`` maps it)
+    fits a column of type ``actual``: integers fit either integer width."""
+    integers = (IntegerType, LongType)
+    if isinstance(expected, ArrayType) and isinstance(actual, ArrayType):
+        return _same_kind(expected.elementType, actual.elementType)
+    if isinstance(expected, integers):
+        return isinstance(actual, integers)
+    return type(expected) is type(actual)
+
+
+def check_record_schema(record: type[tuple[Any, ...]], schema: StructType) -> None:
+    """Raise TypeError unless the NamedTuple ``record`` has ``schema``'s columns in
+    order, ``| None`` exactly on the nullable ones, and a type of each column's kind."""
+    hints = typing.get_type_hints(record)
+    names = list(getattr(record, "_fields", ()))
+    if names != schema.fieldNames():
+        raise TypeError(f"{record.__name__} fields {names} != columns {schema.fieldNames()}")
+    problems = []
+    for column in schema.fields:
+        data_type, nullable = spark_type_for(hints[column.name])
+        if nullable != column.nullable:
+            problems.append(f"{column.name}: nullable {nullable} != {column.nullable}")
+        if not _same_kind(data_type, column.dataType):
+            problems.append(f"{column.name}: {data_type} does not fit {column.dataType}")
+    if problems:
+        raise TypeError(f"{record.__name__} does not match its schema: {'; '.join(problems)}")
+
+
+check_record_schema(ReplayResult, RESULT_SCHEMA)
 
 #: What the latency analysis needs of one served request, whichever source it came from
 #: (a capture directory or Kafka's request log). ``source`` says which.

@@ -71,6 +71,20 @@ def add_simulate_parser(sub: Any) -> None:
     simulate.add_argument(
         "--out", type=Path, default=None, help="capture every request into this directory"
     )
+    simulate.add_argument(
+        "--service-times",
+        type=Path,
+        default=None,
+        metavar="TABLE.json|CAPTURE",
+        help="what each request costs its broker in virtual time: a service-time table, or "
+        "a capture to fit one from (default: nothing, requests take no time)",
+    )
+    simulate.add_argument(
+        "--io-threads",
+        type=int,
+        default=8,
+        help="request handlers per broker with --service-times (Kafka's num.io.threads, 8)",
+    )
 
 
 def _seed_range(args: argparse.Namespace) -> list[int]:
@@ -90,11 +104,14 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except ValueError as exc:
         print(f"minikafka simulate: error: {exc}", file=sys.stderr)
         return 2
-    if args.brokers < 1 or args.duration <= 0 or args.rate <= 0:
+    if args.brokers < 1 or args.duration <= 0 or args.rate <= 0 or args.io_threads < 1:
         print(
-            "minikafka simulate: error: --brokers, --duration and --rate must be > 0",
+            "minikafka simulate: error: --brokers, --duration, --rate and --io-threads must be > 0",
             file=sys.stderr,
         )
+        return 2
+    if args.service_times is not None and not args.service_times.exists():
+        print(f"minikafka simulate: error: no {args.service_times}", file=sys.stderr)
         return 2
     if os.environ.get(_CHILD) != "1":
         env = {**os.environ, "PYTHONHASHSEED": "0", _CHILD: "1"}
@@ -108,8 +125,22 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
 def _run_seeds(
     args: argparse.Namespace, seeds: list[int], faults: dict[str, int], out: TextIO
 ) -> int:
+    from broker.simulation.request_handlers import load_service_times
     from broker.simulation.scenario import SimulationConfig, simulate
 
+    try:
+        model = load_service_times(args.service_times) if args.service_times else None
+    except ValueError as exc:
+        print(f"minikafka simulate: error: --service-times: {exc}", file=sys.stderr)
+        return 2
+    if model is not None:
+        apis = len(model.by_api)
+        print(
+            f"service times: {model.source} ({apis} API{'' if apis == 1 else 's'} named); "
+            f"{args.io_threads} request "
+            "handlers per broker",
+            file=out,
+        )
     broken: int | None = None
     for seed in seeds:
         capture = args.out / f"seed-{seed}" if args.out is not None and len(seeds) > 1 else args.out
@@ -120,6 +151,8 @@ def _run_seeds(
             faults=faults,
             out=capture,
             rate_per_s=args.rate,
+            service_times=model,
+            io_threads=args.io_threads,
         )
         result = simulate(config)
         if len(seeds) == 1:
@@ -135,6 +168,8 @@ def _run_seeds(
             f"minikafka simulate --brokers {args.brokers} --seed {broken} "
             f"--duration {args.duration:g} --faults {args.faults} --rate {args.rate:g}"
         )
+        if args.service_times is not None:
+            replay += f" --service-times {args.service_times} --io-threads {args.io_threads}"
         print(
             f"first seed that broke an invariant: {broken}; replay it with:\n  {replay}", file=out
         )

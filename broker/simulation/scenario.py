@@ -20,6 +20,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,8 @@ from broker.simulation import nemesis, workload
 from broker.simulation.history import History
 from broker.simulation.invariants import Verdict, check_all
 from broker.simulation.loop import SimulatedEventLoop, run_simulated
+from broker.simulation.request_handlers import DEFAULT_IO_THREADS, SimulatedRequestHandlers
+from protocol.service_times import ServiceTimeModel
 
 log = logging.getLogger("broker.simulation")
 
@@ -44,6 +47,10 @@ class SimulationConfig:
     rate_per_s: float = 5.0
     # test-only: make the broker break a promise, to show the invariants catch it
     overrides: dict[str, str] = field(default_factory=dict)
+    #: What each request costs its broker in virtual time (issue 24); None: nothing.
+    service_times: ServiceTimeModel | None = None
+    #: The request handlers each broker has when ``service_times`` is given.
+    io_threads: int = DEFAULT_IO_THREADS
 
 
 @dataclass(slots=True)
@@ -103,6 +110,7 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         port=0,
         capture_dir=config.out,
         request_clock=virtual,
+        handler_pools=_handler_pools(config),
     )
     await app.start()
     try:
@@ -134,6 +142,21 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         return loop.time()
     finally:
         await app.stop()
+
+
+def _handler_pools(
+    config: SimulationConfig,
+) -> Callable[[int, BrokerConfig], SimulatedRequestHandlers] | None:
+    """Each broker's request handlers, drawing service times from the run's seed."""
+    model = config.service_times
+    if model is None:
+        return None
+
+    def pool(broker_id: int, _: BrokerConfig) -> SimulatedRequestHandlers:
+        rng = random.Random(f"{config.seed}/handlers/{broker_id}")
+        return SimulatedRequestHandlers(config.io_threads, model, rng)
+
+    return pool
 
 
 async def _create_topics(app: MiniKafka) -> None:

@@ -58,6 +58,7 @@ def result_row(**fields: Any) -> dict[str, Any]:
         "replay_connection": TARGET_CONN,
         "replay_correlation_id": None,
         "captured_correlation_id": 7,
+        "run_kind": "real-time",
     }
     row.update(fields)
     return row

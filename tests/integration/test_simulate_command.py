@@ -8,11 +8,16 @@ the invariants and a digest of everything the clients saw.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from protocol.capture import CaptureRequest
+from protocol.capture_files import read_capture
 
 SCENARIO = ["--duration", "20", "--faults", "restart=1,partition=1"]
 
@@ -48,3 +53,29 @@ def test_bad_arguments_are_one_line_and_exit_2() -> None:
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0
     assert "--faults: expected KIND=COUNT" in run.stderr
+
+
+@pytest.mark.timeout(600)
+def test_service_times_make_a_busy_broker_queue_and_stay_deterministic(tmp_path: Path) -> None:
+    # Every request holds one of a broker's two handlers for 2 ms: the workload's bursts
+    # (a producer's batch and the followers' fetches arriving together) must queue.
+    table = tmp_path / "times.json"
+    table.write_text(json.dumps({"default": {"service_ms": 2.0}}))
+    args = ["--seed", "5", "--duration", "10", "--service-times", str(table), "--io-threads", "2"]
+    first = _simulate(*args, "--out", str(tmp_path / "capture"))
+    assert re.findall(r"^  \S.*?  (yes|NO )  ", first.stdout, re.MULTILINE) == ["yes"] * 7
+    assert _digest(_simulate(*args)) == _digest(first)
+    served = [r for r in read_capture(tmp_path / "capture") if isinstance(r, CaptureRequest)]
+    assert served and all(r.local_time_ms == 2.0 for r in served)
+    assert any(r.request_queue_time_ms > 0 for r in served)
+
+
+def test_a_bad_service_time_table_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    table = tmp_path / "times.json"
+    table.write_text('{"entries": [{"api": "NoSuchApi", "service_ms": 1}]}')
+    run = _simulate("--service-times", str(table))
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0
+    assert "--service-times: service-time table entry 0" in run.stderr
+    missing = _simulate("--service-times", str(tmp_path / "nothing"))
+    assert missing.returncode == 2 and "no " in missing.stderr

@@ -118,6 +118,8 @@ def test_result_schema_is_the_replay_contract() -> None:
         "replay_connection",
         "replay_correlation_id",
         "captured_correlation_id",
+        # appended with what-if in virtual time
+        "run_kind",
     ]
     nullable = {f.name for f in RESULT_SCHEMA.fields if f.nullable}
     assert {"purgatory", "purgatory_outcome", "response_ms", "replay_error"} <= nullable
@@ -129,3 +131,47 @@ def test_analysis_schema_tells_follower_requests() -> None:
     fields = {f.name: f for f in ANALYSIS_SCHEMA.fields}
     assert fields["replica_id"].dataType == LongType() and fields["replica_id"].nullable
     assert CAPTURE_REQUEST_SCHEMA["replica_id"].nullable
+
+
+def test_the_replay_result_record_is_the_result_schema() -> None:
+    from spark_jobs.replay_result import ReplayResult
+    from spark_jobs.schema import check_record_schema
+
+    check_record_schema(ReplayResult, RESULT_SCHEMA)  # also done when schema is imported
+    assert list(ReplayResult._fields) == RESULT_SCHEMA.fieldNames()
+
+
+def test_a_record_that_drifts_from_its_schema_is_caught() -> None:
+    from typing import NamedTuple
+
+    from pyspark.sql.types import IntegerType, StructField
+
+    from spark_jobs.schema import check_record_schema
+
+    schema = StructType(
+        [StructField("a", IntegerType(), nullable=False), StructField("b", StringType())]
+    )
+
+    class Good(NamedTuple):
+        a: int
+        b: str | None
+
+    class Reordered(NamedTuple):
+        b: str | None
+        a: int
+
+    class NotNullable(NamedTuple):
+        a: int
+        b: str
+
+    class WrongKind(NamedTuple):
+        a: float
+        b: str | None
+
+    check_record_schema(Good, schema)
+    with pytest.raises(TypeError, match="fields"):
+        check_record_schema(Reordered, schema)
+    with pytest.raises(TypeError, match="b: nullable"):
+        check_record_schema(NotNullable, schema)
+    with pytest.raises(TypeError, match="a: DoubleType"):
+        check_record_schema(WrongKind, schema)
