@@ -23,6 +23,7 @@ from broker.dynamic_config import validate_dynamic_configs
 from broker.handlers.topic_configs import validate_topic_configs
 from broker.log import LogManager
 from broker.purgatories import PurgatorySet
+from broker.quota.quota_metrics import replication_quota_families
 from broker.quota.replication_quota_manager import (
     ALL_REPLICAS,
     ReplicationQuotaManager,
@@ -248,3 +249,18 @@ async def test_a_parked_throttled_fetch_is_not_completed_by_appends() -> None:
         assert not parked.answered  # its bytes do not count while throttled
         node.tick(500)
         assert result_of(parked)[1] == []  # expired, still over: no records
+
+
+def test_metrics_have_kafkas_names_per_broker() -> None:
+    metadata = ClusterMetadata()
+    quotas = ReplicationQuotas(3, metadata, ManualClock(START_MS))
+    quotas.leader.record(2_000)
+    families = {f.name: f for f in replication_quota_families([(3, quotas), (4, None)])}
+    assert set(families) == {
+        "kafka_server_leaderreplication_byte_rate",
+        "kafka_server_followerreplication_byte_rate",
+    }
+    [leader] = families["kafka_server_leaderreplication_byte_rate"].samples
+    assert (leader.labels, leader.value) == ({"broker": "3"}, 2_000.0)
+    [follower] = families["kafka_server_followerreplication_byte_rate"].samples
+    assert follower.value == 0.0
