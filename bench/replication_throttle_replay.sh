@@ -25,7 +25,8 @@ W=${W:-/tmp/replication-throttle-replay}
 PORT=${PORT:-29400}
 RATE=${RATE:-100000}
 DURATION=${DURATION:-20}
-rm -rf "$W"
+# REUSE=1 keeps a previous run's capture and finished replays (a rerun after a failure).
+[ "${REUSE:-0}" = 1 ] || rm -rf "$W"
 mkdir -p "$W"
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done' EXIT
@@ -65,29 +66,30 @@ if throttled:
     }
 for future in admin.create_topics([NewTopic("workload", 3, 3, config=configs)]).values():
     future.result()
-if throttled:
-    resources = [
-        ConfigResource(
-            "BROKER",
-            str(broker),
-            incremental_configs=[
-                ConfigEntry(name, rate, incremental_operation=AlterConfigOpType.SET)
-                for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
-            ],
-        )
-        for broker in range(3)
-    ]
-    for future in admin.incremental_alter_configs(resources).values():
+for broker in range(3) if throttled else ():  # librdkafka: one BROKER resource a call
+    resource = ConfigResource(
+        "BROKER",
+        str(broker),
+        incremental_configs=[
+            ConfigEntry(name, rate, incremental_operation=AlterConfigOpType.SET)
+            for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
         future.result()
 print(f"prepared 127.0.0.1:{port} throttled={throttled}")
 EOF
 }
 
-serve "$PORT" "$W/captures" "$W/capture-cluster.log"
-.venv/bin/minikafka workload --bootstrap "127.0.0.1:$PORT" --duration "$DURATION"
-stop_last
+if [ ! -d "$W/captures" ]; then
+    serve "$PORT" "$W/captures" "$W/capture-cluster.log"
+    .venv/bin/minikafka workload --bootstrap "127.0.0.1:$PORT" --duration "$DURATION"
+    stop_last
+fi
 
 for variant in default throttled; do
+    [ -f "$W/replay-$variant/_replay.json" ] && continue
+    rm -rf "$W/replay-$variant" "$W/target-$variant"
     port=$((PORT + 10))
     serve "$port" "$W/target-$variant" "$W/target-$variant.log"
     prepare "$port" "$([ "$variant" = throttled ] && echo 1 || echo 0)"

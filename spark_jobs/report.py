@@ -148,6 +148,7 @@ def run_report(
     from spark_jobs.request_log import read_request_log_df
     from spark_jobs.run_info import read_run
     from spark_jobs.schema import RESULT_SCHEMA
+    from spark_jobs.throttle_report import throttle_stats, throttle_table
     from spark_jobs.traffic import INTER_BROKER, traffic_column
 
     if results is None and capture is None and not request_logs:
@@ -284,6 +285,15 @@ def run_report(
         )
         out_tables["replay_errors"] = tables.side_counts_table(
             "replay_errors", "Replay errors", reasons["replay_error"]
+        )
+    throttle_sides = [
+        (s, f)
+        for s, f in ((CAPTURED, captured_requests), (REPLAYED, target_requests))
+        if f is not None
+    ]
+    if throttle_sides:
+        out_tables["throttle"] = throttle_table(
+            throttle_stats(throttle_sides), [s for s, _ in throttle_sides]
         )
     for table in out_tables.values():
         write_table(out, table)
