@@ -136,6 +136,10 @@ class ReplicationQuotaManager:
     def remove_throttle(self, topic: str) -> None:
         self._throttled.pop(topic, None)
 
+    @property
+    def throttles_any(self) -> bool:
+        return bool(self._throttled)
+
     def throttled_topics(self) -> dict[str, ThrottledPartitions]:
         return dict(self._throttled)
 

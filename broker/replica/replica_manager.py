@@ -488,6 +488,9 @@ class ReplicaManager:
         with ``sizeOfThrottledPartitions``)."""
         quotas = self.replication_quotas
         assert quotas is not None
+        quotas.refresh()
+        if not quotas.leader.throttles_any:
+            return respond  # the common case: nothing to count, nothing wrapped
 
         def recorded(results: FetchResults) -> None:
             quotas.refresh()
