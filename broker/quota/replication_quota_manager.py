@@ -101,6 +101,9 @@ class ReplicationQuotaManager:
         self._config = MetricConfig(samples=samples, window_ms=window_seconds * 1000)
         self._rate = SimpleRate()
         self._throttled: dict[str, ThrottledPartitions] = {}
+        # Partition reads (leader) or fetches (follower) held back: for tests and
+        # benches, not a Kafka metric.
+        self.throttled_count = 0
 
     def update_quota(self, bound: float | None) -> None:
         """The new upper bound in bytes a second (None or Long.MAX_VALUE: none)."""
@@ -198,14 +201,21 @@ class ReplicationQuotas:
     def should_leader_throttle(self, topic: str, partition: int, in_sync: bool) -> bool:
         """``shouldLeaderThrottle``: answer this follower's partition with no records."""
         self.refresh()
-        quota = self.leader
-        return not in_sync and quota.is_throttled(topic, partition) and quota.is_quota_exceeded()
+        return _should_throttle(self.leader, topic, partition, in_sync)
 
     def should_follower_throttle(self, topic: str, partition: int, in_sync: bool) -> bool:
         """``shouldFollowerThrottle``: leave this partition out of the next fetch."""
         self.refresh()
-        quota = self.follower
-        return not in_sync and quota.is_throttled(topic, partition) and quota.is_quota_exceeded()
+        return _should_throttle(self.follower, topic, partition, in_sync)
+
+
+def _should_throttle(
+    quota: ReplicationQuotaManager, topic: str, partition: int, in_sync: bool
+) -> bool:
+    if in_sync or not quota.is_throttled(topic, partition) or not quota.is_quota_exceeded():
+        return False
+    quota.throttled_count += 1
+    return True
 
 
 def _bound(text: str | None) -> float | None:

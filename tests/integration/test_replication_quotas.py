@@ -35,12 +35,15 @@ TOPIC = "throttled"
 RATE = 10_000  # bytes a second: the megabyte would take 100 s to catch up
 VALUE = b"r" * 10_000
 RECORDS = 100
-LONG = 1200  # polls of 50 ms: a minute, for a loaded machine
+LONG = 1200  # polls of 50 ms: a minute, for a loaded machine (and the bound that
+# fails a test whose throttle never holds anything back)
 
 
-def alter_configs(bootstrap: str, broker_id: int, rate_name: str, rate: str | None) -> None:
-    """IncrementalAlterConfigs: a BROKER rate and the TOPIC's throttled replicas (SET),
-    or both removed (DELETE) when ``rate`` is None."""
+def alter_configs(
+    bootstrap: str, brokers: dict[int, dict[str, str | None]], topic: dict[str, str | None]
+) -> None:
+    """IncrementalAlterConfigs with confluent-kafka: SET each value, DELETE each None
+    (one BROKER resource a call, as librdkafka requires)."""
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AdminClient,
         AlterConfigOpType,
@@ -48,23 +51,47 @@ def alter_configs(bootstrap: str, broker_id: int, rate_name: str, rate: str | No
         ConfigResource,
     )
 
-    op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
-    replicas_name = rate_name.replace(".rate", ".replicas")
+    def entries(configs: dict[str, str | None]) -> list[Any]:
+        return [
+            ConfigEntry(
+                name,
+                value or "",
+                incremental_operation=(
+                    AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+                ),
+            )
+            for name, value in configs.items()
+        ]
+
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    resources = [
-        ConfigResource(
-            "BROKER",
-            str(broker_id),
-            incremental_configs=[ConfigEntry(rate_name, rate or "", incremental_operation=op)],
-        ),
-        ConfigResource(
-            "TOPIC",
-            TOPIC,
-            incremental_configs=[ConfigEntry(replicas_name, "*", incremental_operation=op)],
-        ),
+    calls = [
+        [ConfigResource("BROKER", str(b), incremental_configs=entries(c))]
+        for b, c in brokers.items()
     ]
-    for future in admin.incremental_alter_configs(resources, request_timeout=60).values():
-        future.result()
+    calls.append([ConfigResource("TOPIC", TOPIC, incremental_configs=entries(topic))])
+    for resources in calls:
+        for future in admin.incremental_alter_configs(resources, request_timeout=60).values():
+            future.result()
+
+
+def reassign(bootstrap: str, replicas: list[int]) -> None:
+    """kafka-python's alter_partition_reassignments for partition 0."""
+    from kafka import TopicPartition as KafkaTopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.alter_partition_reassignments({KafkaTopicPartition(TOPIC, 0): replicas})
+    finally:
+        admin.close()
+
+
+def throttle(side: str, rate: int | None) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """(the BROKER configs, the TOPIC configs) that throttle ``side`` (None: remove)."""
+    return (
+        {f"{side}.replication.throttled.rate": None if rate is None else str(rate)},
+        {f"{side}.replication.throttled.replicas": None if rate is None else "*"},
+    )
 
 
 async def _fill(app: MiniKafka) -> None:
@@ -110,19 +137,70 @@ async def test_a_throttle_keeps_a_catching_up_follower_out_of_the_isr(side: str)
         assert follower.log_end_offset == 0
 
         throttled_id = leader_id if side == "leader" else follower_id
-        rate_name = f"{side}.replication.throttled.rate"
-        await asyncio.to_thread(alter_configs, app.bootstrap, throttled_id, rate_name, str(RATE))
+        broker_configs, topic_configs = throttle(side, RATE)
+        await asyncio.to_thread(
+            alter_configs, app.bootstrap, {throttled_id: broker_configs}, topic_configs
+        )
         app.resume_replication(follower_id)
-        await wait_until(lambda: follower.log_end_offset >= 3, "progress", attempts=LONG)
+        quota = getattr(_quotas(app, throttled_id), side)
+        await wait_until(
+            lambda: follower.log_end_offset >= 3 and quota.throttled_count >= 2,
+            "progress, held back",
+            attempts=LONG,
+        )
         # No await since the wait: the state of one instant.
         assert follower.log_end_offset < leader.log_end_offset
         assert follower_id not in isr(app, TOPIC)
-        quota = getattr(_quotas(app, throttled_id), side)
         assert quota.byte_rate() > 0
         assert quota.upper_bound == RATE
         assert await _acks_all(app) is ErrorCode.not_enough_replicas
 
-        await asyncio.to_thread(alter_configs, app.bootstrap, throttled_id, rate_name, None)
+        broker_configs, topic_configs = throttle(side, None)
+        await asyncio.to_thread(
+            alter_configs, app.bootstrap, {throttled_id: broker_configs}, topic_configs
+        )
         await wait_until(lambda: follower_id in isr(app, TOPIC), "ISR expand", attempts=LONG)
         assert await _acks_all(app) is ErrorCode.none
         assert follower.log_end_offset >= RECORDS
+
+
+async def test_a_throttled_reassignment_completes_once_the_throttle_is_lifted() -> None:
+    """As ``kafka-reassign-partitions.sh --throttle`` sets it: the leader side on the
+    current replica (``0:0``), the follower side on the one being added (``0:1``)."""
+    async with running_cluster(3, **{"replica.fetch.max.bytes": "16384"}) as app:
+        app.cluster.create_topic(TOPIC, 1, 1, {}, assignment=[[0]])
+        await _fill(app)
+        rates: dict[int, dict[str, str | None]] = {
+            0: {"leader.replication.throttled.rate": str(RATE)},
+            1: {"follower.replication.throttled.rate": str(RATE)},
+        }
+        replicas: dict[str, str | None] = {
+            "leader.replication.throttled.replicas": "0:0",
+            "follower.replication.throttled.replicas": "0:1",
+        }
+        await asyncio.to_thread(alter_configs, app.bootstrap, rates, replicas)
+        await asyncio.to_thread(reassign, app.bootstrap, [0, 1])
+        state = app.cluster.topics[TOPIC].partitions[0]
+        await wait_until(lambda: (TOPIC, 0) in app.brokers[1].replica_manager.partitions, "added")
+        adding = app.brokers[1].replica_manager.partitions[(TOPIC, 0)]
+        leader_quota, follower_quota = _quotas(app, 0).leader, _quotas(app, 1).follower
+        await wait_until(
+            lambda: (
+                adding.log_end_offset >= 3
+                and leader_quota.throttled_count + follower_quota.throttled_count >= 2
+            ),
+            "progress, held back",
+            attempts=LONG,
+        )
+        # No await since the wait: the state of one instant.
+        assert adding.log_end_offset < RECORDS
+        assert (state.replicas, state.adding_replicas, state.isr) == ([0, 1], [1], [0])
+        assert leader_quota.byte_rate() > 0 and follower_quota.byte_rate() > 0
+
+        lifted = {broker: {name: None for name in configs} for broker, configs in rates.items()}
+        await asyncio.to_thread(
+            alter_configs, app.bootstrap, lifted, {name: None for name in replicas}
+        )
+        await wait_until(lambda: state.adding_replicas == [], "reassigned", attempts=LONG)
+        assert (state.replicas, sorted(state.isr)) == ([0, 1], [0, 1])
+        assert adding.log_end_offset >= RECORDS
