@@ -12,7 +12,10 @@ the ISR, behind the leader, with the side's byte-rate sensor counting, and an ac
 produce is refused NOT_ENOUGH_REPLICAS (Kafka never throttles an in-sync replica, so a
 throttle shows in acks=all as a partition kept below its minimum ISR, not as a parked
 produce); once the throttle is removed it catches up, rejoins the ISR, and acks=all is
-answered.
+answered. A reassignment throttled as the tool throttles it (leader side on the current
+replica, follower side on the one being added) completes only once the throttle is lifted.
+A throttle that holds nothing back fails every test: each waits for the side's
+``throttled_count`` (reads or fetches held back) before looking.
 """
 
 from __future__ import annotations
