@@ -40,6 +40,7 @@ from broker.metrics import RequestMetrics
 from broker.purgatories import PurgatorySet
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.quota_managers import QuotaManagers
+from broker.quota.replication_quota_manager import ReplicationQuotas
 from broker.quota.throttled_channel import ThrottledChannelReaper
 from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.partition import Partition, TopicPartition
@@ -106,6 +107,13 @@ def build_broker(
         clock, config, capture.purgatory_listeners() if capture is not None else None
     )
     hosted: dict[TopicPartition, Partition] = {}
+    replication_quotas = ReplicationQuotas(
+        broker_id,
+        metadata,
+        clock,
+        config.replication_quota_window_num,
+        config.replication_quota_window_size_seconds,
+    )
     fetcher_manager = ReplicaFetcherManager(
         broker_id,
         config,
@@ -114,6 +122,7 @@ def build_broker(
         hosted,
         leader_endpoint=functools.partial(LeaderEndpoint, security=inter_broker),
         inter_broker_listener=inter_broker.listener_name if inter_broker else "PLAINTEXT",
+        replication_quotas=replication_quotas,
     )
     replica_manager = ReplicaManager(
         broker_id,
@@ -129,6 +138,7 @@ def build_broker(
         hosted,
         delete_records_purgatory=purgatories.delete_records,
         share_fetch_purgatory=purgatories.share_fetch,
+        replication_quotas=replication_quotas,
     )
     # Kafka's LogCleaner: compacts every hosted replica's cleanup.policy=compact log.
     log_cleaner = LogCleaner(

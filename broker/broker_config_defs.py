@@ -166,6 +166,9 @@ KAFKA_BROKER_CONFIGS: dict[str, BrokerConfigDef] = {
         _d("kafka.metrics.polling.interval.secs", _T.INT, "10", R),
         _d("kafka.metrics.reporters", _T.LIST, "", R),
         _d("leader.imbalance.check.interval.seconds", _T.LONG, "300", R),
+        # Kafka's DynamicConfig.Broker quota configs (QuotaConfig.brokerQuotaConfigs).
+        _d("leader.replication.throttled.rate", _T.LONG, "9223372036854775807", C),
+        _d("follower.replication.throttled.rate", _T.LONG, "9223372036854775807", C),
         _d(
             "listener.security.protocol.map",
             _T.STRING,

@@ -231,6 +231,11 @@ class BrokerConfig(BaseModel):
     # Client quotas (broker/quota/): Kafka's sampled-rate windows.
     quota_window_num: int = Field(11, alias="quota.window.num", ge=1)
     quota_window_size_seconds: int = Field(1, alias="quota.window.size.seconds", ge=1)
+    # Replication quotas (broker/quota/replication_quota_manager.py): their windows.
+    replication_quota_window_num: int = Field(11, alias="replication.quota.window.num", ge=1)
+    replication_quota_window_size_seconds: int = Field(
+        1, alias="replication.quota.window.size.seconds", ge=1
+    )
     # The transaction coordinator (broker/txn/), Kafka's names and defaults.
     transaction_max_timeout_ms: int = Field(900000, alias="transaction.max.timeout.ms", ge=1)
     transaction_state_log_num_partitions: int = Field(

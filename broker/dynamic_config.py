@@ -24,7 +24,10 @@ What takes effect: the topic-level defaults a topic without an override inherits
 ``message.timestamp.{before,after}.max.ms``, ``index.interval.bytes``,
 ``flush.messages``, the cleaner's ``delete.retention.ms``,
 ``min.cleanable.dirty.ratio``, ``min.compaction.lag.ms``, and ``min.insync.replicas``),
-read by the replica manager on every metadata change, and so at once. The other
+read by the replica manager on every metadata change, and so at once; and the
+replication quotas' ``leader.replication.throttled.rate`` /
+``follower.replication.throttled.rate`` (``quota/replication_quota_manager.py``, which
+reads them when the metadata moves; at least 0). The other
 dynamic configs (thread pools, quotas, SSL, ``listeners``, the cleaner's threads and
 buffers, ...) are stored and described but change nothing in minikafka.
 """
@@ -59,6 +62,12 @@ Synonym = tuple[str, str | None, ConfigSource]
 #: Kafka's ValidString lists of the unmodelled string configs minikafka checks.
 _VALID_STRINGS = {
     "compression.type": ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+}
+
+#: Kafka's ``Range.atLeast`` of the unmodelled numeric configs minikafka checks.
+_AT_LEAST = {
+    "leader.replication.throttled.rate": 0,
+    "follower.replication.throttled.rate": 0,
 }
 
 _INT_BOUNDS = {
@@ -300,6 +309,11 @@ def _check_type(name: str, value: str) -> None:
         if number is None or not low <= number <= high:
             raise _invalid(
                 f"Invalid value {value} for configuration {name}: Not a number of type {kind.name}"
+            )
+        least = _AT_LEAST.get(name)
+        if least is not None and number < least:
+            raise _invalid(
+                f"Invalid value {value} for configuration {name}: Value must be at least {least}"
             )
     elif kind is ConfigType.BOOLEAN:
         if text.lower() not in ("true", "false"):

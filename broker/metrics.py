@@ -35,7 +35,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from broker.quota.quota_metrics import quota_families
+from broker.quota.quota_metrics import quota_families, replication_quota_families
 from protocol.api_registry import KIO_VERSIONS, api_name
 
 if TYPE_CHECKING:
@@ -293,6 +293,9 @@ class MetricsCollector:
         yield from self._purgatory_families(brokers)
         yield from self._replica_families(brokers)
         yield from quota_families((b.broker_id, b.services.quota_managers) for b in brokers)
+        yield from replication_quota_families(
+            (b.broker_id, b.services.replica_manager.replication_quotas) for b in brokers
+        )
         if self._injected is not None:
             injected = CounterMetricFamily(
                 "minikafka_faults_injected",

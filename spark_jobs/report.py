@@ -191,6 +191,21 @@ def read_inputs(
     )
 
 
+def throttle_report_table(inputs: ReportInputs) -> Table | None:
+    """The throttle times client responses carried, per API, for each capture given
+    (the captured side and the target's), or None without a capture."""
+    from spark_jobs.throttle_report import throttle_stats, throttle_table
+
+    throttle_sides = [
+        (side, frame)
+        for side, frame in ((CAPTURED, inputs.captured_requests), (REPLAYED, inputs.target_requests))
+        if frame is not None
+    ]
+    if not throttle_sides:
+        return None
+    return throttle_table(throttle_stats(throttle_sides), [side for side, _ in throttle_sides])
+
+
 def replay_sides(results_df: DataFrame, target_requests: DataFrame | None) -> Sides:
     """Captured beside replayed, the same client requests on both; the replayed latency
     is the target's TotalTimeMs when its capture is there, else the client's."""
@@ -415,6 +430,7 @@ def run_report(
     for name, table in (
         ("inter_broker", inter_broker_table(inputs)),
         ("delayed_operations", delayed_operations_table(spark, inputs)),
+        ("throttle", throttle_report_table(inputs)),
     ):
         if table is not None:
             out_tables[name] = table

@@ -39,6 +39,11 @@ from broker.cluster_metadata import (
 )
 from broker.dynamic_config import BrokerConfigLayers, Synonym
 from broker.log import LogConfig
+from broker.quota.replication_quota_manager import (
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_REPLICAS,
+    throttled_replicas_error,
+)
 
 __all__ = (
     "BROKER_RESOURCE",
@@ -168,6 +173,11 @@ def validate_topic_configs(
     compression = result.get("compression.type")
     if compression is not None and compression not in COMPRESSION_TYPES:
         raise _invalid(f"Invalid value {compression} for configuration compression.type")
+    for name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
+        replicas = result.get(name)
+        message = None if replicas is None else throttled_replicas_error(name, replicas)
+        if message is not None:
+            raise _invalid(f"Invalid value {replicas} for configuration {name}: {message}")
     min_isr = result.get("min.insync.replicas")
     if min_isr is not None and int(min_isr) < 1:
         raise _invalid(f"Invalid value {min_isr} for configuration min.insync.replicas")

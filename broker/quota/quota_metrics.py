@@ -7,6 +7,10 @@ Kafka registers, per quota type (the metric group ``Produce``, ``Fetch``, ``Requ
 JMX ``kafka.server:type=Produce,user=,client-id=c`` attribute ``byte-rate``, through the
 usual exporter rules: ``kafka_server_produce_byte_rate{user="",client_id="c"}``. Read at
 scrape time: nothing per request.
+
+The replication quotas (``kafka.server:type=LeaderReplication,name=byte-rate`` and
+``FollowerReplication``) have one ``byte-rate`` per broker, with no tags:
+``kafka_server_leaderreplication_byte_rate{broker="0"}``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from broker.quota.client_quota_manager import QuotaType
 from broker.quota.quota_managers import QuotaManagers
+from broker.quota.replication_quota_manager import ReplicationQuotas
 
 _RATE_NAMES = {
     QuotaType.PRODUCE: "byte_rate",
@@ -63,3 +68,26 @@ def quota_families(brokers: Iterable[tuple[int, QuotaManagers | None]]) -> Itera
             queue.add_metric([b], quotas.reaper.queue_size.get(manager.quota_type, 0))
     for triple in families.values():
         yield from triple
+
+
+def replication_quota_families(
+    brokers: Iterable[tuple[int, ReplicationQuotas | None]],
+) -> Iterator[Metric]:
+    """Each broker's LeaderReplication and FollowerReplication byte-rate."""
+    leader = GaugeMetricFamily(
+        "kafka_server_leaderreplication_byte_rate",
+        "Kafka LeaderReplication byte-rate: throttled partitions' bytes served to followers.",
+        labels=["broker"],
+    )
+    follower = GaugeMetricFamily(
+        "kafka_server_followerreplication_byte_rate",
+        "Kafka FollowerReplication byte-rate: throttled partitions' bytes fetched.",
+        labels=["broker"],
+    )
+    for broker_id, quotas in brokers:
+        if quotas is None:
+            continue
+        leader.add_metric([str(broker_id)], quotas.leader.byte_rate())
+        follower.add_metric([str(broker_id)], quotas.follower.byte_rate())
+    yield leader
+    yield follower

@@ -111,6 +111,18 @@ class Rate:
                 sample.reset(now_ms)
 
 
+class SimpleRate(Rate):
+    """Kafka's ``SimpleRate`` (the replication quotas' rate): over the time since the
+    oldest window started, at least one window — no ``samples - 1`` windows of
+    allowance, so a replication throttle bites from the first second."""
+
+    __slots__ = ()
+
+    def window_size_ms(self, config: MetricConfig, now_ms: int) -> int:
+        self._purge_obsolete(config, now_ms)
+        return max(now_ms - self._oldest(now_ms).start_ms, config.window_ms)
+
+
 class QuotaSensor:
     """One quota's sensor (Kafka's ``Sensor`` with one ``Rate`` and a ``Quota``):
     ``record`` adds a value and returns the rate it measures now; ``last_record_ms``

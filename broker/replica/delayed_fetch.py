@@ -96,6 +96,10 @@ class DelayedFetch(DelayedOperation):
                 or status.fetch_offset > partition.log_end_offset
             ):
                 return self.force_complete()
+            if follower and self._replica_manager.should_leader_throttle(
+                partition, params.replica_id
+            ):
+                continue  # a throttled replica's bytes do not count (as Kafka's)
             needed = params.min_bytes - accumulated
             accumulated += partition.bytes_available(
                 status.fetch_offset,

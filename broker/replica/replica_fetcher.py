@@ -31,6 +31,12 @@ sending fetches (for the broker or one partition) so the leader sees the followe
 and, after ``replica.lag.time.max.ms``, drops it from the ISR;
 ``set_replication_delay_ms`` spaces a partition's fetches at least that far apart, which
 makes the follower slow instead of stopped; ``resume_replication`` undoes both.
+
+Replication quotas (``quota/replication_quota_manager.py``): a partition this broker
+is throttled for as a follower is left out of the fetch while the partition lags (its
+lag: the leader's high watermark minus our log end, after the last answer) and the
+follower quota is exceeded, as Kafka's ``RemoteLeaderEndPoint.buildFetch``; the bytes
+fetched of throttled partitions are recorded into that quota.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from broker.cluster_metadata import ClusterMetadata
 from broker.config import BrokerConfig
 from broker.log import UnexpectedAppendOffsetError
 from broker.log.errors import LogError
+from broker.quota.replication_quota_manager import ReplicationQuotas
 from broker.replica.fetch_session_handler import FetchSessionHandler, PartitionData
 from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.leader_epoch_cache import UNDEFINED_EPOCH
@@ -84,6 +91,14 @@ class PartitionFetchState:
     leader_epoch: int
     truncating: bool = True
     not_before_ms: int = 0  # backoff after an error, or the replication delay
+    # The leader's high watermark minus our log end after the last answer (None before
+    # one): Kafka's fetch-state lag, whose 0 makes the replica "in sync" to the
+    # follower's replication quota.
+    lag: int | None = None
+
+    @property
+    def is_replica_in_sync(self) -> bool:
+        return self.lag is not None and self.lag <= 0
 
 
 class ReplicaFetcher:
@@ -278,10 +293,15 @@ class ReplicaFetcher:
         # Every partition fetched, with our log end when asked: what the session holds.
         sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
         wanted: dict[TopicPartition, PartitionData] = {}
+        quotas = self.manager.replication_quotas
         for state in states:
             partition = hosted.get(state.tp)
             if partition is None or partition.is_leader:
                 continue
+            if quotas is not None and quotas.should_follower_throttle(
+                *state.tp, state.is_replica_in_sync
+            ):
+                continue  # over the follower quota: left out of this fetch, as Kafka's
             offset = partition.log_end_offset
             sent[state.tp] = (state, offset)
             wanted[state.tp] = PartitionData(
@@ -368,10 +388,16 @@ class ReplicaFetcher:
         if error is ErrorCode.none:
             records = bytes(data.records or b"")
             try:
+                high_watermark = int(data.high_watermark)
                 if records:
-                    partition.append_records_as_follower(records, int(data.high_watermark))
+                    partition.append_records_as_follower(records, high_watermark)
                 else:
-                    partition.update_follower_high_watermark(int(data.high_watermark))
+                    partition.update_follower_high_watermark(high_watermark)
+                state.lag = max(0, high_watermark - partition.log_end_offset)
+                quotas = self.manager.replication_quotas
+                # In-sync replicas' traffic counts too, as Kafka's processPartitionData.
+                if records and quotas is not None and quotas.follower.is_throttled(*state.tp):
+                    quotas.follower.record(len(records))
                 # As Kafka's processPartitionData: follow the leader's log start (moved by
                 # DeleteRecords or retention); our next fetch reports it back.
                 partition.maybe_increment_log_start_offset(int(data.log_start_offset))
@@ -404,7 +430,10 @@ class ReplicaFetcherManager:
         partitions: Mapping[TopicPartition, Partition],
         leader_endpoint: Callable[[str, int, str], LeaderEndpoint] = LeaderEndpoint,
         inter_broker_listener: str = "PLAINTEXT",
+        replication_quotas: ReplicationQuotas | None = None,
     ) -> None:
+        # Kafka's quotas.follower: throttled partitions left out of fetches when over.
+        self.replication_quotas = replication_quotas
         # The leader's listener followers fetch from (inter.broker.listener.name).
         self.inter_broker_listener = inter_broker_listener
         self.broker_id = broker_id

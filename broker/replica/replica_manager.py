@@ -9,6 +9,7 @@ follower's fetch, a leadership change.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from broker.dynamic_config import broker_topic_defaults
 from broker.log import LogConfig, LogManager, PartitionLog
 from broker.log.transaction_index import TransactionIndex
 from broker.purgatories import ParkedRequest, PurgatoryName
+from broker.quota.replication_quota_manager import ReplicationQuotas
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.delayed_delete_records import (
     DelayedDeleteRecords,
@@ -80,8 +82,11 @@ class ReplicaManager:
         *,
         delete_records_purgatory: DelayedOperationPurgatory[Any],
         share_fetch_purgatory: DelayedOperationPurgatory[Any] | None = None,
+        replication_quotas: ReplicationQuotas | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # Kafka's quotas.leader (and, through the fetcher manager, quotas.follower).
+        self.replication_quotas = replication_quotas
         self.metadata = metadata
         self.config = config
         self.clock = clock
@@ -451,6 +456,8 @@ class ReplicaManager:
         parked_request: ParkedRequest | None,
     ) -> None:
         """Kafka's fetchMessages: answer now if we can, else park a DelayedFetch."""
+        if params.is_from_follower and self.replication_quotas is not None:
+            respond = self._recording_leader_quota(respond)
         results = self.read_from_local_log(params, statuses)
         if params.is_from_follower:
             # As Kafka: only a read that succeeded tells us where the follower is; a
@@ -472,6 +479,42 @@ class ReplicaManager:
         self.fetch_purgatory.try_complete_else_watch(operation, keys)
         if parked_request is not None and operation.watch_keys:
             parked_request.parked_in(PurgatoryName.FETCH)
+
+    def _recording_leader_quota(
+        self, respond: Callable[[FetchResults], None]
+    ) -> Callable[[FetchResults], None]:
+        """``respond``, after recording what it sends of throttled partitions into the
+        leader quota, in-sync followers' bytes too (KafkaApis' ``quotas.leader.record``
+        with ``sizeOfThrottledPartitions``)."""
+        quotas = self.replication_quotas
+        assert quotas is not None
+        quotas.refresh()
+        if not quotas.leader.throttles_any:
+            return respond  # the common case: nothing to count, nothing wrapped
+
+        def recorded(results: FetchResults) -> None:
+            quotas.refresh()
+            leader = quotas.leader
+            size = sum(
+                len(result.records)
+                for status, result in results
+                if result.records and leader.is_throttled(*status.tp)
+            )
+            if size:
+                leader.record(size)
+            respond(results)
+
+        return recorded
+
+    def should_leader_throttle(self, partition: Partition, replica_id: int) -> bool:
+        """Kafka's ``shouldLeaderThrottle``: an out-of-sync follower of a throttled
+        partition while the leader's replication quota is exceeded gets no records."""
+        quotas = self.replication_quotas
+        if quotas is None:
+            return False
+        return quotas.should_leader_throttle(
+            partition.topic, partition.partition, replica_id in partition.isr
+        )
 
     def update_follower_fetch_state(
         self, replica_id: int, statuses: list[FetchPartitionStatus]
@@ -591,6 +634,12 @@ class ReplicaManager:
                 min_one=min_one,
                 read_committed=params.read_committed,
             )
+            if (
+                result.records
+                and follower
+                and self.should_leader_throttle(partition, params.replica_id)
+            ):
+                result = dataclasses.replace(result, records=b"")
             if result.records:
                 remaining -= len(result.records)
                 min_one = False
