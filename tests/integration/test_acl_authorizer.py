@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailed,
+)
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
@@ -35,6 +40,8 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.admin import (
     AdminClient,
+    ConfigResource,
+    NewTopic,
 )
 from confluent_kafka.admin import (
     ResourcePatternType as CkResourcePatternType,
@@ -394,3 +401,54 @@ async def test_acls_and_scram_credentials_survive_a_restart(tmp_path: Path) -> N
         finally:
             await consumer.stop()
         assert topics == {"orders", "pay-orders", "pay-secret"}
+
+
+# -- producers and admin APIs ----------------------------------------------------------
+
+
+async def test_producers_need_write(secured: MiniKafka) -> None:
+    bootstrap = secured.listener_bootstrap(SASL)
+    idempotent = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, enable_idempotence=True, **aiokafka_sasl("bob")
+    )
+    try:
+        # InitProducerId: no IDEMPOTENT_WRITE on the cluster and no WRITE on any topic
+        with pytest.raises(ClusterAuthorizationFailedError):
+            await asyncio.wait_for(idempotent.start(), DEADLINE_S)
+    finally:
+        await idempotent.stop()
+    secured.acls.create([acl(ResourceType.TOPIC, "orders", "User:bob", AclOperation.WRITE)])
+    idempotent = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, enable_idempotence=True, **aiokafka_sasl("bob")
+    )
+    await idempotent.start()
+    try:
+        sent = await asyncio.wait_for(idempotent.send_and_wait("orders", b"bob"), DEADLINE_S)
+        assert sent.offset == 3
+    finally:
+        await idempotent.stop()
+    transactional = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, transactional_id="tx-bob", **aiokafka_sasl("bob")
+    )
+    try:
+        with pytest.raises(TransactionalIdAuthorizationFailed):
+            await asyncio.wait_for(transactional.start(), DEADLINE_S)
+    finally:
+        await transactional.stop()
+
+
+def _confluent_admin_refusals(bob_conf: dict[str, Any]) -> tuple[int, int]:
+    admin = AdminClient(bob_conf)
+    created = admin.create_topics([NewTopic("bobs", 1, 1)])["bobs"]
+    with pytest.raises(KafkaException) as refused_create:
+        created.result(timeout=DEADLINE_S)
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "orders")])
+    with pytest.raises(KafkaException) as refused_describe:
+        next(iter(described.values())).result(timeout=DEADLINE_S)
+    return refused_create.value.args[0].code(), refused_describe.value.args[0].code()
+
+
+async def test_admin_apis_need_their_acls(secured: MiniKafka) -> None:
+    codes = await asyncio.to_thread(_confluent_admin_refusals, confluent_sasl(secured, "bob"))
+    assert codes == (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    assert "bobs" not in secured.cluster.topics
