@@ -11,7 +11,7 @@ per-broker config at the cluster level is INVALID_REQUEST, as Kafka's broker ans
 ``validate_only`` checks and changes nothing.
 
 Differences from Kafka: other resource types are INVALID_REQUEST; no alter-config
-policy, no ACLs, throttle time 0. A new value reaches existing partitions at once: the
+policy, throttle time 0. A new value reaches existing partitions at once: the
 replica manager re-applies topic configs (and broker defaults) on every metadata change.
 
 With an authorizer, ALTER_CONFIGS on the resource (``config_authorization.py``).

@@ -8,7 +8,7 @@ new partition, of distinct known brokers, with the topic's replication factor
 every broker's replica manager creates its replicas when the metadata changes.
 
 Differences from Kafka: any broker accepts the request (KRaft brokers forward it) and
-``timeout`` is never waited on. No create-topic policies, no ACLs. A client with a
+``timeout`` is never waited on. No create-topic policies. A client with a
 ``controller_mutation_rate`` takes the partitions it adds from it (KIP-599; from v3
 strictly: THROTTLING_QUOTA_EXCEEDED while exhausted).
 

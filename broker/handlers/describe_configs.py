@@ -15,7 +15,7 @@ Differences from Kafka: configs minikafka does not model keep Kafka's default (a
 properties file's unmodelled keys are not shown); ``include_documentation`` returns no
 documentation; BROKER_LOGGER and CLIENT_METRICS resources are INVALID_REQUEST. GROUP
 resources (type 32, KIP-848): ``handlers/group_configs.py``.
-No ACLs, throttle time 0.
+Throttle time 0.
 
 With an authorizer, DESCRIBE_CONFIGS on the resource (``config_authorization.py``).
 """

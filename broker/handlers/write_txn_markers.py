@@ -12,11 +12,11 @@ INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, ...). For ``__consumer_o
 partitions written successfully, the group coordinator then commits or drops the
 producer's pending transactional offsets (Kafka's ``scheduleHandleTxnCompletion``).
 
-Differences from Kafka: no CLUSTER_ACTION authorization; v2's ``transaction_version`` is
-read and ignored (markers are the same).
-
 With an authorizer, CLUSTER_ACTION on the cluster (an inter-broker API; else
 CLUSTER_AUTHORIZATION_FAILED for every partition).
+
+Differences from Kafka: v2's ``transaction_version`` is read and ignored (markers are
+the same).
 """
 
 from __future__ import annotations

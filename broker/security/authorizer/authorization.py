@@ -95,3 +95,10 @@ def _api_name(ctx: RequestContext) -> str:
         return api_name(ctx.header.api_key)
     except Exception:  # an API minikafka does not serve has no name
         return str(ctx.header.api_key)
+
+
+def cluster_denied(ctx: RequestContext, operation: AclOperation) -> bool:
+    """``AuthHelper.authorizeClusterOperation`` as a question: whether an authorizer
+    refuses ``operation`` on the cluster (the handler then answers its request's error
+    response with CLUSTER_AUTHORIZATION_FAILED)."""
+    return ctx.services.authorizer is not None and not authorize_cluster(ctx, operation)
