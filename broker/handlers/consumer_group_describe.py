@@ -7,6 +7,8 @@ does not know, or one that is a classic group, GROUP_ID_NOT_FOUND, as Kafka answ
 Differences from Kafka: authorized operations are never computed (no authorizer), and the
 v1 ``member_type`` is always 1 (consumer): there are no classic members in a consumer group
 before the migration of phase 2.
+
+With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group.consumer import ApiError, Assignment, ConsumerGroup
+from broker.handlers.base import AUTHORIZATION_MESSAGES
+from broker.handlers.group_common import group_denied
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import Builder, response_builder
 
 API_KEY = 69
@@ -88,12 +93,22 @@ def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | Non
     )
 
 
+GROUP_AUTHORIZATION_FAILED = AUTHORIZATION_MESSAGES[ErrorCode.group_authorization_failed]
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     coordinator = ctx.services.consumer_group_coordinator
     manager = ctx.services.group_metadata_manager
     groups = []
     for group_id in request.group_ids:
+        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
+            groups.append(
+                _group_error(
+                    b, group_id, ErrorCode.group_authorization_failed, GROUP_AUTHORIZATION_FAILED
+                )
+            )
+            continue
         error = manager.check_coordinator(group_id)
         if error is not ErrorCode.none:
             groups.append(_group_error(b, group_id, error, None))
