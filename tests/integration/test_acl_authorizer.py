@@ -60,6 +60,7 @@ from kafka.admin import (
     ResourcePatternFilter,
 )
 from kafka.admin import ResourceType as KpResourceType
+from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from broker.security.authorizer.acl import (
@@ -70,6 +71,9 @@ from broker.security.authorizer.acl import (
     ResourceType,
 )
 from broker.security.authorizer.standard_authorizer import STANDARD_AUTHORIZER
+from tests.helpers.cluster import isr, wait_until
+from tests.helpers.raw_client import RawClient
+from tests.helpers.requests import FETCH, FETCH_V, fetch_fields
 from tests.integration.conftest import running_cluster
 from tests.integration.security_setup import jaas
 
@@ -452,3 +456,59 @@ async def test_admin_apis_need_their_acls(secured: MiniKafka) -> None:
     codes = await asyncio.to_thread(_confluent_admin_refusals, confluent_sasl(secured, "bob"))
     assert codes == (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
     assert "bobs" not in secured.cluster.topics
+
+
+# -- inter-broker ------------------------------------------------------------------------
+
+
+async def test_replication_with_the_inter_broker_principal_a_super_user() -> None:
+    async with running_cluster(3, **OVERRIDES) as app:
+        app.cluster.create_topic("replicated", 1, 3, {})
+        app.acls.create([acl(ResourceType.TOPIC, "replicated", "User:alice", AclOperation.WRITE)])
+        producer = AIOKafkaProducer(
+            bootstrap_servers=app.listener_bootstrap(SASL), acks="all", **aiokafka_sasl("alice")
+        )
+        await producer.start()
+        try:
+            for i in range(3):
+                await asyncio.wait_for(producer.send_and_wait("replicated", b"%d" % i), DEADLINE_S)
+        finally:
+            await producer.stop()
+
+        def replicated() -> bool:
+            hosted = [
+                broker.replica_manager.online_partition(("replicated", 0)) for broker in app.brokers
+            ]
+            return sorted(isr(app, "replicated")) == [0, 1, 2] and all(
+                p is not None and p.log_end_offset == 3 for p in hosted
+            )
+
+        await wait_until(replicated, "every replica at offset 3", attempts=1200)
+
+
+async def test_a_follower_fetch_needs_cluster_action() -> None:
+    overrides = {**OVERRIDES, "super.users": "User:admin"}  # ANONYMOUS is nobody special
+    async with running_cluster(**overrides) as app:
+        app.cluster.create_topic("t", 1, 1, {})
+        raw = await RawClient.connect(app.brokers[0].host, app.brokers[0].port)
+        try:
+
+            async def follower_fetch_error() -> ErrorCode:
+                fields = {**fetch_fields("t", 0, 0), "replica_id": 1}
+                response = await raw.request(FETCH, FETCH_V, "FetchRequest", **fields)
+                return ErrorCode(response.responses[0].partitions[0].error_code)
+
+            assert await follower_fetch_error() is ErrorCode.topic_authorization_failed
+            app.acls.create(
+                [
+                    acl(
+                        ResourceType.CLUSTER,
+                        "kafka-cluster",
+                        "User:ANONYMOUS",
+                        AclOperation.CLUSTER_ACTION,
+                    )
+                ]
+            )
+            assert await follower_fetch_error() is not ErrorCode.topic_authorization_failed
+        finally:
+            await raw.close()
