@@ -8,7 +8,8 @@ With an authorizer (``KafkaApis.handleTopicMetadataRequest``): an all-topics req
 only the topics the principal may DESCRIBE; a topic named but not describable is
 TOPIC_AUTHORIZATION_FAILED (asked by id: UNKNOWN_TOPIC_ID, which tells nothing); an
 unknown topic is auto-created only with CREATE on the cluster or the topic, else
-TOPIC_AUTHORIZATION_FAILED. Answers are then not cached (they depend on the principal).
+TOPIC_AUTHORIZATION_FAILED. Cached answers are then keyed also by the principal, its host
+and the ACLs' version (a cached denial is not logged again).
 The brokers are those of the listener the request came in on, as in Kafka.
 """
 
@@ -57,8 +58,6 @@ def _cache_key(ctx: RequestContext, request: Any) -> tuple[object, ...] | None:
     """What the answer depends on besides the cluster: the version, the topics asked
     for by name (None: all) and whether unknown ones may be created. Requests naming
     topics by id are not cached (rare: only admin clients of Kafka 3.x+ do)."""
-    if ctx.services.authorizer is not None:
-        return None  # the answer depends on the principal and the ACLs
     requested = request.topics
     if requested is None:
         names: tuple[str, ...] | None = None
@@ -72,7 +71,18 @@ def _cache_key(ctx: RequestContext, request: Any) -> tuple[object, ...] | None:
         names,
         bool(getattr(request, "allow_auto_topic_creation", True)),
         ctx.connection.listener_name,
+        *_authorization_key(ctx),
     )
+
+
+def _authorization_key(ctx: RequestContext) -> tuple[object, ...]:
+    """With an authorizer the answer also depends on who asks, from where, and the ACLs
+    (their version moves on every change)."""
+    services = ctx.services
+    if services.authorizer is None:
+        return ()
+    connection = ctx.connection
+    return (str(connection.principal), connection.client_host, services.acl_store.version)
 
 
 def _answer(ctx: RequestContext, request: Any) -> Any:

@@ -225,6 +225,16 @@ async def test_metadata_hides_what_may_not_be_described(secured: MiniKafka) -> N
     assert seen["alice"] == {"orders", "pay-orders", "pay-secret"}
     assert seen["bob"] == set()
     assert set(TOPICS) <= seen["admin"]
+    # the same question after an ACL change: a new answer, not a cached one
+    secured.acls.create([acl(ResourceType.TOPIC, "secret", "User:bob", AclOperation.WRITE)])
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=secured.listener_bootstrap(SASL), **aiokafka_sasl("bob")
+    )
+    await consumer.start()
+    try:
+        assert await asyncio.wait_for(consumer.topics(), DEADLINE_S) == {"secret"}
+    finally:
+        await consumer.stop()
 
 
 async def test_prefixed_allow_and_literal_deny(secured: MiniKafka) -> None:
