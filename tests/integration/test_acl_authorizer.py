@@ -522,3 +522,47 @@ async def test_a_follower_fetch_needs_cluster_action() -> None:
             assert await follower_fetch_error() is not ErrorCode.topic_authorization_failed
         finally:
             await raw.close()
+
+
+def _create_acl(bootstrap: str, binding: CkAclBinding) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_acls([binding])[binding].result(timeout=DEADLINE_S)
+
+
+def _describe_acls(bootstrap: str) -> list[CkAclBinding]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    everything = CkAclBindingFilter(
+        CkResourceType.ANY,
+        None,
+        CkResourcePatternType.ANY,
+        None,
+        None,
+        CkAclOperation.ANY,
+        CkAclPermissionType.ANY,
+    )
+    return list(admin.describe_acls(everything).result(timeout=DEADLINE_S))
+
+
+async def test_acls_survive_kill_9(tmp_path: Path, broker_process: Any) -> None:
+    args = [
+        "--data-dir",
+        str(tmp_path),
+        "--override",
+        f"authorizer.class.name={STANDARD_AUTHORIZER}",
+        "--override",
+        "super.users=User:ANONYMOUS",
+    ]
+    binding = CkAclBinding(
+        CkResourceType.GROUP,
+        "g-",
+        CkResourcePatternType.PREFIXED,
+        "User:alice",
+        "*",
+        CkAclOperation.READ,
+        CkAclPermissionType.ALLOW,
+    )
+    first = broker_process(args)
+    await asyncio.to_thread(_create_acl, first.bootstrap, binding)
+    first.kill9()
+    second = broker_process(args)
+    assert await asyncio.to_thread(_describe_acls, second.bootstrap) == [binding]
