@@ -566,3 +566,35 @@ async def test_acls_survive_kill_9(tmp_path: Path, broker_process: Any) -> None:
     first.kill9()
     second = broker_process(args)
     assert await asyncio.to_thread(_describe_acls, second.bootstrap) == [binding]
+
+
+async def test_a_transaction_with_its_acls_commits(secured: MiniKafka) -> None:
+    secured.acls.create(
+        [
+            acl(ResourceType.TRANSACTIONAL_ID, "tx-alice", "User:alice", AclOperation.WRITE),
+            acl(ResourceType.TOPIC, "orders", "User:alice", AclOperation.WRITE),
+        ]
+    )
+    bootstrap = secured.listener_bootstrap(SASL)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, transactional_id="tx-alice", **aiokafka_sasl("alice")
+    )
+    await asyncio.wait_for(producer.start(), DEADLINE_S)
+    try:
+        async with producer.transaction():
+            await producer.send_and_wait("orders", b"in a transaction")
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        **aiokafka_sasl("admin"),
+    )
+    await consumer.start()
+    try:
+        consumer.assign([TopicPartition("orders", 0)])
+        values = [(await asyncio.wait_for(consumer.getone(), DEADLINE_S)).value for _ in range(4)]
+        assert values[-1] == b"in a transaction"
+    finally:
+        await consumer.stop()
