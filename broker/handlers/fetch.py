@@ -79,13 +79,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         max_bytes=max_bytes,
         isolation_level=int(getattr(request, "isolation_level", 0)),
     )
-    # Fetch sessions (KIP-227) exist from v7; v4-v6 requests are sessionless (0, -1).
     if (
         ctx.services.authorizer is not None
         and params.is_from_follower
         and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
     ):
         return error_response(ctx, request, ErrorCode.topic_authorization_failed)
+    # Fetch sessions (KIP-227) exist from v7; v4-v6 requests are sessionless (0, -1).
     session_id = int(getattr(request, "session_id", INVALID_SESSION_ID))
     session_epoch = int(getattr(request, "session_epoch", FINAL_EPOCH))
     if session_id != INVALID_SESSION_ID or session_epoch != FINAL_EPOCH:

@@ -48,6 +48,8 @@ API_KEY = 0
 MIN_VERSION = 3
 MAX_VERSION = 12
 
+_NOBODY_DENIED: frozenset[str] = frozenset()  # no authorizer: nothing made per request
+
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     acks = int(request.acks)
@@ -55,7 +57,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     manager = ctx.services.replica_manager
     entries: dict[tuple[str, int], bytes] = {}
     refused: ProduceStatuses = {}
-    denied: set[str] = set()
+    denied = _NOBODY_DENIED
     if ctx.services.authorizer is not None:
         if not _transactional_id_authorized(ctx, request):
             return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
@@ -143,10 +145,11 @@ def _transactional_id_authorized(ctx: RequestContext, request: Any) -> bool:
     )
 
 
-def _denied_topics(ctx: RequestContext, request: Any) -> set[str]:
+def _denied_topics(ctx: RequestContext, request: Any) -> frozenset[str]:
     """The topics the principal may not WRITE: TOPIC_AUTHORIZATION_FAILED for each."""
     names = {topic.name for topic in request.topic_data}
-    return names - filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+    allowed = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+    return frozenset(names - allowed)
 
 
 def _precheck(ctx: RequestContext, topic: str, acks: int) -> ErrorCode | None:
