@@ -369,6 +369,11 @@ def _kafka_python_admin_acls(bootstrap: str) -> None:
         wanted = ACL("User:bob", "*", ACLOperation.READ, ACLPermissionType.ALLOW, pattern)
         result = admin.create_acls([wanted])
         assert not result["failed"], result
+        # Kafka's validation: the CLUSTER resource has one name
+        cluster = ResourcePattern(KpResourceType.CLUSTER, "my-cluster")
+        invalid = ACL("User:bob", "*", ACLOperation.ALTER, ACLPermissionType.ALLOW, cluster)
+        (refused,) = admin.create_acls([invalid])["failed"]
+        assert refused.errno == ErrorCode.invalid_request.value
         groups = ACLFilter(
             None,
             None,
