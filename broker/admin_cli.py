@@ -1,4 +1,4 @@
-"""``minikafka topics|groups|quotas|produce|consume``: Kafka's command line tools, against any
+"""``minikafka topics|groups|quotas|acls|produce|consume``: Kafka's command line tools, against any
 bootstrap.
 
 =====================================  ==============================================
@@ -23,6 +23,9 @@ Kafka                                  minikafka
 ``kafka-configs.sh --alter
 --add-config k=v --delete-config k``   ``quotas alter --user U|--client C ...
                                        --add-config k=v[,k=v] --delete-config k``
+``kafka-acls.sh --add|--list|--remove``  ``acls add|list|remove --topic T|--group G|--cluster
+                                       --allow-principal P --operation OP ...``
+                                       (``admin_acls.py``)
 ``kafka-console-producer.sh``          ``produce TOPIC [--key-separator SEP]``
 ``kafka-console-consumer.sh``          ``consume TOPIC [--from-beginning] [--group G]
                                        [--max-messages N] [--timeout-ms MS]``
@@ -49,6 +52,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from broker.admin_acls import AclUsageError, acls_add, acls_list, acls_remove, add_acl_parsers
 from broker.admin_commands import (
     UsageError,
     groups_delete,
@@ -67,7 +71,7 @@ from broker.kafka_client import AdminError
 
 __all__ = ["ADMIN_COMMANDS", "add_admin_parsers", "run_admin"]
 
-ADMIN_COMMANDS = frozenset({"topics", "groups", "quotas", "produce", "consume"})
+ADMIN_COMMANDS = frozenset({"topics", "groups", "quotas", "acls", "produce", "consume"})
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -183,6 +187,7 @@ def add_admin_parsers(sub: Any) -> None:
     _bootstrap_option(gdelete)
 
     _add_quota_parsers(sub)
+    add_acl_parsers(sub, _bootstrap_option)
 
     prod = sub.add_parser(
         "produce", help="send the lines of stdin as records (kafka-console-producer)"
@@ -277,6 +282,9 @@ def run_admin(
         "groups delete": groups_delete,
         "quotas describe": quotas_describe,
         "quotas alter": quotas_alter,
+        "acls add": acls_add,
+        "acls list": acls_list,
+        "acls remove": acls_remove,
         "produce": produce_lines,
         "consume": consume_records,
     }
@@ -284,7 +292,7 @@ def run_admin(
     try:
         _resolve_topic(args)
         return runner(lambda: command(args))
-    except UsageError as exc:
+    except (UsageError, AclUsageError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except AdminError as exc:

@@ -48,6 +48,8 @@ from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
 from broker.request_timing import RequestClock
 from broker.response_cache import ResponseCache
+from broker.security.authorizer.acl_store import AclStore
+from broker.security.authorizer.standard_authorizer import StandardAuthorizer, parse_super_users
 from broker.security.listeners import ChannelBuilder, inter_broker_client, security_listeners
 from broker.security.sasl_client import InterBrokerClient
 from broker.security.scram_credentials import ScramCredentialStore
@@ -88,6 +90,7 @@ def build_broker(
     scram_credentials: ScramCredentialStore | None = None,
     inter_broker: InterBrokerClient | None = None,
     handler_pool: HandlerPool | None = None,
+    acl_store: AclStore | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -242,6 +245,8 @@ def build_broker(
         share_group_coordinator=share_group_coordinator,
         share_partition_manager=share_partition_manager,
         scram_credentials=scram_credentials or ScramCredentialStore(),
+        authorizer=build_authorizer(config, acl_store),
+        acl_store=acl_store if acl_store is not None else AclStore(),
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
     if capture is not None:
@@ -267,6 +272,18 @@ def build_broker(
         request_clock=request_clock,
         channels=channels,
         listener_ports=listener_ports,
+    )
+
+
+def build_authorizer(config: BrokerConfig, acl_store: AclStore | None) -> StandardAuthorizer | None:
+    """Kafka's StandardAuthorizer over the cluster's ACLs when ``authorizer.class.name``
+    names it; None (every request allowed) otherwise."""
+    if not config.authorizer_class_name:
+        return None
+    return StandardAuthorizer(
+        acl_store if acl_store is not None else AclStore(),
+        parse_super_users(config.super_users),
+        config.allow_everyone_if_no_acl_found,
     )
 
 
@@ -357,6 +374,9 @@ class MiniKafka:
         # credentials, durable with a data directory.
         self.listeners = security_listeners(self.config)
         self.scram_credentials = ScramCredentialStore(self.data_dir)
+        # The cluster's ACLs (CreateAcls/DeleteAcls), read by every broker's authorizer;
+        # acls.json beside the metadata with a data dir.
+        self.acls = AclStore(self.data_dir)
         # How brokers reach each other (inter.broker.listener.name): None for PLAINTEXT.
         self.inter_broker = inter_broker_client(self.config, self.listeners, os.urandom)
         self.brokers: list[Broker] = []
@@ -440,6 +460,7 @@ class MiniKafka:
             scram_credentials=self.scram_credentials,
             inter_broker=self.inter_broker,
             handler_pool=self._handler_pools(broker_id, config) if self._handler_pools else None,
+            acl_store=self.acls,
         )
 
     async def start(self) -> None:

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from broker.kraft_quorum import parse_quorum_voters
+from broker.security.authorizer.acl import STANDARD_AUTHORIZER
 
 
 class ConfigError(ValueError):
@@ -58,6 +59,11 @@ class BrokerConfig(BaseModel):
     # Kafka's ssl.*, sasl.* and listener.name.<l>.* keys, read by broker/security/listeners.py
     # (sorted (key, value) pairs: the config is hashable).
     security_configs: tuple[tuple[str, str], ...] = Field((), alias="security.configs")
+    # The authorizer (broker/security/authorizer/): Kafka's StandardAuthorizer when named;
+    # super.users is ``;``-separated principals.
+    authorizer_class_name: str = Field("", alias="authorizer.class.name")
+    super_users: str = Field("", alias="super.users")
+    allow_everyone_if_no_acl_found: bool = Field(False, alias="allow.everyone.if.no.acl.found")
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
     default_replication_factor: int = Field(1, alias="default.replication.factor", ge=1)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
@@ -281,6 +287,16 @@ class BrokerConfig(BaseModel):
             rest["security.configs"] = tuple(sorted(gathered.items()))
             return rest
         return data
+
+    @field_validator("authorizer_class_name")
+    @classmethod
+    def _check_authorizer(cls, value: str) -> str:
+        value = value.strip()
+        if value not in ("", STANDARD_AUTHORIZER):
+            raise ValueError(
+                f"authorizer.class.name={value!r}: minikafka has only {STANDARD_AUTHORIZER}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _check_quorum(self) -> BrokerConfig:

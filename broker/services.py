@@ -7,10 +7,9 @@ group metadata manager (Kafka's pair: membership and rebalances; groups, offsets
 coordinator placement), the consumer group coordinator (KIP-848's groups), the share
 group coordinator and the share partition manager (KIP-932), the transaction coordinator,
 the client quota managers (and through them the cluster's quotas), the fetch manager (its
-incremental
-fetch sessions, KIP-227), the versions the broker serves, the cache of its encoded
-ApiVersions and Metadata answers, and nothing else: not the listener, not the other
-brokers, not the control endpoint.
+incremental fetch sessions, KIP-227), the authorizer and the cluster's ACLs, the versions
+the broker serves, the cache of its encoded ApiVersions and Metadata answers, and nothing
+else: not the listener, not the other brokers, not the control endpoint.
 """
 
 from __future__ import annotations
@@ -27,6 +26,8 @@ from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupCoordinator
 from broker.replica.replica_manager import ReplicaManager
 from broker.response_cache import ResponseCache
+from broker.security.authorizer.acl_store import AclStore
+from broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.txn.transaction_coordinator import TransactionCoordinator
@@ -58,6 +59,10 @@ class BrokerServices:
     quota_managers: QuotaManagers | None = None
     # The cluster's SCRAM credentials (Describe/AlterUserScramCredentials, SCRAM logins).
     scram_credentials: ScramCredentialStore = field(default_factory=ScramCredentialStore)
+    #: Kafka's StandardAuthorizer when ``authorizer.class.name`` names it, else None
+    #: (everything allowed); the cluster's ACLs it reads (the ACL APIs change them).
+    authorizer: StandardAuthorizer | None = None
+    acl_store: AclStore = field(default_factory=AclStore)
 
     def auto_create_topic(self, name: str) -> TopicInfo:
         """Create a topic with the broker's defaults (``auto.create.topics.enable``)."""

@@ -7,7 +7,10 @@ purgatory while the new partition set is written to ``__transaction_state``. Err
 AddPartitionsToTxn's (INVALID_PRODUCER_EPOCH for PRODUCER_FENCED before v2). The offsets
 topic is created here if it does not exist yet.
 
-Differences from Kafka: no ACLs; throttle time 0.
+With an authorizer: WRITE on the transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else GROUP_AUTHORIZATION_FAILED).
+
+Differences from Kafka: throttle time 0.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import OFFSETS_TOPIC
 from broker.context import RequestContext
-from broker.handlers.group_common import answer_when_called
-from broker.handlers.txn_common import fenced_error_for_version
+from broker.handlers.group_common import answer_when_called, group_denied
+from broker.handlers.txn_common import fenced_error_for_version, txn_id_denied
 from protocol.builders import response_builder
 
 API_KEY = 25
@@ -37,6 +40,10 @@ def _response(ctx: RequestContext, error: ErrorCode) -> Any:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if txn_id_denied(ctx, request.transactional_id):
+        return _response(ctx, ErrorCode.transactional_id_authorization_failed)
+    if group_denied(ctx, request.group_id):
+        return _response(ctx, ErrorCode.group_authorization_failed)
     if not request.group_id:
         return _response(ctx, ErrorCode.invalid_group_id)
     groups = ctx.services.group_metadata_manager

@@ -12,8 +12,12 @@ Kafka's: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH fo
 CONCURRENT_TRANSACTIONS while the previous transaction's markers are being written,
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
 
-Differences from Kafka: no ACLs (no TOPIC/TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
-throttle time 0.
+With an authorizer: v4+ needs CLUSTER_ACTION (else CLUSTER_AUTHORIZATION_FAILED); v0-3
+WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each
+topic (else TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED).
+
+Differences from Kafka: CLUSTER_AUTHORIZATION_FAILED of v4+ is answered per partition
+(Kafka: at the top); throttle time 0.
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.group_common import answer_when_called
-from broker.handlers.txn_common import fenced_error_for_version
+from broker.handlers.txn_common import fenced_error_for_version, txn_id_denied
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    filter_by_authorized,
+)
 from protocol.builders import Builder, response_builder
 
 API_KEY = 24
@@ -104,6 +114,10 @@ def _response(ctx: RequestContext, results: Results) -> Any:
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     txns = _transactions(ctx, request)
+    if ctx.services.authorizer is not None:
+        refused = _authorization_errors(ctx, request, txns)
+        if refused is not None:
+            return refused
     if not txns:
         return _response(ctx, {})
     coordinator = ctx.services.txn_coordinator
@@ -150,6 +164,34 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
 
     return answer_when_called(start, lambda results: _response(ctx, results))
+
+
+def _authorization_errors(ctx: RequestContext, request: Any, txns: list[Txn]) -> Any:
+    """Kafka's checks: a broker's batched request (v4+) needs CLUSTER_ACTION; a producer's
+    WRITE on its transactional id, then WRITE on each topic (TOPIC_AUTHORIZATION_FAILED
+    for those denied, OPERATION_NOT_ATTEMPTED for the others). None when allowed."""
+    if ctx.api_version >= BATCHED_VERSION:
+        if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+            return None
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
+    transactional_id, _, _, _, partitions = txns[0]
+    if txn_id_denied(ctx, transactional_id):
+        return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
+    names = {topic for topic, _ in partitions}
+    denied = names - filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+    if not denied:
+        return None
+    return _response(
+        ctx,
+        {
+            transactional_id: {
+                tp: ErrorCode.topic_authorization_failed
+                if tp[0] in denied
+                else ErrorCode.operation_not_attempted
+                for tp in partitions
+            }
+        },
+    )
 
 
 def _answer_all(

@@ -9,6 +9,8 @@ the good ones are applied together (durably, with a data directory) — unless
 
 Differences from Kafka: no controller round trip (the quotas are shared in-process);
 the answer lists entities in the request's order, as Kafka's does for its request map.
+
+With an authorizer, ALTER_CONFIGS on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.quota.client_quota_store import ClientQuotaStore, QuotaAlteration
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from protocol.builders import response_builder
 
 API_KEY = 49
@@ -28,6 +31,8 @@ MAX_VERSION = 1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.ALTER_CONFIGS):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     quotas = ctx.services.quota_managers
     store = quotas.store if quotas is not None else ClientQuotaStore()
     alterations = [

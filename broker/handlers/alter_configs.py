@@ -11,8 +11,10 @@ per-broker config at the cluster level is INVALID_REQUEST, as Kafka's broker ans
 ``validate_only`` checks and changes nothing.
 
 Differences from Kafka: other resource types are INVALID_REQUEST; no alter-config
-policy, no ACLs, throttle time 0. A new value reaches existing partitions at once: the
+policy, throttle time 0. A new value reaches existing partitions at once: the
 replica manager re-applies topic configs (and broker defaults) on every metadata change.
+
+With an authorizer, ALTER_CONFIGS on the resource (``config_authorization.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import SET, alter_broker_configs
+from broker.handlers.config_authorization import check_config_access
 from broker.handlers.topic_configs import (
     BROKER_RESOURCE,
     alter_config_resources,
@@ -32,6 +35,7 @@ from broker.handlers.topic_configs import (
     config_resource_errors,
     validate_topic_configs,
 )
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import response_builder
 
 API_KEY = 33
@@ -51,6 +55,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _alter(ctx: RequestContext, kind: int, name: str, configs: Any, validate_only: bool) -> None:
+    check_config_access(ctx, kind, name, AclOperation.ALTER_CONFIGS)
     check_config_changes((c.name, c.value, SET) for c in configs)
     if kind == BROKER_RESOURCE:
         alter_broker_configs(ctx, name, {c.name: c.value for c in configs}, validate_only)

@@ -13,7 +13,9 @@ reassignment completes, moving the ISR and leadership, when all target replicas 
 the ISR -- which the response does not wait for, as in Kafka.
 
 Differences from Kafka: any broker answers (KRaft brokers forward to the controller);
-no replication throttles; ``timeout`` is not waited on; no ACLs; throttle time 0.
+no replication throttles; ``timeout`` is not waited on; throttle time 0.
+
+With an authorizer, ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import layers_for
 from broker.replication_control import alter_partition_reassignment
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from protocol.builders import Builder, response_builder
 
 API_KEY = 45
@@ -35,6 +38,8 @@ MAX_VERSION = 1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.ALTER):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     b = response_builder(API_KEY, ctx.api_version)
     allow_rf_change = bool(getattr(request, "allow_replication_factor_change", True))
     responses = []

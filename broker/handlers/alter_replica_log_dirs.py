@@ -12,7 +12,9 @@ Differences from Kafka: the move is done before the answer (``LogManager.move``:
 log's files are copied into a future directory, which is swapped in), where Kafka
 answers at once and a ReplicaAlterLogDirsThread fills the future replica by fetching, so
 DescribeLogDirs never shows a future replica (``is_future_key``). A broker without a
-data directory has one pseudo log dir, ``memory://broker-<id>``. No ACLs; throttle 0.
+data directory has one pseudo log dir, ``memory://broker-<id>``. Throttle 0.
+
+With an authorizer, ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.replica.partition import TopicPartition
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from protocol.builders import response_builder
 
 API_KEY = 34
@@ -31,6 +34,8 @@ MAX_VERSION = 2
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.ALTER):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     destinations: dict[TopicPartition, str] = {}
     for directory in request.dirs:
         for topic in directory.topics:

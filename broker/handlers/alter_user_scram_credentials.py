@@ -14,6 +14,8 @@ Results: deletions, then upsertions, then the refused users.
 
 Differences from Kafka: no authorizer (no CLUSTER_AUTHORIZATION_FAILED); the change is
 applied at once rather than through a controller. Throttle time 0.
+
+With an authorizer, ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from broker.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_NAMES,
@@ -48,6 +51,8 @@ def _check_name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.ALTER):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     b = response_builder(API_KEY, ctx.api_version)
     store = ctx.services.scram_credentials
     deletions: dict[str, Any] = {}

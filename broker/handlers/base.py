@@ -21,6 +21,13 @@ from broker.context import RequestContext
 HandlerResult = Any | asyncio.Future[Any] | None
 Handle = Callable[[RequestContext, Any], HandlerResult]
 ErrorResponse = Callable[[RequestContext, Any, ErrorCode], Any]
+#: Kafka's ``Errors`` messages of the authorization failures.
+AUTHORIZATION_MESSAGES = {
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+}
 TopicPartitionPairs = list[tuple[str | None, int | None]]
 TopicPartitions = Callable[[RequestContext, Any], TopicPartitionPairs]
 
@@ -46,9 +53,12 @@ class HandlerModule(Protocol):
 def error_message(error: ErrorCode) -> str | None:
     """The ``error_message`` of an error response built without handling the request:
     none for UNKNOWN_SERVER_ERROR (as Kafka, which does not show a server bug's message
-    to clients), else one naming the error."""
+    to clients), Kafka's message for an authorization failure (the authorizer's refusals
+    are answered with these responses too), else one naming the error."""
     if error is ErrorCode.unknown_server_error:
         return None
+    if error in AUTHORIZATION_MESSAGES:
+        return AUTHORIZATION_MESSAGES[error]
     return f"injected fault: {error.name.upper()}"
 
 

@@ -7,7 +7,8 @@ does not know, or one that is a classic group, GROUP_ID_NOT_FOUND, as Kafka answ
 The v1 ``member_type`` (KIP-1099) is 0 for a classic member of the group (one that joined
 through JoinGroup: Kafka 4's online migration) and 1 for a KIP-848 member.
 
-Differences from Kafka: authorized operations are never computed (no authorizer).
+Differences from Kafka: authorized operations are never computed. With an authorizer, a
+group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group.consumer import ApiError, Assignment, ConsumerGroup
+from broker.handlers.base import AUTHORIZATION_MESSAGES
+from broker.handlers.group_common import group_denied
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import Builder, response_builder
 
 API_KEY = 69
@@ -92,12 +96,22 @@ def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | Non
     )
 
 
+GROUP_AUTHORIZATION_FAILED = AUTHORIZATION_MESSAGES[ErrorCode.group_authorization_failed]
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     coordinator = ctx.services.consumer_group_coordinator
     manager = ctx.services.group_metadata_manager
     groups = []
     for group_id in request.group_ids:
+        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
+            groups.append(
+                _group_error(
+                    b, group_id, ErrorCode.group_authorization_failed, GROUP_AUTHORIZATION_FAILED
+                )
+            )
+            continue
         error = manager.check_coordinator(group_id)
         if error is not ErrorCode.none:
             groups.append(_group_error(b, group_id, error, None))

@@ -27,7 +27,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group.consumer import ConsumerGroupHeartbeatParams, ConsumerGroupHeartbeatResult
-from broker.handlers.group_common import answer_when_called
+from broker.handlers.group_common import answer_when_called, group_denied
 from protocol.builders import response_builder
 
 API_KEY = 68
@@ -63,6 +63,8 @@ def heartbeat_params(ctx: RequestContext, request: Any) -> ConsumerGroupHeartbea
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if group_denied(ctx, request.group_id):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
     coordinator = ctx.services.consumer_group_coordinator
     if not coordinator.config.consumer_protocol_enabled:
         return error_response(ctx, request, ErrorCode.unsupported_version)

@@ -8,9 +8,11 @@ new partition, of distinct known brokers, with the topic's replication factor
 every broker's replica manager creates its replicas when the metadata changes.
 
 Differences from Kafka: any broker accepts the request (KRaft brokers forward it) and
-``timeout`` is never waited on. No create-topic policies, no ACLs. A client with a
+``timeout`` is never waited on. No create-topic policies. A client with a
 ``controller_mutation_rate`` takes the partitions it adds from it (KIP-599; from v3
 strictly: THROTTLING_QUOTA_EXCEEDED while exhausted).
+
+With an authorizer, ALTER on the topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from broker.cluster_metadata import (
 )
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.handlers.config_authorization import check_topic_alter
 from broker.quota.controller_mutation_quota import (
     ControllerMutationQuota,
     leave_throttle_time,
@@ -58,6 +61,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         error, message = ErrorCode.none, None
         try:
+            check_topic_alter(ctx, topic.name)
             if counts[topic.name] > 1:
                 raise MetadataError(
                     ErrorCode.invalid_request, f"Duplicate topic {topic.name} in the request"

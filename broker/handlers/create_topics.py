@@ -14,7 +14,9 @@ config with its source; v7+ with the topic id.
 Differences from Kafka: any broker accepts the request (as KRaft brokers do by
 forwarding it to the controller); the topic exists, with its leaders elected, when the
 response leaves, so ``timeout`` is never waited on. There are no create-topic policies
-(``create.topic.policy.class.name``) and no ACLs. A client with a
+(``create.topic.policy.class.name``). With an authorizer a topic needs CREATE on the
+cluster or on itself (else TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); the
+configs of a created topic are returned without a DESCRIBE_CONFIGS check. A client with a
 ``controller_mutation_rate`` takes each topic's partitions from it once the topic is
 valid (KIP-599; from v6 a topic asked for while it is exhausted is
 THROTTLING_QUOTA_EXCEEDED, ``broker/quota/controller_mutation_quota.py``).
@@ -44,6 +46,12 @@ from broker.quota.controller_mutation_quota import (
     mutation_quota,
     take_permits,
 )
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    filter_by_authorized,
+)
 from protocol.builders import Builder, response_builder
 
 API_KEY = 19
@@ -67,8 +75,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             ctx, request, ErrorCode.policy_violation, EXCESSIVE_PARTITIONS_MESSAGE
         )
     quota = mutation_quota(ctx, STRICT_QUOTA_SINCE_VERSION)
+    denied = _denied_topics(ctx, counts) if ctx.services.authorizer is not None else set()
     results = []
     for topic in request.topics:
+        if topic.name in denied:
+            results.append(
+                _error(b, topic.name, ErrorCode.topic_authorization_failed, "Authorization failed.")
+            )
+            continue
         if counts[topic.name] > 1:
             error = MetadataError(
                 ErrorCode.invalid_request,
@@ -84,6 +98,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         results.append(_created(ctx, b, info))
     leave_throttle_time(ctx, quota)
     return b.CreateTopicsResponse(throttle_time=0, topics=tuple(results))
+
+
+def _denied_topics(ctx: RequestContext, names: dict[str, int]) -> set[str]:
+    """CREATE on the cluster allows every topic; else CREATE on each topic
+    (``KafkaApis.handleCreateTopicsRequest``)."""
+    if authorize_cluster(ctx, AclOperation.CREATE):
+        return set()
+    return set(names) - filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

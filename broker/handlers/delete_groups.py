@@ -3,7 +3,8 @@
 A KIP-848 consumer group too: while it has members NON_EMPTY_GROUP, else it is
 forgotten along with the Empty classic group that keeps its offsets. A share group
 (KIP-932) too: NON_EMPTY_GROUP while it has members, else it goes with the share
-partitions this broker leads for it.
+partitions this broker leads for it. With an authorizer, a group the principal may not
+DELETE is GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import group_admin
+from broker.handlers.group_common import group_denied
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import response_builder
 
 API_KEY = 42
@@ -40,7 +43,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     deleted_consumer_groups = []
     for group_id in request.groups_names:
         error = manager.check_coordinator(group_id)
-        if error is not ErrorCode.none:
+        if group_denied(ctx, group_id, AclOperation.DELETE):
+            results[group_id] = ErrorCode.group_authorization_failed
+        elif error is not ErrorCode.none:
             results[group_id] = error
         elif ctx.services.share_group_coordinator.group(group_id) is not None:
             # KIP-932: an empty share group goes, with its share partitions here

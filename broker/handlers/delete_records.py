@@ -16,7 +16,8 @@ the log start is OFFSET_OUT_OF_RANGE, ListOffsets EARLIEST returns the new start
 fetches and produces on the partition are woken, as they may now have an answer.
 
 The per-partition work is the replica manager's (``ReplicaManager.delete_records``, as
-Kafka's deleteRecordsOnLocalLog). Differences from Kafka: no ACLs, throttle time 0.
+Kafka's deleteRecordsOnLocalLog). With an authorizer, a topic needs DELETE (else
+TOPIC_AUTHORIZATION_FAILED). Differences from Kafka: throttle time 0.
 """
 
 from __future__ import annotations
@@ -27,8 +28,16 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.replica.delayed_delete_records import DeleteRecordsStatuses
+from broker.replica.delayed_delete_records import (
+    DeleteRecordsPartitionStatus,
+    DeleteRecordsStatuses,
+)
 from broker.replica.partition import TopicPartition
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 21
@@ -43,11 +52,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         for p in topic.partitions:
             # a partition asked twice: the last ask answers, as Kafka's map of them
             offsets[(topic.name, int(p.partition_index))] = int(p.offset)
+    refused: DeleteRecordsStatuses = {}
+    if ctx.services.authorizer is not None:
+        names = {topic for topic, _ in offsets}
+        allowed = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, names)
+        refused = {
+            tp: DeleteRecordsPartitionStatus(-1, -1, ErrorCode.topic_authorization_failed)
+            for tp in offsets
+            if tp[0] not in allowed
+        }
+        offsets = {tp: offset for tp, offset in offsets.items() if tp not in refused}
     future: asyncio.Future[Any] | None = None
     answered: list[Any] = []
 
     def respond(done: DeleteRecordsStatuses) -> None:
-        response = _response(ctx, done)
+        response = _response(ctx, {**refused, **done})
         if future is None:
             answered.append(response)
         elif not future.done():

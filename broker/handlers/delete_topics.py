@@ -11,7 +11,7 @@ woken at once.
 Differences from Kafka: the topic is gone from every broker when the response leaves,
 so ``timeout`` is never waited on. ``__consumer_offsets`` cannot be deleted
 (INVALID_REQUEST): Kafka lets an authorized admin do it, here the group coordinator
-needs it. No ACLs (no TOPIC_AUTHORIZATION_FAILED). A client with a
+needs it. With an authorizer a topic needs DELETE (else TOPIC_AUTHORIZATION_FAILED). A client with a
 ``controller_mutation_rate`` takes each topic's partitions from it (KIP-599; from v5
 strictly: THROTTLING_QUOTA_EXCEEDED while exhausted).
 """
@@ -32,6 +32,7 @@ from broker.quota.controller_mutation_quota import (
     mutation_quota,
     take_permits,
 )
+from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
 from protocol.builders import response_builder
 
 API_KEY = 20
@@ -57,6 +58,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         message: str | None = None
         if seen[key] > 1:
             error, message = ErrorCode.invalid_request, f"Duplicate topic {key} in the request"
+        elif _denied(ctx, name, topic_id):
+            error = ErrorCode.topic_authorization_failed
         else:
             try:
                 name, topic_id = _delete(ctx, name, topic_id, quota)
@@ -69,6 +72,16 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         )
     leave_throttle_time(ctx, quota)
     return b.DeleteTopicsResponse(throttle_time=0, responses=tuple(results))
+
+
+def _denied(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> bool:
+    """DELETE on the topic (named, or known by its id), with an authorizer."""
+    if ctx.services.authorizer is None:
+        return False
+    if name is None and topic_id is not None:
+        info = ctx.services.metadata.topic_by_id(topic_id)
+        name = info.name if info is not None else None
+    return name is not None and not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

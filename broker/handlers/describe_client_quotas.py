@@ -9,6 +9,8 @@ one, an unknown match type, an ip beside a user or client id) or UNSUPPORTED_VER
 an unknown entity type. An entity's default name is null.
 
 Differences from Kafka: none known (the quotas are ``broker/quota/client_quota_store.py``).
+
+With an authorizer, DESCRIBE_CONFIGS on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.quota.client_quota_store import ClientQuotaStore, QuotaFilterError
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from protocol.builders import response_builder
 
 API_KEY = 48
@@ -28,6 +31,8 @@ MAX_VERSION = 1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     store = _store(ctx)
     components = [(c.entity_type, int(c.match_type), c.match) for c in request.components]
     try:

@@ -15,7 +15,9 @@ Differences from Kafka: configs minikafka does not model keep Kafka's default (a
 properties file's unmodelled keys are not shown); ``include_documentation`` returns no
 documentation; BROKER_LOGGER and CLIENT_METRICS resources are INVALID_REQUEST. GROUP
 resources (type 32, KIP-848): ``handlers/group_configs.py``.
-No ACLs, throttle time 0.
+Throttle time 0.
+
+With an authorizer, DESCRIBE_CONFIGS on the resource (``config_authorization.py``).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from broker.cluster_metadata import MetadataError, validate_topic_name
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import broker_config_entries, layers_for
+from broker.handlers.config_authorization import check_config_access
 from broker.handlers.group_configs import GROUP_RESOURCE, group_config_entries
 from broker.handlers.topic_configs import ConfigEntry, topic_config_entries
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import Builder, response_builder
 
 API_KEY = 32
@@ -51,6 +55,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error, message = ErrorCode.none, None
         configs: tuple[Any, ...] = ()
         try:
+            check_config_access(ctx, kind, name, AclOperation.DESCRIBE_CONFIGS)
             entries = _entries(ctx, kind, name)
             configs = tuple(
                 _entry(b, e, synonyms) for e in entries if keys is None or e.name in keys

@@ -2,6 +2,7 @@
 
 A KIP-848 consumer group is not a classic group: as Kafka 4 answers, it is described as
 unknown (Dead; GROUP_ID_NOT_FOUND from v6). ConsumerGroupDescribe describes it.
+With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.group import GroupSummary, group_admin
 from broker.handlers.base import error_message
+from broker.handlers.group_common import group_denied
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import Builder, response_builder
 
 API_KEY = 15
@@ -42,6 +45,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     manager = ctx.services.group_metadata_manager
     described = []
     for group_id in request.groups:
+        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
+            described.append(_group_error(b, group_id, ErrorCode.group_authorization_failed, None))
+            continue
         error = manager.check_coordinator(group_id)
         if error is not ErrorCode.none:
             described.append(_group_error(b, group_id, error, None))

@@ -12,8 +12,10 @@ no file system).
 A broker's log directories are ``<dir>/broker-<id>`` for each directory of
 ``log.dirs`` (the data directory first: ``--data-dir``, else the first of them).
 Differences from Kafka: a broker without a data directory keeps its logs in memory and
-reports the pseudo directory ``memory://broker-<id>``. No ACLs (CLUSTER_AUTHORIZATION_FAILED never);
+reports the pseudo directory ``memory://broker-<id>``;
 throttle time 0.
+
+With an authorizer, DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from protocol.builders import response_builder
 
 API_KEY = 35
@@ -35,6 +38,8 @@ UNKNOWN_VOLUME_BYTES = -1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.DESCRIBE):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     b = response_builder(API_KEY, ctx.api_version)
     manager = ctx.services.replica_manager
     logs = manager.log_manager

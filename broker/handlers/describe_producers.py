@@ -6,6 +6,8 @@ marker, and the first offset of its open transaction (-1 if none). As Kafka, any
 hosting the partition answers (the admin client asks the leader unless told a broker);
 a partition not hosted here is NOT_LEADER_OR_FOLLOWER, an unknown one
 UNKNOWN_TOPIC_OR_PARTITION.
+
+With an authorizer, a topic the principal may not READ is TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 61
@@ -26,18 +33,23 @@ MAX_VERSION = 0
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     manager = ctx.services.replica_manager
+    denied: set[str] = set()
+    if ctx.services.authorizer is not None:
+        names = {topic.name for topic in request.topics}
+        denied = names - filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
     topics = []
     for topic in request.topics:
         partitions = []
         for index in topic.partition_indexes:
             tp = (topic.name, int(index))
-            partition = manager.online_partition(tp)
+            partition = None if topic.name in denied else manager.online_partition(tp)
             if partition is None:
-                error = (
-                    ErrorCode.unknown_topic_or_partition
-                    if ctx.services.metadata.partition_state(*tp) is None
-                    else ErrorCode.not_leader_or_follower
-                )
+                if topic.name in denied:
+                    error = ErrorCode.topic_authorization_failed
+                elif ctx.services.metadata.partition_state(*tp) is None:
+                    error = ErrorCode.unknown_topic_or_partition
+                else:
+                    error = ErrorCode.not_leader_or_follower
                 partitions.append(
                     b.PartitionResponse(
                         partition_index=int(index), error_code=error, active_producers=()

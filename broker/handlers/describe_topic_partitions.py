@@ -15,7 +15,10 @@ brokers that are down) and empty eligible-leader-replica lists (KIP-966 is off, 
 by default in Kafka); every topic has Kafka's authorized operations without an
 authorizer (all the topic operations).
 
-Differences from Kafka: no ACLs (every topic is described); throttle time 0.
+With an authorizer, topics the principal may not DESCRIBE are left out of an all-topics
+answer and TOPIC_AUTHORIZATION_FAILED when named.
+
+Differences from Kafka: throttle time 0.
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import MetadataError, PartitionState, TopicInfo, validate_topic_name
 from broker.context import RequestContext
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    filter_by_authorized,
+)
 from protocol.builders import Builder, response_builder
 
 API_KEY = 75
@@ -63,6 +71,14 @@ def _describe(ctx: RequestContext, request: Any) -> Any:
     fetch_all = not request.topics
     names = cluster.topics.keys() if fetch_all else {t.name for t in request.topics}
     topics = sorted(name for name in names if name >= cursor_topic)
+    denied: set[str] = set()
+    if ctx.services.authorizer is not None:
+        allowed = filter_by_authorized(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics, log_if_denied=not fetch_all
+        )
+        denied = set(topics) - allowed
+        if fetch_all:  # all topics: those not describable are left out
+            topics = [name for name in topics if name in allowed]
     if cursor is not None:
         if not fetch_all and cursor.topic_name not in topics:
             raise _InvalidRequest
@@ -77,6 +93,9 @@ def _describe(ctx: RequestContext, request: Any) -> Any:
         if remaining == 0:
             next_cursor = b.Cursor(topic_name=name, partition_index=0)
             break
+        if name in denied:
+            answered.append(_unknown_topic(b, name, ErrorCode.topic_authorization_failed))
+            continue
         info = cluster.topics.get(name)
         if info is None:
             if not fetch_all:
@@ -106,12 +125,14 @@ def _topic(b: Builder, info: TopicInfo, error: ErrorCode, partitions: tuple[Any,
     )
 
 
-def _unknown_topic(b: Builder, name: str) -> Any:
-    try:
-        validate_topic_name(name)
-        error = ErrorCode.unknown_topic_or_partition
-    except MetadataError:
-        error = ErrorCode.invalid_topic_exception
+def _unknown_topic(b: Builder, name: str, error: ErrorCode | None = None) -> Any:
+    """A topic answered without partitions: unknown, invalid, or (``error``) refused."""
+    if error is None:
+        try:
+            validate_topic_name(name)
+            error = ErrorCode.unknown_topic_or_partition
+        except MetadataError:
+            error = ErrorCode.invalid_topic_exception
     return b.DescribeTopicPartitionsResponseTopic(
         error_code=error,
         name=name,

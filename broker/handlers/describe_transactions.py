@@ -9,6 +9,9 @@ kept on the broker's monotonic clock and answered as wall-clock time.
 Differences from Kafka: no ACLs (no TRANSACTIONAL_ID_AUTHORIZATION_FAILED); with no
 transaction open the start time is 0 where Kafka sends -1, which kio (the project's own
 clients decode with it) refuses as a timestamp.
+
+With an authorizer, a transactional id the principal may not DESCRIBE is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
 from broker.txn.txn_admin import TransactionDescription
 from protocol.builders import Builder, response_builder
 
@@ -57,7 +61,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return b.DescribeTransactionsResponse(
         throttle_time=0,
         transaction_states=tuple(
-            _state(b, ctx, coordinator.handle_describe_transactions(transactional_id))
+            _state(
+                b,
+                ctx,
+                TransactionDescription(
+                    transactional_id, ErrorCode.transactional_id_authorization_failed
+                )
+                if not authorize(
+                    ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id
+                )
+                else coordinator.handle_describe_transactions(transactional_id),
+            )
             for transactional_id in request.transactional_ids
         ),
     )

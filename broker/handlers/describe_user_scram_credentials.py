@@ -7,6 +7,8 @@ types are Kafka's ``ScramMechanism`` codes (1 SCRAM-SHA-256, 2 SCRAM-SHA-512). N
 salt or keys.
 
 Differences from Kafka: no authorizer, so no CLUSTER_AUTHORIZATION_FAILED. Throttle time 0.
+
+With an authorizer, DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from broker.security.scram import MECHANISM_TYPES
 from protocol.builders import response_builder
 
@@ -31,6 +34,8 @@ DESCRIBE_USER_THAT_DOES_NOT_EXIST = "Attempt to describe a user credential that 
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.DESCRIBE):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     b = response_builder(API_KEY, ctx.api_version)
     store = ctx.services.scram_credentials
     named = [u.name for u in request.users or ()]

@@ -12,8 +12,10 @@ does the same). v0 has no election type: it is PREFERRED. A new leader bumps the
 epoch; every broker follows it through the metadata, as after a failover.
 
 Differences from Kafka: any broker answers (KRaft brokers forward to the controller);
-``timeout`` is not waited on (the election is done when the answer leaves); no ACLs;
+``timeout`` is not waited on (the election is done when the answer leaves);
 throttle time 0.
+
+With an authorizer, ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.replication_control import PREFERRED, elect_leader
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from protocol.builders import Builder, response_builder
 
 API_KEY = 43
@@ -33,6 +36,8 @@ MAX_VERSION = 2
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.ALTER):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     b = response_builder(API_KEY, ctx.api_version)
     cluster = ctx.services.metadata
     election_type = int(getattr(request, "election_type", PREFERRED))

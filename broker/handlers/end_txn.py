@@ -10,7 +10,8 @@ progress), PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2), INVALID_PRODUCER_
 NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE.
 
 Differences from Kafka: v5 (KIP-890 part 2, an epoch bump per transaction) is not
-served; no ACLs; throttle time 0.
+served; throttle time 0. With an authorizer, WRITE on the transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.group_common import answer_when_called
-from broker.handlers.txn_common import fenced_error_for_version
+from broker.handlers.txn_common import fenced_error_for_version, txn_id_denied
 from protocol.builders import response_builder
 
 API_KEY = 26
@@ -39,6 +40,9 @@ def _response(ctx: RequestContext, error: ErrorCode) -> Any:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if txn_id_denied(ctx, request.transactional_id):
+        return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
+
     def start(callback: Callable[[ErrorCode], None]) -> None:
         ctx.services.txn_coordinator.handle_end_transaction(
             request.transactional_id,

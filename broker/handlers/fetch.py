@@ -19,6 +19,10 @@ INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) answer no partitions.
 A consumer with a ``consumer_byte_rate`` quota fetches at most what the quota allows over
 its windows, as Kafka; its bytes and throttling are ``broker/quota/quota_managers.py``'s.
 
+With an authorizer: a follower's fetch needs CLUSTER_ACTION on the cluster (else every
+partition is TOPIC_AUTHORIZATION_FAILED); a consumer's partitions of topics it may not
+READ are answered TOPIC_AUTHORIZATION_FAILED and not read.
+
 Differences from Kafka: those of ``broker/fetch_session.py`` (one cache, not 8 shards;
 an LSO change alone also includes a partition). The aborted transactions listed are
 exactly those overlapping the returned batches (Kafka bounds the range by its offset
@@ -40,6 +44,12 @@ from broker.handlers.base import TopicPartitionPairs
 from broker.handlers.topic_names import topic_id as request_topic_id
 from broker.handlers.topic_names import topic_name
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 1
@@ -69,6 +79,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         max_bytes=max_bytes,
         isolation_level=int(getattr(request, "isolation_level", 0)),
     )
+    if (
+        ctx.services.authorizer is not None
+        and params.is_from_follower
+        and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
+    ):
+        return error_response(ctx, request, ErrorCode.topic_authorization_failed)
     # Fetch sessions (KIP-227) exist from v7; v4-v6 requests are sessionless (0, -1).
     session_id = int(getattr(request, "session_id", INVALID_SESSION_ID))
     session_epoch = int(getattr(request, "session_epoch", FINAL_EPOCH))
@@ -110,6 +126,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
 
+    if ctx.services.authorizer is not None and not params.is_from_follower:
+        statuses, unknown = _without_denied(ctx, statuses, unknown)
     answer = _FetchAnswer(ctx, unknown, topic_ids)
     ctx.services.replica_manager.fetch_messages(params, statuses, answer, ctx)
     if answer.answered:
@@ -129,13 +147,32 @@ def _handle_in_session(
     )
     if context.error is not ErrorCode.none:
         return _session_error(ctx, context.error, INVALID_SESSION_ID)
-    answer = _FetchAnswer(ctx, context.unknown, context.topic_ids, context)
-    ctx.services.replica_manager.fetch_messages(params, context.statuses, answer, ctx)
+    statuses, unknown = context.statuses, context.unknown
+    if ctx.services.authorizer is not None and not params.is_from_follower:
+        statuses, unknown = _without_denied(ctx, statuses, unknown)
+    answer = _FetchAnswer(ctx, unknown, context.topic_ids, context)
+    ctx.services.replica_manager.fetch_messages(params, statuses, answer, ctx)
     if answer.answered:
         return answer.response
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     answer.future = future
     return future
+
+
+def _without_denied(
+    ctx: RequestContext, statuses: list[FetchPartitionStatus], unknown: list[_Unknown] | None
+) -> tuple[list[FetchPartitionStatus], list[_Unknown] | None]:
+    """The partitions of topics the consumer may not READ leave the fetch and are
+    answered TOPIC_AUTHORIZATION_FAILED (``KafkaApis.handleFetchRequest``)."""
+    names = {status.tp[0] for status in statuses}
+    denied = names - filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+    if not denied:
+        return statuses, unknown
+    refused: list[_Unknown] = list(unknown or ())
+    for status in statuses:
+        if status.tp[0] in denied:
+            refused.append((status.tp[0], None, status.tp[1], ErrorCode.topic_authorization_failed))
+    return [status for status in statuses if status.tp[0] not in denied], refused
 
 
 def _session_error(ctx: RequestContext, error: ErrorCode, session_id: int) -> Any:
@@ -271,10 +308,13 @@ def _response(
         responses.append(
             b.FetchableTopicResponse(topic=name, topic_id=topic_id, partitions=tuple(partitions))
         )
-    for _name, topic_id, partition, error in unknown or ():
+    for refused_name, topic_id, partition, error in unknown or ():
+        if topic_id is None and refused_name is not None:
+            known = cluster.topics.get(refused_name)
+            topic_id = known.topic_id if known is not None else _NO_UUID
         responses.append(
             b.FetchableTopicResponse(
-                topic="",
+                topic=refused_name or "",
                 topic_id=topic_id,
                 partitions=(
                     b.PartitionData(

@@ -2,8 +2,10 @@
 (key type 0), or of the transactional id's ``__transaction_state`` partition (key type 1).
 
 Both topics are created on first use, as Kafka does. An unknown key type is
-INVALID_REQUEST (Kafka: an exception naming it). Differences from Kafka: no ACLs; the
-topics' replication factor is capped by the live brokers.
+INVALID_REQUEST (Kafka: an exception naming it). With an authorizer, a group needs
+DESCRIBE (else GROUP_AUTHORIZATION_FAILED), a transactional id DESCRIBE (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Differences from Kafka: the topics' replication
+factor is capped by the live brokers.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from broker.cluster_metadata import BrokerEndpoint
 from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
 from protocol.builders import response_builder
 
 API_KEY = 10
@@ -23,18 +26,25 @@ MAX_VERSION = 6
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+#: Kafka's ``Errors`` messages for the authorization failures.
+GROUP_DENIED = "Group authorization failed."
+TXN_ID_DENIED = "Transactional Id authorization failed."
 
 
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None, Any]:
     if key_type == TRANSACTION_KEY_TYPE:
         if not key:
             return ErrorCode.invalid_request, "empty transactional id", None
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return ErrorCode.transactional_id_authorization_failed, TXN_ID_DENIED, None
         error, endpoint = ctx.services.txn_coordinator.coordinator_endpoint(key)
         return error, None, endpoint
     if key_type != GROUP_KEY_TYPE:
         return ErrorCode.invalid_request, f"unknown coordinator key type {key_type}", None
     if not key:
         return ErrorCode.invalid_request, "empty group id", None
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.group_authorization_failed, GROUP_DENIED, None
     error, endpoint = ctx.services.group_metadata_manager.coordinator_endpoint(key)
     return error, None, endpoint
 

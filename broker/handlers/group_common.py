@@ -12,6 +12,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from broker.context import RequestContext
+from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+
 T = TypeVar("T")
 
 
@@ -35,3 +38,13 @@ def answer_when_called(
     if future.done():
         return future.result()
     return future
+
+
+def group_denied(
+    ctx: RequestContext, group_id: str, operation: AclOperation = AclOperation.READ
+) -> bool:
+    """Whether an authorizer refuses ``operation`` (READ: the membership APIs) on the group:
+    the handler then answers GROUP_AUTHORIZATION_FAILED, as ``KafkaApis``."""
+    if ctx.services.authorizer is None:
+        return False
+    return not authorize(ctx, operation, ResourceType.GROUP, group_id)

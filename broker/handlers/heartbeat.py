@@ -16,6 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.handlers.group_common import group_denied
 from protocol.builders import response_builder
 
 API_KEY = 12
@@ -24,6 +25,8 @@ MAX_VERSION = 4
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if group_denied(ctx, request.group_id):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
     error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
     if error is ErrorCode.coordinator_load_in_progress:
         error = ErrorCode.none

@@ -24,6 +24,8 @@ Differences from Kafka: other resource types (BROKER_LOGGER, CLIENT_METRICS) are
 INVALID_REQUEST; APPEND/SUBTRACT on a broker config Kafka does not know is
 INVALID_CONFIG (Kafka's broker fails it with UNKNOWN_SERVER_ERROR). No alter-config
 policy, no ACLs, throttle time 0. A new value reaches existing partitions at once.
+
+With an authorizer, ALTER_CONFIGS on the resource (``config_authorization.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from broker.handlers.broker_configs import (
     incremental_broker_configs,
     layers_for,
 )
+from broker.handlers.config_authorization import check_config_access
 from broker.handlers.group_configs import GROUP_RESOURCE, alter_group_configs
 from broker.handlers.topic_configs import (
     BROKER_RESOURCE,
@@ -56,6 +59,7 @@ from broker.handlers.topic_configs import (
     topic_defaults,
     validate_topic_configs,
 )
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import response_builder
 
 API_KEY = 44
@@ -70,6 +74,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     validate_only = bool(request.validate_only)
 
     def alter(kind: int, name: str, resource: Any) -> None:
+        check_config_access(ctx, kind, name, AclOperation.ALTER_CONFIGS)
         changes = [(c.name, c.value, int(c.config_operation)) for c in resource.configs]
         check_config_changes(changes)
         if kind == BROKER_RESOURCE:

@@ -16,7 +16,11 @@ INVALID_TRANSACTION_TIMEOUT; a producer id and epoch of which only one is -1 is
 INVALID_REQUEST; v0-3 clients get INVALID_PRODUCER_EPOCH where newer ones get
 PRODUCER_FENCED, as Kafka answers them.
 
-Differences from Kafka: no ACLs; throttle time 0; two-phase commit (KIP-939, v6's
+With an authorizer: a transactional id needs WRITE on it (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE on the
+cluster or WRITE on some topic (else CLUSTER_AUTHORIZATION_FAILED).
+
+Differences from Kafka: throttle time 0; two-phase commit (KIP-939, v6's
 ``enable_2pc``) is not served: answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KIP-939's
 answer when the broker's ``transaction.two.phase.commit.enable`` is false.
 """
@@ -31,6 +35,13 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.group_common import answer_when_called
 from broker.handlers.txn_common import fenced_error_for_version
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    authorize_by_resource_type,
+    authorize_cluster,
+)
 from broker.txn.transaction_coordinator import InitProducerIdResult
 from protocol.builders import response_builder
 
@@ -59,6 +70,10 @@ def _response(ctx: RequestContext, result: InitProducerIdResult) -> Any:
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     transactional_id = request.transactional_id
+    if ctx.services.authorizer is not None:
+        refused = _authorization_error(ctx, transactional_id)
+        if refused is not None:
+            return error_response(ctx, request, refused)
     if transactional_id is None:
         return _response(
             ctx, InitProducerIdResult(ctx.services.metadata.next_producer_id(), 0, ErrorCode.none)
@@ -78,6 +93,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         )
 
     return answer_when_called(start, lambda result: _response(ctx, result))
+
+
+def _authorization_error(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
+    """WRITE on the transactional id; an idempotent producer needs IDEMPOTENT_WRITE on the
+    cluster or WRITE on some topic (``KafkaApis.handleInitProducerIdRequest``)."""
+    if transactional_id is not None:
+        if authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return None
+        return ErrorCode.transactional_id_authorization_failed
+    if authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE) or authorize_by_resource_type(
+        ctx, AclOperation.WRITE, ResourceType.TOPIC
+    ):
+        return None
+    return ErrorCode.cluster_authorization_failed
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

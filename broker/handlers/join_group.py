@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import JoinGroupParams, JoinGroupResult
-from broker.handlers.group_common import answer_when_called
+from broker.handlers.group_common import answer_when_called, group_denied
 from protocol.builders import response_builder
 
 API_KEY = 11
@@ -70,6 +70,8 @@ def join_group_params(ctx: RequestContext, request: Any) -> JoinGroupParams:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if group_denied(ctx, request.group_id):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
     error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)

@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import LeaveMemberResult
+from broker.handlers.group_common import group_denied
 from protocol.builders import response_builder
 
 API_KEY = 13
@@ -32,6 +33,8 @@ def _response(ctx: RequestContext, error: ErrorCode, members: list[LeaveMemberRe
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if group_denied(ctx, request.group_id):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
     if ctx.api_version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:

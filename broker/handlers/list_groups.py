@@ -6,6 +6,9 @@ and protocol type ``consumer``, in their own states (Empty, Assigning, Reconcili
 Stable), as Kafka 4 lists them; share groups (KIP-932) with type and protocol type
 ``share``, in theirs (Empty, Stable). A consumer group's offsets are kept in an Empty classic
 group of the same id (``broker/group/consumer/``): that one is not listed.
+
+With an authorizer, a principal without DESCRIBE on the cluster sees only the groups it
+may DESCRIBE (``KafkaApis.handleListGroupsRequest``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,12 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import GroupOverview, group_admin
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    authorize_cluster,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 16
@@ -66,6 +75,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for g in ctx.services.share_group_coordinator.groups()
             if not wanted or g.state.value.lower() in wanted
         ]
+    if ctx.services.authorizer is not None and not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        allowed = filter_by_authorized(
+            ctx,
+            AclOperation.DESCRIBE,
+            ResourceType.GROUP,
+            (g.group_id for g, _ in listed),
+            log_if_denied=False,
+        )
+        listed = [(g, kind) for g, kind in listed if g.group_id in allowed]
     return _response(ctx, error, listed)
 
 

@@ -6,6 +6,8 @@ read_committed, the log end for a replica), -3 MAX_TIMESTAMP (the record with th
 largest timestamp), -4 EARLIEST_LOCAL (= earliest: there is no tiered storage), -5
 LATEST_TIERED (none: offset -1). A timestamp lookup finds only offsets below that same
 bound.
+
+With an authorizer, a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.base import TopicPartitionPairs
 from broker.replica.delayed_fetch import READ_COMMITTED
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 2
@@ -36,13 +43,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     replica_id = int(request.replica_id)
     read_committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     topics = []
+    denied: set[str] = set()
+    if ctx.services.authorizer is not None:
+        names = {topic.name for topic in request.topics}
+        denied = names - filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             index = int(p.partition_index)
             error, timestamp, offset, epoch = ErrorCode.none, -1, -1, -1
-            partition = manager.online_partition((topic.name, index))
-            if partition is None:
+            partition = (
+                None if topic.name in denied else manager.online_partition((topic.name, index))
+            )
+            if topic.name in denied:
+                error = ErrorCode.topic_authorization_failed
+            elif partition is None:
                 error = (
                     ErrorCode.unknown_topic_or_partition
                     if ctx.services.metadata.partition_state(topic.name, index) is None

@@ -7,7 +7,9 @@ being removed), the replicas being added and those being removed
 (``broker/replication_control.py``).
 
 Differences from Kafka: any broker answers (KRaft brokers forward to the controller);
-no ACLs; throttle time 0.
+throttle time 0.
+
+With an authorizer, DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.replication_control import ongoing_reassignments
+from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from protocol.builders import response_builder
 
 API_KEY = 46
@@ -27,6 +30,8 @@ MAX_VERSION = 0
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_denied(ctx, AclOperation.DESCRIBE):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     b = response_builder(API_KEY, ctx.api_version)
     wanted: dict[str, list[int]] | None = None
     if request.topics is not None:

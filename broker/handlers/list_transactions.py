@@ -9,6 +9,8 @@ INVALID_REQUEST.
 
 Differences from Kafka: no ACLs (every id is listed); the pattern is a Python regular
 expression (Java's, in Kafka; they agree on the common syntax).
+
+With an authorizer, only the transactional ids the principal may DESCRIBE are listed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 66
@@ -39,6 +46,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         int(getattr(request, "duration_filter", -1)),
         pattern or None,
     )
+    if ctx.services.authorizer is not None:
+        allowed = filter_by_authorized(
+            ctx,
+            AclOperation.DESCRIBE,
+            ResourceType.TRANSACTIONAL_ID,
+            (t.transactional_id for t in listed),
+            log_if_denied=False,
+        )
+        listed = [t for t in listed if t.transactional_id in allowed]
     b = response_builder(API_KEY, ctx.api_version)
     return b.ListTransactionsResponse(
         throttle_time=0,

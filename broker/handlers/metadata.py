@@ -2,7 +2,14 @@
 
 Differences from Kafka: a topic auto-created by this request is returned at once with
 its leaders (Kafka answers LEADER_NOT_AVAILABLE until the controller has elected them;
-here election is immediate). Authorized operations are never computed (no ACLs).
+here election is immediate). Authorized operations are never computed.
+
+With an authorizer (``KafkaApis.handleTopicMetadataRequest``): an all-topics request lists
+only the topics the principal may DESCRIBE; a topic named but not describable is
+TOPIC_AUTHORIZATION_FAILED (asked by id: UNKNOWN_TOPIC_ID, which tells nothing); an
+unknown topic is auto-created only with CREATE on the cluster or the topic, else
+TOPIC_AUTHORIZATION_FAILED. Cached answers are then keyed also by the principal, its host
+and the ACLs' version (a cached denial is not logged again).
 The brokers are those of the listener the request came in on, as in Kafka.
 """
 
@@ -17,6 +24,8 @@ from broker.cluster_metadata import BrokerEndpoint, MetadataError, TopicInfo
 from broker.context import RequestContext
 from broker.handlers.base import TopicPartitionPairs
 from broker.handlers.topic_names import topic_name
+from broker.security.authorizer.acl import CLUSTER_NAME
+from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
 from protocol.builders import Builder, response_builder
 from protocol.codec import encode_response_body
 
@@ -62,7 +71,18 @@ def _cache_key(ctx: RequestContext, request: Any) -> tuple[object, ...] | None:
         names,
         bool(getattr(request, "allow_auto_topic_creation", True)),
         ctx.connection.listener_name,
+        *_authorization_key(ctx),
     )
+
+
+def _authorization_key(ctx: RequestContext) -> tuple[object, ...]:
+    """With an authorizer the answer also depends on who asks, from where, and the ACLs
+    (their version moves on every change)."""
+    services = ctx.services
+    if services.authorizer is None:
+        return ()
+    connection = ctx.connection
+    return (str(connection.principal), connection.client_host, services.acl_store.version)
 
 
 def _answer(ctx: RequestContext, request: Any) -> Any:
@@ -71,7 +91,11 @@ def _answer(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):
-        topics = [_topic(b, cluster_topic) for cluster_topic in cluster.topics.values()]
+        topics = [
+            _topic(b, cluster_topic)
+            for cluster_topic in cluster.topics.values()
+            if services.authorizer is None or _may_describe(ctx, cluster_topic.name, False)
+        ]
     else:
         auto_create = bool(getattr(request, "allow_auto_topic_creation", True))
         topics = []
@@ -131,13 +155,17 @@ def _requested_topic(ctx: RequestContext, b: Builder, wanted: Any, auto_create: 
     no_name = None if ctx.api_version >= 12 else ""
     if name is None and topic_id not in (None, _NO_UUID):
         info = cluster.topic_by_id(topic_id)
-        if info is None:
+        if info is None or not _may_describe(ctx, info.name, True):
             return _error_topic(b, no_name, topic_id, ErrorCode.unknown_topic_id)
         return _topic(b, info)
     if name is None:
         return _error_topic(b, no_name, None, ErrorCode.invalid_request)
+    if not _may_describe(ctx, name, True):
+        return _error_topic(b, name, None, ErrorCode.topic_authorization_failed)
     info = cluster.topics.get(name)
     if info is None and auto_create and ctx.services.config.auto_create_topics_enable:
+        if not _may_create(ctx, name):
+            return _error_topic(b, name, None, ErrorCode.topic_authorization_failed)
         try:
             info = ctx.services.auto_create_topic(name)
         except MetadataError as exc:
@@ -145,6 +173,20 @@ def _requested_topic(ctx: RequestContext, b: Builder, wanted: Any, auto_create: 
     if info is None:
         return _error_topic(b, name, None, ErrorCode.unknown_topic_or_partition)
     return _topic(b, info)
+
+
+def _may_describe(ctx: RequestContext, name: str, log_if_denied: bool) -> bool:
+    """DESCRIBE on the topic; a denial is logged only for a topic asked for by name."""
+    return authorize(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=log_if_denied
+    )
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """Auto-creation needs CREATE on the cluster or on the topic (``KafkaApis``)."""
+    return authorize(
+        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False
+    ) or authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
 
 
 def _error_topic(b: Builder, name: str | None, topic_id: Any, error: ErrorCode) -> Any:

@@ -7,6 +7,10 @@ the loss of the coordinator's broker. Meanwhile the request waits in the Produce
 purgatory (recorded by the append, with the DelayedProduce's outcome); a failed or
 timed-out append (``offsets.commit.timeout.ms``) is answered with Kafka's mapped error,
 COORDINATOR_NOT_AVAILABLE for most, and the committed offset stays what it was.
+
+With an authorizer: READ on the group (else GROUP_AUTHORIZATION_FAILED for every
+partition), then READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions,
+which are not committed).
 """
 
 from __future__ import annotations
@@ -19,8 +23,13 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.group import TopicPartition
 from broker.handlers.base import partition_errors_by_topic
-from broker.handlers.group_common import answer_when_called
+from broker.handlers.group_common import answer_when_called, group_denied
 from broker.handlers.topic_names import offset_commit_topic_partitions, topic_id, topic_name
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 8
@@ -52,9 +61,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     generation = getattr(request, "generation_id_or_member_epoch", None)
     if generation is None:
         generation = request.generation_id
+    if group_denied(ctx, request.group_id):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
+    refused: dict[TopicPartition, ErrorCode] = {}
+    if ctx.services.authorizer is not None:
+        offsets, refused = _without_denied_topics(ctx, offsets)
     error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
-        return _response(ctx, {TopicPartition(*tp): error for tp in offsets})
+        return _response(ctx, {**refused, **{TopicPartition(*tp): error for tp in offsets}})
     expire: int | None = None
     retention_time = getattr(request, "retention_time", None)
     retention = int(retention_time.total_seconds() * 1000) if retention_time is not None else -1
@@ -74,9 +88,27 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         )
 
     def build(errors: dict[TopicPartition, ErrorCode]) -> Any:
-        return _response(ctx, errors)
+        return _response(ctx, {**refused, **errors})
 
     return answer_when_called(start, build)
+
+
+_Offsets = dict[tuple[str, int], tuple[int, int, str | None]]
+
+
+def _without_denied_topics(
+    ctx: RequestContext, offsets: _Offsets
+) -> tuple[_Offsets, dict[TopicPartition, ErrorCode]]:
+    """The offsets of topics the principal may READ, and TOPIC_AUTHORIZATION_FAILED for
+    the others (``KafkaApis.handleOffsetCommitRequest``)."""
+    names = {topic for topic, _ in offsets}
+    allowed = filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+    refused = {
+        TopicPartition(*tp): ErrorCode.topic_authorization_failed
+        for tp in offsets
+        if tp[0] not in allowed
+    }
+    return {tp: o for tp, o in offsets.items() if tp[0] in allowed}, refused
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

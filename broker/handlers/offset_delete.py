@@ -1,6 +1,10 @@
 """OffsetDelete (key 47): drop a group's committed offsets for partitions it no longer
 reads (GROUP_SUBSCRIBED_TO_TOPIC for a topic its live members subscribe to). As in
-Kafka, an Empty group left without offsets goes with them."""
+Kafka, an Empty group left without offsets goes with them.
+
+With an authorizer, DELETE on the group (else GROUP_AUTHORIZATION_FAILED); the topics'
+READ is not checked (Kafka's is).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.group import TopicPartition, group_admin
 from broker.handlers.base import partition_errors_by_topic
+from broker.handlers.group_common import group_denied
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import response_builder
 
 API_KEY = 47
@@ -22,6 +28,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
     manager = ctx.services.group_metadata_manager
+    if group_denied(ctx, request.group_id, AclOperation.DELETE):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
     error = manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)

@@ -9,6 +9,10 @@ v9 (KIP-848) carries the member id and member epoch of a consumer group's member
 member the group does not have answers UNKNOWN_MEMBER_ID, another epoch than its own
 STALE_MEMBER_EPOCH, as Kafka's ``ConsumerGroup.validateOffsetFetch``; an admin client
 (no member id, epoch -1) is not checked.
+
+With an authorizer: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED for it, no
+offsets); topics the principal may not DESCRIBE are left out of an all-topics answer and
+TOPIC_AUTHORIZATION_FAILED when named.
 """
 
 from __future__ import annotations
@@ -19,7 +23,13 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import OffsetFetchPartition
+from broker.handlers.group_common import group_denied
 from broker.handlers.topic_names import offset_fetch_topic_partitions, topic_id, topic_name
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    filter_by_authorized,
+)
 from protocol.builders import Builder, response_builder
 
 API_KEY = 9
@@ -41,6 +51,8 @@ def _fetch(
     require_stable: bool = False,
     member: tuple[str | None, int] | None = None,
 ) -> tuple[ErrorCode, dict[tuple[str, int], OffsetFetchPartition]]:
+    if group_denied(ctx, group_id, AclOperation.DESCRIBE):
+        return ErrorCode.group_authorization_failed, {}
     wanted = None
     if topics is not None:
         wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
@@ -55,7 +67,26 @@ def _fetch(
     result = {(tp[0], tp[1]): value for tp, value in found.items()}
     for tp in wanted or []:
         result.setdefault(tp, _NONE)
+    if ctx.services.authorizer is not None:
+        result = _authorized_topics(ctx, result, all_topics=wanted is None)
     return ErrorCode.none, result
+
+
+_DENIED = OffsetFetchPartition(-1, -1, "", ErrorCode.topic_authorization_failed)
+
+
+def _authorized_topics(
+    ctx: RequestContext, offsets: dict[tuple[str, int], OffsetFetchPartition], all_topics: bool
+) -> dict[tuple[str, int], OffsetFetchPartition]:
+    """Topics the principal may not DESCRIBE: left out of an all-topics answer, else
+    TOPIC_AUTHORIZATION_FAILED (``KafkaApis.handleOffsetFetchRequest``)."""
+    names = {topic for topic, _ in offsets}
+    allowed = filter_by_authorized(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names, log_if_denied=not all_topics
+    )
+    if all_topics:
+        return {tp: v for tp, v in offsets.items() if tp[0] in allowed}
+    return {tp: v if tp[0] in allowed else _DENIED for tp, v in offsets.items()}
 
 
 def _topics(b: Builder, names: tuple[str, str], offsets: dict[Any, Any]) -> tuple[Any, ...]:

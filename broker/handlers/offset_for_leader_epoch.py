@@ -8,6 +8,9 @@ with the largest epoch <= E the leader knows.
 
 Differences from Kafka: only the leader answers (Kafka also lets a follower answer the
 debug replica id -2); versions 0 and 1 are not served (kio cannot decode them).
+
+With an authorizer: a follower needs CLUSTER_ACTION (else CLUSTER_AUTHORIZATION_FAILED), a
+consumer DESCRIBE on the topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    cluster_denied,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 23
@@ -27,15 +36,21 @@ MAX_VERSION = 4
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     manager = ctx.services.replica_manager
+    denied = _denied_topics(ctx, request)
+    if denied is None:
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
-            error, epoch, end_offset = manager.last_offset_for_leader_epoch(
-                (topic.topic, int(p.partition)),
-                int(p.current_leader_epoch),
-                int(p.leader_epoch),
-            )
+            if topic.topic in denied:
+                error, epoch, end_offset = ErrorCode.topic_authorization_failed, -1, -1
+            else:
+                error, epoch, end_offset = manager.last_offset_for_leader_epoch(
+                    (topic.topic, int(p.partition)),
+                    int(p.current_leader_epoch),
+                    int(p.leader_epoch),
+                )
             partitions.append(
                 b.EpochEndOffset(
                     error_code=error,
@@ -46,6 +61,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         topics.append(b.OffsetForLeaderTopicResult(topic=topic.topic, partitions=tuple(partitions)))
     return b.OffsetForLeaderEpochResponse(throttle_time=0, topics=tuple(topics))
+
+
+def _denied_topics(ctx: RequestContext, request: Any) -> set[str] | None:
+    """With an authorizer: a follower (replica id >= 0) needs CLUSTER_ACTION (None: the
+    whole request refused), a consumer DESCRIBE on each topic (the topics refused)."""
+    if ctx.services.authorizer is None:
+        return set()
+    if int(getattr(request, "replica_id", -1)) >= 0:
+        return None if cluster_denied(ctx, AclOperation.CLUSTER_ACTION) else set()
+    names = {topic.topic for topic in request.topics}
+    return names - filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

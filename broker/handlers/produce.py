@@ -15,6 +15,10 @@ With CreateTime, a record further from the broker's clock than
 partition, with Kafka's ``record_errors`` and error message (KIP-937,
 ``broker/replica/timestamp_validation.py``).
 
+With an authorizer: a transactional produce without WRITE on its TRANSACTIONAL_ID is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED throughout; a topic without WRITE is
+TOPIC_AUTHORIZATION_FAILED (``KafkaApis.handleProduceRequest``).
+
 Differences from Kafka: Kafka 3.6+ first verifies with the transaction coordinator that
 a transactional batch's partition is in the transaction (KIP-890); we do not.
 """
@@ -32,11 +36,19 @@ from broker.handlers.base import TopicPartitionPairs, error_message
 from broker.handlers.topic_names import topic_id, topic_name
 from broker.replica.delayed_produce import ProducePartitionStatus, ProduceStatuses
 from broker.replica.partition import AppendResult
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    authorize,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 0
 MIN_VERSION = 3
 MAX_VERSION = 12
+
+_NOBODY_DENIED: frozenset[str] = frozenset()  # no authorizer: nothing made per request
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -45,10 +57,19 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     manager = ctx.services.replica_manager
     entries: dict[tuple[str, int], bytes] = {}
     refused: ProduceStatuses = {}
+    denied = _NOBODY_DENIED
+    if ctx.services.authorizer is not None:
+        if not _transactional_id_authorized(ctx, request):
+            return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
+        denied = _denied_topics(ctx, request)
     for topic in request.topic_data:
         for data in topic.partition_data:
             tp = (topic.name, int(data.index))
-            error = _precheck(ctx, topic.name, acks)
+            error = (
+                ErrorCode.topic_authorization_failed
+                if topic.name in denied
+                else _precheck(ctx, topic.name, acks)
+            )
             if error is not None:
                 refused[tp] = ProducePartitionStatus(AppendResult(error), -1, False)
             else:
@@ -114,6 +135,21 @@ def topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
         name = topic_name(ctx, topic)
         pairs.extend((name, int(data.index)) for data in topic.partition_data)
     return pairs
+
+
+def _transactional_id_authorized(ctx: RequestContext, request: Any) -> bool:
+    """A transactional produce needs WRITE on its TRANSACTIONAL_ID (``handleProduceRequest``)."""
+    transactional_id = getattr(request, "transactional_id", None)
+    return transactional_id is None or authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    )
+
+
+def _denied_topics(ctx: RequestContext, request: Any) -> frozenset[str]:
+    """The topics the principal may not WRITE: TOPIC_AUTHORIZATION_FAILED for each."""
+    names = {topic.name for topic in request.topic_data}
+    allowed = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+    return frozenset(names - allowed)
 
 
 def _precheck(ctx: RequestContext, topic: str, acks: int) -> ErrorCode | None:

@@ -8,6 +8,9 @@ RELEASE, REJECT (and GAP), RENEW from v2; offsets not acquired by the member are
 INVALID_RECORD_STATE, malformed batches INVALID_REQUEST, and nothing changes.
 
 Differences from Kafka: those of ``SharePartitionManager``; NodeEndpoints are not filled in.
+
+With an authorizer, READ on the group (else GROUP_AUTHORIZATION_FAILED at the top); the
+topics' READ is not checked (Kafka's is).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
+from broker.handlers.base import AUTHORIZATION_MESSAGES
+from broker.handlers.group_common import group_denied
 from broker.handlers.share_common import (
     acknowledge_all,
     check_ids,
@@ -36,6 +41,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     if not services.share_group_coordinator.config.group_share_enable:
         return error_response(ctx, request, ErrorCode.unsupported_version)
+    if group_denied(ctx, str(request.group_id)):
+        denied = ErrorCode.group_authorization_failed
+        return _top_level(ctx, denied, AUTHORIZATION_MESSAGES[denied])
     bad = check_ids(request)
     if bad is not None:
         return _top_level(ctx, ErrorCode.invalid_request, bad)

@@ -5,6 +5,8 @@ not coordinate gets the coordinator's error; one it does not know as a share gro
 GROUP_ID_NOT_FOUND, as Kafka answers.
 
 Differences from Kafka: authorized operations are never computed (no authorizer).
+
+With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.group.share import ShareGroup
 from broker.group.share.share_group import Assignment
+from broker.handlers.base import AUTHORIZATION_MESSAGES
+from broker.handlers.group_common import group_denied
+from broker.security.authorizer.authorization import AclOperation
 from protocol.builders import Builder, response_builder
 
 API_KEY = 77
@@ -81,12 +86,22 @@ def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | Non
     )
 
 
+GROUP_AUTHORIZATION_FAILED = AUTHORIZATION_MESSAGES[ErrorCode.group_authorization_failed]
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     coordinator = ctx.services.share_group_coordinator
     manager = ctx.services.group_metadata_manager
     groups = []
     for group_id in request.group_ids:
+        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
+            groups.append(
+                _group_error(
+                    b, group_id, ErrorCode.group_authorization_failed, GROUP_AUTHORIZATION_FAILED
+                )
+            )
+            continue
         error = manager.check_coordinator(group_id)
         if error is not ErrorCode.none:
             groups.append(_group_error(b, group_id, error, None))

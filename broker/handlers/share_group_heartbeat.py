@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group.share import ShareGroupHeartbeatParams, ShareGroupHeartbeatResult
+from broker.handlers.group_common import group_denied
 from protocol.builders import response_builder
 
 API_KEY = 76
@@ -30,6 +31,8 @@ MAX_VERSION = 1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if group_denied(ctx, request.group_id):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
     coordinator = ctx.services.share_group_coordinator
     if not coordinator.config.group_share_enable:
         return error_response(ctx, request, ErrorCode.unsupported_version)

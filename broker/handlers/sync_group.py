@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.group import SyncGroupResult
-from broker.handlers.group_common import answer_when_called
+from broker.handlers.group_common import answer_when_called, group_denied
 from protocol.builders import response_builder
 
 API_KEY = 14
@@ -42,6 +42,8 @@ def _response(ctx: RequestContext, result: SyncGroupResult) -> Any:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if group_denied(ctx, request.group_id):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
     error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
     if error is ErrorCode.coordinator_load_in_progress:
         return error_response(ctx, request, ErrorCode.rebalance_in_progress)

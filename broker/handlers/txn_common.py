@@ -2,12 +2,16 @@
 
 KIP-588 added PRODUCER_FENCED; a client of a version before it knows only
 INVALID_PRODUCER_EPOCH, which Kafka answers instead (InitProducerId before v4,
-AddPartitionsToTxn, AddOffsetsToTxn and EndTxn before v2).
+AddPartitionsToTxn, AddOffsetsToTxn and EndTxn before v2). And the check they all make
+with an authorizer: WRITE on the transactional id.
 """
 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
 
 
 def fenced_error_for_version(
@@ -18,3 +22,11 @@ def fenced_error_for_version(
     if error is ErrorCode.producer_fenced and api_version < producer_fenced_version:
         return ErrorCode.invalid_producer_epoch
     return error
+
+
+def txn_id_denied(ctx: RequestContext, transactional_id: str) -> bool:
+    """Whether an authorizer refuses WRITE on the transactional id: the transactional
+    APIs then answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as ``KafkaApis``."""
+    if ctx.services.authorizer is None:
+        return False
+    return not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)

@@ -9,7 +9,11 @@ purgatory meanwhile. The offsets stay pending (OffsetFetch with ``require_stable
 answers UNSTABLE_OFFSET_COMMIT) until the transaction's marker reaches that partition:
 COMMIT makes them the group's offsets, ABORT drops them.
 
-Differences from Kafka: v5 (KIP-890 part 2) is not served; no ACLs; throttle time 0.
+With an authorizer: WRITE on the transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
+GROUP_AUTHORIZATION_FAILED), READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
+
+Differences from Kafka: v5 (KIP-890 part 2) is not served; throttle time 0.
 """
 
 from __future__ import annotations
@@ -23,7 +27,13 @@ from broker.context import RequestContext
 from broker.group.group_txn import handle_txn_commit_offsets
 from broker.group.results import TopicPartition
 from broker.handlers.base import partition_errors_by_topic
-from broker.handlers.group_common import answer_when_called
+from broker.handlers.group_common import answer_when_called, group_denied
+from broker.handlers.txn_common import txn_id_denied
+from broker.security.authorizer.authorization import (
+    AclOperation,
+    ResourceType,
+    filter_by_authorized,
+)
 from protocol.builders import response_builder
 
 API_KEY = 28
@@ -51,6 +61,11 @@ def _response(ctx: RequestContext, errors: dict[tuple[str, int], ErrorCode]) -> 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id
+    if txn_id_denied(ctx, request.transactional_id):
+        return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
+    if group_denied(ctx, group_id):
+        return error_response(ctx, request, ErrorCode.group_authorization_failed)
+    denied = _denied_topics(ctx, request)
     error = ctx.services.group_metadata_manager.check_coordinator(group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
@@ -60,7 +75,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, int(p.partition_index))
-            if metadata.partition_state(*tp) is None:
+            if topic.name in denied:
+                unknown[tp] = ErrorCode.topic_authorization_failed
+            elif metadata.partition_state(*tp) is None:
                 unknown[tp] = ErrorCode.unknown_topic_or_partition
             else:
                 offsets[tp] = (
@@ -89,6 +106,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return _response(ctx, {**unknown, **{(tp[0], tp[1]): e for tp, e in errors.items()}})
 
     return answer_when_called(start, build)
+
+
+def _denied_topics(ctx: RequestContext, request: Any) -> set[str]:
+    """The topics the principal may not READ (TOPIC_AUTHORIZATION_FAILED, not committed)."""
+    if ctx.services.authorizer is None:
+        return set()
+    names = {topic.name for topic in request.topics}
+    return names - filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

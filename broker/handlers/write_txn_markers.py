@@ -12,8 +12,11 @@ INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, ...). For ``__consumer_o
 partitions written successfully, the group coordinator then commits or drops the
 producer's pending transactional offsets (Kafka's ``scheduleHandleTxnCompletion``).
 
-Differences from Kafka: no CLUSTER_ACTION authorization; v2's ``transaction_version`` is
-read and ignored (markers are the same).
+With an authorizer, CLUSTER_ACTION on the cluster (an inter-broker API; else
+CLUSTER_AUTHORIZATION_FAILED for every partition).
+
+Differences from Kafka: v2's ``transaction_version`` is read and ignored (markers are
+the same).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from broker.context import RequestContext
 from broker.group.group_txn import handle_txn_completion
 from broker.handlers.group_common import answer_when_called
 from broker.replica.append_origin import AppendOrigin
+from broker.security.authorizer.authorization import AclOperation, authorize_cluster
 from broker.txn.transaction_config import REQUEST_TIMEOUT_MS
 from protocol.builders import response_builder
 from protocol.control_batch import build_control_batch
@@ -78,6 +82,10 @@ def _response(ctx: RequestContext, results: MarkerResults) -> Any:
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     markers = list(request.markers)
+    if ctx.services.authorizer is not None and not authorize_cluster(
+        ctx, AclOperation.CLUSTER_ACTION
+    ):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     if not markers:
         return _response(ctx, [])
     services = ctx.services
