@@ -198,7 +198,10 @@ def throttle_report_table(inputs: ReportInputs) -> Table | None:
 
     throttle_sides = [
         (side, frame)
-        for side, frame in ((CAPTURED, inputs.captured_requests), (REPLAYED, inputs.target_requests))
+        for side, frame in (
+            (CAPTURED, inputs.captured_requests),
+            (REPLAYED, inputs.target_requests),
+        )
         if frame is not None
     ]
     if not throttle_sides:
