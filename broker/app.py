@@ -51,7 +51,9 @@ from broker.security.listeners import ChannelBuilder, inter_broker_client, secur
 from broker.security.sasl_client import InterBrokerClient
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.services import BrokerServices
+from broker.share.persister import InProcessStatePersister
 from broker.share.share_components import build_share_groups
+from broker.share_coordinator.share_coordinator import ShareCoordinator, build_share_coordinator
 from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
 
@@ -86,6 +88,7 @@ def build_broker(
     listener_ports: Mapping[str, int] | None = None,
     scram_credentials: ScramCredentialStore | None = None,
     inter_broker: InterBrokerClient | None = None,
+    share_coordinators: Callable[[int], ShareCoordinator | None] | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -188,6 +191,17 @@ def build_broker(
         load_scheduler(),
         inter_broker,
     )
+    # The share coordinator (KIP-932's durable share-partition state in
+    # __share_group_state) and the persister the share partitions reach it through:
+    # in-process calls to the coordinator's broker (``share_coordinators`` knows them).
+    share_coordinator = build_share_coordinator(
+        broker_id, config, metadata, replica_manager, clock, load_scheduler()
+    )
+    persister = InProcessStatePersister(
+        share_coordinator,
+        share_coordinators or (lambda b: share_coordinator if b == broker_id else None),
+        purgatories.scheduler_timer,
+    )
     # Share groups (KIP-932): membership beside the other groups, share partitions beside
     # the replicas they read.
     share_group_coordinator, share_partition_manager = build_share_groups(
@@ -198,6 +212,7 @@ def build_broker(
         purgatories,
         group_metadata_manager,
         consumer_group_coordinator,
+        persister,
     )
     handlers = handlers if handlers is not None else build_registry()
     # Kafka's QuotaManagers over the cluster's quotas (shared, like the metadata), with
@@ -230,6 +245,7 @@ def build_broker(
         quota_managers=quotas,
         share_group_coordinator=share_group_coordinator,
         share_partition_manager=share_partition_manager,
+        share_coordinator=share_coordinator,
         scram_credentials=scram_credentials or ScramCredentialStore(),
     )
     everyone: list[RequestObserver] = [request_metrics, *observers]
@@ -245,7 +261,15 @@ def build_broker(
         metadata=metadata,
         dispatcher=dispatcher,
         purgatories=purgatories,
-        components=(replica_manager, log_cleaner, group_coordinator, txn_coordinator, quotas),
+        components=(
+            replica_manager,
+            log_cleaner,
+            group_coordinator,
+            txn_coordinator,
+            share_coordinator,
+            persister,
+            quotas,
+        ),
         request_clock=request_clock,
         channels=channels,
         listener_ports=listener_ports,
@@ -417,7 +441,14 @@ class MiniKafka:
             listener_ports=listener_ports,
             scram_credentials=self.scram_credentials,
             inter_broker=self.inter_broker,
+            share_coordinators=self._share_coordinator,
         )
+
+    def _share_coordinator(self, broker_id: int) -> ShareCoordinator | None:
+        """The share coordinator of a running broker (the persister's in-process port)."""
+        if broker_id in self.stopped_brokers or broker_id >= len(self.brokers):
+            return None
+        return self.brokers[broker_id].services.share_coordinator
 
     async def start(self) -> None:
         for broker_id in range(self.num_brokers):

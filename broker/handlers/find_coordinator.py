@@ -1,5 +1,7 @@
 """FindCoordinator (key 10): the leader of the group's ``__consumer_offsets`` partition
-(key type 0), or of the transactional id's ``__transaction_state`` partition (key type 1).
+(key type 0), of the transactional id's ``__transaction_state`` partition (key type 1),
+or of the share partition's ``__share_group_state`` partition (key type 2, SHARE: the key
+is ``"groupId:topicId:partition"``, Kafka's check of its form included).
 
 Both topics are created on first use, as Kafka does. An unknown key type is
 INVALID_REQUEST (Kafka: an exception naming it). Differences from Kafka: no ACLs; the
@@ -8,6 +10,7 @@ topics' replication factor is capped by the live brokers.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,6 +26,7 @@ MAX_VERSION = 6
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 
 
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None, Any]:
@@ -31,12 +35,29 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
             return ErrorCode.invalid_request, "empty transactional id", None
         error, endpoint = ctx.services.txn_coordinator.coordinator_endpoint(key)
         return error, None, endpoint
+    if key_type == SHARE_KEY_TYPE:
+        if not _valid_share_key(key):
+            return ErrorCode.invalid_request, f"Invalid share coordinator key: {key}", None
+        error, endpoint = ctx.services.share_coordinator.coordinator_endpoint(key)
+        return error, None, endpoint
     if key_type != GROUP_KEY_TYPE:
         return ErrorCode.invalid_request, f"unknown coordinator key type {key_type}", None
     if not key:
         return ErrorCode.invalid_request, "empty group id", None
     error, endpoint = ctx.services.group_metadata_manager.coordinator_endpoint(key)
     return error, None, endpoint
+
+
+def _valid_share_key(key: str) -> bool:
+    """Kafka's SharePartitionKey.validate: a group, a topic id and a partition."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return False
+    try:
+        uuid.UUID(parts[1])
+        return int(parts[2]) >= 0
+    except ValueError:
+        return False
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -28,6 +28,7 @@ from broker.handlers import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_state,
     delete_topics,
     describe_acls,
     describe_client_quotas,
@@ -47,6 +48,7 @@ from broker.handlers import (
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    initialize_share_group_state,
     join_group,
     leave_group,
     list_groups,
@@ -59,6 +61,8 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    read_share_group_state,
+    read_share_group_state_summary,
     sasl_authenticate,
     sasl_handshake,
     share_acknowledge,
@@ -67,6 +71,7 @@ from broker.handlers import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    write_share_group_state,
     write_txn_markers,
 )
 from broker.handlers.base import ApiHandler
@@ -134,6 +139,12 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     share_group_describe,
     share_fetch,
     share_acknowledge,
+    # the share coordinator (issue 20 phase 2, KIP-932): broker/share_coordinator/
+    initialize_share_group_state,
+    read_share_group_state,
+    write_share_group_state,
+    delete_share_group_state,
+    read_share_group_state_summary,
     # security (issue 21): SASL is the authenticator's; these answer after it
     sasl_handshake,
     sasl_authenticate,

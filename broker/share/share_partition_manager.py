@@ -19,14 +19,23 @@ returned are the whole batches the acquired offsets are in, cut after the last a
 offset's batch (the client keeps only the acquired offsets). Control batches (transaction
 markers) are skipped: their offsets are never acquired.
 
-Differences from Kafka: the share-group state is not persisted (no share coordinator,
-``__share_group_state``, yet) and a share partition is dropped when its leadership moves
-away; ``share.auto.offset.reset`` is not configurable per group yet (phase 2, with group
-configs); ``BatchSize`` and ``ShareAcquireMode`` (v2) are accepted and not used.
+With a persister (``persister.py``), a new share partition is made initialising and
+reads its durable state from the share coordinator (Kafka's ``maybeInitialize``):
+fetches wait for it in the ShareFetch purgatory and are woken once it is read; an
+uninitialised state (start offset -1) starts at the high watermark. Each change of
+durable state is written through the persister (``pending_writes`` counts those not
+answered yet). A share partition is dropped when its leadership moves away, and made
+again (and read again) when it comes back with a new leader epoch.
+
+Differences from Kafka: a share partition whose read fails is dropped (the next fetch
+makes it again) rather than kept FAILED; ``share.auto.offset.reset`` is not configurable
+per group yet (group configs); ``BatchSize`` and ``ShareAcquireMode`` (v2) are accepted
+and not used.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +47,7 @@ from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.partition import Partition
 from broker.replica.replica_manager import ReplicaManager
 from broker.share.delayed_share_fetch import DelayedShareFetch, TopicPartition, group_key
+from broker.share.persister import StatePersister
 from broker.share.share_partition import (
     AcknowledgementBatch,
     AcquiredRecords,
@@ -52,8 +62,15 @@ from broker.share.share_session import (
     ShareSessionKey,
     next_epoch,
 )
+from broker.share_coordinator.share_state_records import (
+    PersisterStateBatch,
+    ShareGroupOffset,
+    SharePartitionKey,
+)
 from protocol.record_batch import iter_batches
 from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
+
+log = logging.getLogger("broker.share")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +121,7 @@ class SharePartitionManager:
         share_fetch_purgatory: DelayedOperationPurgatory[DelayedShareFetch],
         lock_timer: SystemTimer,
         session_cache: ShareSessionCache,
+        persister: StatePersister | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
@@ -113,6 +131,9 @@ class SharePartitionManager:
         self.lock_timer = lock_timer
         self.session_cache = session_cache
         self.partitions: dict[ShareKey, SharePartition] = {}
+        self._persister = persister
+        self._leader_epochs: dict[ShareKey, int] = {}  # the epoch each was made at
+        self.pending_writes = 0
 
     # -- share partitions ---------------------------------------------------------------
 
@@ -130,27 +151,107 @@ class SharePartitionManager:
     def _get_or_create(self, group_id: str, partition: Partition) -> SharePartition:
         key = (group_id, partition.topic, partition.partition)
         sp = self.partitions.get(key)
+        if sp is not None and self._leader_epochs.get(key) != partition.leader_epoch:
+            self._drop(group_id, partition.tp)  # led again since: read the state again
+            sp = None
         if sp is None:
-            wake_key = group_key(group_id, partition.tp)
-            sp = SharePartition(
-                group_id,
-                partition.topic,
-                partition.partition,
-                partition.high_watermark,
-                self.config,
-                self.lock_timer,
-                on_available=lambda: self._wake(wake_key),
-            )
-            self.partitions[key] = sp
+            sp = self._create(key, group_id, partition)
         elif sp.start_offset < partition.log_start_offset:
             sp.move_start_offset(partition.log_start_offset)
         return sp
+
+    def _create(self, key: ShareKey, group_id: str, partition: Partition) -> SharePartition:
+        wake_key = group_key(group_id, partition.tp)
+        topic = self._metadata.topics.get(partition.topic)
+        persister = self._persister if topic is not None else None
+        state_key = None
+        if topic is not None:
+            state_key = SharePartitionKey(group_id, topic.topic_id, partition.partition)
+        leader_epoch = partition.leader_epoch
+        on_write: Callable[[int, tuple[PersisterStateBatch, ...]], None] | None = None
+        if persister is not None and state_key is not None:
+            written = state_key
+
+            def write(start: int, batches: tuple[PersisterStateBatch, ...]) -> None:
+                self._write(key, written, leader_epoch, start, batches)
+
+            on_write = write
+
+        sp = SharePartition(
+            group_id,
+            partition.topic,
+            partition.partition,
+            partition.high_watermark,
+            self.config,
+            self.lock_timer,
+            on_available=lambda: self._wake(wake_key),
+            initialized=on_write is None,
+            on_write=on_write,
+        )
+        self.partitions[key] = sp
+        self._leader_epochs[key] = leader_epoch
+        if persister is None or state_key is None:
+            return sp
+
+        reading = [True]  # an answer while still here needs no wake-up: the caller checks
+
+        def on_read(error: ErrorCode, state: ShareGroupOffset) -> None:
+            self._initialize(key, sp, partition, error, state, wake=not reading[0])
+
+        persister.read_state(state_key, leader_epoch, on_read)
+        reading[0] = False
+        return sp
+
+    def _initialize(
+        self,
+        key: ShareKey,
+        sp: SharePartition,
+        partition: Partition,
+        error: ErrorCode,
+        state: ShareGroupOffset,
+        wake: bool,
+    ) -> None:
+        if self.partitions.get(key) is not sp:
+            return  # dropped meanwhile
+        if error is not ErrorCode.none:
+            log.warning("Failed to initialize the share partition %s: %s", key, error.name)
+            self._drop(key[0], (key[1], key[2]))
+            return
+        start = state.start_offset if state.start_offset >= 0 else partition.high_watermark
+        start = max(start, partition.log_start_offset)
+        sp.initialize(
+            start, state.state_batches if state.start_offset >= 0 else (), state.state_epoch
+        )
+        if wake:
+            self._wake(group_key(key[0], (key[1], key[2])))
+
+    def _write(
+        self,
+        key: ShareKey,
+        state_key: SharePartitionKey,
+        leader_epoch: int,
+        start: int,
+        batches: tuple[PersisterStateBatch, ...],
+    ) -> None:
+        persister = self._persister
+        sp = self.partitions.get(key)
+        if persister is None or sp is None:
+            return
+        self.pending_writes += 1
+
+        def on_done(error: ErrorCode) -> None:
+            self.pending_writes -= 1
+            if error is not ErrorCode.none:
+                log.warning("Failed to write the share state of %s: %s", state_key, error.name)
+
+        persister.write_state(state_key, sp.state_epoch, leader_epoch, start, batches, on_done)
 
     def _wake(self, key: object) -> None:
         self._purgatory.check_and_complete(key)
 
     def _drop(self, group_id: str, tp: TopicPartition) -> None:
         sp = self.partitions.pop((group_id, tp[0], tp[1]), None)
+        self._leader_epochs.pop((group_id, tp[0], tp[1]), None)
         if sp is not None:
             sp.release_all_locks()
 

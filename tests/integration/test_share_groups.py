@@ -119,9 +119,11 @@ def _share_partition(app: MiniKafka, group: str, topic: str) -> SharePartition |
 
 
 async def _initialised(app: MiniKafka, group: str, topic: str) -> SharePartition:
+    """The share partition a first ShareFetch made, once it has read its state from the
+    share coordinator (it starts at the high watermark of that moment)."""
     await wait_until(
-        lambda: _share_partition(app, group, topic) is not None,
-        "the share partition made by a first ShareFetch",
+        lambda: (sp := _share_partition(app, group, topic)) is not None and sp.initialized,
+        "the share partition made by a first ShareFetch, initialised",
         **WAIT,
     )
     found = _share_partition(app, group, topic)
@@ -375,7 +377,11 @@ async def test_share_consumers_on_three_brokers_read_replicated_partitions() -> 
                     if (sp := b.services.share_partition_manager.share_partition(group, (topic, p)))
                 ]
 
-            await wait_until(lambda: len(share_partitions()) == 3, "3 share partitions", **WAIT)
+            await wait_until(
+                lambda: sum(sp.initialized for sp in share_partitions()) == 3,
+                "3 share partitions, initialised",
+                **WAIT,
+            )
             producer = Producer({"bootstrap.servers": app.bootstrap, "acks": "all", **_QUIET})
 
             def produce() -> None:
@@ -430,6 +436,7 @@ async def test_a_parked_share_fetch_is_captured_in_the_share_fetch_purgatory(
                 "the share fetch parked",
                 **WAIT,
             )
+            await _initialised(app, "dead-" + topic, topic)  # starts at the high watermark
             await asyncio.to_thread(_produce, app.bootstrap, topic, [b"x"])
             answer = await asyncio.wait_for(parked, 60)
             assert [len(p.acquired_records) for t in answer.responses for p in t.partitions] == [1]

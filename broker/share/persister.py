@@ -1,0 +1,207 @@
+"""The share partitions' persister: Kafka's ``Persister`` (``DefaultStatePersister`` over
+``PersisterStateManager``), reading and writing share-partition state at the share
+coordinator of each key.
+
+Theory of operation. A share partition reads its state once, when it is first used on
+its leader, and writes the batches that changed after each acknowledgement, release,
+archive or lock expiry (``SharePartition`` says which). Each call goes to the
+coordinator of its key — the leader of the ``__share_group_state`` partition that
+FindCoordinator's SHARE key ``"group:topicId:partition"`` maps to — and is retried,
+with a backoff on the broker's scheduler timer (100 ms doubling to 1 s, for at most
+``MAX_RETRY_MS``), while the answer is COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or
+COORDINATOR_LOAD_IN_PROGRESS: the coordinator moves with its partition's leadership
+and a new one answers once it has loaded. Calls for one key go one at a time, in
+order, so that a retried write is never overtaken by a later one.
+
+Where this differs from Kafka: the call to the coordinator's broker is in-process
+(``InProcessStatePersister``: a narrow port, ``coordinator_of(broker_id)``, handed in by
+the composition root, which knows every simulated broker and answers None for a
+stopped one), not a ReadShareGroupState/WriteShareGroupState request over TCP — the
+coordinator code that answers is the one the APIs 83-87 handlers call, so only the
+transport is left out. Placement is read from the shared metadata (what
+FindCoordinator answers) instead of asking FindCoordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+
+from broker.share_coordinator.share_coordinator import UNINITIALIZED, ShareCoordinator
+from broker.share_coordinator.share_state_records import (
+    PersisterStateBatch,
+    ShareGroupOffset,
+    SharePartitionKey,
+)
+from purgatory import SystemTimer, TimerTask
+
+log = logging.getLogger("broker.share")
+
+E = ErrorCode
+RETRIABLE = frozenset(
+    {E.coordinator_not_available, E.not_coordinator, E.coordinator_load_in_progress}
+)
+FIRST_BACKOFF_MS = 100
+MAX_BACKOFF_MS = 1000
+MAX_RETRY_MS = 30000
+
+ReadDone = Callable[[ErrorCode, ShareGroupOffset], None]
+WriteDone = Callable[[ErrorCode], None]
+
+
+class StatePersister(Protocol):
+    """What a share partition's leader asks of the share coordinator."""
+
+    def read_state(self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone) -> None: ...
+
+    def write_state(
+        self,
+        key: SharePartitionKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: tuple[PersisterStateBatch, ...],
+        on_done: WriteDone,
+    ) -> None: ...
+
+
+@dataclass(slots=True)
+class _Call:
+    """One read or write: ``attempt`` tries it once and answers through ``done`` unless
+    the error is retriable."""
+
+    attempt: Callable[[ShareCoordinator, Callable[[ErrorCode], None]], None]
+    fail: Callable[[ErrorCode], None]
+    waited_ms: int = 0
+    backoff_ms: int = FIRST_BACKOFF_MS
+
+
+class _Retry(TimerTask):
+    __slots__ = ("_run",)
+
+    def __init__(self, delay_ms: int, run: Callable[[], None]) -> None:
+        super().__init__(delay_ms)
+        self._run = run
+
+    def run(self) -> None:
+        self._run()
+
+
+class InProcessStatePersister:
+    """The persister over in-process calls to the coordinator's broker (module docstring)."""
+
+    def __init__(
+        self,
+        placement: ShareCoordinator,
+        coordinator_of: Callable[[int], ShareCoordinator | None],
+        timer: SystemTimer,
+    ) -> None:
+        self._placement = placement
+        self._coordinator_of = coordinator_of
+        self._timer = timer
+        self._queues: dict[SharePartitionKey, deque[_Call]] = {}
+        self._retries: set[_Retry] = set()
+        self._running = True
+
+    async def start(self) -> None:
+        self._running = True
+
+    async def stop(self) -> None:
+        self._running = False
+        for retry in self._retries:
+            retry.cancel()
+        self._retries.clear()
+        self._queues.clear()
+
+    def pending(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    def read_state(self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone) -> None:
+        def attempt(coordinator: ShareCoordinator, done: Callable[[ErrorCode], None]) -> None:
+            error, _message, state = coordinator.read_state(key, leader_epoch)
+            if error not in RETRIABLE:
+                on_done(error, state)
+            done(error)
+
+        self._submit(key, _Call(attempt, lambda error: on_done(error, UNINITIALIZED)))
+
+    def write_state(
+        self,
+        key: SharePartitionKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: tuple[PersisterStateBatch, ...],
+        on_done: WriteDone,
+    ) -> None:
+        def attempt(coordinator: ShareCoordinator, done: Callable[[ErrorCode], None]) -> None:
+            def answered(error: ErrorCode, _message: str | None) -> None:
+                if error not in RETRIABLE:
+                    on_done(error)
+                done(error)
+
+            coordinator.write_state(key, state_epoch, leader_epoch, start_offset, batches, answered)
+
+        self._submit(key, _Call(attempt, on_done))
+
+    # -- one call at a time per key ----------------------------------------------------
+
+    def _submit(self, key: SharePartitionKey, call: _Call) -> None:
+        if not self._running:
+            call.fail(E.coordinator_not_available)
+            return
+        queue = self._queues.setdefault(key, deque())
+        queue.append(call)
+        if len(queue) == 1:
+            self._try(key)
+
+    def _try(self, key: SharePartitionKey) -> None:
+        queue = self._queues.get(key)
+        if not queue or not self._running:
+            return
+        call = queue[0]
+        coordinator = self._coordinator(key)
+        if coordinator is None:
+            self._attempted(key, call, E.coordinator_not_available)
+            return
+        call.attempt(coordinator, lambda error: self._attempted(key, call, error))
+
+    def _coordinator(self, key: SharePartitionKey) -> ShareCoordinator | None:
+        _error, endpoint = self._placement.coordinator_endpoint(key.coordinator_key)
+        if endpoint is None:
+            return None
+        return self._coordinator_of(endpoint.broker_id)
+
+    def _attempted(self, key: SharePartitionKey, call: _Call, error: ErrorCode) -> None:
+        queue = self._queues.get(key)
+        if not queue or queue[0] is not call:
+            return  # stopped meanwhile
+        if error in RETRIABLE:
+            if call.waited_ms < MAX_RETRY_MS:
+                self._retry_later(key, call)
+                return
+            log.warning("Giving up a share state call for %s: %s", key, error.name)
+            call.fail(error)
+        queue.popleft()
+        if queue:
+            self._try(key)
+        else:
+            del self._queues[key]
+
+    def _retry_later(self, key: SharePartitionKey, call: _Call) -> None:
+        delay = call.backoff_ms
+        call.waited_ms += delay
+        call.backoff_ms = min(delay * 2, MAX_BACKOFF_MS)
+
+        def run() -> None:
+            self._retries.discard(retry)
+            self._try(key)
+
+        retry = _Retry(delay, run)
+        self._retries.add(retry)
+        self._timer.add(retry)
