@@ -47,7 +47,7 @@ from broker.coordinator_partitions import (
     CoordinatorPartitions,
 )
 from broker.replica.replica_manager import ReplicaManager
-from broker.share_coordinator.share_state_log import KeyValue, ShareStateTopicLog
+from broker.share_coordinator.share_state_log import KeyValue, ShareStateLog, ShareStateTopicLog
 from broker.share_coordinator.share_state_records import (
     PersisterStateBatch,
     RecordFormatError,
@@ -108,7 +108,7 @@ class ShareCoordinator:
         broker_id: int,
         config: ShareCoordinatorConfig,
         metadata: ClusterMetadata,
-        state_log: ShareStateTopicLog,
+        state_log: ShareStateLog,
         load_scheduler: LoadScheduler | None = None,
     ) -> None:
         self.config = config

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -31,6 +31,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker.share_coordinator")
 
 KeyValue = tuple[bytes, bytes | None]
+
+
+class ShareStateLog(Protocol):
+    """What the share coordinator needs of its log (tests hand in one in memory)."""
+
+    def append(
+        self, partition: int, records: list[KeyValue], on_done: Callable[[ErrorCode], None]
+    ) -> None: ...
+
+    def open_log(self, partition: int) -> Iterator[list[KeyValue]] | None: ...
 
 
 class ShareStateTopicLog:
