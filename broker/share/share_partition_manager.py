@@ -134,6 +134,8 @@ class SharePartitionManager:
         self._persister = persister
         self._leader_epochs: dict[ShareKey, int] = {}  # the epoch each was made at
         self.pending_writes = 0
+        # told when the write the acknowledgement being applied makes is answered
+        self._write_waiter: Callable[[ErrorCode], None] | None = None
 
     # -- share partitions ---------------------------------------------------------------
 
@@ -238,11 +240,14 @@ class SharePartitionManager:
         if persister is None or sp is None:
             return
         self.pending_writes += 1
+        waiter, self._write_waiter = self._write_waiter, None
 
         def on_done(error: ErrorCode) -> None:
             self.pending_writes -= 1
             if error is not ErrorCode.none:
                 log.warning("Failed to write the share state of %s: %s", state_key, error.name)
+            if waiter is not None:
+                waiter(error)
 
         persister.write_state(state_key, sp.state_epoch, leader_epoch, start, batches, on_done)
 
@@ -318,6 +323,26 @@ class SharePartitionManager:
         tp: TopicPartition,
         batches: list[AcknowledgementBatch],
         allow_renew: bool = False,
+        on_written: Callable[[ErrorCode], None] | None = None,
+    ) -> tuple[ErrorCode, str | None]:
+        """Apply the acknowledgements. ``on_written`` is called once: when the state
+        write they made is answered (Kafka answers an acknowledgement once its state is
+        durable), or at once when they made none."""
+        result = self._acknowledge(group_id, member_id, tp, batches, allow_renew, on_written)
+        if self._write_waiter is not None:  # no write was made
+            self._write_waiter = None
+            if on_written is not None:
+                on_written(ErrorCode.none)
+        return result
+
+    def _acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicPartition,
+        batches: list[AcknowledgementBatch],
+        allow_renew: bool,
+        on_written: Callable[[ErrorCode], None] | None,
     ) -> tuple[ErrorCode, str | None]:
         partition, error = self._leader(tp)
         if partition is None:
@@ -326,6 +351,7 @@ class SharePartitionManager:
         sp = self.share_partition(group_id, tp)
         if sp is None:
             return ErrorCode.invalid_record_state, "No records were acquired on this partition."
+        self._write_waiter = on_written
         return sp.acknowledge(member_id, batches, allow_renew)
 
     # -- fetch --------------------------------------------------------------------------
