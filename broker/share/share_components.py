@@ -49,6 +49,8 @@ def build_share_groups(
         purgatories.share_lock_timer,
         ShareSessionCache(share_config.group_share_max_share_sessions),
         persister,
+        # share.auto.offset.reset: a GROUP config, in the cluster's group config store
+        auto_offset_reset=consumer_group_coordinator.group_configs.share_auto_offset_reset,
     )
 
     def other_group_exists(group_id: str) -> bool:

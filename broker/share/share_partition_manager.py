@@ -13,24 +13,25 @@ cache, and the ShareFetch purgatory's operations.
 - ``close_session`` (epoch -1, or a member fenced by the group coordinator) releases
   every record the member holds, so that the other members get them at once.
 
-A new share partition starts at the high watermark: Kafka's ``share.auto.offset.reset``
-default ``latest``. Reads are read_uncommitted below the high watermark; the records
-returned are the whole batches the acquired offsets are in, cut after the last acquired
-offset's batch (the client keeps only the acquired offsets). Control batches (transaction
-markers) are skipped: their offsets are never acquired.
+A new share partition without durable state starts at the group's
+``share.auto.offset.reset`` (see below). Reads are read_uncommitted below the high
+watermark; the records returned are the whole batches the acquired offsets are in, cut
+after the last acquired offset's batch (the client keeps only the acquired offsets).
+Control batches (transaction markers) are skipped: their offsets are never acquired.
 
 With a persister (``persister.py``), a new share partition is made initialising and
 reads its durable state from the share coordinator (Kafka's ``maybeInitialize``):
 fetches wait for it in the ShareFetch purgatory and are woken once it is read; an
-uninitialised state (start offset -1) starts at the high watermark. Each change of
-durable state is written through the persister (``pending_writes`` counts those not
-answered yet). A share partition is dropped when its leadership moves away, and made
-again (and read again) when it comes back with a new leader epoch.
+uninitialised state (start offset -1) starts where the group's
+``share.auto.offset.reset`` says (a GROUP config: ``latest``, the high watermark, by
+default; ``earliest``; ``by_duration:``). Each change of durable state is written
+through the persister (``pending_writes`` counts those not answered yet). A share
+partition is dropped when its leadership moves away, and made again (and read again)
+when it comes back with a new leader epoch.
 
 Differences from Kafka: a share partition whose read fails is dropped (the next fetch
-makes it again) rather than kept FAILED; ``share.auto.offset.reset`` is not configurable
-per group yet (group configs); ``BatchSize`` and ``ShareAcquireMode`` (v2) are accepted
-and not used.
+makes it again) rather than kept FAILED; ``BatchSize`` and ``ShareAcquireMode`` (v2) are
+accepted and not used.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import ClusterMetadata
+from broker.group.group_configs import duration_ms
 from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.partition import Partition
 from broker.replica.replica_manager import ReplicaManager
@@ -122,6 +124,7 @@ class SharePartitionManager:
         lock_timer: SystemTimer,
         session_cache: ShareSessionCache,
         persister: StatePersister | None = None,
+        auto_offset_reset: Callable[[str], str] = lambda _group: "latest",
     ) -> None:
         self.config = config
         self._clock = clock
@@ -132,6 +135,7 @@ class SharePartitionManager:
         self.session_cache = session_cache
         self.partitions: dict[ShareKey, SharePartition] = {}
         self._persister = persister
+        self._auto_offset_reset = auto_offset_reset  # the group's share.auto.offset.reset
         self._leader_epochs: dict[ShareKey, int] = {}  # the epoch each was made at
         self.pending_writes = 0
         # told when the write the acknowledgement being applied makes is answered
@@ -219,13 +223,30 @@ class SharePartitionManager:
             log.warning("Failed to initialize the share partition %s: %s", key, error.name)
             self._drop(key[0], (key[1], key[2]))
             return
-        start = state.start_offset if state.start_offset >= 0 else partition.high_watermark
+        start = state.start_offset
+        if start < 0:
+            start = self._reset_offset(key[0], partition)
         start = max(start, partition.log_start_offset)
         sp.initialize(
             start, state.state_batches if state.start_offset >= 0 else (), state.state_epoch
         )
         if wake:
             self._wake(group_key(key[0], (key[1], key[2])))
+
+    def _reset_offset(self, group_id: str, partition: Partition) -> int:
+        """Where a share partition without durable state starts: the group's
+        ``share.auto.offset.reset`` — the high watermark (latest), the log start
+        (earliest), or the first record at or after now minus a duration."""
+        strategy = self._auto_offset_reset(group_id)
+        if strategy == "earliest":
+            return partition.log_start_offset
+        back_ms = duration_ms(strategy)
+        if back_ms is not None:
+            wall_ms = self._replica_manager.wall_clock_ms()
+            found = partition.log.offset_for_timestamp(wall_ms - back_ms)
+            if found is not None:
+                return min(found[0], partition.high_watermark)
+        return partition.high_watermark
 
     def _write(
         self,

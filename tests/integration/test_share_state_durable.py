@@ -28,6 +28,7 @@ from protocol.builders import request_builder
 from tests.helpers.cluster import leader_of, wait_until
 from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import FAST_GROUPS, running_cluster
+from tests.integration.test_consumer_group_configs import _alter
 from tests.integration.test_share_groups import WAIT, ShareMember, _produce, _start, _stop
 
 pytestmark = pytest.mark.asyncio
@@ -164,3 +165,22 @@ async def test_acknowledgements_survive_a_restart_with_a_data_dir(tmp_path: Path
     config = BrokerConfig.model_validate({**FAST_GROUPS, **SETTINGS})
     async with MiniKafka(config, brokers=3, port=0, data_dir=tmp_path) as again:
         assert await _read_the_rest(again, group, topic) == _expected()
+
+
+async def test_share_auto_offset_reset_earliest_reads_what_was_there_before() -> None:
+    """A GROUP config set with AdminClient's IncrementalAlterConfigs: a share partition
+    without durable state starts at the log start instead of the high watermark."""
+    group, topic = f"share-{uuid.uuid4().hex[:8]}", "share-earliest"
+    async with running_cluster(brokers=3, **SETTINGS) as app:
+        app.cluster.create_topic(topic, 1, 3, {"min.insync.replicas": "2"})
+        await asyncio.to_thread(_produce, app.bootstrap, topic, [b"%d" % i for i in range(4)])
+        await asyncio.to_thread(
+            _alter, app.bootstrap, group, {"share.auto.offset.reset": "earliest"}
+        )
+        member = ShareMember(app.bootstrap, group, topic)
+        tasks = await _start([member])
+        try:
+            await wait_until(lambda: len(member.offsets()) >= 4, "the 4 records delivered", **WAIT)
+        finally:
+            await _stop([member], tasks)
+        assert sorted(member.delivered()) == [(o, 1) for o in range(4)]
