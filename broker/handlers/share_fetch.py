@@ -77,6 +77,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         requested.partitions,
         forgotten,
         has_acknowledgements=bool(requested.acks),
+        connection_id=ctx.connection_id,
     )
     if error is not ErrorCode.none:
         return _top_level(ctx, error, None)

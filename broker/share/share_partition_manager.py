@@ -291,6 +291,7 @@ class SharePartitionManager:
         forgotten: list[tuple[uuid.UUID, int]],
         acknowledge_only: bool = False,
         has_acknowledgements: bool = False,
+        connection_id: str | None = None,
     ) -> tuple[ErrorCode, list[ShareFetchPartition]]:
         """Apply a request's share session epoch; the partitions its fetch reads. As
         Kafka: an initial request may not acknowledge (INVALID_REQUEST), and replaces
@@ -302,7 +303,7 @@ class SharePartitionManager:
             if has_acknowledgements:
                 return ErrorCode.invalid_request, []
             self.session_cache.remove(key)
-            if self.session_cache.maybe_create(key, requested, now) is None:
+            if self.session_cache.maybe_create(key, requested, now, connection_id) is None:
                 return ErrorCode.share_session_limit_reached, []
             return ErrorCode.none, _fetch_partitions(requested)
         error, session = self.session_cache.check_epoch(key, epoch)
@@ -322,6 +323,13 @@ class SharePartitionManager:
         """Close a member's session and release what it holds; how many offsets."""
         self.session_cache.remove(key)
         return self.release_member(*key)
+
+    def connection_closed(self, connection_id: str) -> int:
+        """A client connection closed: the share sessions it opened end and their
+        members' records are released (Kafka 4.1). How many offsets."""
+        return sum(
+            self.release_member(*key) for key in self.session_cache.remove_connection(connection_id)
+        )
 
     def delete_group(self, group_id: str) -> None:
         """DeleteGroups of a share group: its share partitions here are dropped."""
