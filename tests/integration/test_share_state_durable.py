@@ -4,11 +4,11 @@ A share partition writes every change of durable state (acknowledged, released,
 archived offsets and its start offset) to the share coordinator, which keeps it in
 ``__share_group_state`` (acks=all, so every in-sync replica has it); the partition's
 next leader reads it back. Phase one sets the state precisely with a raw member
-(ShareFetch, then ShareAcknowledge: ACCEPT some, RELEASE some, hold the rest); phase two
-is confluent-kafka's ``ShareConsumer`` reading after the leader was stopped, or after
-the whole cluster restarted on its data directory. Acknowledged records never come back;
-released ones come back with their delivery count (2); held ones, whose acquisition was
-never written (as in Kafka), come back as first deliveries. Tests wait for states.
+(ShareFetch, then ShareAcknowledge: ACCEPT some, RELEASE some, hold the rest until its
+connection closes, which ends its share session and releases them); phase two is
+confluent-kafka's ``ShareConsumer`` reading after the leader was stopped, or after the
+whole cluster restarted on its data directory. Acknowledged records never come back;
+released ones come back with their delivery count (2). Tests wait for states.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from broker.config import BrokerConfig
-from broker.share.share_partition import SharePartition
+from broker.share.share_partition import RecordState, SharePartition
 from protocol.builders import request_builder
 from tests.helpers.cluster import leader_of, wait_until
 from tests.helpers.raw_client import RawClient
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.asyncio
 ACCEPT, RELEASE = 1, 2
 ACCEPTED = range(0, 5)
 RELEASED = range(5, 7)
-HELD = range(7, 10)
+HELD = range(7, 10)  # released when the member's connection closes
 SETTINGS = {
     "share.coordinator.state.topic.num.partitions": "3",
     "offsets.topic.num.partitions": "3",
@@ -78,7 +78,8 @@ def _partitions(api_key: int, topic_id: uuid.UUID, acks: tuple[tuple[int, int, i
 
 
 async def _set_state(app: MiniKafka, group: str, topic: str) -> None:
-    """The raw member acquires offsets 0-9, accepts 0-4, releases 5-6 and holds 7-9."""
+    """The raw member acquires offsets 0-9, accepts 0-4, releases 5-6 and holds 7-9
+    until its connection closes."""
     leader = app.brokers[leader_of(app, topic)]
     raw = await RawClient.connect(leader.advertised_host, leader.port)
     topic_id = app.cluster.topics[topic].topic_id
@@ -117,6 +118,11 @@ async def _set_state(app: MiniKafka, group: str, topic: str) -> None:
         assert _written(app, group, topic, 1)
     finally:
         await raw.close()
+    await wait_until(lambda: _written(app, group, topic, 2), "the held ones released", **WAIT)
+    sp = _share_partition(app, group, topic)
+    assert sp is not None and all(
+        sp.record_state(o) == (RecordState.AVAILABLE, 1, None) for o in HELD
+    )
 
 
 async def _read_the_rest(app: MiniKafka, group: str, topic: str) -> dict[int, int]:
@@ -143,7 +149,7 @@ async def _read_the_rest(app: MiniKafka, group: str, topic: str) -> dict[int, in
 
 
 def _expected() -> dict[int, int]:
-    return {**{o: 2 for o in RELEASED}, **{o: 1 for o in HELD}}
+    return {o: 2 for o in (*RELEASED, *HELD)}
 
 
 async def test_acknowledgements_survive_a_leader_failover() -> None:
