@@ -38,6 +38,7 @@ from broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_quorum,
+    describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
@@ -145,6 +146,7 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     write_share_group_state,
     delete_share_group_state,
     read_share_group_state_summary,
+    describe_share_group_offsets,
     # security (issue 21): SASL is the authenticator's; these answer after it
     sasl_handshake,
     sasl_authenticate,

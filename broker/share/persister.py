@@ -59,6 +59,10 @@ class StatePersister(Protocol):
 
     def read_state(self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone) -> None: ...
 
+    def read_state_summary(
+        self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone
+    ) -> None: ...
+
     def write_state(
         self,
         key: SharePartitionKey,
@@ -124,6 +128,19 @@ class InProcessStatePersister:
     def read_state(self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone) -> None:
         def attempt(coordinator: ShareCoordinator, done: Callable[[ErrorCode], None]) -> None:
             error, _message, state = coordinator.read_state(key, leader_epoch)
+            if error not in RETRIABLE:
+                on_done(error, state)
+            done(error)
+
+        self._submit(key, _Call(attempt, lambda error: on_done(error, UNINITIALIZED)))
+
+    def read_state_summary(
+        self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone
+    ) -> None:
+        """ReadShareGroupStateSummary: the state without its batches."""
+
+        def attempt(coordinator: ShareCoordinator, done: Callable[[ErrorCode], None]) -> None:
+            error, _message, state = coordinator.read_state_summary(key, leader_epoch)
             if error not in RETRIABLE:
                 on_done(error, state)
             done(error)

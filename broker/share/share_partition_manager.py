@@ -135,6 +135,7 @@ class SharePartitionManager:
         self.session_cache = session_cache
         self.partitions: dict[ShareKey, SharePartition] = {}
         self._persister = persister
+        self.persister = persister  # DescribeShareGroupOffsets reads through it too
         self._auto_offset_reset = auto_offset_reset  # the group's share.auto.offset.reset
         self._leader_epochs: dict[ShareKey, int] = {}  # the epoch each was made at
         self.pending_writes = 0

@@ -190,3 +190,72 @@ async def test_share_auto_offset_reset_earliest_reads_what_was_there_before() ->
         finally:
             await _stop([member], tasks)
         assert sorted(member.delivered()) == [(o, 1) for o in range(4)]
+
+
+async def test_describe_share_group_offsets_reads_the_start_offsets() -> None:
+    """DescribeShareGroupOffsets (90): each partition's share-partition start offset as the
+    share coordinator has it (-1 without durable state), the lag behind the high
+    watermark, and Kafka's errors for an unknown group or topic."""
+    group, topic = f"share-{uuid.uuid4().hex[:8]}", "share-described"
+    async with running_cluster(**SETTINGS) as app:
+        app.cluster.create_topic(topic, 2, 1, {})
+        member = ShareMember(app.bootstrap, group, topic)
+        tasks = await _start([member])
+        try:
+            await wait_until(
+                lambda: all(
+                    (sp := _on_leader(app, group, topic, p)) is not None and sp.initialized
+                    for p in (0, 1)
+                ),
+                "both share partitions initialised",
+                **WAIT,
+            )
+            await asyncio.to_thread(_produce, app.bootstrap, topic, [b"a", b"b", b"c"])
+            await wait_until(
+                lambda: (
+                    (sp := _on_leader(app, group, topic, 0)) is not None
+                    and sp.start_offset == 3
+                    and app.brokers[0].services.share_partition_manager.pending_writes == 0
+                ),
+                "the three acknowledged",
+                **WAIT,
+            )
+        finally:
+            await _stop([member], tasks)
+        raw = await RawClient.connect(app.bootstrap)
+        try:
+            b = request_builder(90, 1)
+            described = await raw.request(
+                90,
+                1,
+                "DescribeShareGroupOffsetsRequest",
+                groups=(
+                    b.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),
+                    b.DescribeShareGroupOffsetsRequestGroup(
+                        group_id=group,
+                        topics=(
+                            b.DescribeShareGroupOffsetsRequestTopic(
+                                topic_name="no-such-topic", partitions=(0,)
+                            ),
+                        ),
+                    ),
+                    b.DescribeShareGroupOffsetsRequestGroup(group_id="no-such-group", topics=None),
+                ),
+            )
+        finally:
+            await raw.close()
+    every, unknown_topic, unknown_group = described.groups
+    assert every.error_code == ErrorCode.none and [t.topic_name for t in every.topics] == [topic]
+    assert [
+        (p.partition_index, p.start_offset, p.lag, p.error_code) for p in every.topics[0].partitions
+    ] == [(0, 3, 0, ErrorCode.none), (1, -1, -1, ErrorCode.none)]
+    assert [p.error_code for p in unknown_topic.topics[0].partitions] == [
+        ErrorCode.unknown_topic_or_partition
+    ]
+    assert unknown_group.error_code == ErrorCode.group_id_not_found
+
+
+def _on_leader(app: MiniKafka, group: str, topic: str, partition: int) -> SharePartition | None:
+    leader = leader_of(app, topic, partition)
+    manager = app.brokers[leader].services.share_partition_manager
+    return manager.share_partition(group, (topic, partition))
