@@ -126,6 +126,7 @@ class ShareCoordinator:
         self._shards: dict[int, dict[SharePartitionKey, ShareGroupOffset]] = {}
         self._updates: dict[SharePartitionKey, int] = {}  # updates since the snapshot
         self._loading: dict[int, int] = {}  # partition -> leader epoch being loaded
+        self._loaded_epochs: dict[int, int] = {}  # partition -> leader epoch it was loaded at
         self._load_jobs: dict[int, LoadJob] = {}
 
     def _topic_configs(self, replication: int) -> dict[str, str]:
@@ -151,6 +152,7 @@ class ShareCoordinator:
             job.cancel()
         self._load_jobs.clear()
         self._shards.clear()
+        self._loaded_epochs.clear()
         self._loading.clear()
 
     # ============================================================== placement
@@ -322,13 +324,14 @@ class ShareCoordinator:
         for partition, epoch in sorted(led.items()):
             if self._loading.get(partition, -2) == epoch:
                 self._load(partition, epoch)  # its replica may be online now
-            elif partition not in self._shards or partition in self._loading:
+            elif self._loaded_epochs.get(partition) != epoch or partition in self._loading:
                 self._unload(partition)
                 self._loading[partition] = epoch
                 self._load(partition, epoch)
 
     def _unload(self, partition: int) -> None:
         self._shards.pop(partition, None)
+        self._loaded_epochs.pop(partition, None)
         self._loading.pop(partition, None)
         job = self._load_jobs.pop(partition, None)
         if job is not None:
@@ -364,6 +367,7 @@ class ShareCoordinator:
             return
         del self._loading[partition]
         self._shards[partition] = shard
+        self._loaded_epochs[partition] = epoch
         self._updates.update(updates)
         log.info(
             "Finished loading %d share state records from %s-%d at leader epoch %d",

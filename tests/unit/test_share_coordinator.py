@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import SHARE_GROUP_STATE_TOPIC, ClusterMetadata
-from broker.coordinator_loader import ManualLoadScheduler
+from broker.coordinator_loader import ImmediateLoadScheduler, ManualLoadScheduler
 from broker.share.persister import InProcessStatePersister
 from broker.share_coordinator.share_coordinator import ShareCoordinator, ShareCoordinatorConfig
 from broker.share_coordinator.share_state_log import KeyValue
@@ -180,3 +180,19 @@ def test_an_unknown_partition_is_unknown_topic_or_partition() -> None:
             assert _write(coordinator, key, 0) == [E.unknown_topic_or_partition]
             return
     raise AssertionError("no key")
+
+
+def test_a_partition_led_again_at_a_new_epoch_is_loaded_again() -> None:
+    metadata, state_log, coordinator, loads = _cluster()
+    loads.run_all()
+    key = _key(metadata, coordinator, 0)
+    _write(coordinator, key, 0, B(0, 0, ACKED, 1))
+    # led by broker 1 meanwhile (a change this broker did not hear of), which wrote more
+    metadata.change_partition(SHARE_GROUP_STATE_TOPIC, 0, leader=1, notify=False)
+    other = ShareCoordinator(1, coordinator.config, metadata, state_log, ImmediateLoadScheduler())
+    other.startup()
+    assert _write(other, key, 1) == [E.none]
+    metadata.change_partition(SHARE_GROUP_STATE_TOPIC, 0, leader=0)
+    assert coordinator.read_state(key, 0)[0] is E.coordinator_load_in_progress
+    loads.run_all()
+    assert coordinator.read_state(key, 0)[2].start_offset == 1
