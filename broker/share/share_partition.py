@@ -189,11 +189,14 @@ class SharePartition:
         self, start_offset: int, batches: Iterable[PersisterStateBatch], state_epoch: int = 0
     ) -> None:
         """The state the persister read: in-flight records rebuilt from the batches (a
-        gap between two batches is AVAILABLE, never delivered)."""
+        gap between two batches is AVAILABLE, never delivered). Only the record-lock
+        window is kept (all a share partition ever writes): memory stays bounded."""
         in_flight: dict[int, _InFlightRecord] = {}
         end = start_offset
+        bound = start_offset + self.config.max_record_locks  # the window's end
         for batch in sorted(batches, key=lambda b: b.first_offset):
-            for offset in range(max(end, batch.first_offset), batch.last_offset + 1):
+            last = min(batch.last_offset, bound - 1)
+            for offset in range(max(end, batch.first_offset), last + 1):
                 while end < offset:  # a gap
                     in_flight[end] = _InFlightRecord()
                     end += 1

@@ -221,6 +221,9 @@ class ShareCoordinator:
         if key.partition < 0 or self._unknown_partition(key):
             answer(E.unknown_topic_or_partition, None)
             return
+        if not all(map(_valid_batch, batches)):
+            answer(E.invalid_request, "Invalid state batch.")
+            return
         state = shard.get(key)
         if state is not None and state.leader_epoch > leader_epoch:
             answer(E.fenced_leader_epoch, "Request leader epoch smaller than last recorded.")
@@ -376,6 +379,16 @@ class ShareCoordinator:
             partition,
             epoch,
         )
+
+
+def _valid_batch(batch: PersisterStateBatch) -> bool:
+    """A batch a share partition could have written: offsets in order, a delivery state
+    that is durable (AVAILABLE, ACKNOWLEDGED, ARCHIVED), a count that is not negative."""
+    return (
+        0 <= batch.first_offset <= batch.last_offset
+        and batch.delivery_state in (0, 2, 4)
+        and batch.delivery_count >= 0
+    )
 
 
 def _replay(

@@ -196,3 +196,12 @@ def test_a_partition_led_again_at_a_new_epoch_is_loaded_again() -> None:
     assert coordinator.read_state(key, 0)[0] is E.coordinator_load_in_progress
     loads.run_all()
     assert coordinator.read_state(key, 0)[2].start_offset == 1
+
+
+def test_absurd_state_batches_are_an_invalid_request() -> None:
+    metadata, _log, coordinator, loads = _cluster()
+    loads.run_all()
+    key = _key(metadata, coordinator, 0)
+    for bad in (B(5, 4, AVAILABLE, 1), B(-1, 4, AVAILABLE, 1), B(0, 4, 1, 1), B(0, 4, 0, -1)):
+        assert _write(coordinator, key, 0, bad) == [E.invalid_request]
+    assert coordinator.read_state(key, 0)[2].start_offset == -1  # nothing written

@@ -317,3 +317,9 @@ def test_acknowledgements_and_lock_expiry_write_the_changed_batches() -> None:
     sp.acknowledge("m1", [_ack(2, 2, A), _ack(5, 5, A)])
     assert writes[-1] == (6, ())  # everything done: the start offset says it all
     assert sp.writes == 4
+
+
+def test_initialize_keeps_the_record_lock_window_only() -> None:
+    sp, _, _, _ = _durable(max_record_locks=10)
+    sp.initialize(100, [PersisterStateBatch(100, 2**62, 0, 1)])
+    assert sp.in_flight_count() == 10 and sp.end_offset == 110
