@@ -51,9 +51,10 @@ from broker.security.listeners import ChannelBuilder, inter_broker_client, secur
 from broker.security.sasl_client import InterBrokerClient
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.services import BrokerServices
-from broker.share.persister import InProcessStatePersister
+from broker.share.network_persister import NetworkStatePersister
+from broker.share.persister import InProcessStatePersister, PersisterStateManager
 from broker.share.share_components import build_share_groups
-from broker.share_coordinator.share_coordinator import ShareCoordinator, build_share_coordinator
+from broker.share_coordinator.share_coordinator import build_share_coordinator
 from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
 
@@ -88,7 +89,7 @@ def build_broker(
     listener_ports: Mapping[str, int] | None = None,
     scram_credentials: ScramCredentialStore | None = None,
     inter_broker: InterBrokerClient | None = None,
-    share_coordinators: Callable[[int], ShareCoordinator | None] | None = None,
+    in_process_share_state: bool = False,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -193,15 +194,22 @@ def build_broker(
     )
     # The share coordinator (KIP-932's durable share-partition state in
     # __share_group_state) and the persister the share partitions reach it through:
-    # in-process calls to the coordinator's broker (``share_coordinators`` knows them).
+    # Read/WriteShareGroupState requests to the coordinator's broker over TCP, or — a
+    # broker that never listens (``in_process_share_state``) — calls on its own.
     share_coordinator = build_share_coordinator(
         broker_id, config, metadata, replica_manager, clock, load_scheduler()
     )
-    persister = InProcessStatePersister(
-        share_coordinator,
-        share_coordinators or (lambda b: share_coordinator if b == broker_id else None),
-        purgatories.scheduler_timer,
-    )
+    persister: PersisterStateManager
+    if in_process_share_state:
+        persister = InProcessStatePersister(
+            share_coordinator,
+            lambda b: share_coordinator if b == broker_id else None,
+            purgatories.scheduler_timer,
+        )
+    else:
+        persister = NetworkStatePersister(
+            broker_id, share_coordinator, metadata, purgatories.scheduler_timer, inter_broker
+        )
     # Share groups (KIP-932): membership beside the other groups, share partitions beside
     # the replicas they read.
     share_group_coordinator, share_partition_manager = build_share_groups(
@@ -310,6 +318,7 @@ def build_standalone_broker(
         port=port,
         handlers=handlers,
         load_scheduler=load_scheduler,
+        in_process_share_state=True,  # it never listens: the share state stays in-process
     )
 
 
@@ -441,14 +450,7 @@ class MiniKafka:
             listener_ports=listener_ports,
             scram_credentials=self.scram_credentials,
             inter_broker=self.inter_broker,
-            share_coordinators=self._share_coordinator,
         )
-
-    def _share_coordinator(self, broker_id: int) -> ShareCoordinator | None:
-        """The share coordinator of a running broker (the persister's in-process port)."""
-        if broker_id in self.stopped_brokers or broker_id >= len(self.brokers):
-            return None
-        return self.brokers[broker_id].services.share_coordinator
 
     async def start(self) -> None:
         for broker_id in range(self.num_brokers):

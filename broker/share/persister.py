@@ -9,22 +9,31 @@ coordinator of its key — the leader of the ``__share_group_state`` partition t
 FindCoordinator's SHARE key ``"group:topicId:partition"`` maps to — and is retried,
 with a backoff on the broker's scheduler timer (100 ms doubling to 1 s, for at most
 ``MAX_RETRY_MS``), while the answer is COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or
-COORDINATOR_LOAD_IN_PROGRESS: the coordinator moves with its partition's leadership
-and a new one answers once it has loaded. Calls for one key go one at a time, in
-order, so that a retried write is never overtaken by a later one.
+COORDINATOR_LOAD_IN_PROGRESS (or the coordinator cannot be reached): the coordinator
+moves with its partition's leadership and a new one answers once it has loaded. Calls
+for one key go one at a time, in order, so that a retried write is never overtaken by a
+later one.
 
-Where this differs from Kafka: the call to the coordinator's broker is in-process
-(``InProcessStatePersister``: a narrow port, ``coordinator_of(broker_id)``, handed in by
-the composition root, which knows every simulated broker and answers None for a
-stopped one), not a ReadShareGroupState/WriteShareGroupState request over TCP — the
-coordinator code that answers is the one the APIs 83-87 handlers call, so only the
-transport is left out. Placement is read from the shared metadata (what
-FindCoordinator answers) instead of asking FindCoordinator.
+Two transports under one ``PersisterStateManager``:
+
+- ``NetworkStatePersister`` (a broker of ``MiniKafka``): Kafka's — ReadShareGroupState
+  (84 v0), ReadShareGroupStateSummary (87 v1) and WriteShareGroupState (85 v1) requests
+  to the coordinator's broker over TCP on the inter-broker listener, one
+  ``LeaderEndpoint`` connection and one sender task per destination broker, requests in
+  the order they were made;
+- ``InProcessStatePersister`` (``build_standalone_broker``: unit tests on a manual
+  clock, in-process benchmarks): the same calls on the coordinator object
+  (``coordinator_of(broker_id)``), no socket.
+
+Where this differs from Kafka: placement is read from the shared metadata (what
+FindCoordinator answers) instead of asking FindCoordinator; one call per request (Kafka
+batches the calls of one coordinator into one request).
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +61,7 @@ MAX_RETRY_MS = 30000
 
 ReadDone = Callable[[ErrorCode, ShareGroupOffset], None]
 WriteDone = Callable[[ErrorCode], None]
+Done = Callable[[ErrorCode], None]
 
 
 class StatePersister(Protocol):
@@ -76,11 +86,11 @@ class StatePersister(Protocol):
 
 @dataclass(slots=True)
 class _Call:
-    """One read or write: ``attempt`` tries it once and answers through ``done`` unless
-    the error is retriable."""
+    """One read or write: ``attempt(broker_id, done)`` tries it once at that broker and
+    answers the caller unless the error is retriable; ``fail`` answers a given-up one."""
 
-    attempt: Callable[[ShareCoordinator, Callable[[ErrorCode], None]], None]
-    fail: Callable[[ErrorCode], None]
+    attempt: Callable[[int, Done], None]
+    fail: Done
     waited_ms: int = 0
     backoff_ms: int = FIRST_BACKOFF_MS
 
@@ -96,17 +106,21 @@ class _Retry(TimerTask):
         self._run()
 
 
-class InProcessStatePersister:
-    """The persister over in-process calls to the coordinator's broker (module docstring)."""
+def _answering(on_done: Callable[[ErrorCode], None], done: Done) -> Done:
+    def answered(error: ErrorCode) -> None:
+        if error not in RETRIABLE:
+            on_done(error)
+        done(error)
 
-    def __init__(
-        self,
-        placement: ShareCoordinator,
-        coordinator_of: Callable[[int], ShareCoordinator | None],
-        timer: SystemTimer,
-    ) -> None:
+    return answered
+
+
+class PersisterStateManager(ABC):
+    """Placement, one call at a time per key, retries; the transport is the subclass's
+    (``_read``, ``_write``)."""
+
+    def __init__(self, placement: ShareCoordinator, timer: SystemTimer) -> None:
         self._placement = placement
-        self._coordinator_of = coordinator_of
         self._timer = timer
         self._queues: dict[SharePartitionKey, deque[_Call]] = {}
         self._retries: set[_Retry] = set()
@@ -125,25 +139,47 @@ class InProcessStatePersister:
     def pending(self) -> int:
         return sum(len(q) for q in self._queues.values())
 
-    def read_state(self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone) -> None:
-        def attempt(coordinator: ShareCoordinator, done: Callable[[ErrorCode], None]) -> None:
-            error, _message, state = coordinator.read_state(key, leader_epoch)
-            if error not in RETRIABLE:
-                on_done(error, state)
-            done(error)
+    # -- the transport -----------------------------------------------------------------
 
-        self._submit(key, _Call(attempt, lambda error: on_done(error, UNINITIALIZED)))
+    @abstractmethod
+    def _read(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        leader_epoch: int,
+        summary: bool,
+        answer: ReadDone,
+    ) -> None: ...
+
+    @abstractmethod
+    def _write(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        state: tuple[int, int, int, tuple[PersisterStateBatch, ...]],
+        answer: WriteDone,
+    ) -> None: ...
+
+    # -- the calls ---------------------------------------------------------------------
+
+    def read_state(self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone) -> None:
+        self._read_call(key, leader_epoch, False, on_done)
 
     def read_state_summary(
         self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone
     ) -> None:
-        """ReadShareGroupStateSummary: the state without its batches."""
+        self._read_call(key, leader_epoch, True, on_done)
 
-        def attempt(coordinator: ShareCoordinator, done: Callable[[ErrorCode], None]) -> None:
-            error, _message, state = coordinator.read_state_summary(key, leader_epoch)
-            if error not in RETRIABLE:
-                on_done(error, state)
-            done(error)
+    def _read_call(
+        self, key: SharePartitionKey, leader_epoch: int, summary: bool, on_done: ReadDone
+    ) -> None:
+        def attempt(broker_id: int, done: Done) -> None:
+            def answer(error: ErrorCode, state: ShareGroupOffset) -> None:
+                if error not in RETRIABLE:
+                    on_done(error, state)
+                done(error)
+
+            self._read(broker_id, key, leader_epoch, summary, answer)
 
         self._submit(key, _Call(attempt, lambda error: on_done(error, UNINITIALIZED)))
 
@@ -156,13 +192,10 @@ class InProcessStatePersister:
         batches: tuple[PersisterStateBatch, ...],
         on_done: WriteDone,
     ) -> None:
-        def attempt(coordinator: ShareCoordinator, done: Callable[[ErrorCode], None]) -> None:
-            def answered(error: ErrorCode, _message: str | None) -> None:
-                if error not in RETRIABLE:
-                    on_done(error)
-                done(error)
+        state = (state_epoch, leader_epoch, start_offset, batches)
 
-            coordinator.write_state(key, state_epoch, leader_epoch, start_offset, batches, answered)
+        def attempt(broker_id: int, done: Done) -> None:
+            self._write(broker_id, key, state, _answering(on_done, done))
 
         self._submit(key, _Call(attempt, on_done))
 
@@ -182,24 +215,18 @@ class InProcessStatePersister:
         if not queue or not self._running:
             return
         call = queue[0]
-        coordinator = self._coordinator(key)
-        if coordinator is None:
-            self._attempted(key, call, E.coordinator_not_available)
-            return
-        call.attempt(coordinator, lambda error: self._attempted(key, call, error))
-
-    def _coordinator(self, key: SharePartitionKey) -> ShareCoordinator | None:
         _error, endpoint = self._placement.coordinator_endpoint(key.coordinator_key)
         if endpoint is None:
-            return None
-        return self._coordinator_of(endpoint.broker_id)
+            self._attempted(key, call, E.coordinator_not_available)
+            return
+        call.attempt(endpoint.broker_id, lambda error: self._attempted(key, call, error))
 
     def _attempted(self, key: SharePartitionKey, call: _Call, error: ErrorCode) -> None:
         queue = self._queues.get(key)
         if not queue or queue[0] is not call:
             return  # stopped meanwhile
         if error in RETRIABLE:
-            if call.waited_ms < MAX_RETRY_MS:
+            if call.waited_ms < MAX_RETRY_MS and self._running:
                 self._retry_later(key, call)
                 return
             log.warning("Giving up a share state call for %s: %s", key, error.name)
@@ -222,3 +249,45 @@ class InProcessStatePersister:
         retry = _Retry(delay, run)
         self._retries.add(retry)
         self._timer.add(retry)
+
+
+class InProcessStatePersister(PersisterStateManager):
+    """The calls on the coordinator object of the key's broker (module docstring)."""
+
+    def __init__(
+        self,
+        placement: ShareCoordinator,
+        coordinator_of: Callable[[int], ShareCoordinator | None],
+        timer: SystemTimer,
+    ) -> None:
+        super().__init__(placement, timer)
+        self._coordinator_of = coordinator_of
+
+    def _read(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        leader_epoch: int,
+        summary: bool,
+        answer: ReadDone,
+    ) -> None:
+        coordinator = self._coordinator_of(broker_id)
+        if coordinator is None:
+            answer(E.coordinator_not_available, UNINITIALIZED)
+            return
+        read = coordinator.read_state_summary if summary else coordinator.read_state
+        error, _message, state = read(key, leader_epoch)
+        answer(error, state)
+
+    def _write(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        state: tuple[int, int, int, tuple[PersisterStateBatch, ...]],
+        answer: WriteDone,
+    ) -> None:
+        coordinator = self._coordinator_of(broker_id)
+        if coordinator is None:
+            answer(E.coordinator_not_available)
+            return
+        coordinator.write_state(key, *state, lambda error, _message: answer(error))

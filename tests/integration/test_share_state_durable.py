@@ -161,6 +161,10 @@ async def test_acknowledgements_survive_a_leader_failover() -> None:
         await app.stop_broker(old)
         await wait_until(lambda: leader_of(app, topic) not in (old, -1), "a new leader", **WAIT)
         assert await _read_the_rest(app, group, topic) == _expected()
+        # the share partitions reached the share coordinator over TCP (Kafka's APIs)
+        counts = app.request_metrics.values()
+        assert sum(m.request_count("ReadShareGroupState") for m in counts) >= 2
+        assert sum(m.request_count("WriteShareGroupState") for m in counts) >= 3
 
 
 async def test_acknowledgements_survive_a_restart_with_a_data_dir(tmp_path: Path) -> None:
