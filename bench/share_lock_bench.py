@@ -39,14 +39,26 @@ from broker.share.share_partition import (
     SharePartition,
     SharePartitionConfig,
 )
+from broker.share_coordinator.share_state_records import PersisterStateBatch
 from purgatory import ExpirationReaper, LoopClock, ManualClock, SystemTimer
 
 ACCEPT = 1
 
 
+# --with-writes: each share partition hands its durable-state writes (the batches the
+# share coordinator would get) to a sink, as on a broker; without, no persister.
+WRITES: list[int] | None = None
+
+
+def _sink(_start: int, batches: tuple[PersisterStateBatch, ...]) -> None:
+    if WRITES is not None:
+        WRITES.append(len(batches))
+
+
 def _partitions(n: int, per: int, timer: SystemTimer, lock_ms: int) -> list[SharePartition]:
     config = SharePartitionConfig(lock_ms, 5, per)
-    return [SharePartition("g", "t", p, 0, config, timer) for p in range(n)]
+    on_write = _sink if WRITES is not None else None
+    return [SharePartition("g", "t", p, 0, config, timer, on_write=on_write) for p in range(n)]
 
 
 def bench_cost(records: int, partitions: int, run: int) -> dict[str, float]:
@@ -158,7 +170,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lock-ms", type=int, default=10_000)
     parser.add_argument("--ack-fraction", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--with-writes", action="store_true", help="share partitions write durable state"
+    )
     args = parser.parse_args(argv)
+    global WRITES
+    WRITES = [] if args.with_writes else None
     cost = bench_cost(args.records, args.partitions, args.run)
     memory = bench_memory(args.records, args.partitions, args.run)
     late: dict[str, Any] = asyncio.run(
@@ -166,7 +183,10 @@ def main(argv: list[str] | None = None) -> None:
             args.records, args.partitions, args.run, args.lock_ms, args.ack_fraction, args.seed
         )
     )
-    print(f"records={args.records} partitions={args.partitions} records/lock={args.run}")
+    print(
+        f"records={args.records} partitions={args.partitions} records/lock={args.run}"
+        f" with_writes={args.with_writes}"
+    )
     print(
         "cost: acquire {acquire_us_per_record:.2f} us/record, acknowledge "
         "{acknowledge_us_per_record:.2f} us/record; lock add {lock_add_us:.2f} us, "

@@ -54,7 +54,10 @@ from broker.security.listeners import ChannelBuilder, inter_broker_client, secur
 from broker.security.sasl_client import InterBrokerClient
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.services import BrokerServices
+from broker.share.network_persister import NetworkStatePersister
+from broker.share.persister import InProcessStatePersister, PersisterStateManager
 from broker.share.share_components import build_share_groups
+from broker.share_coordinator.share_coordinator import build_share_coordinator
 from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
 
@@ -91,6 +94,7 @@ def build_broker(
     inter_broker: InterBrokerClient | None = None,
     handler_pool: HandlerPool | None = None,
     acl_store: AclStore | None = None,
+    in_process_share_state: bool = False,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -202,6 +206,24 @@ def build_broker(
         load_scheduler(),
         inter_broker,
     )
+    # The share coordinator (KIP-932's durable share-partition state in
+    # __share_group_state) and the persister the share partitions reach it through:
+    # Read/WriteShareGroupState requests to the coordinator's broker over TCP, or — a
+    # broker that never listens (``in_process_share_state``) — calls on its own.
+    share_coordinator = build_share_coordinator(
+        broker_id, config, metadata, replica_manager, clock, load_scheduler()
+    )
+    persister: PersisterStateManager
+    if in_process_share_state:
+        persister = InProcessStatePersister(
+            share_coordinator,
+            lambda b: share_coordinator if b == broker_id else None,
+            purgatories.scheduler_timer,
+        )
+    else:
+        persister = NetworkStatePersister(
+            broker_id, share_coordinator, metadata, purgatories.scheduler_timer, inter_broker
+        )
     # Share groups (KIP-932): membership beside the other groups, share partitions beside
     # the replicas they read.
     share_group_coordinator, share_partition_manager = build_share_groups(
@@ -212,6 +234,7 @@ def build_broker(
         purgatories,
         group_metadata_manager,
         consumer_group_coordinator,
+        persister,
     )
     handlers = handlers if handlers is not None else build_registry()
     # Kafka's QuotaManagers over the cluster's quotas (shared, like the metadata), with
@@ -244,6 +267,7 @@ def build_broker(
         quota_managers=quotas,
         share_group_coordinator=share_group_coordinator,
         share_partition_manager=share_partition_manager,
+        share_coordinator=share_coordinator,
         scram_credentials=scram_credentials or ScramCredentialStore(),
         authorizer=build_authorizer(config, acl_store),
         acl_store=acl_store if acl_store is not None else AclStore(),
@@ -268,7 +292,15 @@ def build_broker(
         metadata=metadata,
         dispatcher=dispatcher,
         purgatories=purgatories,
-        components=(replica_manager, log_cleaner, group_coordinator, txn_coordinator, quotas),
+        components=(
+            replica_manager,
+            log_cleaner,
+            group_coordinator,
+            txn_coordinator,
+            share_coordinator,
+            persister,
+            quotas,
+        ),
         request_clock=request_clock,
         channels=channels,
         listener_ports=listener_ports,
@@ -321,6 +353,7 @@ def build_standalone_broker(
         port=port,
         handlers=handlers,
         load_scheduler=load_scheduler,
+        in_process_share_state=True,  # it never listens: the share state stays in-process
     )
 
 

@@ -177,11 +177,16 @@ class Broker:
             self.services.clock,
             self.services.config.socket_request_max_bytes,
             next(self._connection_index),
-            self._connections.discard,
+            self._connection_closed,
             channel,
         )
         self._connections.add(connection)
         return connection
+
+    def _connection_closed(self, connection: KafkaConnection) -> None:
+        self._connections.discard(connection)
+        # KIP-932: the share sessions the connection opened end with it
+        self.services.share_partition_manager.connection_closed(connection.info.connection_id)
 
     def close_idle_connections(self) -> int:
         """Close every connection with nothing in flight for ``connections.max.idle.ms``."""

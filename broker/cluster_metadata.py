@@ -26,6 +26,7 @@ log = logging.getLogger("broker.metadata")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
 
@@ -97,7 +98,7 @@ class TopicInfo:
 
     @property
     def is_internal(self) -> bool:
-        return self.name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+        return self.name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC)
 
 
 def validate_topic_name(name: str) -> None:

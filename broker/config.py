@@ -180,6 +180,29 @@ class BrokerConfig(BaseModel):
     group_consumer_migration_policy: str = Field(
         "bidirectional", alias="group.consumer.migration.policy"
     )
+    # The share coordinator (broker/share_coordinator/): __share_group_state, Kafka's
+    # names and defaults.
+    share_coordinator_state_topic_num_partitions: int = Field(
+        50, alias="share.coordinator.state.topic.num.partitions", ge=1
+    )
+    share_coordinator_state_topic_replication_factor: int = Field(
+        3, alias="share.coordinator.state.topic.replication.factor", ge=1
+    )
+    share_coordinator_state_topic_min_isr: int = Field(
+        2, alias="share.coordinator.state.topic.min.isr", ge=1
+    )
+    share_coordinator_state_topic_segment_bytes: int = Field(
+        104857600, alias="share.coordinator.state.topic.segment.bytes", ge=14
+    )
+    share_coordinator_snapshot_update_records_per_snapshot: int = Field(
+        500, alias="share.coordinator.snapshot.update.records.per.snapshot", ge=0, le=500
+    )
+    share_coordinator_write_timeout_ms: int = Field(
+        5000, alias="share.coordinator.write.timeout.ms", ge=1
+    )
+    share_coordinator_load_buffer_size: int = Field(
+        5242880, alias="share.coordinator.load.buffer.size", ge=1
+    )
     # Share groups (KIP-932, broker/group/share/, broker/share/): Kafka's names and
     # defaults; ShareGroupConfig checks Kafka's bounds at start.
     group_share_enable: bool = Field(True, alias="group.share.enable")

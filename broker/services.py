@@ -30,6 +30,7 @@ from broker.security.authorizer.acl_store import AclStore
 from broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.share.share_partition_manager import SharePartitionManager
+from broker.share_coordinator.share_coordinator import ShareCoordinator
 from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
@@ -55,6 +56,8 @@ class BrokerServices:
     # share groups (KIP-932): membership, and the share partitions this broker leads
     share_group_coordinator: ShareGroupCoordinator
     share_partition_manager: SharePartitionManager
+    # the share coordinator (KIP-932): durable share-partition state, APIs 83-87
+    share_coordinator: ShareCoordinator
     #: The client quota managers and the cluster's quotas (``broker/quota/``).
     quota_managers: QuotaManagers | None = None
     # The cluster's SCRAM credentials (Describe/AlterUserScramCredentials, SCRAM logins).

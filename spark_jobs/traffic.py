@@ -46,8 +46,11 @@ INTER_BROKER: Final = "inter-broker"
 SKIP_INTER_BROKER: Final = "inter-broker request: the target's own brokers send their own"
 
 #: APIs only brokers send to brokers (LeaderAndIsr, StopReplica, UpdateMetadata,
-#: ControlledShutdown, WriteTxnMarkers, AlterPartition, and KRaft's broker APIs).
-INTER_BROKER_API_KEYS: Final = frozenset({4, 5, 6, 7, 27, 56, 58, 62, 63, 64, 67})
+#: ControlledShutdown, WriteTxnMarkers, AlterPartition, KRaft's broker APIs, and the
+#: share coordinator's Initialize/Read/Write/Delete/ReadSummary ShareGroupState).
+INTER_BROKER_API_KEYS: Final = frozenset(
+    {4, 5, 6, 7, 27, 56, 58, 62, 63, 64, 67, 83, 84, 85, 86, 87}
+)
 #: APIs whose requests carry a replica id (a follower's is >= 0).
 REPLICA_ID_APIS: Final = frozenset({1, 2, 23})  # Fetch, ListOffsets, OffsetForLeaderEpoch
 

@@ -11,6 +11,11 @@ and checks are Kafka 4's ``GroupConfig``:
   ``share.record.lock.duration.ms`` (INT, at least 1000), within the ``group.share.*``
   bounds;
 
+* ``share.auto.offset.reset`` (STRING, default ``latest``): where a share partition of
+  the group with no durable state starts — ``latest``, ``earliest`` or
+  ``by_duration:<ISO-8601 duration>`` (Kafka's ``ShareGroupAutoOffsetResetStrategy``;
+  read by the ``SharePartitionManager`` when it initialises a share partition);
+
 and each session timeout must be greater than its heartbeat interval. As Kafka, the whole
 resulting set of a group's overrides is validated, the unset ones at ``GroupConfig``'s
 defaults (45000, 5000, 45000, 5000, 30000); every failure is INVALID_CONFIG with Kafka's
@@ -35,6 +40,7 @@ deleted (neither does Kafka 4.0).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +59,12 @@ CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
 SHARE_SESSION_TIMEOUT_MS = "share.session.timeout.ms"
 SHARE_HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
 SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
+SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+# The string-valued group configs and their defaults (the others are INTs).
+STRING_GROUP_CONFIGS: Mapping[str, str] = {SHARE_AUTO_OFFSET_RESET: "latest"}
+_DURATION = re.compile(
+    r"P(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE
+)
 
 FILE_NAME = "group-configs.json"
 
@@ -176,6 +188,11 @@ class GroupConfigManager:
             return int(override)
         return self._broker[GROUP_CONFIG_DEFS[name].broker_key]
 
+    def share_auto_offset_reset(self, group_id: str) -> str:
+        return self.store.get(group_id).get(
+            SHARE_AUTO_OFFSET_RESET, STRING_GROUP_CONFIGS[SHARE_AUTO_OFFSET_RESET]
+        )
+
     def consumer_session_timeout_ms(self, group_id: str) -> int:
         return self.value(group_id, CONSUMER_SESSION_TIMEOUT_MS)
 
@@ -186,8 +203,14 @@ class GroupConfigManager:
         """Every group config: (name, value, overridden), sorted by name."""
         overrides = self.store.get(group_id)
         return [
-            (name, str(self.value(group_id, name)), name in overrides)
-            for name in sorted(GROUP_CONFIG_DEFS)
+            (
+                name,
+                overrides.get(name, STRING_GROUP_CONFIGS[name])
+                if name in STRING_GROUP_CONFIGS
+                else str(self.value(group_id, name)),
+                name in overrides,
+            )
+            for name in sorted([*GROUP_CONFIG_DEFS, *STRING_GROUP_CONFIGS])
         ]
 
     # ---------------------------------------------------------------- changes
@@ -195,11 +218,15 @@ class GroupConfigManager:
         """Kafka's ``GroupConfig.validate``: names, parsing, ``atLeast``, then the
         broker's bounds over the whole set (unset ones at ``GroupConfig``'s defaults)."""
         for name in overrides:
-            if name not in GROUP_CONFIG_DEFS:
+            if name not in GROUP_CONFIG_DEFS and name not in STRING_GROUP_CONFIGS:
                 raise _invalid(f"Unknown group config name: {name}")
+        strings = {n: v for n, v in overrides.items() if n in STRING_GROUP_CONFIGS}
+        for name, text in strings.items():
+            _check_reset_strategy(name, text)
         values = {name: d.default for name, d in GROUP_CONFIG_DEFS.items()}
         for name, text in overrides.items():
-            values[name] = _parse_int(name, text, GROUP_CONFIG_DEFS[name].at_least)
+            if name not in strings:
+                values[name] = _parse_int(name, text, GROUP_CONFIG_DEFS[name].at_least)
         for name, definition in GROUP_CONFIG_DEFS.items():
             if values[name] < self._broker[definition.min_key]:
                 raise _invalid(f"{name} must be greater than or equal to {definition.min_key}")
@@ -211,7 +238,7 @@ class GroupConfigManager:
         ):
             if values[session] <= values[interval]:
                 raise _invalid(f"{session} must be greater than {interval}")
-        return {name: str(values[name]) for name in overrides}
+        return {name: strings.get(name) or str(values[name]) for name in overrides}
 
     def alter(
         self, group_id: str, changes: Iterable[tuple[str, str | None, int]], validate_only: bool
@@ -253,3 +280,25 @@ def _parse_int(name: str, text: str, at_least: int) -> int:
             f"Invalid value {value} for configuration {name}: Value must be at least {at_least}"
         )
     return value
+
+
+def _check_reset_strategy(name: str, text: str) -> None:
+    """Kafka's ``ShareGroupAutoOffsetResetStrategy.Validator``."""
+    if text in ("latest", "earliest") or duration_ms(text) is not None:
+        return
+    raise _invalid(
+        f"Invalid value {text} for configuration {name}: the value must be either "
+        "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'."
+    )
+
+
+def duration_ms(strategy: str) -> int | None:
+    """The milliseconds of a ``by_duration:<ISO-8601 duration>`` strategy (Java's
+    ``Duration.parse``, days to seconds), None for anything else."""
+    if not strategy.startswith("by_duration:"):
+        return None
+    match = _DURATION.fullmatch(strategy.removeprefix("by_duration:"))
+    if match is None or not any(match.groups()):
+        return None
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)

@@ -47,7 +47,7 @@ MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000
 #: DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS) as a bit field: all of them, with no
 #: authorizer.
 TOPIC_AUTHORIZED_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _NO_UUID = uuid.UUID(int=0)
 NO_LEADER = -1
 

@@ -1,5 +1,7 @@
 """FindCoordinator (key 10): the leader of the group's ``__consumer_offsets`` partition
-(key type 0), or of the transactional id's ``__transaction_state`` partition (key type 1).
+(key type 0), of the transactional id's ``__transaction_state`` partition (key type 1),
+or of the share partition's ``__share_group_state`` partition (key type 2, SHARE: the key
+is ``"groupId:topicId:partition"``, Kafka's check of its form included).
 
 Both topics are created on first use, as Kafka does. An unknown key type is
 INVALID_REQUEST (Kafka: an exception naming it). With an authorizer, a group needs
@@ -10,6 +12,7 @@ factor is capped by the live brokers.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -26,6 +29,7 @@ MAX_VERSION = 6
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 #: Kafka's ``Errors`` messages for the authorization failures.
 GROUP_DENIED = "Group authorization failed."
 TXN_ID_DENIED = "Transactional Id authorization failed."
@@ -39,6 +43,11 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
             return ErrorCode.transactional_id_authorization_failed, TXN_ID_DENIED, None
         error, endpoint = ctx.services.txn_coordinator.coordinator_endpoint(key)
         return error, None, endpoint
+    if key_type == SHARE_KEY_TYPE:
+        if not _valid_share_key(key):
+            return ErrorCode.invalid_request, f"Invalid share coordinator key: {key}", None
+        error, endpoint = ctx.services.share_coordinator.coordinator_endpoint(key)
+        return error, None, endpoint
     if key_type != GROUP_KEY_TYPE:
         return ErrorCode.invalid_request, f"unknown coordinator key type {key_type}", None
     if not key:
@@ -47,6 +56,18 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
         return ErrorCode.group_authorization_failed, GROUP_DENIED, None
     error, endpoint = ctx.services.group_metadata_manager.coordinator_endpoint(key)
     return error, None, endpoint
+
+
+def _valid_share_key(key: str) -> bool:
+    """Kafka's SharePartitionKey.validate: a group, a topic id and a partition."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return False
+    try:
+        uuid.UUID(parts[1])
+        return int(parts[2]) >= 0
+    except ValueError:
+        return False
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

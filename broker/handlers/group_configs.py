@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from broker.broker_config_defs import ConfigSource, ConfigType
 from broker.cluster_metadata import MetadataError
 from broker.context import RequestContext
+from broker.group.group_configs import STRING_GROUP_CONFIGS
 from broker.handlers.topic_configs import ConfigEntry
 
 GROUP_RESOURCE = 32
@@ -30,7 +31,8 @@ def group_config_entries(ctx: RequestContext, group_id: str) -> list[ConfigEntry
     for name, value, overridden in manager.describe(group_id):
         source = ConfigSource.GROUP_CONFIG if overridden else ConfigSource.DEFAULT_CONFIG
         synonyms = ((name, value, source),) if overridden else ()
-        entries.append(ConfigEntry(name, value, source, ConfigType.INT, synonyms=synonyms))
+        kind = ConfigType.STRING if name in STRING_GROUP_CONFIGS else ConfigType.INT
+        entries.append(ConfigEntry(name, value, source, kind, synonyms=synonyms))
     return entries
 
 

@@ -5,7 +5,9 @@ INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a session; -1 close
 session once the acknowledgements are applied, releasing what the member still holds).
 Each partition's batches are applied all or nothing by its share partition: ACCEPT,
 RELEASE, REJECT (and GAP), RENEW from v2; offsets not acquired by the member are
-INVALID_RECORD_STATE, malformed batches INVALID_REQUEST, and nothing changes.
+INVALID_RECORD_STATE, malformed batches INVALID_REQUEST, and nothing changes. The answer
+waits until the share state the acknowledgements changed is written to the share
+coordinator (as Kafka's; a write that fails is the partition's error).
 
 Differences from Kafka: those of ``SharePartitionManager``; NodeEndpoints are not filled in.
 
@@ -15,6 +17,7 @@ topics' READ is not checked (Kafka's is).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,6 +26,8 @@ from broker.context import RequestContext
 from broker.handlers.base import AUTHORIZATION_MESSAGES
 from broker.handlers.group_common import group_denied
 from broker.handlers.share_common import (
+    Acknowledgements,
+    RequestedPartitions,
     acknowledge_all,
     check_ids,
     current_leader,
@@ -57,9 +62,22 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     acks = acknowledge_all(ctx, key[0], key[1], requested)
     if epoch == FINAL_EPOCH:
         manager.close_session(key)
+    if acks.durable:
+        return _response(ctx, requested, acks)
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    def durable() -> None:
+        if not future.done():
+            future.set_result(_response(ctx, requested, acks))
+
+    acks.when_durable(durable)
+    return future
+
+
+def _response(ctx: RequestContext, requested: RequestedPartitions, acks: Acknowledgements) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     by_topic: dict[Any, list[Any]] = {}
-    for fp, (ack_error, message) in acks.items():
+    for fp, (ack_error, message) in acks.results.items():
         by_topic.setdefault(fp.topic_id, []).append(
             b.PartitionData(
                 partition_index=fp.partition,

@@ -10,6 +10,7 @@ acknowledgements.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,16 +59,57 @@ def read_partitions(ctx: RequestContext, request: Any) -> RequestedPartitions:
     return found
 
 
+class Acknowledgements:
+    """Each partition's acknowledgement result, final once the state writes they made
+    are answered (a failed write is the partition's error): ``when_durable``."""
+
+    __slots__ = ("_callback", "_pending", "results")
+
+    def __init__(self) -> None:
+        self.results: dict[ShareFetchPartition, AckResult] = {}
+        self._pending = 0
+        self._callback: Callable[[], None] | None = None
+
+    @property
+    def durable(self) -> bool:
+        return self._pending == 0
+
+    def when_durable(self, callback: Callable[[], None]) -> None:
+        """``callback`` once every write is answered (now, if they are)."""
+        if self._pending == 0:
+            callback()
+        else:
+            self._callback = callback
+
+    def _written(self, fp: ShareFetchPartition) -> Callable[[ErrorCode], None]:
+        self._pending += 1
+
+        def written(error: ErrorCode) -> None:
+            self._pending -= 1
+            if (
+                error is not ErrorCode.none
+                and self.results.get(fp, (ErrorCode.none,))[0] is ErrorCode.none
+            ):
+                self.results[fp] = (error, "The share state could not be written.")
+            if self._pending == 0 and self._callback is not None:
+                callback, self._callback = self._callback, None
+                callback()
+
+        return written
+
+
 def acknowledge_all(
     ctx: RequestContext, group_id: str, member_id: str, requested: RequestedPartitions
-) -> dict[ShareFetchPartition, AckResult]:
+) -> Acknowledgements:
     """Every partition's acknowledgements, each all or nothing (RENEW from v2)."""
     manager = ctx.services.share_partition_manager
     allow_renew = ctx.api_version >= 2
-    return {
-        fp: manager.acknowledge(group_id, member_id, fp.tp, batches, allow_renew)
-        for fp, batches in requested.acks.items()
-    }
+    acks = Acknowledgements()
+    for fp, batches in requested.acks.items():
+        written = acks._written(fp)
+        result = manager.acknowledge(group_id, member_id, fp.tp, batches, allow_renew, written)
+        acks.results.setdefault(fp, result)
+    return acks
 
 
 def current_leader(ctx: RequestContext, b: Builder, topic: str | None, partition: int) -> Any:

@@ -15,7 +15,10 @@ renew-only fetch (``is_renew_ack``) only acknowledges.
 The response (v1+) carries ``acquisition_lock_timeout``: the lock duration the records
 were acquired under (``group.share.record.lock.duration.ms``).
 
-Differences from Kafka: those of ``SharePartitionManager`` (state in memory; no
+The answer waits until the share state the acknowledgements changed is written to the
+share coordinator (as Kafka's).
+
+Differences from Kafka: those of ``SharePartitionManager`` (no
 ``share.auto.offset.reset`` per group); every partition the request names is answered,
 and of the session's other partitions those with records or an error (Kafka leaves out
 unchanged ones the same way); NodeEndpoints are not filled in.
@@ -36,6 +39,7 @@ from broker.context import RequestContext
 from broker.handlers.base import AUTHORIZATION_MESSAGES
 from broker.handlers.group_common import group_denied
 from broker.handlers.share_common import (
+    Acknowledgements,
     AckResult,
     RequestedPartitions,
     acknowledge_all,
@@ -81,6 +85,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         requested.partitions,
         forgotten,
         has_acknowledgements=bool(requested.acks),
+        connection_id=ctx.connection_id,
     )
     if error is not ErrorCode.none:
         return _top_level(ctx, error, None)
@@ -113,26 +118,33 @@ class _ShareFetchAnswer:
     """The ``respond`` the manager calls once: builds the response; completes the
     handler's future when the fetch was parked."""
 
-    __slots__ = ("acks", "answered", "ctx", "future", "requested", "response")
+    __slots__ = ("acks", "answered", "ctx", "future", "requested", "response", "results")
 
     def __init__(
         self,
         ctx: RequestContext,
         requested: RequestedPartitions,
-        acks: dict[ShareFetchPartition, AckResult],
+        acks: Acknowledgements,
     ) -> None:
         self.ctx = ctx
         self.requested = requested
         self.acks = acks
         self.future: asyncio.Future[Any] | None = None
         self.response: Any = None
+        self.results: ShareFetchResults | None = None
         self.answered = False
 
     def __call__(self, results: ShareFetchResults) -> None:
-        if self.answered:
+        if self.answered or self.results is not None:
             return
+        self.results = results
+        self.acks.when_durable(self._answer)
+
+    def _answer(self) -> None:
+        """Once the fetch has its records and the acknowledgements are written."""
+        assert self.results is not None
         self.answered = True
-        response = _response(self.ctx, self.requested, self.acks, results)
+        response = _response(self.ctx, self.requested, self.acks.results, self.results)
         if self.future is None:
             self.response = response
         elif not self.future.done():

@@ -2,10 +2,11 @@
 
 ``build_share_groups`` makes the ``SharePartitionManager`` (its share partitions' locks
 on the share lock timer, DelayedShareFetch in the ShareFetch purgatory, the share session
-cache of ``group.share.max.share.sessions``) and the ``ShareGroupCoordinator`` (session
-timeouts on the scheduler timer; a member fenced by its session timeout has its share
-session closed and its records released). A group id that is already a consumer group
-or a classic group with members is refused to share-group members.
+cache of ``group.share.max.share.sessions``, the persister of their durable state) and
+the ``ShareGroupCoordinator`` (session timeouts on the scheduler timer; a member fenced
+by its session timeout has its share session closed and its records released). A group
+id that is already a consumer group or a classic group with members is refused to
+share-group members.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupConfig, ShareGroupCoordinator
 from broker.purgatories import PurgatorySet
 from broker.replica.replica_manager import ReplicaManager
+from broker.share.persister import StatePersister
 from broker.share.share_partition import SharePartitionConfig
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session import ShareSessionCache
@@ -31,6 +33,7 @@ def build_share_groups(
     purgatories: PurgatorySet,
     group_metadata_manager: GroupMetadataManager,
     consumer_group_coordinator: ConsumerGroupCoordinator,
+    persister: StatePersister | None = None,
 ) -> tuple[ShareGroupCoordinator, SharePartitionManager]:
     share_config = ShareGroupConfig.from_broker_config(config)
     manager = SharePartitionManager(
@@ -45,6 +48,9 @@ def build_share_groups(
         purgatories.share_fetch,
         purgatories.share_lock_timer,
         ShareSessionCache(share_config.group_share_max_share_sessions),
+        persister,
+        # share.auto.offset.reset: a GROUP config, in the cluster's group config store
+        auto_offset_reset=consumer_group_coordinator.group_configs.share_auto_offset_reset,
     )
 
     def other_group_exists(group_id: str) -> bool:

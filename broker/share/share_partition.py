@@ -31,11 +31,20 @@ SPSO are done; offsets from the SPEO on were never delivered.
   or an acknowledgement opens a full record-lock window: the manager wakes the
   DelayedShareFetches of the group waiting on this partition.
 
+Durable state (the share coordinator, ``broker/share_coordinator/``). Made with
+``initialized=False``, a share partition acquires nothing and refuses acknowledgements
+until ``initialize`` hands it what its persister read (start offset, state batches); its
+fetches wait meanwhile. After every acknowledgement, release, archive, lock expiry or
+start-offset move that changes durable state, ``on_write(start_offset, batches)`` gets
+the start offset and the changed offsets at or past it as Kafka's state batches (first,
+last, delivery state, delivery count; acquired offsets are not written, as in Kafka).
+
 Differences from Kafka: state is kept per offset (a slotted object each) rather than per
 fetched batch with per-offset state only where a batch was split; the lock is per run of
 offsets acquired together, which is Kafka's lock per acquired batch for the common case.
-The state lives only in memory on the leader (phase 1: no share coordinator, so it does
-not survive a leader change or restart; ``__share_group_state`` is phase 2).
+The in-memory state moves when the write is sent, not when it is acknowledged (Kafka
+rolls a failed write back); offsets between persisted batches come back AVAILABLE with
+delivery count 0.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from enum import IntEnum
 
 from kio.schema.errors import ErrorCode
 
+from broker.share_coordinator.share_state_records import PersisterStateBatch
 from purgatory import SystemTimer, TimerTask
 
 log = logging.getLogger("broker.share")
@@ -146,6 +156,9 @@ class SharePartition:
         config: SharePartitionConfig,
         lock_timer: SystemTimer,
         on_available: Callable[[], None] = lambda: None,
+        *,
+        initialized: bool = True,
+        on_write: Callable[[int, tuple[PersisterStateBatch, ...]], None] | None = None,
     ) -> None:
         self.group_id = group_id
         self.topic = topic
@@ -165,13 +178,72 @@ class SharePartition:
         # Counters for metrics and the bench: locks started / cancelled / expired.
         self.locks_added = 0
         self.locks_expired = 0
+        self.initialized = initialized
+        self._on_write = on_write
+        self.writes = 0  # state writes handed to on_write
+        self.state_epoch = 0  # the persisted state's
+
+    # -- durable state ----------------------------------------------------------------
+
+    def initialize(
+        self, start_offset: int, batches: Iterable[PersisterStateBatch], state_epoch: int = 0
+    ) -> None:
+        """The state the persister read: in-flight records rebuilt from the batches (a
+        gap between two batches is AVAILABLE, never delivered). Only the record-lock
+        window is kept (all a share partition ever writes): memory stays bounded."""
+        in_flight: dict[int, _InFlightRecord] = {}
+        end = start_offset
+        bound = start_offset + self.config.max_record_locks  # the window's end
+        for batch in sorted(batches, key=lambda b: b.first_offset):
+            last = min(batch.last_offset, bound - 1)
+            for offset in range(max(end, batch.first_offset), last + 1):
+                while end < offset:  # a gap
+                    in_flight[end] = _InFlightRecord()
+                    end += 1
+                record = in_flight[offset] = _InFlightRecord()
+                state = batch.delivery_state
+                if state == RecordState.ACKNOWLEDGED or state == RecordState.ARCHIVED:
+                    record.state = RecordState(state)
+                record.delivery_count = batch.delivery_count
+                end = offset + 1
+        self.state_epoch = state_epoch
+        self.start_offset = start_offset
+        self.end_offset = end
+        self._in_flight = in_flight
+        self._available = sum(r.state is RecordState.AVAILABLE for r in in_flight.values())
+        self.initialized = True
+        self._maybe_update_start_offset()
+
+    def _write(self, changed: list[int], old_start: int) -> None:
+        """Hand the changed offsets' new state (and the start offset) to ``on_write``."""
+        on_write = self._on_write
+        if on_write is None or (not changed and self.start_offset == old_start):
+            return
+        batches: list[PersisterStateBatch] = []
+        first = last = count = -1
+        state = RecordState.ACQUIRED
+        for offset in sorted(set(changed)):
+            record = self._in_flight.get(offset)
+            if record is None or record.state is RecordState.ACQUIRED:
+                continue  # below the start offset, or renewed
+            if offset == last + 1 and record.state is state and record.delivery_count == count:
+                last = offset
+                continue
+            if first >= 0:
+                batches.append(PersisterStateBatch(first, last, int(state), count))
+            first = last = offset
+            state, count = record.state, record.delivery_count
+        if first >= 0:
+            batches.append(PersisterStateBatch(first, last, int(state), count))
+        self.writes += 1
+        on_write(self.start_offset, tuple(batches))
 
     # -- reads ------------------------------------------------------------------------
 
     def next_fetch_offset(self) -> int:
         """Where the next share fetch reads: the first AVAILABLE offset in flight, else
         the end offset."""
-        if not self._available:
+        if not self._available or not self.initialized:
             return self.end_offset
         for offset, record in self._in_flight.items():
             if record.state is RecordState.AVAILABLE:
@@ -185,6 +257,8 @@ class SharePartition:
     def can_acquire_records(self, log_bound: int) -> bool:
         """Whether a fetch could acquire anything now, the log readable below
         ``log_bound`` (the high watermark)."""
+        if not self.initialized:
+            return False
         if self.next_fetch_offset() < self.end_offset:
             return True
         return not self.window_full() and log_bound > self.end_offset
@@ -208,6 +282,8 @@ class SharePartition:
         ranges — (base, last), or (base, last, True) for a control batch, whose offsets
         are never delivered and only move the end offset — at most ``max_records``."""
         acquired: list[AcquiredRecords] = []
+        if not self.initialized:
+            return acquired
         run: list[_InFlightRecord] = []
         run_first = run_count = -1
         budget = max_records
@@ -285,11 +361,14 @@ class SharePartition:
         self, member_id: str, batches: list[AcknowledgementBatch], allow_renew: bool = False
     ) -> tuple[ErrorCode, str | None]:
         """Apply ``member_id``'s acknowledgements, all or none (Kafka's errors)."""
+        if not self.initialized:
+            return ErrorCode.invalid_record_state, "The share partition is initializing."
         error = self._check_acknowledgements(member_id, batches, allow_renew)
         if error is not None:
             return error
         start = self.start_offset
         released = False
+        changed: list[int] | None = [] if self._on_write is not None else None
         renewed: list[tuple[int, _InFlightRecord]] = []
         for batch in batches:
             types = batch.acknowledge_types
@@ -304,6 +383,8 @@ class SharePartition:
                     continue
                 self._unlock(record)
                 record.member_id = None
+                if changed is not None:
+                    changed.append(offset)
                 if kind == AcknowledgeType.ACCEPT:
                     record.state = RecordState.ACKNOWLEDGED
                 elif kind == AcknowledgeType.RELEASE:
@@ -313,6 +394,8 @@ class SharePartition:
         if renewed:
             self._renew(member_id, renewed)
         self._maybe_update_start_offset()
+        if changed is not None:
+            self._write(changed, start)
         # a release makes records available; a start offset that moved may open the
         # record-lock window to new records: both can complete a parked share fetch
         if released or (self.start_offset != start and self._window_was_full(start)):
@@ -374,21 +457,25 @@ class SharePartition:
     def release_acquired_records(self, member_id: str) -> int:
         """A member left (its share session closed): everything it holds goes back.
         Returns how many offsets were released."""
-        count = 0
-        for record in self._in_flight.values():
+        start = self.start_offset
+        released: list[int] = []
+        for offset, record in self._in_flight.items():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 self._unlock(record)
                 record.member_id = None
                 self._release(record)
-                count += 1
+                released.append(offset)
+        count = len(released)
         if count:
             self._maybe_update_start_offset()
+            self._write(released, start)
             self._on_available()
         return count
 
     def _on_lock_expired(self, lock: AcquisitionLockTimerTask) -> None:
         self.locks_expired += 1
-        released = 0
+        start = self.start_offset
+        changed: list[int] = []
         for offset in range(max(lock.first_offset, self.start_offset), lock.last_offset + 1):
             record = self._in_flight.get(offset)
             if record is None or record.lock is not lock:
@@ -397,7 +484,8 @@ class SharePartition:
             self.acquired_count -= 1
             record.member_id = None
             self._release(record)
-            released += 1
+            changed.append(offset)
+        released = len(changed)
         log.debug(
             "Acquisition lock of %s-%s-%d offsets %d-%d (member %s) expired: %d released",
             self.group_id,
@@ -410,6 +498,7 @@ class SharePartition:
         )
         if released:
             self._maybe_update_start_offset()
+            self._write(changed, start)
             self._on_available()
 
     def _release(self, record: _InFlightRecord) -> bool:
@@ -449,8 +538,9 @@ class SharePartition:
     def move_start_offset(self, offset: int) -> None:
         """The log's start moved past the SPSO (retention, DeleteRecords): offsets below
         ``offset`` are gone, their locks dropped."""
-        if offset <= self.start_offset:
+        if offset <= self.start_offset or not self.initialized:
             return
+        start = self.start_offset
         for gone in [o for o in self._in_flight if o < offset]:
             record = self._in_flight.pop(gone)
             if record.state is RecordState.AVAILABLE:
@@ -459,6 +549,7 @@ class SharePartition:
         self.start_offset = offset
         self.end_offset = max(self.end_offset, offset)
         self._maybe_update_start_offset()
+        self._write([], start)
 
     def release_all_locks(self) -> None:
         """The partition is no longer led here: every lock is cancelled."""

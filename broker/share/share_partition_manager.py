@@ -13,20 +13,30 @@ cache, and the ShareFetch purgatory's operations.
 - ``close_session`` (epoch -1, or a member fenced by the group coordinator) releases
   every record the member holds, so that the other members get them at once.
 
-A new share partition starts at the high watermark: Kafka's ``share.auto.offset.reset``
-default ``latest``. Reads are read_uncommitted below the high watermark; the records
-returned are the whole batches the acquired offsets are in, cut after the last acquired
-offset's batch (the client keeps only the acquired offsets). Control batches (transaction
-markers) are skipped: their offsets are never acquired.
+A new share partition without durable state starts at the group's
+``share.auto.offset.reset`` (see below). Reads are read_uncommitted below the high
+watermark; the records returned are the whole batches the acquired offsets are in, cut
+after the last acquired offset's batch (the client keeps only the acquired offsets).
+Control batches (transaction markers) are skipped: their offsets are never acquired.
 
-Differences from Kafka: the share-group state is not persisted (no share coordinator,
-``__share_group_state``, yet) and a share partition is dropped when its leadership moves
-away; ``share.auto.offset.reset`` is not configurable per group yet (phase 2, with group
-configs); ``BatchSize`` and ``ShareAcquireMode`` (v2) are accepted and not used.
+With a persister (``persister.py``), a new share partition is made initialising and
+reads its durable state from the share coordinator (Kafka's ``maybeInitialize``):
+fetches wait for it in the ShareFetch purgatory and are woken once it is read; an
+uninitialised state (start offset -1) starts where the group's
+``share.auto.offset.reset`` says (a GROUP config: ``latest``, the high watermark, by
+default; ``earliest``; ``by_duration:``). Each change of durable state is written
+through the persister (``pending_writes`` counts those not answered yet). A share
+partition is dropped when its leadership moves away, and made again (and read again)
+when it comes back with a new leader epoch.
+
+Differences from Kafka: a share partition whose read fails is dropped (the next fetch
+makes it again) rather than kept FAILED; ``BatchSize`` and ``ShareAcquireMode`` (v2) are
+accepted and not used.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,10 +44,12 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import ClusterMetadata
+from broker.group.group_configs import duration_ms
 from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.partition import Partition
 from broker.replica.replica_manager import ReplicaManager
 from broker.share.delayed_share_fetch import DelayedShareFetch, TopicPartition, group_key
+from broker.share.persister import StatePersister
 from broker.share.share_partition import (
     AcknowledgementBatch,
     AcquiredRecords,
@@ -52,8 +64,15 @@ from broker.share.share_session import (
     ShareSessionKey,
     next_epoch,
 )
+from broker.share_coordinator.share_state_records import (
+    PersisterStateBatch,
+    ShareGroupOffset,
+    SharePartitionKey,
+)
 from protocol.record_batch import iter_batches
 from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
+
+log = logging.getLogger("broker.share")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +123,8 @@ class SharePartitionManager:
         share_fetch_purgatory: DelayedOperationPurgatory[DelayedShareFetch],
         lock_timer: SystemTimer,
         session_cache: ShareSessionCache,
+        persister: StatePersister | None = None,
+        auto_offset_reset: Callable[[str], str] = lambda _group: "latest",
     ) -> None:
         self.config = config
         self._clock = clock
@@ -113,6 +134,13 @@ class SharePartitionManager:
         self.lock_timer = lock_timer
         self.session_cache = session_cache
         self.partitions: dict[ShareKey, SharePartition] = {}
+        self._persister = persister
+        self.persister = persister  # DescribeShareGroupOffsets reads through it too
+        self._auto_offset_reset = auto_offset_reset  # the group's share.auto.offset.reset
+        self._leader_epochs: dict[ShareKey, int] = {}  # the epoch each was made at
+        self.pending_writes = 0
+        # told when the write the acknowledgement being applied makes is answered
+        self._write_waiter: Callable[[ErrorCode], None] | None = None
 
     # -- share partitions ---------------------------------------------------------------
 
@@ -130,27 +158,127 @@ class SharePartitionManager:
     def _get_or_create(self, group_id: str, partition: Partition) -> SharePartition:
         key = (group_id, partition.topic, partition.partition)
         sp = self.partitions.get(key)
+        if sp is not None and self._leader_epochs.get(key) != partition.leader_epoch:
+            self._drop(group_id, partition.tp)  # led again since: read the state again
+            sp = None
         if sp is None:
-            wake_key = group_key(group_id, partition.tp)
-            sp = SharePartition(
-                group_id,
-                partition.topic,
-                partition.partition,
-                partition.high_watermark,
-                self.config,
-                self.lock_timer,
-                on_available=lambda: self._wake(wake_key),
-            )
-            self.partitions[key] = sp
+            sp = self._create(key, group_id, partition)
         elif sp.start_offset < partition.log_start_offset:
             sp.move_start_offset(partition.log_start_offset)
         return sp
+
+    def _create(self, key: ShareKey, group_id: str, partition: Partition) -> SharePartition:
+        wake_key = group_key(group_id, partition.tp)
+        topic = self._metadata.topics.get(partition.topic)
+        persister = self._persister if topic is not None else None
+        state_key = None
+        if topic is not None:
+            state_key = SharePartitionKey(group_id, topic.topic_id, partition.partition)
+        leader_epoch = partition.leader_epoch
+        on_write: Callable[[int, tuple[PersisterStateBatch, ...]], None] | None = None
+        if persister is not None and state_key is not None:
+            written = state_key
+
+            def write(start: int, batches: tuple[PersisterStateBatch, ...]) -> None:
+                self._write(key, written, leader_epoch, start, batches)
+
+            on_write = write
+
+        sp = SharePartition(
+            group_id,
+            partition.topic,
+            partition.partition,
+            partition.high_watermark,
+            self.config,
+            self.lock_timer,
+            on_available=lambda: self._wake(wake_key),
+            initialized=on_write is None,
+            on_write=on_write,
+        )
+        self.partitions[key] = sp
+        self._leader_epochs[key] = leader_epoch
+        if persister is None or state_key is None:
+            return sp
+
+        reading = [True]  # an answer while still here needs no wake-up: the caller checks
+
+        def on_read(error: ErrorCode, state: ShareGroupOffset) -> None:
+            self._initialize(key, sp, partition, error, state, wake=not reading[0])
+
+        persister.read_state(state_key, leader_epoch, on_read)
+        reading[0] = False
+        return sp
+
+    def _initialize(
+        self,
+        key: ShareKey,
+        sp: SharePartition,
+        partition: Partition,
+        error: ErrorCode,
+        state: ShareGroupOffset,
+        wake: bool,
+    ) -> None:
+        if self.partitions.get(key) is not sp:
+            return  # dropped meanwhile
+        if error is not ErrorCode.none:
+            log.warning("Failed to initialize the share partition %s: %s", key, error.name)
+            self._drop(key[0], (key[1], key[2]))
+            return
+        start = state.start_offset
+        if start < 0:
+            start = self._reset_offset(key[0], partition)
+        start = max(start, partition.log_start_offset)
+        sp.initialize(
+            start, state.state_batches if state.start_offset >= 0 else (), state.state_epoch
+        )
+        if wake:
+            self._wake(group_key(key[0], (key[1], key[2])))
+
+    def _reset_offset(self, group_id: str, partition: Partition) -> int:
+        """Where a share partition without durable state starts: the group's
+        ``share.auto.offset.reset`` — the high watermark (latest), the log start
+        (earliest), or the first record at or after now minus a duration."""
+        strategy = self._auto_offset_reset(group_id)
+        if strategy == "earliest":
+            return partition.log_start_offset
+        back_ms = duration_ms(strategy)
+        if back_ms is not None:
+            wall_ms = self._replica_manager.wall_clock_ms()
+            found = partition.log.offset_for_timestamp(wall_ms - back_ms)
+            if found is not None:
+                return min(found[0], partition.high_watermark)
+        return partition.high_watermark
+
+    def _write(
+        self,
+        key: ShareKey,
+        state_key: SharePartitionKey,
+        leader_epoch: int,
+        start: int,
+        batches: tuple[PersisterStateBatch, ...],
+    ) -> None:
+        persister = self._persister
+        sp = self.partitions.get(key)
+        if persister is None or sp is None:
+            return
+        self.pending_writes += 1
+        waiter, self._write_waiter = self._write_waiter, None
+
+        def on_done(error: ErrorCode) -> None:
+            self.pending_writes -= 1
+            if error is not ErrorCode.none:
+                log.warning("Failed to write the share state of %s: %s", state_key, error.name)
+            if waiter is not None:
+                waiter(error)
+
+        persister.write_state(state_key, sp.state_epoch, leader_epoch, start, batches, on_done)
 
     def _wake(self, key: object) -> None:
         self._purgatory.check_and_complete(key)
 
     def _drop(self, group_id: str, tp: TopicPartition) -> None:
         sp = self.partitions.pop((group_id, tp[0], tp[1]), None)
+        self._leader_epochs.pop((group_id, tp[0], tp[1]), None)
         if sp is not None:
             sp.release_all_locks()
 
@@ -164,6 +292,7 @@ class SharePartitionManager:
         forgotten: list[tuple[uuid.UUID, int]],
         acknowledge_only: bool = False,
         has_acknowledgements: bool = False,
+        connection_id: str | None = None,
     ) -> tuple[ErrorCode, list[ShareFetchPartition]]:
         """Apply a request's share session epoch; the partitions its fetch reads. As
         Kafka: an initial request may not acknowledge (INVALID_REQUEST), and replaces
@@ -175,7 +304,7 @@ class SharePartitionManager:
             if has_acknowledgements:
                 return ErrorCode.invalid_request, []
             self.session_cache.remove(key)
-            if self.session_cache.maybe_create(key, requested, now) is None:
+            if self.session_cache.maybe_create(key, requested, now, connection_id) is None:
                 return ErrorCode.share_session_limit_reached, []
             return ErrorCode.none, _fetch_partitions(requested)
         error, session = self.session_cache.check_epoch(key, epoch)
@@ -195,6 +324,13 @@ class SharePartitionManager:
         """Close a member's session and release what it holds; how many offsets."""
         self.session_cache.remove(key)
         return self.release_member(*key)
+
+    def connection_closed(self, connection_id: str) -> int:
+        """A client connection closed: the share sessions it opened end and their
+        members' records are released (Kafka 4.1). How many offsets."""
+        return sum(
+            self.release_member(*key) for key in self.session_cache.remove_connection(connection_id)
+        )
 
     def delete_group(self, group_id: str) -> None:
         """DeleteGroups of a share group: its share partitions here are dropped."""
@@ -217,6 +353,26 @@ class SharePartitionManager:
         tp: TopicPartition,
         batches: list[AcknowledgementBatch],
         allow_renew: bool = False,
+        on_written: Callable[[ErrorCode], None] | None = None,
+    ) -> tuple[ErrorCode, str | None]:
+        """Apply the acknowledgements. ``on_written`` is called once: when the state
+        write they made is answered (Kafka answers an acknowledgement once its state is
+        durable), or at once when they made none."""
+        result = self._acknowledge(group_id, member_id, tp, batches, allow_renew, on_written)
+        if self._write_waiter is not None:  # no write was made
+            self._write_waiter = None
+            if on_written is not None:
+                on_written(ErrorCode.none)
+        return result
+
+    def _acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicPartition,
+        batches: list[AcknowledgementBatch],
+        allow_renew: bool,
+        on_written: Callable[[ErrorCode], None] | None,
     ) -> tuple[ErrorCode, str | None]:
         partition, error = self._leader(tp)
         if partition is None:
@@ -225,6 +381,7 @@ class SharePartitionManager:
         sp = self.share_partition(group_id, tp)
         if sp is None:
             return ErrorCode.invalid_record_state, "No records were acquired on this partition."
+        self._write_waiter = on_written
         return sp.acknowledge(member_id, batches, allow_renew)
 
     # -- fetch --------------------------------------------------------------------------

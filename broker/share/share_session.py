@@ -11,9 +11,10 @@ INVALID_SHARE_SESSION_EPOCH for the wrong epoch (or a ShareAcknowledge with 0, w
 cannot open one), SHARE_SESSION_LIMIT_REACHED when ``group.share.max.share.sessions``
 are open.
 
-Differences from Kafka: one cache, not sharded; sessions end when the client closes them
-or its member is fenced by the group coordinator (Kafka also ends them when the
-client's connection closes).
+A session also ends when the connection that opened it closes (Kafka 4.1's
+``ShareSessionCache`` connection-disconnect listener): ``remove_connection``.
+
+Differences from Kafka: one cache, not sharded.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class ShareSession:
     partitions: SessionPartitions = field(default_factory=dict)
     creation_ms: int = 0
     last_used_ms: int = 0
+    connection_id: str | None = None
 
 
 class ShareSessionCache:
@@ -52,6 +54,7 @@ class ShareSessionCache:
     def __init__(self, max_entries: int) -> None:
         self.max_entries = max_entries
         self._sessions: dict[ShareSessionKey, ShareSession] = {}
+        self._by_connection: dict[str, set[ShareSessionKey]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -60,16 +63,39 @@ class ShareSessionCache:
         return self._sessions.get(key)
 
     def remove(self, key: ShareSessionKey) -> ShareSession | None:
-        return self._sessions.pop(key, None)
+        session = self._sessions.pop(key, None)
+        if session is not None and session.connection_id is not None:
+            keys = self._by_connection.get(session.connection_id)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_connection[session.connection_id]
+        return session
+
+    def remove_connection(self, connection_id: str) -> list[ShareSessionKey]:
+        """The connection closed: its sessions go; their keys."""
+        keys = list(self._by_connection.pop(connection_id, ()))
+        for key in keys:
+            self._sessions.pop(key, None)
+        return keys
 
     def maybe_create(
-        self, key: ShareSessionKey, partitions: SessionPartitions, now_ms: int
+        self,
+        key: ShareSessionKey,
+        partitions: SessionPartitions,
+        now_ms: int,
+        connection_id: str | None = None,
     ) -> ShareSession | None:
         """A new session at epoch 1 (the next request's); None when the cache is full."""
         if key not in self._sessions and len(self._sessions) >= self.max_entries:
             return None
-        session = ShareSession(key, next_epoch(INITIAL_EPOCH), dict(partitions), now_ms, now_ms)
+        self.remove(key)
+        session = ShareSession(
+            key, next_epoch(INITIAL_EPOCH), dict(partitions), now_ms, now_ms, connection_id
+        )
         self._sessions[key] = session
+        if connection_id is not None:
+            self._by_connection.setdefault(connection_id, set()).add(key)
         return session
 
     def check_epoch(

@@ -62,6 +62,7 @@ async def test_group_configs_are_altered_and_described_per_group() -> None:
             "share.session.timeout.ms",
             "share.heartbeat.interval.ms",
             "share.record.lock.duration.ms",
+            "share.auto.offset.reset",
         }
         session = described["consumer.session.timeout.ms"]
         assert (session.value, session.source) == ("50000", ConfigSource.DEFAULT_CONFIG.value)

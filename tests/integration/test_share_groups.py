@@ -24,7 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from broker.config import BrokerConfig
-from broker.share.share_partition import SharePartition
+from broker.share.share_partition import RecordState, SharePartition
 from protocol.builders import request_builder
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import read_capture
@@ -119,9 +119,11 @@ def _share_partition(app: MiniKafka, group: str, topic: str) -> SharePartition |
 
 
 async def _initialised(app: MiniKafka, group: str, topic: str) -> SharePartition:
+    """The share partition a first ShareFetch made, once it has read its state from the
+    share coordinator (it starts at the high watermark of that moment)."""
     await wait_until(
-        lambda: _share_partition(app, group, topic) is not None,
-        "the share partition made by a first ShareFetch",
+        lambda: (sp := _share_partition(app, group, topic)) is not None and sp.initialized,
+        "the share partition made by a first ShareFetch, initialised",
         **WAIT,
     )
     found = _share_partition(app, group, topic)
@@ -349,14 +351,52 @@ async def test_a_dead_members_records_go_to_another_member_at_lock_expiry() -> N
                 for a in p.acquired_records
             ]
             assert acquired == [(0, 2, 1)]
-            await raw.close()
+            # its connection stays open (a closed one would end its share session)
             member = ShareMember(app.bootstrap, group, topic)
             tasks = await _start([member])
             await wait_until(_done(sp, 3), "every record acknowledged", **WAIT)
+            assert sp.locks_expired >= 1
         finally:
+            await raw.close()
             await _stop([member] if member else [], tasks)
         assert member is not None
         assert member.delivered() == [(0, 2), (1, 2), (2, 2)]
+
+
+async def test_a_closed_connection_ends_its_share_session_and_releases_its_records() -> None:
+    """Kafka 4.1: the share sessions a connection opened end when it closes, and what
+    their members held is available again at once (not at lock expiry)."""
+    topic = "share-disconnect"
+    group = "dead-" + topic
+    async with running_cluster(
+        **{
+            "group.share.record.lock.duration.ms": "60000",
+            "group.share.max.record.lock.duration.ms": "60000",
+        }
+    ) as app:
+        app.cluster.create_topic(topic, 1, 1, {})
+        raw = await RawClient.connect(app.bootstrap)
+        try:
+            assert (await _share_fetch(raw, app, topic, 0, 0)).error_code == ErrorCode.none
+            sp = await _initialised(app, group, topic)
+            await asyncio.to_thread(_produce, app.bootstrap, topic, [b"a", b"b"])
+            got = await _share_fetch(raw, app, topic, 1, 10_000)
+            assert [len(p.acquired_records) for t in got.responses for p in t.partitions] == [1]
+            assert sp.record_state(0) == (RecordState.ACQUIRED, 1, "dead-member")
+            manager = app.brokers[0].services.share_partition_manager
+            assert manager.session_cache.get((group, "dead-member")) is not None
+        finally:
+            await raw.close()
+        await wait_until(
+            lambda: (
+                sp.record_state(0) == (RecordState.AVAILABLE, 1, None)
+                and sp.record_state(1) == (RecordState.AVAILABLE, 1, None)
+            ),
+            "the records released",
+            **WAIT,
+        )
+        assert sp.locks_expired == 0  # released by the close, not by the lock
+        assert manager.session_cache.get((group, "dead-member")) is None
 
 
 async def test_share_consumers_on_three_brokers_read_replicated_partitions() -> None:
@@ -375,7 +415,11 @@ async def test_share_consumers_on_three_brokers_read_replicated_partitions() -> 
                     if (sp := b.services.share_partition_manager.share_partition(group, (topic, p)))
                 ]
 
-            await wait_until(lambda: len(share_partitions()) == 3, "3 share partitions", **WAIT)
+            await wait_until(
+                lambda: sum(sp.initialized for sp in share_partitions()) == 3,
+                "3 share partitions, initialised",
+                **WAIT,
+            )
             producer = Producer({"bootstrap.servers": app.bootstrap, "acks": "all", **_QUIET})
 
             def produce() -> None:
@@ -430,6 +474,7 @@ async def test_a_parked_share_fetch_is_captured_in_the_share_fetch_purgatory(
                 "the share fetch parked",
                 **WAIT,
             )
+            await _initialised(app, "dead-" + topic, topic)  # starts at the high watermark
             await asyncio.to_thread(_produce, app.bootstrap, topic, [b"x"])
             answer = await asyncio.wait_for(parked, 60)
             assert [len(p.acquired_records) for t in answer.responses for p in t.partitions] == [1]

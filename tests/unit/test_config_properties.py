@@ -19,7 +19,8 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 STOCK = DATA / "server.properties"
 
 #: Keys of Kafka's stock KRaft server.properties that a one-process simulator will
-#: never model (threads, socket buffers, the KRaft quorum, share groups).
+#: never model (threads, socket buffers, the KRaft quorum). The share coordinator's
+#: ``share.coordinator.state.topic.*`` keys are modelled now (``broker/share_coordinator/``).
 NEVER_MODELLED = {
     "process.roles",
     "node.id",
@@ -29,8 +30,6 @@ NEVER_MODELLED = {
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
-    "share.coordinator.state.topic.replication.factor",
-    "share.coordinator.state.topic.min.isr",
 }
 
 

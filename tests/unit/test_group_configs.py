@@ -28,11 +28,12 @@ def refused(m: GroupConfigManager, changes: list[tuple[str, str | None, int]]) -
     return info.value
 
 
-def test_describe_lists_the_five_with_the_brokers_values_as_defaults() -> None:
+def test_describe_lists_the_six_with_the_brokers_values_as_defaults() -> None:
     m = manager(group_consumer_session_timeout_ms=50000)
     assert m.describe("any-group") == [
         ("consumer.heartbeat.interval.ms", "5000", False),
         ("consumer.session.timeout.ms", "50000", False),
+        ("share.auto.offset.reset", "latest", False),
         ("share.heartbeat.interval.ms", "5000", False),
         ("share.record.lock.duration.ms", "30000", False),
         ("share.session.timeout.ms", "45000", False),
@@ -164,3 +165,17 @@ def test_the_coordinator_uses_the_groups_session_timeout_and_heartbeat_interval(
         w.h.advance(500)
         a.heartbeat()
     assert set(w.group.members) == {"a"}
+
+
+def test_share_auto_offset_reset_takes_kafkas_strategies_only() -> None:
+    m = manager()
+    for value in ("earliest", "latest", "by_duration:PT1H", "by_duration:P1DT0.5S"):
+        m.alter("g", [("share.auto.offset.reset", value, SET)], validate_only=False)
+        assert m.share_auto_offset_reset("g") == value
+    for value in ("none", "by_duration:", "by_duration:1H", "by_duration:P"):
+        error = refused(m, [("share.auto.offset.reset", value, SET)])
+        assert error.error is ErrorCode.invalid_config
+        assert str(error).startswith(f"Invalid value {value} for configuration")
+    assert m.share_auto_offset_reset("g") == "by_duration:P1DT0.5S"
+    m.alter("g", [("share.auto.offset.reset", None, DELETE)], validate_only=False)
+    assert m.share_auto_offset_reset("g") == "latest"

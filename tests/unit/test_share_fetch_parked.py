@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from broker.app import build_standalone_broker, fault_injector
 from broker.config import BrokerConfig
 from broker.context import ConnectionInfo
+from broker.coordinator_loader import ImmediateLoadScheduler
 from broker.handlers.registry import build_registry
 from broker.purgatories import PurgatoryName, PurgatoryOutcome
 from protocol.builders import request_builder
@@ -44,7 +45,9 @@ async def node() -> AsyncIterator[Node]:
             "group.share.max.share.sessions": "2",
         }
     )
-    broker = build_standalone_broker(clock, config=config, faults=fault_injector(handlers))
+    broker = build_standalone_broker(
+        clock, config=config, faults=fault_injector(handlers), load_scheduler=ImmediateLoadScheduler
+    )
     connection = ConnectionInfo("c-1", "127.0.0.1", 1, 9092, close=lambda _: None)
     node = Node(
         broker, broker.dispatcher, clock, fault_injector(handlers), ClientConnection("t"),
@@ -52,8 +55,12 @@ async def node() -> AsyncIterator[Node]:
     )  # fmt: skip
     manager = broker.dispatcher.services.replica_manager
     await manager.start()
+    # the share coordinator: share partitions read their state from it when first used
+    share_coordinator = broker.dispatcher.services.share_coordinator
+    await share_coordinator.start()
     broker.dispatcher.services.metadata.create_topic(TOPIC, 1, 1, {})
     yield node
+    await share_coordinator.stop()
     await manager.stop()
 
 

@@ -14,6 +14,7 @@ from broker.share.share_partition import (
     SharePartition,
     SharePartitionConfig,
 )
+from broker.share_coordinator.share_state_records import PersisterStateBatch
 from purgatory import ManualClock, SystemTimer
 
 A, R, X, G, N = (
@@ -246,3 +247,79 @@ def test_an_accept_that_opens_a_full_window_wakes_the_waiting_fetches() -> None:
     assert not woken
     sp.acknowledge("m1", [_ack(0, 0, A)])
     assert woken == [1] and sp.can_acquire_records(6)
+
+
+# -- durable state (the share coordinator's batches) -------------------------------------
+
+
+def _durable(
+    **config: int,
+) -> tuple[
+    SharePartition, ManualClock, SystemTimer, list[tuple[int, tuple[PersisterStateBatch, ...]]]
+]:
+    clock = ManualClock()
+    timer = SystemTimer(clock)
+    writes: list[tuple[int, tuple[PersisterStateBatch, ...]]] = []
+    sp = SharePartition(
+        "g",
+        "t",
+        0,
+        0,
+        SharePartitionConfig(**{"record_lock_duration_ms": 1000, **config}),
+        timer,
+        initialized=False,
+        on_write=lambda start, batches: writes.append((start, batches)),
+    )
+    return sp, clock, timer, writes
+
+
+def test_an_initialising_share_partition_acquires_nothing_until_it_has_its_state() -> None:
+    sp, _, _, writes = _durable()
+    assert not sp.can_acquire_records(10)
+    assert sp.acquire("m1", [(0, 9)], 100) == []
+    assert sp.acknowledge("m1", [_ack(0, 0, A)])[0] is ErrorCode.invalid_record_state
+    # start 3; 3-4 acknowledged, 5 archived, 6 available once, 8 available twice (7: a gap)
+    sp.initialize(
+        3,
+        [
+            PersisterStateBatch(3, 4, 2, 1),
+            PersisterStateBatch(5, 5, 4, 5),
+            PersisterStateBatch(6, 6, 0, 1),
+            PersisterStateBatch(8, 8, 0, 2),
+        ],
+    )
+    assert sp.start_offset == 6 and sp.end_offset == 9
+    assert sp.acquire("m1", [(0, 9)], 100) == [
+        AcquiredRecords(6, 6, 2),
+        AcquiredRecords(7, 7, 1),
+        AcquiredRecords(8, 8, 3),
+        AcquiredRecords(9, 9, 1),
+    ]
+    assert writes == []  # acquisition is not written
+
+
+def test_acknowledgements_and_lock_expiry_write_the_changed_batches() -> None:
+    sp, clock, timer, writes = _durable(delivery_count_limit=2)
+    sp.initialize(0, [])
+    sp.acquire("m1", [(0, 5)], 100)
+    assert sp.acknowledge("m1", [_ack(0, 1, A), _ack(3, 3, R), _ack(4, 4, X)]) == (
+        ErrorCode.none,
+        None,
+    )
+    assert writes[-1] == (2, (PersisterStateBatch(3, 3, 0, 1), PersisterStateBatch(4, 4, 4, 1)))
+    sp.acquire("m1", [(0, 5)], 100)  # 3 again (count 2)
+    _expire(clock, timer)  # each lock writes what it let go
+    assert writes[-2:] == [
+        (2, (PersisterStateBatch(2, 2, 0, 1), PersisterStateBatch(5, 5, 0, 1))),
+        (2, (PersisterStateBatch(3, 3, 4, 2),)),  # archived at the limit
+    ]
+    sp.acquire("m1", [(0, 5)], 100)
+    sp.acknowledge("m1", [_ack(2, 2, A), _ack(5, 5, A)])
+    assert writes[-1] == (6, ())  # everything done: the start offset says it all
+    assert sp.writes == 4
+
+
+def test_initialize_keeps_the_record_lock_window_only() -> None:
+    sp, _, _, _ = _durable(max_record_locks=10)
+    sp.initialize(100, [PersisterStateBatch(100, 2**62, 0, 1)])
+    assert sp.in_flight_count() == 10 and sp.end_offset == 110

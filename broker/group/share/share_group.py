@@ -46,6 +46,9 @@ class ShareGroup:
     # (topic name, topic id, partition count) of every subscribed topic, when last
     # computed: a change bumps the group epoch (Kafka's subscription metadata).
     subscription_metadata: tuple[tuple[str, uuid.UUID, int], ...] = ()
+    # every topic the group ever subscribed to (Kafka's initialised share partitions,
+    # roughly): what DescribeShareGroupOffsets lists when asked for all topics
+    subscribed_topics_seen: set[str] = field(default_factory=set)
 
     @property
     def state(self) -> ShareGroupState:

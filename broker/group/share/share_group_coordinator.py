@@ -218,6 +218,7 @@ class ShareGroupCoordinator:
         if current == group.subscription_metadata:
             return False
         group.subscription_metadata = current
+        group.subscribed_topics_seen.update(name for name, _id, _count in current)
         return True
 
     def _compute_target_assignment(self, group: ShareGroup) -> None:

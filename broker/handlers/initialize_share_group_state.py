@@ -1,0 +1,84 @@
+"""InitializeShareGroupState (key 83): the group coordinator sets a share partition's
+start offset and state epoch at the share coordinator (inter-broker, KIP-932).
+
+Each partition becomes a new ShareSnapshot (no state batches) appended with acks=all;
+its answer waits for the append. FENCED_STATE_EPOCH when the recorded state epoch is
+not older; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the coordinator says.
+
+Differences from Kafka: our share-group coordinator does not send it (a share partition
+with no state starts at the high watermark); it is served for other brokers and tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.context import RequestContext
+from broker.handlers.share_state_common import (
+    Keyed,
+    PartitionAnswers,
+    PartitionResult,
+    by_topic,
+    invalid,
+    partition_keys,
+)
+from protocol.builders import response_builder
+
+API_KEY = 83
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    coordinator = ctx.services.share_coordinator
+    keys = partition_keys(request)
+    b = response_builder(API_KEY, ctx.api_version)
+
+    def build(results: dict[Keyed, PartitionResult]) -> Any:
+        parts = [
+            (
+                key,
+                b.PartitionResult(
+                    partition=key.partition,
+                    error_code=results[(key.topic_id, key.partition)][0],
+                    error_message=results[(key.topic_id, key.partition)][1],
+                ),
+            )
+            for key, _p in keys
+        ]
+        return b.InitializeShareGroupStateResponse(
+            results=tuple(
+                b.InitializeStateResult(topic_id=topic_id, partitions=tuple(ps))
+                for topic_id, ps in by_topic(parts).items()
+            )
+        )
+
+    answers = PartitionAnswers([key for key, _p in keys], build)
+    for key, p in keys:
+        answer = answers.answer_for(key)
+        bad = invalid(request, key)
+        if bad is not None:
+            answer(*bad)
+            continue
+        coordinator.initialize_state(key, int(p.state_epoch), int(p.start_offset), answer)
+    return answers.response()
+
+
+def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
+    b = response_builder(API_KEY, ctx.api_version)
+    return b.InitializeShareGroupStateResponse(
+        results=tuple(
+            b.InitializeStateResult(
+                topic_id=t.topic_id,
+                partitions=tuple(
+                    b.PartitionResult(
+                        partition=int(p.partition), error_code=error, error_message=None
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        )
+    )

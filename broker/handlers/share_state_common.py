@@ -1,0 +1,84 @@
+"""What the share coordinator's inter-broker APIs (83-87) have in common (KIP-932).
+
+Each request names one group and, per topic id, partitions; each partition is answered
+by the share coordinator of its key (``broker/share_coordinator/``) on its own:
+NOT_COORDINATOR when this broker is not it, COORDINATOR_LOAD_IN_PROGRESS while it
+loads, INVALID_REQUEST for a missing group id or topic id or a negative partition
+(Kafka's checks). Answers that wait for a ``__share_group_state`` append come back
+through ``PartitionAnswers``, which resolves the handler's future once every partition
+has its answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.handlers.topic_names import NO_UUID
+from broker.share_coordinator.share_state_records import SharePartitionKey
+
+PartitionResult = tuple[ErrorCode, str | None]
+Keyed = tuple[uuid.UUID, int]
+
+
+def partition_keys(request: Any) -> list[tuple[SharePartitionKey, Any]]:
+    """(key, the request's partition data) for every partition, in request order."""
+    keys: list[tuple[SharePartitionKey, Any]] = []
+    for topic in request.topics:
+        topic_id = topic.topic_id if isinstance(topic.topic_id, uuid.UUID) else NO_UUID
+        for p in topic.partitions:
+            keys.append((SharePartitionKey(str(request.group_id), topic_id, int(p.partition)), p))
+    return keys
+
+
+def invalid(request: Any, key: SharePartitionKey) -> PartitionResult | None:
+    """Kafka's INVALID_REQUEST checks of one partition."""
+    if not request.group_id:
+        return ErrorCode.invalid_request, "Group id must be specified and non-empty."
+    if key.topic_id == NO_UUID:
+        return ErrorCode.invalid_request, "Topic id must be specified."
+    if key.partition < 0:
+        return ErrorCode.invalid_request, "Partition id must be non-negative."
+    return None
+
+
+def by_topic(results: list[tuple[SharePartitionKey, Any]]) -> dict[uuid.UUID, list[Any]]:
+    grouped: dict[uuid.UUID, list[Any]] = {}
+    for key, result in results:
+        grouped.setdefault(key.topic_id, []).append(result)
+    return grouped
+
+
+class PartitionAnswers:
+    """Collects each partition's (error, message) as the coordinator answers; the
+    response is built once all have answered (at once when all answered on the spot)."""
+
+    def __init__(
+        self,
+        keys: list[SharePartitionKey],
+        build: Callable[[dict[Keyed, PartitionResult]], Any],
+    ) -> None:
+        self._waiting = len(keys)
+        self._results: dict[Keyed, PartitionResult] = {}
+        self._build = build
+        self._future: asyncio.Future[Any] | None = None
+
+    def answer_for(self, key: SharePartitionKey) -> Callable[[ErrorCode, str | None], None]:
+        def answer(error: ErrorCode, message: str | None) -> None:
+            self._results[(key.topic_id, key.partition)] = (error, message)
+            self._waiting -= 1
+            if self._waiting == 0 and self._future is not None and not self._future.done():
+                self._future.set_result(self._build(self._results))
+
+        return answer
+
+    def response(self) -> Any:
+        """The response, or a future of it while appends are under way."""
+        if self._waiting <= 0:
+            return self._build(self._results)
+        self._future = asyncio.get_running_loop().create_future()
+        return self._future

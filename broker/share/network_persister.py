@@ -1,0 +1,232 @@
+"""The persister over TCP: ReadShareGroupState (84), ReadShareGroupStateSummary (87) and
+WriteShareGroupState (85) requests to the share coordinator's broker, as Kafka's
+``PersisterStateManager`` sends them (see ``persister.py`` for the calls and retries).
+
+One ``_Channel`` per destination broker: a ``LeaderEndpoint`` connection on the
+inter-broker listener (TLS/SASL with an ``InterBrokerClient``) and a task that sends the
+queued requests one at a time, in order. A connection that fails is closed and its
+request answered COORDINATOR_NOT_AVAILABLE, which the manager retries after its backoff;
+the next request opens a new connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.cluster_metadata import ClusterMetadata
+from broker.replica.leader_endpoint import LeaderEndpoint
+from broker.security.sasl_client import InterBrokerClient
+from broker.share.persister import PersisterStateManager, ReadDone, WriteDone
+from broker.share_coordinator.share_coordinator import UNINITIALIZED, ShareCoordinator
+from broker.share_coordinator.share_state_records import (
+    PersisterStateBatch,
+    ShareGroupOffset,
+    SharePartitionKey,
+)
+from protocol.builders import request_builder
+from purgatory import SystemTimer
+
+log = logging.getLogger("broker.share")
+
+READ, READ_VERSION = 84, 0
+SUMMARY, SUMMARY_VERSION = 87, 1
+WRITE, WRITE_VERSION = 85, 1
+
+Request = tuple[int, int, Any, Callable[[Any | None], None]]
+
+
+class _Channel:
+    """The connection and sender task for one destination broker."""
+
+    def __init__(self, persister: NetworkStatePersister, broker_id: int) -> None:
+        self._persister = persister
+        self.broker_id = broker_id
+        self._queue: deque[Request] = deque()
+        self._endpoint: LeaderEndpoint | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def send(
+        self, api_key: int, version: int, body: Any, on_response: Callable[[Any | None], None]
+    ) -> None:
+        self._queue.append((api_key, version, body, on_response))
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"share-persister-{self._persister.source_id}-{self.broker_id}"
+            )
+
+    async def _run(self) -> None:
+        try:
+            while self._queue:
+                api_key, version, body, on_response = self._queue.popleft()
+                on_response(await self._exchange(api_key, version, body))
+        finally:
+            self._task = None
+
+    async def _exchange(self, api_key: int, version: int, body: Any) -> Any | None:
+        try:
+            return await self._connection().request(api_key, version, body)
+        except asyncio.CancelledError:
+            raise
+        except (OSError, ConnectionError, TimeoutError) as exc:
+            log.debug("Share state request to broker %d failed: %s", self.broker_id, exc)
+        except Exception:
+            log.exception("Share state request to broker %d failed", self.broker_id)
+        self.close()
+        return None
+
+    def _connection(self) -> LeaderEndpoint:
+        if self._endpoint is None:
+            endpoint = self._persister.metadata.brokers.get(self.broker_id)
+            if endpoint is None:
+                raise ConnectionError(f"broker {self.broker_id} is not registered")
+            security = self._persister.security
+            listener = security.listener_name if security is not None else "PLAINTEXT"
+            host, port = endpoint.address(listener)
+            client_id = f"share-persister-{self._persister.source_id}"
+            self._endpoint = LeaderEndpoint(host, port, client_id, security)
+        return self._endpoint
+
+    def close(self) -> None:
+        if self._endpoint is not None:
+            self._endpoint.close()
+            self._endpoint = None
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        self._queue.clear()
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self.close()
+
+
+class NetworkStatePersister(PersisterStateManager):
+    """Kafka's persister: the share state APIs to the coordinator's broker over TCP."""
+
+    def __init__(
+        self,
+        source_id: int,
+        placement: ShareCoordinator,
+        metadata: ClusterMetadata,
+        timer: SystemTimer,
+        security: InterBrokerClient | None = None,
+    ) -> None:
+        super().__init__(placement, timer)
+        self.source_id = source_id
+        self.metadata = metadata
+        self.security = security
+        self._channels: dict[int, _Channel] = {}
+
+    async def stop(self) -> None:
+        await super().stop()
+        channels, self._channels = self._channels, {}
+        for channel in channels.values():
+            await channel.stop()
+
+    def _channel(self, broker_id: int) -> _Channel:
+        channel = self._channels.get(broker_id)
+        if channel is None:
+            channel = self._channels[broker_id] = _Channel(self, broker_id)
+        return channel
+
+    def _read(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        leader_epoch: int,
+        summary: bool,
+        answer: ReadDone,
+    ) -> None:
+        api_key, version = (SUMMARY, SUMMARY_VERSION) if summary else (READ, READ_VERSION)
+        b = request_builder(api_key, version)
+        data = b.ReadStateSummaryData if summary else b.ReadStateData
+        name = "ReadShareGroupStateSummaryRequest" if summary else "ReadShareGroupStateRequest"
+        body = getattr(b, name)(
+            group_id=key.group_id,
+            topics=(
+                data(
+                    topic_id=key.topic_id,
+                    partitions=(
+                        b.PartitionData(partition=key.partition, leader_epoch=leader_epoch),
+                    ),
+                ),
+            ),
+        )
+
+        def on_response(response: Any | None) -> None:
+            answer(*_read_result(response))
+
+        self._channel(broker_id).send(api_key, version, body, on_response)
+
+    def _write(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        state: tuple[int, int, int, tuple[PersisterStateBatch, ...]],
+        answer: WriteDone,
+    ) -> None:
+        state_epoch, leader_epoch, start_offset, batches = state
+        b = request_builder(WRITE, WRITE_VERSION)
+        partition = b.PartitionData(
+            partition=key.partition,
+            state_epoch=state_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=start_offset,
+            state_batches=tuple(
+                b.StateBatch(
+                    first_offset=s.first_offset,
+                    last_offset=s.last_offset,
+                    delivery_state=s.delivery_state,
+                    delivery_count=s.delivery_count,
+                )
+                for s in batches
+            ),
+        )
+        body = b.WriteShareGroupStateRequest(
+            group_id=key.group_id,
+            topics=(b.WriteStateData(topic_id=key.topic_id, partitions=(partition,)),),
+        )
+
+        def on_response(response: Any | None) -> None:
+            answer(
+                _partition(response)[0]
+                if response is not None
+                else ErrorCode.coordinator_not_available
+            )
+
+        self._channel(broker_id).send(WRITE, WRITE_VERSION, body, on_response)
+
+
+def _partition(response: Any) -> tuple[ErrorCode, Any]:
+    """The one partition's error and result of a share state response."""
+    try:
+        result = response.results[0].partitions[0]
+    except (AttributeError, IndexError):
+        return ErrorCode.unknown_server_error, None
+    return ErrorCode(result.error_code), result
+
+
+def _read_result(response: Any | None) -> tuple[ErrorCode, ShareGroupOffset]:
+    if response is None:
+        return ErrorCode.coordinator_not_available, UNINITIALIZED
+    error, result = _partition(response)
+    if error is not ErrorCode.none:
+        return error, UNINITIALIZED
+    batches = tuple(
+        PersisterStateBatch(
+            int(s.first_offset), int(s.last_offset), int(s.delivery_state), int(s.delivery_count)
+        )
+        for s in getattr(result, "state_batches", ())
+    )
+    leader_epoch = int(getattr(result, "leader_epoch", -1))
+    return error, ShareGroupOffset(
+        0, int(result.state_epoch), leader_epoch, int(result.start_offset), batches
+    )
