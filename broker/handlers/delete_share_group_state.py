@@ -18,6 +18,7 @@ from broker.handlers.share_state_common import (
     PartitionAnswers,
     PartitionResult,
     by_topic,
+    cluster_action_denied,
     invalid,
     partition_keys,
 )
@@ -29,6 +30,8 @@ MAX_VERSION = 0
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_action_denied(ctx):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     coordinator = ctx.services.share_coordinator
     keys = partition_keys(request)
     b = response_builder(API_KEY, ctx.api_version)

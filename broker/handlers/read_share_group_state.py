@@ -15,7 +15,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.share_state_common import by_topic, invalid, partition_keys
+from broker.handlers.share_state_common import (
+    by_topic,
+    cluster_action_denied,
+    invalid,
+    partition_keys,
+)
 from broker.share_coordinator.share_coordinator import UNINITIALIZED
 from protocol.builders import response_builder
 
@@ -25,6 +30,8 @@ MAX_VERSION = 0
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if cluster_action_denied(ctx):
+        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     coordinator = ctx.services.share_coordinator
     b = response_builder(API_KEY, ctx.api_version)
     parts = []

@@ -4,9 +4,10 @@ Each request names one group and, per topic id, partitions; each partition is an
 by the share coordinator of its key (``broker/share_coordinator/``) on its own:
 NOT_COORDINATOR when this broker is not it, COORDINATOR_LOAD_IN_PROGRESS while it
 loads, INVALID_REQUEST for a missing group id or topic id or a negative partition
-(Kafka's checks). Answers that wait for a ``__share_group_state`` append come back
-through ``PartitionAnswers``, which resolves the handler's future once every partition
-has its answer.
+(Kafka's checks); with an authorizer a principal without CLUSTER_ACTION gets
+CLUSTER_AUTHORIZATION_FAILED (``cluster_action_denied``). Answers that wait for a
+``__share_group_state`` append come back through ``PartitionAnswers``, which resolves
+the handler's future once every partition has its answer.
 """
 
 from __future__ import annotations
@@ -18,11 +19,21 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.context import RequestContext
 from broker.handlers.topic_names import NO_UUID
+from broker.security.authorizer.authorization import AclOperation, authorize_cluster
 from broker.share_coordinator.share_state_records import SharePartitionKey
 
 PartitionResult = tuple[ErrorCode, str | None]
 Keyed = tuple[uuid.UUID, int]
+
+
+def cluster_action_denied(ctx: RequestContext) -> bool:
+    """With an authorizer, these inter-broker APIs need CLUSTER_ACTION on the cluster, as
+    Kafka's KafkaApis checks (else CLUSTER_AUTHORIZATION_FAILED for every partition)."""
+    return ctx.services.authorizer is not None and not authorize_cluster(
+        ctx, AclOperation.CLUSTER_ACTION
+    )
 
 
 def partition_keys(request: Any) -> list[tuple[SharePartitionKey, Any]]:

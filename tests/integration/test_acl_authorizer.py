@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,7 @@ from tests.helpers.raw_client import RawClient
 from tests.helpers.requests import FETCH, FETCH_V, fetch_fields
 from tests.integration.conftest import running_cluster
 from tests.integration.security_setup import jaas
+from tests.integration.test_share_state_apis import _read as read_share_state
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 TOPICS = ("orders", "secret", "pay-orders", "pay-secret")
@@ -603,3 +605,17 @@ async def test_a_transaction_with_its_acls_commits(secured: MiniKafka) -> None:
         assert values[-1] == b"in a transaction"
     finally:
         await consumer.stop()
+
+
+async def test_share_state_apis_need_cluster_action() -> None:
+    """ReadShareGroupState (84) is a broker's call on the share coordinator: with an
+    authorizer a principal without CLUSTER_ACTION gets CLUSTER_AUTHORIZATION_FAILED."""
+    overrides = {**OVERRIDES, "super.users": "User:admin"}  # ANONYMOUS is nobody special
+    async with running_cluster(**overrides) as app:
+        raw = await RawClient.connect(app.brokers[0].host, app.brokers[0].port)
+        try:
+            response = await read_share_state(raw, 84, uuid.uuid4())
+            errors = [p.error_code for t in response.results for p in t.partitions]
+            assert errors == [ErrorCode.cluster_authorization_failed]
+        finally:
+            await raw.close()
