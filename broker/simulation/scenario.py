@@ -113,6 +113,7 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         handler_pools=_handler_pools(config),
     )
     await app.start()
+    nemesis.name_brokers(app, loop.network)
     try:
         await _create_topics(app)
         duration = config.duration_s
