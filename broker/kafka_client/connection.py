@@ -1,8 +1,10 @@
-"""``BrokerConnection``: one TCP connection to one broker, an asyncio shell on
-``protocol.client.ClientConnection``. Several requests may be in flight; a reader task
-pairs each response with its request (the client connection checks the order) and
-resolves that request's future. A broker that closes the connection, or answers out
-of step, fails every request in flight with ``ConnectionError``.
+"""``BrokerConnection``: one TCP connection to one broker for the command line tools.
+
+It is the project's one asyncio client shell (``client_io.shell.ClientShell``) used
+pipelined: several requests may be in flight; the shell's reader task pairs each response
+with its request (the client connection checks the order) and resolves that request's
+future. A broker that closes the connection, or answers out of step, fails every request
+in flight with ``ConnectionError``; one that does not answer in time closes it.
 """
 
 from __future__ import annotations
@@ -12,13 +14,12 @@ from typing import Any
 
 from kio.static.protocol import RequestPayload
 
-from protocol.client import ClientConnection
+from client_io import ClientShell
 from protocol.errors import ProtocolError
 
 __all__ = ["REQUEST_TIMEOUT_S", "BrokerConnection"]
 
 REQUEST_TIMEOUT_S = 30.0
-_READ_SIZE = 1 << 20
 
 
 class BrokerConnection:
@@ -27,81 +28,43 @@ class BrokerConnection:
     def __init__(self, host: str, port: int, client_id: str) -> None:
         self.host = host
         self.port = port
-        self._client = ClientConnection(client_id)
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self.client_id = client_id
+        self._shell: ClientShell | None = None
 
     async def open(self, timeout_s: float = 10.0) -> None:
-        try:
-            async with asyncio.timeout(timeout_s):
-                self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-        except TimeoutError:
-            raise ConnectionError(f"timed out connecting to {self.host}:{self.port}") from None
-        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+        self._shell = await ClientShell.open(
+            self.host, self.port, client_id=self.client_id, timeout_s=timeout_s
+        )
 
     async def request(
         self, api_key: int, version: int, payload: RequestPayload, timeout_s: float | None = None
     ) -> Any:
         """Send one request and return the decoded response (None for acks=0)."""
-        if self._writer is None or self._client.closed:
+        shell = self._shell
+        if shell is None or shell.closed:
             raise ConnectionError(f"connection to {self.host}:{self.port} is closed")
-        outgoing = self._client.send(api_key, version, payload)
-        future: asyncio.Future[Any] | None = None
-        if outgoing.expects_response:
-            future = asyncio.get_running_loop().create_future()
-            self._waiting[outgoing.correlation_id] = future
-        self._writer.write(outgoing.data)
-        await self._writer.drain()
+        future = await shell.submit(api_key, version, payload)
         if future is None:
             return None
+        limit = timeout_s or REQUEST_TIMEOUT_S
         try:
-            async with asyncio.timeout(timeout_s or REQUEST_TIMEOUT_S):
-                return await future
+            async with asyncio.timeout(limit):
+                response = await future
         except TimeoutError:
             self.close()
             raise ConnectionError(
-                f"{self.host}:{self.port} did not answer within {timeout_s or REQUEST_TIMEOUT_S} s"
+                f"{self.host}:{self.port} did not answer within {limit} s"
             ) from None
-
-    async def _read_loop(self) -> None:
-        assert self._reader is not None
-        error: Exception = ConnectionError(f"{self.host}:{self.port} closed the connection")
         try:
-            while True:
-                data = await self._reader.read(_READ_SIZE)
-                if not data:
-                    break
-                for response in self._client.receive(data):
-                    future = self._waiting.pop(response.correlation_id, None)
-                    if future is not None and not future.done():
-                        try:
-                            future.set_result(response.body)
-                        except ProtocolError as exc:
-                            future.set_exception(ConnectionError(str(exc)))
-        except (OSError, ProtocolError) as exc:
-            error = ConnectionError(f"{self.host}:{self.port}: {exc}")
-        finally:
-            self._client.connection_lost()
-            for future in self._waiting.values():
-                if not future.done():
-                    future.set_exception(error)
-            self._waiting.clear()
+            return response.body
+        except ProtocolError as exc:
+            raise ConnectionError(str(exc)) from exc
 
     @property
     def closed(self) -> bool:
-        return self._writer is None or self._client.closed
+        return self._shell is None or self._shell.closed
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-        self._client.connection_lost()
-        for future in self._waiting.values():
-            if not future.done():
-                future.set_exception(ConnectionError("connection closed"))
-        self._waiting.clear()
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            shell.abort()
