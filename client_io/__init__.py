@@ -5,6 +5,6 @@ A package of its own so that ``broker/`` (followers, marker sender, command line
 import-linter contract in ``pyproject.toml`` says so).
 """
 
-from client_io.shell import ClientShell, ResponseHandler
+from client_io.shell import ClientShell, PeerClosed, ResponseHandler
 
-__all__ = ["ClientShell", "ResponseHandler"]
+__all__ = ["ClientShell", "PeerClosed", "ResponseHandler"]

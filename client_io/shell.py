@@ -41,10 +41,14 @@ from protocol.client import ClientConnection, Outgoing, Response
 from protocol.errors import ProtocolError
 from protocol.frames import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["READ_SIZE", "ClientShell", "ResponseHandler"]
+__all__ = ["READ_SIZE", "ClientShell", "PeerClosed", "ResponseHandler"]
 
 #: Bytes asked of the stream per read (a Fetch answer of a few MiB takes a few reads).
 READ_SIZE = 1 << 20
+
+
+class PeerClosed(ConnectionError):
+    """The broker closed the stream (end of file)."""
 
 
 class ResponseHandler(Protocol):
@@ -54,7 +58,8 @@ class ResponseHandler(Protocol):
         """A response just read (paired with its request by the client connection)."""
 
     def on_connection_lost(self, error: ConnectionError) -> None:
-        """The stream ended or broke; called once, after the last `on_response`."""
+        """The stream ended (`PeerClosed`) or broke (the cause says how); called once,
+        after the last `on_response`, and not when the owner closes the shell itself."""
 
 
 class ClientShell:
@@ -75,7 +80,6 @@ class ClientShell:
         self._ready: deque[Response] = deque()  # read, not yet taken (one at a time)
         self._reading: asyncio.Task[None] | None = None  # the pipelined reader task
         self._waiting: dict[int, asyncio.Future[Response]] = {}  # submit()'s futures
-        self._handler: ResponseHandler | None = None
 
     @classmethod
     async def open(
@@ -198,7 +202,6 @@ class ClientShell:
         """Run a reader task that hands each response to ``handler`` as it is read."""
         if self._reading is not None:
             raise RuntimeError("the reader task is already running")
-        self._handler = handler
         self._reading = asyncio.get_running_loop().create_task(
             self._read_loop(handler), name=f"client-shell {self.peer}"
         )
@@ -238,7 +241,7 @@ class ClientShell:
             raise ConnectionError(f"{self.peer}: {exc}") from exc
         if not data:
             self.client.connection_lost()
-            raise ConnectionError(f"{self.peer} closed the connection")
+            raise PeerClosed(f"{self.peer} closed the connection")
         return data
 
     def _receive(self, data: bytes) -> list[Response]:
@@ -248,7 +251,8 @@ class ClientShell:
             raise ConnectionError(f"{self.peer}: {exc}") from exc
 
     async def close(self) -> None:
-        """Close the stream; a reader task ends (its handler told), pending futures fail."""
+        """Close the stream; a reader task ends (its handler is not told: the owner knows),
+        `submit`'s pending futures fail."""
         self.abort()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
@@ -263,12 +267,11 @@ class ClientShell:
         self._writer.close()
         self.client.connection_lost()
         task = self._reading
-        if task is not None and not task.done():
+        if task is not None:
             task.cancel()
-            handler = self._handler
-            if handler is not None:
-                self._handler = None
-                handler.on_connection_lost(ConnectionError(f"connection to {self.peer} closed"))
+        _Futures(self._waiting).on_connection_lost(
+            ConnectionError(f"connection to {self.peer} closed")
+        )
 
 
 class _Futures:
