@@ -34,6 +34,6 @@ def monotonic_s() -> float:
     return time.monotonic()
 
 
-def monotonic_ns() -> int:
-    """Nanoseconds for durations (a request's breakdown, capture's event stamps)."""
-    return time.perf_counter_ns()
+#: Nanoseconds for durations (a request's breakdown, capture's event stamps): the builtin
+#: itself, not a wrapper, since a request is stamped several times on the hot path.
+monotonic_ns = time.perf_counter_ns
