@@ -14,8 +14,9 @@ puts the originals back afterwards. Code that bound them at import (``from time 
 monotonic``) is not reached; none of the clients we run does that for anything that
 decides behaviour.
 
-Hash randomisation (``PYTHONHASHSEED``) is fixed per process, not per run, and aiokafka's
-behaviour depends on it (it iterates sets of topic names and partitions): across processes
+Hash randomisation (``PYTHONHASHSEED``) is fixed per process, not per run, and the scenario
+with aiokafka clients still depends on it (from its first connections on: the clients, or a
+broker path only they drive — transactions, idempotence — not yet found): across processes
 `minikafka simulate` starts its child with a fixed seed.
 """
 
