@@ -80,6 +80,8 @@ class ClientShell:
         self._ready: deque[Response] = deque()  # read, not yet taken (one at a time)
         self._reading: asyncio.Task[None] | None = None  # the pipelined reader task
         self._waiting: dict[int, asyncio.Future[Response]] = {}  # submit()'s futures
+        self._futures = _Futures(self._waiting)  # submit()'s handler
+        self._handler: ResponseHandler | None = None
 
     @classmethod
     async def open(
@@ -166,8 +168,10 @@ class ClientShell:
         self, api_key: int, version: int, body: RequestPayload, timeout_s: float | None = None
     ) -> Response:
         """Send one request and read until its response (which has not been decoded yet:
-        ``.body`` decodes)."""
-        outgoing = self.send(api_key, version, body, expect_response=True)
+        ``.body`` decodes). A request that gets no answer (an acks=0 Produce) is refused."""
+        outgoing = self.send(api_key, version, body)
+        if not outgoing.expects_response:
+            raise ValueError("request() waits for an answer an acks=0 Produce never gets: send()")
         await self.drain()
         while True:
             response = await self.next_response(timeout_s)
@@ -202,6 +206,7 @@ class ClientShell:
         """Run a reader task that hands each response to ``handler`` as it is read."""
         if self._reading is not None:
             raise RuntimeError("the reader task is already running")
+        self._handler = handler
         self._reading = asyncio.get_running_loop().create_task(
             self._read_loop(handler), name=f"client-shell {self.peer}"
         )
@@ -212,7 +217,9 @@ class ClientShell:
         """Send a request and return a future of its response (None when it expects
         none: an acks=0 Produce); the reader task starts on first use."""
         if self._reading is None:
-            self.start_reading(_Futures(self._waiting))
+            self.start_reading(self._futures)
+        elif self._handler is not self._futures:
+            raise RuntimeError("the reader task hands responses to another handler")
         if self.client.closed:
             raise ConnectionError(f"connection to {self.peer} is closed")
         outgoing = self.send(api_key, version, body)
@@ -269,9 +276,7 @@ class ClientShell:
         task = self._reading
         if task is not None:
             task.cancel()
-        _Futures(self._waiting).on_connection_lost(
-            ConnectionError(f"connection to {self.peer} closed")
-        )
+        self._futures.on_connection_lost(ConnectionError(f"connection to {self.peer} closed"))
 
 
 class _Futures:

@@ -117,3 +117,42 @@ async def test_end_of_file_is_peer_closed(kafka: MiniKafka) -> None:
             await shell.read_responses(TIMEOUT_S)
     finally:
         await shell.close()
+
+
+class _Arrivals:
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.lost: list[ConnectionError] = []
+
+    def on_response(self, response: Any) -> None:
+        self.ids.append(response.correlation_id)
+
+    def on_connection_lost(self, error: ConnectionError) -> None:
+        self.lost.append(error)
+
+
+async def test_a_handler_sees_every_response_and_the_modes_do_not_mix(kafka: MiniKafka) -> None:
+    kafka.cluster.create_topic("shell", 1, 1, kafka.config.default_topic_configs())
+    shell = await _open(kafka)
+    try:
+        produce = request_builder(PRODUCE, PRODUCE_V).ProduceRequest(
+            **produce_fields("shell", batch(), acks=0)
+        )
+        with pytest.raises(ValueError, match="acks=0"):
+            await shell.request(PRODUCE, PRODUCE_V, produce)  # sent, never answered
+        arrivals = _Arrivals()
+        shell.start_reading(arrivals)
+        for _ in range(3):
+            shell.send(API_VERSIONS, 3, _api_versions())
+        await shell.drain()
+        with pytest.raises(RuntimeError):
+            await shell.submit(API_VERSIONS, 3, _api_versions())
+        with pytest.raises(RuntimeError):
+            await shell.read_responses(TIMEOUT_S)
+        async with asyncio.timeout(TIMEOUT_S):
+            while len(arrivals.ids) < 3:
+                await asyncio.sleep(0.01)
+        assert arrivals.ids == [1, 2, 3] and not arrivals.lost
+    finally:
+        await shell.close()
+    assert not arrivals.lost  # closing it ourselves is not news to the handler
