@@ -14,10 +14,11 @@ puts the originals back afterwards. Code that bound them at import (``from time 
 monotonic``) is not reached; none of the clients we run does that for anything that
 decides behaviour.
 
-Hash randomisation (``PYTHONHASHSEED``) is fixed per process, not per run, and the scenario
-with aiokafka clients still depends on it (from its first connections on: the clients, or a
-broker path only they drive — transactions, idempotence — not yet found): across processes
-`minikafka simulate` starts its child with a fixed seed.
+Hash randomisation (``PYTHONHASHSEED``) is fixed per process, not per run, and aiokafka
+depends on it: its ``ClusterMetadata.brokers()`` is a set of ``BrokerMetadata`` (host strings
+inside), which ``get_random_node`` and ``_metadata_update`` turn into the list they draw
+from, so which broker a client asks first follows the hash seed. Across processes
+`minikafka simulate` therefore starts its child with a fixed seed.
 """
 
 from __future__ import annotations
