@@ -9,7 +9,7 @@ CONTROL_PORT ?= 9990
 RUN_OVERRIDES ?= --override default.replication.factor=$(BROKERS)
 ARGS ?=
 
-.PHONY: run test install install-dev lint typecheck imports unit integration bench clean
+.PHONY: run test install install-dev kcat lint typecheck imports unit integration bench clean
 
 $(VENV)/.base-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,19 @@ run: install
 	$(VENV)/bin/minikafka serve --brokers $(BROKERS) --port 9092 \
 		--control-port $(CONTROL_PORT) $(RUN_OVERRIDES) $(ARGS)
 
+## make kcat: install kcat (the kcat integration tests' client) when it is missing and apt-get
+## can (root); otherwise one line, never a failure: those tests then skip, saying why.
+kcat:
+	@if command -v kcat >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "kcat: installing it with apt-get (the kcat tests use it)"; \
+		(apt-get install -y -qq kcat >/dev/null 2>&1 || \
+		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq kcat >/dev/null 2>&1)) || \
+		echo "kcat: apt-get could not install it; the kcat tests will skip"; \
+	else echo "kcat: not installed and not installable here (needs root and apt-get); the kcat tests will skip"; fi
+
 ## make test: set up everything (dev and Spark extras) and run lint, types, import rules, tests.
-test: install-dev lint typecheck imports
+test: install-dev kcat lint typecheck imports
 	$(PY) -m pytest -q
 
 lint: install-dev

@@ -160,7 +160,9 @@ class ScramSaslServer:
         match = _CLIENT_FINAL.match(text)
         if match is None:
             raise SaslException("Authentication failed: Invalid client final message")
-        if match["nonce"] != self._nonce:
+        # Kafka checks endsWith, not equality: librdkafka before 2.1 (Debian's kcat) sends
+        # its client nonce again in front of the combined nonce, and Kafka accepts it.
+        if not match["nonce"].endswith(self._nonce):
             raise SaslException("Invalid client nonce in the final client message.")
         credential = self._credential
         assert credential is not None

@@ -82,8 +82,11 @@ def test_plain_accepts_a_user_and_refuses_others_with_kafkas_messages() -> None:
 # -- SCRAM -------------------------------------------------------------------------------
 
 
-def _scram_client(server: ScramSaslServer, mechanism: str, user: str, password: str) -> bytes:
-    """RFC 5802's client side; returns the server-final message."""
+def _scram_client(
+    server: ScramSaslServer, mechanism: str, user: str, password: str, nonce_prefix: str = ""
+) -> bytes:
+    """RFC 5802's client side; returns the server-final message. ``nonce_prefix`` goes in
+    front of the final message's nonce (librdkafka before 2.1 repeats its own there)."""
     hash_name = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
     client_first_bare = f"n={user},r=clientnonce123"
     server_first = server.evaluate_response(f"n,,{client_first_bare}".encode()).decode()
@@ -93,7 +96,7 @@ def _scram_client(server: ScramSaslServer, mechanism: str, user: str, password: 
     salted = salted_password(mechanism, password.encode(), salt, int(fields["i"]))
     client_key = hmac.new(salted, b"Client Key", hash_name).digest()
     stored_key = hashlib.new(hash_name, client_key).digest()
-    without_proof = f"c={base64.b64encode(b'n,,').decode()},r={fields['r']}"
+    without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce_prefix}{fields['r']}"
     auth_message = f"{client_first_bare},{server_first},{without_proof}".encode()
     signature = hmac.new(stored_key, auth_message, hash_name).digest()
     proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
@@ -115,6 +118,20 @@ def test_scram_exchange(mechanism: str) -> None:
     server = ScramSaslServer(mechanism, lambda u, m: creds.get((u, m)), lambda n: b"n" * n)
     _scram_client(server, mechanism, "alice", "secret")
     assert server.is_complete() and server.authorization_id() == "alice"
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_final_nonce_only_ends_with_the_servers_as_in_kafka(mechanism: str) -> None:
+    """Kafka's check is ``endsWith``: librdkafka 2.0 (kcat 1.7) sends ``r=<client nonce>``
+    followed by the combined nonce, and logs in; a nonce that ends otherwise is refused."""
+    creds = _store(mechanism)
+    server = ScramSaslServer(mechanism, lambda u, m: creds.get((u, m)), lambda n: b"n" * n)
+    _scram_client(server, mechanism, "alice", "secret", nonce_prefix="clientnonce123")
+    assert server.is_complete() and server.authorization_id() == "alice"
+    refused = ScramSaslServer(mechanism, lambda u, m: creds.get((u, m)), lambda n: b"n" * n)
+    refused.evaluate_response(b"n,,n=alice,r=clientnonce123")
+    with pytest.raises(SaslException, match="Invalid client nonce"):
+        refused.evaluate_response(b"c=biws,r=clientnonce123nnnn-other,p=AAAA")
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
