@@ -23,6 +23,7 @@ from protocol.builders import request_builder
 from tests.helpers.cluster import wait_until
 from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster
+from tests.integration.test_consumer_group_kip848_clients import _cli, _rows
 from tests.integration.test_share_groups import (
     WAIT,
     ShareMember,
@@ -188,3 +189,40 @@ async def test_describe_groups_answers_a_share_group_as_not_a_classic_group() ->
         (),
     )
     assert [(x.group_id, x.group_type) for x in listed.groups] == [(group, "share")]
+
+
+async def test_cli_describes_a_share_group_members_start_offsets_and_lag() -> None:
+    """``minikafka groups describe`` of a share group: Kafka 4.2's
+    ``kafka-share-groups.sh`` views (state, members, start offset and lag)."""
+    group, topic = f"share-{uuid.uuid4().hex[:8]}", f"share-cli-{uuid.uuid4().hex[:6]}"
+    async with running_cluster(**SETTINGS) as app:
+        app.cluster.create_topic(topic, 1, 1, {})
+        manager = app.brokers[0].services.share_partition_manager
+        member = ShareMember(app.bootstrap, group, topic)
+        tasks = await _start([member])
+        try:
+            sp = await _initialised(app, group, topic)
+            await asyncio.to_thread(_produce, app.bootstrap, topic, [b"%d" % i for i in range(5)])
+            await wait_until(
+                lambda: sp.start_offset == 5 and manager.pending_writes == 0,
+                "the 5 acknowledged and written",
+                **WAIT,
+            )
+            state = _rows(await _cli(app.bootstrap, "groups", "describe", group, "--state"))
+            members = _rows(await _cli(app.bootstrap, "groups", "describe", group, "--members"))
+            listed = _rows(await _cli(app.bootstrap, "groups", "list", "--type", "share"))
+        finally:
+            await _stop([member], tasks)
+        await wait_until(lambda: _members(app, group) == 0, "the member left", **WAIT)
+        await asyncio.to_thread(_produce, app.bootstrap, topic, [b"x", b"y", b"z"])
+        offsets = _rows(await _cli(app.bootstrap, "groups", "describe", group))
+    assert state[0] == ["GROUP", "COORDINATOR", "(ID)", "STATE", "#MEMBERS"]
+    assert (state[1][0], state[1][-2:]) == (group, ["Stable", "1"])
+    assert members[0] == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
+    assert (members[1][0], members[1][-2:]) == (group, ["1", f"{topic}:0"])
+    assert listed == [["GROUP", "TYPE"], [group, "Share"]]
+    assert offsets[0] == ["Share", "group", f"'{group}'", "has", "no", "active", "members."]
+    assert offsets[1:] == [
+        ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"],
+        [group, topic, "0", "5", "3"],
+    ]
