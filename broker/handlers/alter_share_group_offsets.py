@@ -1,8 +1,9 @@
 """AlterShareGroupOffsets (key 91): set a share group's start offset per partition
 (KIP-932, AdminClient's ``alterShareGroupOffsets``, ``kafka-share-groups --reset-offsets``).
 
-As Kafka 4.2: only for an EMPTY share group (NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND
-for a group that is not a share group here), asked of the group's coordinator; a topic or
+As Kafka 4.2: only for an EMPTY share group (NON_EMPTY_GROUP otherwise); a group that does
+not exist yet is made, empty (KAFKA-19662: offsets set before a group's first use), and
+a group id of another type is GROUP_ID_NOT_FOUND. Asked of the group's coordinator; a topic or
 partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION for that partition. Each new
 start offset is written through the persister as InitializeShareGroupState at the
 partition's state epoch plus one, so it is durable and fences the writes of any share
@@ -40,7 +41,7 @@ Cell = dict[str, Any]  # one partition's answer
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     group_id = str(request.group_id)
-    error, message = group_error(ctx, group_id, AclOperation.READ)
+    error, message = group_error(ctx, group_id, AclOperation.READ, create=True)
     if error is not ErrorCode.none:
         return _response(ctx, error, message, ())
     persister = ctx.services.share_partition_manager.persister

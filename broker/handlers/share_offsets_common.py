@@ -19,17 +19,19 @@ Call = Callable[[Callable[[ErrorCode], None]], None]
 
 
 def group_error(
-    ctx: RequestContext, group_id: str, operation: AclOperation
+    ctx: RequestContext, group_id: str, operation: AclOperation, create: bool = False
 ) -> tuple[ErrorCode, str | None]:
     """The group-level error, if any: authorization, coordinator placement,
-    GROUP_ID_NOT_FOUND for a group that is not a share group here, NON_EMPTY_GROUP for
-    one with members (offsets change only while nobody consumes)."""
+    GROUP_ID_NOT_FOUND for a group that is not a share group here (with ``create``, only
+    for another type's group: an unknown one is made, empty), NON_EMPTY_GROUP for one
+    with members (offsets change only while nobody consumes)."""
     if group_denied(ctx, group_id, operation):
         return ErrorCode.group_authorization_failed, None
     placement = ctx.services.group_metadata_manager.check_coordinator(group_id)
     if placement is not ErrorCode.none:
         return placement, None
-    group = ctx.services.share_group_coordinator.group(group_id)
+    coordinator = ctx.services.share_group_coordinator
+    group = coordinator.get_or_create_group(group_id) if create else coordinator.group(group_id)
     if group is None:
         return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
     if group.members:

@@ -74,6 +74,25 @@ async def _delete(raw: RawClient, group: str, topics: list[str]) -> Any:
     )
 
 
+async def _coordinator_ready(raw: RawClient, group: str) -> None:
+    """FindCoordinator until it answers (the first one makes ``__consumer_offsets``), as
+    a client does before asking a group's coordinator."""
+    answered: list[Any] = []
+
+    async def ask() -> bool:
+        found = await raw.request(
+            10, 4, "FindCoordinatorRequest", key_type=0, coordinator_keys=(group,)
+        )
+        answered.append(found)
+        return bool(found.coordinators[0].error_code == ErrorCode.none)
+
+    for _ in range(WAIT["attempts"]):
+        if await ask():
+            return
+        await asyncio.sleep(WAIT["step_s"])
+    raise AssertionError(f"no coordinator for {group}: {answered[-1]}")
+
+
 async def _start_offsets(raw: RawClient, group: str, topic: str) -> list[int]:
     b = request_builder(90, 1)
     described = await raw.request(
@@ -140,7 +159,7 @@ async def test_alter_and_delete_share_group_offsets_on_an_empty_group() -> None:
             # durable at the share coordinator; the leader's in-memory state is gone
             assert await _start_offsets(raw, group, topic) == [3]
             assert _share_partition(app, group, topic) is None
-            unknown = await _alter(raw, "no-such-group", {topic: {0: 0}})
+            unknown = await _delete(raw, "no-such-group", [topic])
             assert unknown.error_code == ErrorCode.group_id_not_found
 
             # the next consumer starts at offset 3
@@ -226,3 +245,22 @@ async def test_cli_describes_a_share_group_members_start_offsets_and_lag() -> No
         ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"],
         [group, topic, "0", "5", "3"],
     ]
+
+
+async def test_alter_share_group_offsets_makes_a_group_before_its_first_use() -> None:
+    """Kafka 4.2 (KAFKA-19662): offsets set for a group that does not exist yet make it,
+    and its first consumer starts there."""
+    group, topic = f"share-{uuid.uuid4().hex[:8]}", "share-preset"
+    async with running_cluster(**SETTINGS) as app:
+        app.cluster.create_topic(topic, 1, 1, {})
+        await asyncio.to_thread(_produce, app.bootstrap, topic, [b"%d" % i for i in range(6)])
+        raw = await RawClient.connect(app.bootstrap)
+        try:
+            await _coordinator_ready(raw, group)
+            preset = await _alter(raw, group, {topic: {0: 4}})
+            assert await _start_offsets(raw, group, topic) == [4]
+        finally:
+            await raw.close()
+        member = await _consume_all(app, group, topic, 6)
+    assert [p.error_code for t in preset.responses for p in t.partitions] == [ErrorCode.none]
+    assert sorted(member.delivered()) == [(4, 1), (5, 1)]
