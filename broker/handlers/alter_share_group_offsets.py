@@ -15,6 +15,9 @@ Differences from Kafka: the state epoch comes from reading the partition's state
 first (Kafka keeps it in the group's metadata records); a negative start offset is
 INVALID_REQUEST for its partition; a share partition in memory on another broker that
 never writes again keeps serving from its old state until it is led again.
+
+With an authorizer (as ``KafkaApis``): GROUP_AUTHORIZATION_FAILED without READ on the
+group, TOPIC_AUTHORIZATION_FAILED for a topic without READ.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.share_offsets_common import Call, group_error, run_calls
+from broker.handlers.share_offsets_common import Call, group_error, run_calls, topic_denied
 from broker.security.authorizer.authorization import AclOperation
 from broker.share.persister import StatePersister
 from broker.share_coordinator.share_state_records import ShareGroupOffset, SharePartitionKey
@@ -50,14 +53,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     changed: list[tuple[str, int]] = []
     for t in request.topics:
         name = str(t.topic_name)
-        info = ctx.services.metadata.topics.get(name)
+        denied = topic_denied(ctx, name)
+        info = None if denied else ctx.services.metadata.topics.get(name)
         cells: list[Cell] = []
         for p in t.partitions:
             cell: Cell = {"partition_index": int(p.partition_index)}
             cell.update(error_code=ErrorCode.none, error_message=None)
             cells.append(cell)
             index, start = int(p.partition_index), int(p.start_offset)
-            if info is None or not 0 <= index < len(info.partitions):
+            if denied:
+                cell["error_code"] = ErrorCode.topic_authorization_failed
+            elif info is None or not 0 <= index < len(info.partitions):
                 cell["error_code"] = ErrorCode.unknown_topic_or_partition
             elif start < 0:
                 cell.update(error_code=ErrorCode.invalid_request, error_message="Bad offset.")

@@ -13,6 +13,9 @@ share partitions of it in memory on this broker are dropped: the next fetch star
 
 Differences from Kafka: a share partition in memory on another broker keeps its state
 until it is led again.
+
+With an authorizer (as ``KafkaApis``): GROUP_AUTHORIZATION_FAILED without DELETE on the
+group, TOPIC_AUTHORIZATION_FAILED for a topic without READ.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.share_offsets_common import Call, group_error, run_calls
+from broker.handlers.share_offsets_common import Call, group_error, run_calls, topic_denied
 from broker.security.authorizer.authorization import AclOperation
 from broker.share.persister import StatePersister
 from broker.share_coordinator.share_state_records import SharePartitionKey
@@ -52,6 +55,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         cell: Cell = {"topic_name": name, "error_code": ErrorCode.none, "error_message": None}
         cell["topic_id"] = info.topic_id if info is not None else uuid.UUID(int=0)
         cells.append(cell)
+        if topic_denied(ctx, name):
+            cell.update(error_code=ErrorCode.topic_authorization_failed, topic_id=uuid.UUID(int=0))
+            continue
         if info is None:
             cell["error_code"] = ErrorCode.unknown_topic_or_partition
             continue

@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
 from broker.handlers.group_common import group_denied
-from broker.security.authorizer.authorization import AclOperation
+from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
 
 # one persister call: given where to answer, it starts the call
 Call = Callable[[Callable[[ErrorCode], None]], None]
@@ -37,6 +37,12 @@ def group_error(
     if group.members:
         return ErrorCode.non_empty_group, "The group is not empty."
     return ErrorCode.none, None
+
+
+def topic_denied(ctx: RequestContext, topic: str) -> bool:
+    """With an authorizer, a topic the principal may not READ: TOPIC_AUTHORIZATION_FAILED
+    for it, checked before whether it exists (``KafkaApis``)."""
+    return not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic)
 
 
 def run_calls(calls: list[tuple[Call, Callable[[ErrorCode], None]]], build: Any) -> Any:
