@@ -16,72 +16,26 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.share_state_common import (
-    Keyed,
-    PartitionAnswers,
-    PartitionResult,
-    by_topic,
-    cluster_action_denied,
-    invalid,
-    partition_keys,
-)
-from protocol.builders import response_builder
+from broker.handlers import share_state_common
+from broker.handlers.share_state_common import Answer
+from broker.share_coordinator.share_state_records import SharePartitionKey
 
 API_KEY = 83
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
+NAMES = ("InitializeShareGroupStateResponse", "InitializeStateResult")
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if cluster_action_denied(ctx):
-        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     coordinator = ctx.services.share_coordinator
-    keys = partition_keys(request)
-    b = response_builder(API_KEY, ctx.api_version)
 
-    def build(results: dict[Keyed, PartitionResult]) -> Any:
-        parts = [
-            (
-                key,
-                b.PartitionResult(
-                    partition=key.partition,
-                    error_code=results[(key.topic_id, key.partition)][0],
-                    error_message=results[(key.topic_id, key.partition)][1],
-                ),
-            )
-            for key, _p in keys
-        ]
-        return b.InitializeShareGroupStateResponse(
-            results=tuple(
-                b.InitializeStateResult(topic_id=topic_id, partitions=tuple(ps))
-                for topic_id, ps in by_topic(parts).items()
-            )
-        )
-
-    answers = PartitionAnswers([key for key, _p in keys], build)
-    for key, p in keys:
-        answer = answers.answer_for(key)
-        bad = invalid(request, key)
-        if bad is not None:
-            answer(*bad)
-            continue
+    def initialize(key: SharePartitionKey, p: Any, answer: Answer) -> None:
         coordinator.initialize_state(key, int(p.state_epoch), int(p.start_offset), answer)
-    return answers.response()
+
+    return share_state_common.serve_appends(ctx, request, API_KEY, NAMES, initialize)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
-    b = response_builder(API_KEY, ctx.api_version)
-    return b.InitializeShareGroupStateResponse(
-        results=tuple(
-            b.InitializeStateResult(
-                topic_id=t.topic_id,
-                partitions=tuple(
-                    b.PartitionResult(
-                        partition=int(p.partition), error_code=error, error_message=None
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in request.topics
-        )
-    )
+    return share_state_common.error_response(ctx, request, API_KEY, NAMES, error)

@@ -15,79 +15,43 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.context import RequestContext
-from broker.handlers.share_state_common import (
-    by_topic,
-    cluster_action_denied,
-    invalid,
-    partition_keys,
-)
-from broker.share_coordinator.share_coordinator import UNINITIALIZED
-from protocol.builders import response_builder
+from broker.handlers import share_state_common
 
 API_KEY = 84
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
-    if cluster_action_denied(ctx):
-        return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
-    coordinator = ctx.services.share_coordinator
-    b = response_builder(API_KEY, ctx.api_version)
-    parts = []
-    for key, p in partition_keys(request):
-        bad = invalid(request, key)
-        if bad is not None:
-            error, message, state = bad[0], bad[1], UNINITIALIZED
-        else:
-            error, message, state = coordinator.read_state(key, int(p.leader_epoch))
-        parts.append(
-            (
-                key,
-                b.PartitionResult(
-                    partition=key.partition,
-                    error_code=error,
-                    error_message=message,
-                    state_epoch=state.state_epoch,
-                    start_offset=state.start_offset,
-                    state_batches=tuple(
-                        b.StateBatch(
-                            first_offset=s.first_offset,
-                            last_offset=s.last_offset,
-                            delivery_state=s.delivery_state,
-                            delivery_count=s.delivery_count,
-                        )
-                        for s in state.state_batches
-                    ),
-                ),
+NAMES = ("ReadShareGroupStateResponse", "ReadStateResult")
+
+
+def _fields(b: Any, state: Any) -> dict[str, Any]:
+    return {
+        "state_epoch": state.state_epoch,
+        "start_offset": state.start_offset,
+        "state_batches": tuple(
+            b.StateBatch(
+                first_offset=s.first_offset,
+                last_offset=s.last_offset,
+                delivery_state=s.delivery_state,
+                delivery_count=s.delivery_count,
             )
-        )
-    return b.ReadShareGroupStateResponse(
-        results=tuple(
-            b.ReadStateResult(topic_id=topic_id, partitions=tuple(ps))
-            for topic_id, ps in by_topic(parts).items()
-        )
+            for s in state.state_batches
+        ),
+    }
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    coordinator = ctx.services.share_coordinator
+    return share_state_common.serve_reads(
+        ctx,
+        request,
+        API_KEY,
+        NAMES,
+        lambda key, p: coordinator.read_state(key, int(p.leader_epoch)),
+        _fields,
     )
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
-    b = response_builder(API_KEY, ctx.api_version)
-    return b.ReadShareGroupStateResponse(
-        results=tuple(
-            b.ReadStateResult(
-                topic_id=t.topic_id,
-                partitions=tuple(
-                    b.PartitionResult(
-                        partition=int(p.partition),
-                        error_code=error,
-                        error_message=None,
-                        state_epoch=0,
-                        start_offset=-1,
-                        state_batches=(),
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in request.topics
-        )
-    )
+    return share_state_common.error_response(ctx, request, API_KEY, NAMES, error)

@@ -22,7 +22,9 @@ from kio.schema.errors import ErrorCode
 from broker.context import RequestContext
 from broker.handlers.topic_names import NO_UUID
 from broker.security.authorizer.authorization import AclOperation, authorize_cluster
+from broker.share_coordinator.share_coordinator import UNINITIALIZED
 from broker.share_coordinator.share_state_records import SharePartitionKey
+from protocol.builders import response_builder
 
 PartitionResult = tuple[ErrorCode, str | None]
 Keyed = tuple[uuid.UUID, int]
@@ -93,3 +95,112 @@ class PartitionAnswers:
             return self._build(self._results)
         self._future = asyncio.get_running_loop().create_future()
         return self._future
+
+
+Answer = Callable[[ErrorCode, str | None], None]
+
+
+#: kio's class names of an API's response and of its per-topic result.
+Names = tuple[str, str]
+
+
+def _response(b: Any, names: Names, parts: list[tuple[SharePartitionKey, Any]]) -> Any:
+    """The response of per-partition results, grouped by topic."""
+    result = getattr(b, names[1])
+    return getattr(b, names[0])(
+        results=tuple(
+            result(topic_id=topic_id, partitions=tuple(ps))
+            for topic_id, ps in by_topic(parts).items()
+        )
+    )
+
+
+def serve_appends(
+    ctx: RequestContext,
+    request: Any,
+    api_key: int,
+    names: Names,
+    call: Callable[[SharePartitionKey, Any, Answer], None],
+) -> Any:
+    """The skeleton of the APIs whose partitions answer once their append is acknowledged
+    (Initialize, Write, Delete): ``call(key, partition data, answer)`` per valid partition,
+    the response (or a future of it) once every partition has answered."""
+    if cluster_action_denied(ctx):
+        return error_response(ctx, request, api_key, names, ErrorCode.cluster_authorization_failed)
+    keys = partition_keys(request)
+    b = response_builder(api_key, ctx.api_version)
+
+    def build(results: dict[Keyed, PartitionResult]) -> Any:
+        parts = []
+        for key, _p in keys:
+            error, message = results[(key.topic_id, key.partition)]
+            parts.append(
+                (
+                    key,
+                    b.PartitionResult(
+                        partition=key.partition, error_code=error, error_message=message
+                    ),
+                )
+            )
+        return _response(b, names, parts)
+
+    answers = PartitionAnswers([key for key, _p in keys], build)
+    for key, p in keys:
+        answer = answers.answer_for(key)
+        bad = invalid(request, key)
+        if bad is not None:
+            answer(*bad)
+        else:
+            call(key, p, answer)
+    return answers.response()
+
+
+def serve_reads(
+    ctx: RequestContext,
+    request: Any,
+    api_key: int,
+    names: Names,
+    read: Callable[[SharePartitionKey, Any], tuple[ErrorCode, str | None, Any]],
+    fields: Callable[[Any, Any], dict[str, Any]],
+) -> Any:
+    """The skeleton of the read APIs (Read, ReadSummary), answered at once:
+    ``read(key, partition data) -> (error, message, state)`` per valid partition (an
+    invalid one reads as uninitialised), ``fields(builder, state)`` the partition result's
+    own fields."""
+    if cluster_action_denied(ctx):
+        return error_response(ctx, request, api_key, names, ErrorCode.cluster_authorization_failed)
+    b = response_builder(api_key, ctx.api_version)
+    parts = []
+    for key, p in partition_keys(request):
+        bad = invalid(request, key)
+        error, message, state = (bad[0], bad[1], UNINITIALIZED) if bad else read(key, p)
+        result = b.PartitionResult(
+            partition=key.partition, error_code=error, error_message=message, **fields(b, state)
+        )
+        parts.append((key, result))
+    return _response(b, names, parts)
+
+
+def error_response(
+    ctx: RequestContext, request: Any, api_key: int, names: Names, error: ErrorCode
+) -> Any:
+    """Every partition of the request answered ``error`` (a read's state as uninitialised:
+    fields a version lacks are dropped by the builder)."""
+    b = response_builder(api_key, ctx.api_version)
+    uninitialised = {
+        "state_epoch": 0,
+        "leader_epoch": -1,
+        "start_offset": -1,
+        "state_batches": (),
+        "delivery_complete_count": -1,
+    }
+    parts = [
+        (
+            key,
+            b.PartitionResult(
+                partition=int(p.partition), error_code=error, error_message=None, **uninitialised
+            ),
+        )
+        for key, p in partition_keys(request)
+    ]
+    return _response(b, names, parts)

@@ -62,7 +62,8 @@ def add_simulate_parser(sub: Any) -> None:
     simulate.add_argument(
         "--faults",
         default="none",
-        help="KIND=COUNT,... of restart, partition, pause, delay, lagging-failover; "
+        help="KIND=COUNT,... of restart, partition, pause, delay, lagging-failover, "
+        "broker-partition, one-way, loss; "
         f"'default' is {DEFAULT_FAULTS}",
     )
     simulate.add_argument(

@@ -14,6 +14,14 @@ demand). All of them end before the clients stop, and the run ends with the clus
 - ``pause``: the broker's followers stop fetching (`MiniKafka.pause_replication`): its ISR
   memberships lapse after ``replica.lag.time.max.ms`` and acks=all waits on the others.
 - ``delay``: its follower fetches at least 500 ms apart (`set_replication_delay_ms`).
+- ``broker-partition``: the broker and the other brokers cannot reach each other (both ways:
+  its followers and theirs wait, the share persister and marker sender too) while every
+  client still reaches every broker — the controller (in process) still sees it alive, so it
+  stays registered, leads what it led and shrinks its ISRs.
+- ``one-way``: what the broker sends the other brokers waits; what they send it arrives. Its
+  fetch requests and its answers to their fetches both stall: TCP's asymmetric partition.
+- ``loss``: 5% of the messages to and from its listener are lost on the wire and arrive
+  after TCP's retransmission timeout (200 ms, doubling).
 - ``lagging-failover``: the two at once, as they meet in production — the broker's followers
   stop fetching, and while they lag (still in the ISR: less than ``replica.lag.time.max.ms``)
   the next broker dies; the controller may elect the lagging follower. A correct broker never
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -32,7 +41,18 @@ from broker.app import MiniKafka
 from broker.simulation.history import History
 from broker.simulation.network import SimNetwork
 
-KINDS = ("restart", "partition", "pause", "delay", "lagging-failover")
+KINDS = (
+    "restart",
+    "partition",
+    "pause",
+    "delay",
+    "lagging-failover",
+    "broker-partition",
+    "one-way",
+    "loss",
+)
+#: The share of messages lost on a ``loss`` fault's listener.
+LOSS_RATE = 0.05
 
 
 def parse_faults(text: str) -> dict[str, int]:
@@ -150,10 +170,60 @@ class Nemesis:
         async def slow() -> None:
             app.set_replication_delay_ms(broker, 500)
 
+        async def lossy() -> None:
+            self._network.faults(port).loss_rate = LOSS_RATE
+
+        async def lossless() -> None:
+            self._network.faults(port).loss_rate = 0.0
+
         actions = {
             "restart": (stop, start),
             "partition": (hold, release),
             "pause": (pause, resume),
             "delay": (slow, resume),
+            "broker-partition": self._cuts(broker, both_ways=True),
+            "one-way": self._cuts(broker, both_ways=False),
+            "loss": (lossy, lossless),
         }
         return actions[fault.kind]
+
+    def _cuts(
+        self, broker: int, both_ways: bool
+    ) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
+        """Cut ``broker`` from the other brokers (not from the clients)."""
+        node = broker_node(broker)
+        pairs = [(node, broker_node(b)) for b in range(len(self._app.brokers)) if b != broker]
+        if both_ways:
+            pairs += [(other, me) for me, other in pairs]
+
+        async def cut() -> None:
+            for src, dst in pairs:
+                self._network.cut(src, dst)
+
+        async def heal() -> None:
+            for src, dst in pairs:
+                self._network.heal(src, dst)
+
+        return cut, heal
+
+
+#: A broker's own connections name it in their client ids (``ReplicaFetcher``,
+#: ``InterBrokerMarkerSender``, ``NetworkStatePersister``).
+_BROKER_CLIENT_ID = re.compile(r"(?:replica-fetcher|txn-marker-channel|share-persister)-(\d+)")
+
+
+def broker_node(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+def name_brokers(app: MiniKafka, network: SimNetwork) -> None:
+    """Tell the network which node each listener and each broker's own connection is, so
+    that faults can cut brokers from each other."""
+    for broker in app.brokers:
+        network.name_port(broker.port, broker_node(broker.broker_id))
+
+    def node_of(client_id: str) -> str | None:
+        match = _BROKER_CLIENT_ID.fullmatch(client_id)
+        return broker_node(int(match.group(1))) if match else None
+
+    network.name_client_ids(node_of)

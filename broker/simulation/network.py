@@ -15,11 +15,24 @@ latency, a paused reader (`pause_reading`, the broker's muted channel) holds wha
 until it resumes, a connection to a port nobody listens on is refused, the acceptor learns of
 a connection half a round trip before the connector does.
 
-Not modelled: bandwidth and socket buffers (a write never blocks), Nagle, partial writes,
-half-close (`can_write_eof()` is False). Faults are a `LinkFaults` per listener port: traffic
-to and from a *held* port waits until it is released (TCP retransmitting through a
-partition: delivered late, not lost), extra delay, and connection resets; and per client
-node (`client_node`): an *isolated* client's traffic waits the same way, both directions.
+Bandwidth: each direction of a connection sends one message after another at
+``LatencyModel.bandwidth_bytes_per_s`` (0: unlimited), so a large response holds up what is
+behind it, as on a link. Not modelled: socket buffers (a write never blocks), Nagle, partial
+writes, half-close (`can_write_eof()` is False).
+
+Nodes. Every message travels from one node to another. A listener port belongs to the node
+`name_port` gave it (``port-N`` otherwise); a connection comes from the node its opener runs
+in (`client_node`), or, opened outside one, from the node `name_client_ids` finds for the
+client id of its first request — how a simulated cluster tells a broker's own connections
+(followers, the transaction marker sender, the share persister: each names its broker in its
+client id) from its clients', as Kafka's request log does.
+
+Faults, all seeded or scheduled, none of them losing a byte (TCP retransmits): per listener
+port a `LinkFaults` — *held* (traffic to and from it waits until released: a partition that
+delivers late), extra delay, loss (a message lost on the wire arrives after a retransmission
+timeout, doubling for each loss in a row) — and connection resets; per node: an *isolated*
+client (both directions wait) and *cuts*, one way (``cut(a, b)``: what ``a`` sends ``b``
+waits) or both: a partition between two brokers that leaves their clients alone.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ import asyncio
 import contextvars
 import itertools
 import random
+import struct
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -39,6 +53,7 @@ _EOF = object()  # sentinel in a transport's inbox: the peer closed
 # Who opens a connection: a simulated client names itself by running in `client_node(name)`
 # (the tasks it starts inherit the name), so a fault can single it out — `isolate`.
 _CLIENT_NODE: contextvars.ContextVar[str] = contextvars.ContextVar("sim_node", default="client")
+_CLIENT_ID = struct.Struct(">h")
 
 
 @contextmanager
@@ -57,9 +72,15 @@ class LatencyModel:
 
     base_s: float = 0.0002
     jitter_s: float = 0.0001
+    #: Each direction of a connection sends at this rate (0: unlimited).
+    bandwidth_bytes_per_s: float = 0.0
 
     def draw(self, rng: random.Random) -> float:
         return self.base_s + (rng.random() * self.jitter_s if self.jitter_s > 0 else 0.0)
+
+    def transmit_s(self, size: int) -> float:
+        """How long ``size`` bytes occupy the link."""
+        return size / self.bandwidth_bytes_per_s if self.bandwidth_bytes_per_s > 0 else 0.0
 
 
 @dataclass(slots=True)
@@ -68,6 +89,14 @@ class LinkFaults:
 
     held: bool = False
     extra_delay_s: float = 0.0
+    #: The chance that a message is lost on the wire and retransmitted after `RTO_S`.
+    loss_rate: float = 0.0
+
+
+#: TCP's minimum retransmission timeout on Linux (200 ms): what a lost message costs.
+RTO_S = 0.2
+#: A default node: whoever opened a connection outside `client_node`.
+ANONYMOUS_NODE = "client"
 
 
 _Message = tuple[Callable[..., None], tuple[Any, ...]]
@@ -78,11 +107,15 @@ class _Link:
     """One direction of one connection: its in-order delivery horizon and held messages."""
 
     server_port: int
-    client_node: str
+    src: str
+    dst: str
     serial: int
     last_arrival: float = 0.0
+    busy_until: float = 0.0  # when the link has sent what it was given (bandwidth)
     in_flight: deque[_Message] = field(default_factory=deque)
     held: deque[_Message] = field(default_factory=deque)
+    #: The other direction of the same connection; None once the source is known.
+    reverse: _Link | None = None
 
 
 class _SimSocket:
@@ -197,7 +230,10 @@ class SimTransport(asyncio.Transport):
             return
         peer = self.peer
         if peer is not None:
-            self._network._send(self._outgoing, peer._receive, bytes(data))
+            payload = bytes(data)
+            if self._outgoing.reverse is not None:
+                self._network._learn_source(self._outgoing, payload)
+            self._network._send(self._outgoing, peer._receive, payload)
 
     def writelines(self, list_of_data: Any) -> None:
         self.write(b"".join(list_of_data))
@@ -275,7 +311,37 @@ class SimNetwork:
         self._links: dict[int, set[_Link]] = {}
         self._accepted: dict[int, set[SimTransport]] = {}
         self._isolated: set[str] = set()
+        self._cuts: set[tuple[str, str]] = set()
+        self._port_nodes: dict[int, str] = {}
+        self._client_id_nodes: Callable[[str], str | None] = lambda _client_id: None
         self.messages_delivered = 0
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def name_port(self, port: int, node: str) -> None:
+        """Connections to ``port`` reach ``node`` (a broker's listener: ``broker-1``)."""
+        self._port_nodes[port] = node
+
+    def name_client_ids(self, node_of: Callable[[str], str | None]) -> None:
+        """How to tell, from the client id of its first request, which node opened a
+        connection outside `client_node` (None: it stays `ANONYMOUS_NODE`)."""
+        self._client_id_nodes = node_of
+
+    def node_of_port(self, port: int) -> str:
+        return self._port_nodes.get(port, f"port-{port}")
+
+    def _learn_source(self, link: _Link, frame: bytes) -> None:
+        """Name an anonymous connection's source from its first request's client id
+        (Kafka's request header: size, api key, version, correlation id, client id)."""
+        reverse, link.reverse = link.reverse, None
+        if len(frame) < 14:
+            return
+        (length,) = _CLIENT_ID.unpack_from(frame, 12)
+        if length < 0 or len(frame) < 14 + length:
+            return
+        node = self._client_id_nodes(frame[14 : 14 + length].decode("utf-8", "replace"))
+        if node is not None and reverse is not None:
+            link.src = reverse.dst = node
 
     # -- what the loop delegates -------------------------------------------------------
 
@@ -300,9 +366,11 @@ class SimNetwork:
             await asyncio.sleep(2 * one_way)
             raise ConnectionRefusedError(111, f"Connect call failed ('{host}', {port})")
         client_address = ("127.0.0.1", next(self._client_ports))
-        node = _CLIENT_NODE.get()
-        to_server = _Link(port, node, next(self._serials))
-        to_client = _Link(port, node, next(self._serials))
+        node, server_node = _CLIENT_NODE.get(), self.node_of_port(port)
+        to_server = _Link(port, node, server_node, next(self._serials))
+        to_client = _Link(port, server_node, node, next(self._serials))
+        if node == ANONYMOUS_NODE:
+            to_server.reverse = to_client  # named by its first request
         client_protocol = protocol_factory()
         server_protocol = server.protocol_factory()
         client = SimTransport(self, client_protocol, client_address, (host, port), to_server)
@@ -330,14 +398,36 @@ class SimNetwork:
         two messages due at one instant are a tie the loop orders by seed, and this keeps
         them in the order they were sent whatever that order is."""
         faults = self._faults.get(link.server_port)
-        if (faults is not None and faults.held) or link.client_node in self._isolated:
+        if self._blocked(link, faults):
             link.held.append((deliver, args))
             return
-        delay = self.latency.draw(self.rng) + (faults.extra_delay_s if faults else 0.0)
-        arrival = max(self.loop.time() + delay, link.last_arrival)
+        delay = self.latency.draw(self.rng)
+        if faults is not None:
+            delay += faults.extra_delay_s + self._retransmissions_s(faults.loss_rate)
+        sent = self.loop.time()
+        if self.latency.bandwidth_bytes_per_s > 0 and args and isinstance(args[0], bytes):
+            sent = max(sent, link.busy_until) + self.latency.transmit_s(len(args[0]))
+            link.busy_until = sent
+        arrival = max(sent + delay, link.last_arrival)
         link.last_arrival = arrival
         link.in_flight.append((deliver, args))
         self.loop.call_at(arrival, self._deliver_head, link)
+
+    def _blocked(self, link: _Link, faults: LinkFaults | None) -> bool:
+        return (
+            (faults is not None and faults.held)
+            or link.src in self._isolated
+            or link.dst in self._isolated
+            or (link.src, link.dst) in self._cuts
+        )
+
+    def _retransmissions_s(self, loss_rate: float) -> float:
+        """The retransmission timeouts of a message lost ``k`` times in a row (seeded)."""
+        waited, rto = 0.0, RTO_S
+        while loss_rate > 0 and self.rng.random() < loss_rate and rto < 60:
+            waited += rto
+            rto *= 2
+        return waited
 
     def _deliver_head(self, link: _Link) -> None:
         deliver, args = link.in_flight.popleft()
@@ -367,6 +457,14 @@ class SimNetwork:
     def rejoin(self, node: str) -> None:
         """Undo `isolate`: what waited is delivered, in order."""
         self._isolated.discard(node)
+        self._resend_held(link for links in self._links.values() for link in links)
+
+    def cut(self, src: str, dst: str) -> None:
+        """What node ``src`` sends node ``dst`` waits (one way); `heal` delivers it."""
+        self._cuts.add((src, dst))
+
+    def heal(self, src: str, dst: str) -> None:
+        self._cuts.discard((src, dst))
         self._resend_held(link for links in self._links.values() for link in links)
 
     def _resend_held(self, links: Iterable[_Link]) -> None:

@@ -191,7 +191,9 @@ class TransactionMarkerChannelManager:
     ) -> None:
         by_broker: dict[int, set[TopicPartition]] = {}
         unknown: set[TopicPartition] = set()
-        for tp in partitions:
+        # Sorted: a set of (topic, partition) iterates in an order of the process' hash seed,
+        # and the order here is the order the destinations' queues are filled and woken.
+        for tp in sorted(partitions):
             state = self._metadata.partition_state(*tp)
             if state is None:
                 # The topic is gone: nothing to mark (its data went with it).

@@ -20,9 +20,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError as AIOKafkaError
 from confluent_kafka import Consumer, KafkaException
 
-from broker.admin_consumer_groups import ConsumerGroupView, describe_consumer_group
 from broker.app import MiniKafka
-from broker.kafka_client import KafkaClient
+from kafka_tools.admin_consumer_groups import ConsumerGroupView, describe_consumer_group
+from kafka_tools.client import KafkaClient
 from tests.helpers.cluster import wait_until
 from tests.integration.conftest import running_cluster
 from tests.integration.test_consumer_group_protocol import FAST_CONSUMER_GROUPS

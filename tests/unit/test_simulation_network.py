@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 
 import pytest
 
 from broker.simulation.loop import run_simulated
-from broker.simulation.network import LatencyModel, client_node
+from broker.simulation.network import RTO_S, LatencyModel, client_node
 
 
 async def _echo_server() -> int:
@@ -144,3 +145,96 @@ def test_an_isolated_client_is_cut_off_and_others_are_not() -> None:
         return answered, other, await frozen_reader.read(100)
 
     assert run_simulated(isolated(), seed=9) == (False, b"fine", b"lost?")
+
+
+def _kafka_frame(client_id: str) -> bytes:
+    """A request frame's first bytes: size, api key, version, correlation id, client id."""
+    name = client_id.encode()
+    body = struct.pack(">hhih", 18, 3, 0, len(name)) + name
+    return struct.pack(">i", len(body)) + body
+
+
+def test_bandwidth_makes_a_large_write_hold_up_what_follows() -> None:
+    async def transfer() -> tuple[float, float]:
+        loop = asyncio.get_running_loop()
+        port = await _echo_server()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        started = loop.time()
+        writer.write(b"x" * 1000)
+        writer.write(b"!")
+        await reader.readexactly(1001)
+        return started, loop.time()
+
+    slow = LatencyModel(base_s=0.001, jitter_s=0.0, bandwidth_bytes_per_s=1000.0)
+    started, done = run_simulated(transfer(), seed=2, latency=slow)
+    # 1001 bytes each way at 1000 B/s: two seconds, plus the two latencies.
+    assert done - started == pytest.approx(2.002 + 0.002, abs=1e-3)
+
+
+def test_a_one_way_cut_holds_one_direction_only() -> None:
+    async def one_way() -> tuple[bool, bytes, bytes]:
+        loop = asyncio.get_running_loop()
+        network = loop.network  # type: ignore[attr-defined]
+        received: list[bytes] = []
+
+        class Sink(asyncio.Protocol):
+            def data_received(self, data: bytes) -> None:
+                received.append(data)
+
+        server = await loop.create_server(Sink, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        network.name_port(port, "broker-0")
+        network.cut("broker-1", "broker-0")
+        with client_node("broker-1"):
+            _, cut_writer = await asyncio.open_connection("127.0.0.1", port)
+        with client_node("app"):
+            _, app_writer = await asyncio.open_connection("127.0.0.1", port)
+        cut_writer.write(b"held")
+        app_writer.write(b"free")
+        await asyncio.sleep(5)
+        delivered_while_cut = b"held" in received
+        network.heal("broker-1", "broker-0")
+        await asyncio.sleep(1)
+        return delivered_while_cut, b"".join(sorted(received)), b""
+
+    assert run_simulated(one_way(), seed=6) == (False, b"freeheld", b"")
+
+
+def test_a_connection_is_named_by_its_first_client_id() -> None:
+    async def named() -> tuple[bool, bool]:
+        loop = asyncio.get_running_loop()
+        network = loop.network  # type: ignore[attr-defined]
+        port = await _echo_server()
+        network.name_port(port, "broker-0")
+        network.name_client_ids(lambda cid: "broker-2" if cid == "replica-fetcher-2" else None)
+        network.cut("broker-0", "broker-2")  # the answers to broker 2 wait
+        follower_reader, follower_writer = await asyncio.open_connection("127.0.0.1", port)
+        client_reader, client_writer = await asyncio.open_connection("127.0.0.1", port)
+        follower_writer.write(_kafka_frame("replica-fetcher-2"))
+        client_writer.write(_kafka_frame("aiokafka-1"))
+        client_answered = bool(await client_reader.read(100))
+        try:
+            await asyncio.wait_for(follower_reader.read(100), timeout=5)
+            follower_answered = True
+        except TimeoutError:
+            follower_answered = False
+        return client_answered, follower_answered
+
+    assert run_simulated(named(), seed=8) == (True, False)
+
+
+def test_a_lossy_link_delivers_late_in_order() -> None:
+    async def lossy() -> tuple[bytes, float]:
+        loop = asyncio.get_running_loop()
+        port = await _echo_server()
+        loop.network.faults(port).loss_rate = 0.5  # type: ignore[attr-defined]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        started = loop.time()
+        for i in range(20):
+            writer.write(b"%02d" % i)
+        received = await reader.readexactly(40)
+        return received, loop.time() - started
+
+    received, took = run_simulated(lossy(), seed=11)
+    assert received == b"".join(b"%02d" % i for i in range(20))
+    assert took >= RTO_S  # some message was retransmitted

@@ -24,9 +24,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.kafka_client import AdminError, KafkaClient, error_name
-from broker.kafka_client.cluster import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
-from broker.security.authorizer.acl import (
+from kafka_tools.client import AdminError, KafkaClient, error_name
+from kafka_tools.client.cluster import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
+from protocol.acl_types import (
     CLUSTER_NAME,
     AclOperation,
     AclPermissionType,

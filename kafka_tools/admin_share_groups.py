@@ -29,7 +29,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.kafka_client import AdminError, KafkaClient, error_name
+from kafka_tools.client import AdminError, KafkaClient, error_name
 from protocol.builders import request_builder
 
 SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 77, 90

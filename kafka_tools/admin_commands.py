@@ -1,6 +1,6 @@
 """``minikafka topics`` and ``minikafka groups``: what ``kafka-topics.sh`` and
 ``kafka-consumer-groups.sh`` do, with their messages and table columns (see
-``broker/admin_cli.py``)."""
+``kafka_tools/admin_cli.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.admin_consumer_groups import (
+from kafka_tools.admin_consumer_groups import (
     ConsumerGroupView,
     describe_consumer_group,
     member_rows,
@@ -20,8 +20,8 @@ from broker.admin_consumer_groups import (
     type_filter,
     type_label,
 )
-from broker.admin_share_groups import describe_share_group, print_share_group
-from broker.kafka_client import (
+from kafka_tools.admin_share_groups import describe_share_group, print_share_group
+from kafka_tools.client import (
     EARLIEST,
     LATEST,
     AdminError,
@@ -30,7 +30,7 @@ from broker.kafka_client import (
     error_name,
     kafka_uuid,
 )
-from broker.kafka_client.cluster import (
+from kafka_tools.client.cluster import (
     CREATE_TOPICS,
     DELETE_GROUPS,
     DELETE_TOPICS,
@@ -299,7 +299,7 @@ async def groups_describe(args: argparse.Namespace) -> int:
                 await _describe_consumer_group(client, args, consumer_group, coordinator)
                 continue
             share_group = await describe_share_group(client, group, coordinator)
-            if share_group is not None:  # KIP-932 (broker/admin_share_groups.py)
+            if share_group is not None:  # KIP-932 (kafka_tools/admin_share_groups.py)
                 print_share_group(client, args, share_group, coordinator, _table)
                 continue
             coordinator, described = await _describe_group(client, group)
@@ -406,7 +406,7 @@ async def _print_offsets(
 async def _describe_consumer_group(
     client: KafkaClient, args: argparse.Namespace, view: ConsumerGroupView, coordinator: int
 ) -> None:
-    """A KIP-848 consumer group's views (``broker/admin_consumer_groups.py``)."""
+    """A KIP-848 consumer group's views (``kafka_tools/admin_consumer_groups.py``)."""
     group = view.group_id
     if args.state:
         host, port = client.cluster.brokers.get(coordinator, ("?", 0))
