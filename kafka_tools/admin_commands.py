@@ -20,6 +20,7 @@ from kafka_tools.admin_consumer_groups import (
     type_filter,
     type_label,
 )
+from kafka_tools.admin_share_groups import describe_share_group, print_share_group
 from kafka_tools.client import (
     EARLIEST,
     LATEST,
@@ -296,6 +297,10 @@ async def groups_describe(args: argparse.Namespace) -> int:
             consumer_group = await describe_consumer_group(client, group, coordinator)
             if consumer_group is not None:
                 await _describe_consumer_group(client, args, consumer_group, coordinator)
+                continue
+            share_group = await describe_share_group(client, group, coordinator)
+            if share_group is not None:  # KIP-932 (kafka_tools/admin_share_groups.py)
+                print_share_group(client, args, share_group, coordinator, _table)
                 continue
             coordinator, described = await _describe_group(client, group)
             state = str(described.group_state)

@@ -19,6 +19,9 @@ first time after an answer of the new broker is mapped to the value that answer 
   both), so a transactional producer restarted under its transactional.id is mapped
   right. Producer id and epoch sit under the batch CRC, so it is recomputed.
   TxnOffsetCommit's member id and generation (v3+) are mapped as OffsetCommit's.
+* Share groups (KIP-932): ShareGroupHeartbeat's member epochs and ShareFetch's and
+  ShareAcknowledge's share session epochs follow what the new broker answered
+  (``replay_share_rewrite``).
 * Fetch sessions (KIP-227): the answer to a fetch opening a session (id 0, epoch 0)
   gives the new broker's session id; the next unmapped captured session id on that
   connection is mapped to it. Epochs need no mapping: both sides count them the same
@@ -43,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from protocol.record_batch import compute_crc, iter_batches
+from spark_jobs.replay_share_rewrite import SHARE_APIS, ShareRewriter
 from spark_jobs.traffic import SKIP_INTER_BROKER, is_inter_broker, replica_id_of
 
 __all__ = [
@@ -92,10 +96,11 @@ DECODE_APIS: Final = frozenset(
         ADD_OFFSETS_TO_TXN,
         END_TXN,
         TXN_OFFSET_COMMIT,
+        *SHARE_APIS,
     }
 )
 #: APIs whose responses teach the rewriter something.
-LEARN_APIS: Final = frozenset({JOIN_GROUP, INIT_PRODUCER_ID, FETCH})
+LEARN_APIS: Final = frozenset({JOIN_GROUP, INIT_PRODUCER_ID, FETCH, *SHARE_APIS})
 
 _PRODUCER_ID_POS: Final = 43  # int64, then the int16 epoch: both under the CRC
 _PRODUCER = struct.Struct(">qh")
@@ -171,6 +176,8 @@ class ReplayRewriter:
         # id the new broker gave the last session opened on the connection.
         self._fetch_sessions: dict[tuple[str, int], int] = {}
         self._learned_session: dict[str, int] = {}
+        #: share groups' member ids and epochs, share session epochs
+        self.share = ShareRewriter()
 
     # -- requests -------------------------------------------------------------------
 
@@ -187,6 +194,8 @@ class ReplayRewriter:
             return self._rewrite_produce(connection, request)
         if api_key == FETCH:
             return self._rewrite_fetch_session(connection, request)
+        if api_key in SHARE_APIS:
+            return self.share.rewrite(api_key, request)
         changes: dict[str, Any] = {}
         if api_key == INIT_PRODUCER_ID:
             # A re-initialisation (KIP-360) of an id never mapped here goes as captured.
@@ -357,6 +366,8 @@ class ReplayRewriter:
             new_id = int(getattr(response, "session_id", 0))
             if opening and new_id != 0:
                 self._learned_session[connection] = new_id
+        elif api_key in SHARE_APIS:
+            self.share.learn(api_key, request, response)
         elif api_key == INIT_PRODUCER_ID and int(response.error_code) == 0:
             learned = (int(response.producer_id), int(response.producer_epoch))
             self._learned_producer[connection] = learned

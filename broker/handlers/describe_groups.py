@@ -1,7 +1,8 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
-A KIP-848 consumer group is not a classic group: as Kafka 4 answers, it is described as
-unknown (Dead; GROUP_ID_NOT_FOUND from v6). ConsumerGroupDescribe describes it.
+A KIP-848 consumer group or a KIP-932 share group is not a classic group: as Kafka 4.2
+answers, it is described as unknown (Dead; GROUP_ID_NOT_FOUND from v6).
+ConsumerGroupDescribe and ShareGroupDescribe describe them.
 With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
 """
 
@@ -40,6 +41,10 @@ def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | Non
     )
 
 
+def _is_share_group(ctx: RequestContext, group_id: str) -> bool:
+    return ctx.services.share_group_coordinator.group(group_id) is not None
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     manager = ctx.services.group_metadata_manager
@@ -52,7 +57,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if error is not ErrorCode.none:
             described.append(_group_error(b, group_id, error, None))
             continue
-        if ctx.services.consumer_group_coordinator.is_consumer_group(group_id):
+        if ctx.services.consumer_group_coordinator.is_consumer_group(group_id) or _is_share_group(
+            ctx, group_id
+        ):
             # Not a classic group (the Empty classic group keeping its offsets aside).
             not_found = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
             summary = GroupSummary(group_id, not_found, "Dead", "", "")

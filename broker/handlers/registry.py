@@ -18,6 +18,7 @@ from broker.handlers import (
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -28,6 +29,7 @@ from broker.handlers import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
     delete_share_group_state,
     delete_topics,
     describe_acls,
@@ -147,6 +149,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     delete_share_group_state,
     read_share_group_state_summary,
     describe_share_group_offsets,
+    alter_share_group_offsets,  # 91 and 92: issue 20, the admin gaps
+    delete_share_group_offsets,
     # security (issue 21): SASL is the authenticator's; these answer after it
     sasl_handshake,
     sasl_authenticate,

@@ -38,6 +38,8 @@ log = logging.getLogger("broker.share")
 READ, READ_VERSION = 84, 0
 SUMMARY, SUMMARY_VERSION = 87, 1
 WRITE, WRITE_VERSION = 85, 1
+INITIALIZE, INITIALIZE_VERSION = 83, 0
+DELETE, DELETE_VERSION = 86, 0
 
 Request = tuple[int, int, Any, Callable[[Any | None], None]]
 
@@ -203,6 +205,47 @@ class NetworkStatePersister(PersisterStateManager):
             )
 
         self._channel(broker_id).send(WRITE, WRITE_VERSION, body, on_response)
+
+    def _initialize(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        state_epoch: int,
+        start_offset: int,
+        answer: WriteDone,
+    ) -> None:
+        b = request_builder(INITIALIZE, INITIALIZE_VERSION)
+        partition = b.PartitionData(
+            partition=key.partition, state_epoch=state_epoch, start_offset=start_offset
+        )
+        body = b.InitializeShareGroupStateRequest(
+            group_id=key.group_id,
+            topics=(b.InitializeStateData(topic_id=key.topic_id, partitions=(partition,)),),
+        )
+        self._channel(broker_id).send(INITIALIZE, INITIALIZE_VERSION, body, _answer_of(answer))
+
+    def _delete(self, broker_id: int, key: SharePartitionKey, answer: WriteDone) -> None:
+        b = request_builder(DELETE, DELETE_VERSION)
+        body = b.DeleteShareGroupStateRequest(
+            group_id=key.group_id,
+            topics=(
+                b.DeleteStateData(
+                    topic_id=key.topic_id, partitions=(b.PartitionData(partition=key.partition),)
+                ),
+            ),
+        )
+        self._channel(broker_id).send(DELETE, DELETE_VERSION, body, _answer_of(answer))
+
+
+def _answer_of(answer: WriteDone) -> Callable[[Any | None], None]:
+    """A response's one partition error to ``answer`` (none: unreachable, retried)."""
+
+    def on_response(response: Any | None) -> None:
+        answer(
+            _partition(response)[0] if response is not None else ErrorCode.coordinator_not_available
+        )
+
+    return on_response
 
 
 def _partition(response: Any) -> tuple[ErrorCode, Any]:

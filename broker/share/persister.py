@@ -20,7 +20,8 @@ Two transports under one ``PersisterStateManager``:
   (84 v0), ReadShareGroupStateSummary (87 v1) and WriteShareGroupState (85 v1) requests
   to the coordinator's broker over TCP on the inter-broker listener, one
   ``LeaderEndpoint`` connection and one sender task per destination broker, requests in
-  the order they were made;
+  the order they were made; InitializeShareGroupState (83 v0) and DeleteShareGroupState
+  (86 v0) for AlterShareGroupOffsets and DeleteShareGroupOffsets;
 - ``InProcessStatePersister`` (``build_standalone_broker``: unit tests on a manual
   clock, in-process benchmarks): the same calls on the coordinator object
   (``coordinator_of(broker_id)``), no socket.
@@ -82,6 +83,12 @@ class StatePersister(Protocol):
         batches: tuple[PersisterStateBatch, ...],
         on_done: WriteDone,
     ) -> None: ...
+
+    def initialize_state(
+        self, key: SharePartitionKey, state_epoch: int, start_offset: int, on_done: WriteDone
+    ) -> None: ...
+
+    def delete_state(self, key: SharePartitionKey, on_done: WriteDone) -> None: ...
 
 
 @dataclass(slots=True)
@@ -160,6 +167,19 @@ class PersisterStateManager(ABC):
         answer: WriteDone,
     ) -> None: ...
 
+    @abstractmethod
+    def _initialize(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        state_epoch: int,
+        start_offset: int,
+        answer: WriteDone,
+    ) -> None: ...
+
+    @abstractmethod
+    def _delete(self, broker_id: int, key: SharePartitionKey, answer: WriteDone) -> None: ...
+
     # -- the calls ---------------------------------------------------------------------
 
     def read_state(self, key: SharePartitionKey, leader_epoch: int, on_done: ReadDone) -> None:
@@ -196,6 +216,25 @@ class PersisterStateManager(ABC):
 
         def attempt(broker_id: int, done: Done) -> None:
             self._write(broker_id, key, state, _answering(on_done, done))
+
+        self._submit(key, _Call(attempt, on_done))
+
+    def initialize_state(
+        self, key: SharePartitionKey, state_epoch: int, start_offset: int, on_done: WriteDone
+    ) -> None:
+        """InitializeShareGroupState: a new state at ``start_offset`` and ``state_epoch``
+        (AlterShareGroupOffsets), queued behind the key's other calls."""
+
+        def attempt(broker_id: int, done: Done) -> None:
+            self._initialize(broker_id, key, state_epoch, start_offset, _answering(on_done, done))
+
+        self._submit(key, _Call(attempt, on_done))
+
+    def delete_state(self, key: SharePartitionKey, on_done: WriteDone) -> None:
+        """DeleteShareGroupState: the key's state goes (DeleteShareGroupOffsets)."""
+
+        def attempt(broker_id: int, done: Done) -> None:
+            self._delete(broker_id, key, _answering(on_done, done))
 
         self._submit(key, _Call(attempt, on_done))
 
@@ -291,3 +330,26 @@ class InProcessStatePersister(PersisterStateManager):
             answer(E.coordinator_not_available)
             return
         coordinator.write_state(key, *state, lambda error, _message: answer(error))
+
+    def _initialize(
+        self,
+        broker_id: int,
+        key: SharePartitionKey,
+        state_epoch: int,
+        start_offset: int,
+        answer: WriteDone,
+    ) -> None:
+        coordinator = self._coordinator_of(broker_id)
+        if coordinator is None:
+            answer(E.coordinator_not_available)
+            return
+        coordinator.initialize_state(
+            key, state_epoch, start_offset, lambda error, _message: answer(error)
+        )
+
+    def _delete(self, broker_id: int, key: SharePartitionKey, answer: WriteDone) -> None:
+        coordinator = self._coordinator_of(broker_id)
+        if coordinator is None:
+            answer(E.coordinator_not_available)
+            return
+        coordinator.delete_state(key, lambda error, _message: answer(error))

@@ -268,6 +268,10 @@ class SharePartitionManager:
             self.pending_writes -= 1
             if error is not ErrorCode.none:
                 log.warning("Failed to write the share state of %s: %s", state_key, error.name)
+            if error is ErrorCode.fenced_state_epoch and self.partitions.get(key) is sp:
+                # Kafka's: the state was re-initialised elsewhere (AlterShareGroupOffsets);
+                # the next fetch makes the share partition again and reads the new state
+                self._drop(key[0], (key[1], key[2]))
             if waiter is not None:
                 waiter(error)
 
@@ -336,6 +340,16 @@ class SharePartitionManager:
         """DeleteGroups of a share group: its share partitions here are dropped."""
         for group, topic, partition in [k for k in self.partitions if k[0] == group_id]:
             self._drop(group, (topic, partition))
+
+    def reset_partitions(self, group_id: str, tps: list[TopicPartition]) -> int:
+        """AlterShareGroupOffsets/DeleteShareGroupOffsets changed the durable state of
+        these partitions: the group's in-memory share partitions of them here are dropped
+        (an in-memory one is valid only at the state epoch it read), so that the next
+        fetch reads the new state. How many were dropped."""
+        dropped = [tp for tp in tps if (group_id, tp[0], tp[1]) in self.partitions]
+        for tp in dropped:
+            self._drop(group_id, tp)
+        return len(dropped)
 
     def release_member(self, group_id: str, member_id: str) -> int:
         released = 0

@@ -21,6 +21,7 @@ from broker.context import ConnectionInfo
 from broker.coordinator_loader import ImmediateLoadScheduler
 from broker.handlers.registry import build_registry
 from broker.purgatories import PurgatoryName, PurgatoryOutcome
+from broker.share_coordinator.share_state_records import SharePartitionKey
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
 from protocol.record_builder import build_record_batch
@@ -327,3 +328,30 @@ async def test_absurd_fetch_values_get_answers_not_crashes(node: Node) -> None:
         max_bytes=1, max_records=1, batch_size=1, topics=(), forgotten_topics_data=(),
     )  # fmt: skip
     assert node.answer(node.send(SHARE_FETCH, 1, empty)).error_code == ErrorCode.invalid_request
+
+
+async def test_a_share_partition_fenced_by_a_new_state_epoch_reads_the_new_state(
+    node: Node,
+) -> None:
+    """AlterShareGroupOffsets initialises the state one state epoch later: the leader's
+    in-memory share partition, still at the old epoch, is fenced on its next write
+    (FENCED_STATE_EPOCH), dropped, and the next fetch reads the new start offset."""
+    node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, max_wait=0)))
+    _append(node, 4)
+    assert _acquired(node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1)))) == [(0, 3, 1)]
+    manager = node.dispatcher.services.share_partition_manager
+    sp = manager.share_partition(GROUP, (TOPIC, 0))
+    assert sp is not None and manager.persister is not None
+    answers: list[ErrorCode] = []
+    key = SharePartitionKey(GROUP, _topic_id(node), 0)
+    manager.persister.initialize_state(key, sp.state_epoch + 1, 2, answers.append)
+    assert answers == [ErrorCode.none]
+    acked = node.answer(node.send(SHARE_ACK, 1, _ack(node, "m1", 2, ((0, 3, 1),))))
+    assert _partition(acked).error_code == ErrorCode.fenced_state_epoch
+    assert manager.share_partition(GROUP, (TOPIC, 0)) is None
+    again = node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 3, max_wait=0)))
+    assert _acquired(again) == [(2, 3, 1)]
+    answers.clear()
+    manager.persister.delete_state(key, answers.append)
+    assert answers == [ErrorCode.none]
+    assert manager.reset_partitions(GROUP, [(TOPIC, 0), (TOPIC, 1)]) == 1

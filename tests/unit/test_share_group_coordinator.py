@@ -134,3 +134,15 @@ def test_a_topic_created_later_is_assigned_on_the_next_heartbeat() -> None:
     beat = h.beat("m1", joined.member_epoch)
     assert beat.member_epoch > joined.member_epoch
     assert beat.assignment == {h.topic.topic_id: frozenset({0}), later.topic_id: frozenset({0, 1})}
+
+
+def test_alter_offsets_makes_an_empty_share_group_but_not_over_another_type() -> None:
+    """AlterShareGroupOffsets (Kafka 4.2) makes a group before its first use; a group id
+    of another type stays that type's."""
+    h = _Harness()
+    made = h.coordinator.get_or_create_group("new")
+    assert made is not None and not made.members
+    assert h.coordinator.group("new") is made
+    assert h.coordinator.get_or_create_group("new") is made
+    assert h.coordinator.get_or_create_group("classic") is None
+    assert h.coordinator.group("classic") is None

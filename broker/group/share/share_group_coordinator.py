@@ -103,6 +103,15 @@ class ShareGroupCoordinator:
     def groups(self) -> list[ShareGroup]:
         return list(self._groups.values())
 
+    def get_or_create_group(self, group_id: str) -> ShareGroup | None:
+        """The share group ``group_id``, made empty if there is none (Kafka 4.2's
+        AlterShareGroupOffsets initialises a group before its first use); None when the
+        id is another type's group."""
+        group = self._groups.get(group_id)
+        if group is None and not self._other_group_exists(group_id):
+            group = self._groups[group_id] = ShareGroup(group_id)
+        return group
+
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self._groups.get(group_id)
         return group is not None and member_id in group.members
