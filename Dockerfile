@@ -27,6 +27,8 @@ COPY protocol ./protocol
 COPY purgatory ./purgatory
 COPY broker ./broker
 COPY spark_jobs ./spark_jobs
+COPY client_io ./client_io
+COPY kafka_tools ./kafka_tools
 # The spark extra is what every service of docker-compose.yml needs: PySpark (replay,
 # report, the worker's executors) and aiokafka (the workload).
 RUN pip install ".[spark]" "pyspark==${SPARK_VERSION}" \

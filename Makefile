@@ -39,7 +39,7 @@ lint: install-dev
 	$(VENV)/bin/ruff format --check .
 
 typecheck: install-dev
-	$(VENV)/bin/mypy broker purgatory protocol spark_jobs
+	$(VENV)/bin/mypy broker purgatory protocol spark_jobs client_io kafka_tools
 
 imports: install-dev
 	$(VENV)/bin/lint-imports

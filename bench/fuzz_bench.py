@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.broker_process import BrokerSubprocess
+from client_io import ClientShell
 from protocol.api_registry import ApiSpec
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
@@ -41,17 +42,12 @@ def _probe() -> bytes:
 
 
 async def _advertised(host: str, port: int) -> list[ApiSpec]:
-    reader, writer = await asyncio.open_connection(host, port)
-    client = ClientConnection("fuzz")
+    shell = await ClientShell.open(host, port, client_id="fuzz")
     body = request_builder(API_VERSIONS, 3).ApiVersionsRequest(
         client_software_name="fuzz", client_software_version="1"
     )
-    writer.write(client.send(API_VERSIONS, 3, body).data)
-    responses = []
-    while not responses:
-        responses = client.receive(await reader.read(65536))
-    writer.close()
-    answer = responses[0].body
+    answer = (await shell.request(API_VERSIONS, 3, body)).body
+    await shell.close()
     return [
         ApiSpec(int(k.api_key), str(k.api_key), int(k.min_version), int(k.max_version))
         for k in answer.api_keys  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.broker_process import BrokerSubprocess
+from client_io import ClientShell, PeerClosed
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
 from protocol.compression import compress
@@ -50,20 +51,17 @@ class Probe:
         self._task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
-        reader, writer = await asyncio.open_connection(self.host, self.port)
-        client = ClientConnection("probe")
+        shell = await ClientShell.open(self.host, self.port, client_id="probe")
         body = request_builder(API_VERSIONS, 3).ApiVersionsRequest(
             client_software_name="probe", client_software_version="1"
         )
         while True:
             start = time.perf_counter()
-            writer.write(client.send(API_VERSIONS, 3, body).data)
-            got: list[Any] = []
             try:
-                while not got:
-                    got = client.receive(await asyncio.wait_for(reader.read(65536), 10))
+                await shell.request(API_VERSIONS, 3, body, timeout_s=10)
             except (TimeoutError, ConnectionError):
                 self.failures += 1
+                await shell.close()
                 return
             self.rtts.append((time.perf_counter() - start) * 1000)
             await asyncio.sleep(0.02)
@@ -79,19 +77,13 @@ class Probe:
 
 
 async def _request(host: str, port: int, api_key: int, version: int, body: Any) -> str:
-    reader, writer = await asyncio.open_connection(host, port)
-    client = ClientConnection("hostile")
-    writer.write(client.send(api_key, version, body).data)
+    shell = await ClientShell.open(host, port, client_id="hostile")
     try:
-        while True:
-            data = await asyncio.wait_for(reader.read(1 << 20), 30)
-            if not data:
-                return "closed"
-            responses = client.receive(data)
-            if responses:
-                return _errors(responses[0].body)
+        return _errors((await shell.request(api_key, version, body, timeout_s=30)).body)
+    except PeerClosed:
+        return "closed"
     finally:
-        writer.close()
+        await shell.close()
 
 
 def _errors(body: Any) -> str:
@@ -185,14 +177,10 @@ async def connect_storm(host: str, port: int, seconds: float) -> str:
 
     async def one() -> None:
         start = time.perf_counter()
-        reader, writer = await asyncio.open_connection(host, port)
-        client = ClientConnection("storm")
-        writer.write(client.send(API_VERSIONS, 3, body).data)
-        got: list[Any] = []
-        while not got:
-            got = client.receive(await reader.read(65536))
+        shell = await ClientShell.open(host, port, client_id="storm")
+        await shell.request(API_VERSIONS, 3, body)
         times.append((time.perf_counter() - start) * 1000)
-        writer.close()
+        await shell.close()
 
     await asyncio.gather(*(one() for _ in range(5000)), return_exceptions=True)
     times.sort()

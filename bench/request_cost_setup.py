@@ -137,32 +137,34 @@ def _address(hostport: str) -> Address:
 
 
 class SetupConnection:
-    """One request at a time, answers decoded: for setup and checks, never timed."""
+    """One request at a time, answers decoded: for setup and checks, never timed. The
+    project's asyncio client shell (``client_io.ClientShell``), imported late like the
+    codec."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
+    def __init__(self, shell: Any) -> None:
+        self._shell = shell
 
     @classmethod
     async def open(cls, address: Address) -> SetupConnection:
-        return cls(*await asyncio.open_connection(*address))
+        from client_io import ClientShell
+
+        return cls(await ClientShell.open(*address, client_id=CLIENT_ID))
 
     async def roundtrip(self, frame: bytes, timeout_s: float = SETUP_TIMEOUT_S) -> bytes:
-        """Send a whole frame; the response frame without its length prefix."""
-        self._writer.write(frame)
-        await self._writer.drain()
+        """Send a whole frame (under the connection's next correlation id); the response
+        frame without its length prefix."""
+        self._shell.send_frame(frame[4:], expect_response=True)
+        await self._shell.drain()
         async with asyncio.timeout(timeout_s):
-            (size,) = LENGTH.unpack(await self._reader.readexactly(4))
-            return await self._reader.readexactly(size)
+            response = await self._shell.next_response()
+        return bytes(response.frame)
 
     async def call(self, api_key: int, version: int, message: str, **fields: Any) -> Any:
         frame = _encode(api_key, version, message, **fields)
         return _decode(api_key, version, await self.roundtrip(frame))
 
     async def close(self) -> None:
-        self._writer.close()
-        with suppress(ConnectionError):
-            await self._writer.wait_closed()
+        await self._shell.close()
 
 
 class Cluster:

@@ -11,8 +11,6 @@ import asyncio
 import functools
 import logging
 import os
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +31,7 @@ from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.offsets_topic_log import OffsetsTopicLog
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
+from broker.ids import IdSource
 from broker.kraft_quorum import KRaftQuorum, parse_quorum_voters
 from broker.log import LogManager
 from broker.log.log_cleaner import CleanerConfig, LogCleaner
@@ -87,6 +86,7 @@ def build_broker(
     scram_credentials: ScramCredentialStore | None = None,
     inter_broker: InterBrokerClient | None = None,
     handler_pool: HandlerPool | None = None,
+    ids: IdSource | None = None,
 ) -> Broker:
     """Build one broker whole: every part gets exactly what it uses, at construction.
 
@@ -102,6 +102,7 @@ def build_broker(
     loads as long as they want).
     """
     request_clock = request_clock or RequestClock()
+    ids = ids or IdSource.system()  # member ids, fetch session ids (a simulation seeds it)
     purgatories = PurgatorySet(
         clock, config, capture.purgatory_listeners() if capture is not None else None
     )
@@ -127,6 +128,7 @@ def build_broker(
         fetcher_manager,
         purgatories.scheduler_timer,
         hosted,
+        request_clock.wall_clock_ms,
         delete_records_purgatory=purgatories.delete_records,
         share_fetch_purgatory=purgatories.share_fetch,
     )
@@ -155,6 +157,7 @@ def build_broker(
         purgatories.scheduler_timer,
         # Kafka's group-metadata-manager scheduler thread: loads in slices on the loop.
         load_scheduler=load_scheduler(),
+        uuid_factory=ids.member_id,
     )
     # Kafka 4's consumer groups (KIP-848) beside the classic ones: timeouts on the
     # scheduler timer, the assignor's topics from the metadata, the classic groups asked
@@ -164,7 +167,7 @@ def build_broker(
         purgatories.scheduler_timer,
         metadata,
         group_metadata_manager,
-        member_id_factory=lambda: str(uuid.uuid4()),
+        member_id_factory=ids.member_id,
         # Per-group configs (GROUP resources): the cluster's store, this broker's bounds.
         group_configs=GroupConfigManager(
             group_config_store or GroupConfigStore(), ConsumerGroupConfig.from_broker_config(config)
@@ -223,7 +226,7 @@ def build_broker(
         # Kafka's FetchManager over its FetchSessionCache: the Fetch handler's sessions.
         fetch_manager=FetchManager(
             clock,
-            FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
+            FetchSessionCache(config.max_incremental_fetch_session_cache_slots, rng=ids.rng),
             metadata,
         ),
         api_specs=api_specs(handlers),
@@ -316,6 +319,7 @@ class MiniKafka:
         load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
         request_clock: RequestClock | None = None,
         handler_pools: Callable[[int, BrokerConfig], HandlerPool] | None = None,
+        ids: IdSource | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")
@@ -337,7 +341,11 @@ class MiniKafka:
         self._request_clock = request_clock
         # A simulation's request handlers per broker (id, config -> pool); None in real time.
         self._handler_pools = handler_pools
-        self.cluster = ClusterMetadata(data_dir=self.data_dir)
+        clocks = request_clock or RequestClock()
+        # Every random id of the cluster (cluster, topic and member ids, fetch sessions,
+        # directory tags): the system's entropy, or a simulation's seeded source.
+        self.ids = ids or IdSource.system()
+        self.cluster = ClusterMetadata(data_dir=self.data_dir, ids=self.ids)
         self.group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         # The cluster's client quotas (DescribeClientQuotas/AlterClientQuotas), shared by
         # every broker like the metadata; client-quotas.json beside it with a data dir.
@@ -354,7 +362,11 @@ class MiniKafka:
         # The in-process controller (leader election, ISR changes) shared by all brokers.
         self.controller = Controller(
             self.cluster,
-            KRaftQuorum(self.cluster, parse_quorum_voters(self.config.controller_quorum_voters)),
+            KRaftQuorum(
+                self.cluster,
+                parse_quorum_voters(self.config.controller_quorum_voters),
+                clocks.wall_clock_ms,
+            ),
         )
         self.stopped_brokers: set[int] = set()
         # Without a data dir, a broker's memory logs are its "disk": kept across a
@@ -380,7 +392,13 @@ class MiniKafka:
             from broker.capture import CaptureSet
 
             # Its own timer, on the monotonic clock the loop's time is read from.
-            self.captures = CaptureSet(capture_dir, clock=LoopClock(time.monotonic))
+            self.captures = CaptureSet(
+                capture_dir,
+                clock=LoopClock(lambda: clocks.monotonic_ns() / 1e9),
+                request_clock=clocks,
+            )
+        # SASL's session lifetimes are dates: the wall clock, in seconds for LoopClock.
+        self._wall_clock = LoopClock(lambda: clocks.wall_ms() / 1000)
 
     def _extra_log_dirs(self) -> list[Path]:
         """The directories of ``log.dirs`` besides the data dir (several log dirs)."""
@@ -400,7 +418,9 @@ class MiniKafka:
         broker_dir = self.data_dir / f"broker-{broker_id}" if self.data_dir is not None else None
         # Kafka's log.dirs: the data dir first, then the others (each with its broker-N).
         extra_dirs = [d / f"broker-{broker_id}" for d in self._extra_log_dirs()]
-        logs = self._memory_logs.get(broker_id) or LogManager(broker_dir, extra_dirs=extra_dirs)
+        logs = self._memory_logs.get(broker_id) or LogManager(
+            broker_dir, extra_dirs=extra_dirs, ids=self.ids
+        )
         if self.data_dir is None:
             self._memory_logs[broker_id] = logs
         config = self.config.model_copy(update={"broker_id": broker_id})
@@ -423,13 +443,14 @@ class MiniKafka:
             group_config_store=self.group_configs,
             client_quotas=self.client_quotas,
             channels=[
-                ChannelBuilder(listener, self.scram_credentials, LoopClock(time.time), os.urandom)
+                ChannelBuilder(listener, self.scram_credentials, self._wall_clock, os.urandom)
                 for listener in self.listeners
             ],
             listener_ports=listener_ports,
             scram_credentials=self.scram_credentials,
             inter_broker=self.inter_broker,
             handler_pool=self._handler_pools(broker_id, config) if self._handler_pools else None,
+            ids=self.ids,
         )
 
     async def start(self) -> None:

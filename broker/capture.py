@@ -38,8 +38,9 @@ lines not yet compressed (at most the flush interval, one second by default), an
 records queued in the last 5 ms.
 
 Time: ``received_monotonic_us`` and the events' ``at_monotonic_us`` are both
-``time.perf_counter_ns`` (CLOCK_MONOTONIC on Linux), the clock the connection stamps
-requests with, so an operation's events line up with the request that parked it; the
+the injected `RequestClock`'s ``monotonic_ns`` (``time.perf_counter_ns`` when serving, the
+loop's virtual time in a simulation), the clock the connection stamps requests with, so an
+operation's events line up with the request that parked it; the
 event's stamp is taken on the loop when it happens, not when it is written.
 
 A request whose response is never written (its connection dropped while it was parked,
@@ -50,13 +51,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections.abc import Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from broker.purgatories import ParkedRequest
 from broker.purgatories import PurgatoryName as BrokerPurgatoryName
+from broker.request_timing import RequestClock
 from broker.scheduler import PeriodicTask
 from broker.watch_keys import watch_key_name
 from protocol.api_registry import api_name
@@ -242,9 +243,15 @@ class BrokerCapture:
     """
 
     def __init__(
-        self, writer: CaptureWriter, broker_id: int, timer: SystemTimer | None = None
+        self,
+        writer: CaptureWriter,
+        broker_id: int,
+        timer: SystemTimer | None = None,
+        request_clock: RequestClock | None = None,
     ) -> None:
         self.writer = writer
+        # The clocks the connection stamps requests with (virtual in a simulation).
+        self._clocks = request_clock or RequestClock()
         self.broker_id = broker_id
         self._timer = timer
         # id(ctx) -> (ctx, sequence, frame, request); the ctx is held so its id cannot be
@@ -264,7 +271,9 @@ class BrokerCapture:
         # time only after decoding it (a first decode of a class can take milliseconds),
         # so received_unix_us is derived from the monotonic stamp taken on arrival:
         # then wall and monotonic orders agree, which the replay's causality rule needs.
-        self._wall_offset_us = time.time_ns() // 1000 - time.perf_counter_ns() // 1000
+        self._wall_offset_us = (
+            round(self._clocks.wall_ms() * 1000) - self._clocks.monotonic_ns() // 1000
+        )
 
     # -- wiring ------------------------------------------------------------------------
 
@@ -300,7 +309,8 @@ class BrokerCapture:
     ) -> None:
         request: ParkedRequest | None = getattr(operation, "parked_request", None)
         pending = self._pending
-        pending.append((operation, purgatory, event, keys, time.perf_counter_ns(), request))
+        now_ns = self._clocks.monotonic_ns()
+        pending.append((operation, purgatory, event, keys, now_ns, request))
         if len(pending) >= _BATCH:
             self.format_pending()
         elif self._format_later is None:
@@ -452,6 +462,7 @@ class CaptureSet:
         directory: str | Path,
         *,
         clock: Clock,
+        request_clock: RequestClock | None = None,
         roll_bytes: int = DEFAULT_ROLL_BYTES,
         flush_interval_ms: int = DEFAULT_FLUSH_INTERVAL_MS,
     ) -> None:
@@ -460,6 +471,7 @@ class CaptureSet:
         self.flush_interval_ms = flush_interval_ms
         self.captures: dict[int, BrokerCapture] = {}
         self._clock = clock
+        self._request_clock = request_clock or RequestClock()
         self.timer = SystemTimer(clock, name="capture")
         self._reaper = ExpirationReaper(self.timer, "capture")
         self._flusher = PeriodicTask(
@@ -471,10 +483,17 @@ class CaptureSet:
         files."""
         capture = self.captures.get(broker_id)
         if capture is None:
+            clocks = self._request_clock
             writer = CaptureWriter(
-                self.directory, broker_id, self.roll_bytes, self.flush_interval_ms
+                self.directory,
+                broker_id,
+                self.roll_bytes,
+                self.flush_interval_ms,
+                wall_clock_us=lambda: round(clocks.wall_ms() * 1000),
             )
-            capture = self.captures[broker_id] = BrokerCapture(writer, broker_id, self.timer)
+            capture = self.captures[broker_id] = BrokerCapture(
+                writer, broker_id, self.timer, clocks
+            )
         return capture
 
     def start(self) -> None:

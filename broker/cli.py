@@ -17,7 +17,7 @@ anything starts: ports and their range, the broker count, ``--data-dir`` and
 
 Subcommands: ``serve``; ``fault`` (the control endpoint, ``broker/control/``);
 ``topics``, ``groups``, ``produce``, ``consume`` (Kafka's command line tools,
-``broker/admin_cli.py``); ``workload``, ``replay``, ``report``, ``compare``
+``kafka_tools/admin_cli.py``); ``workload``, ``replay``, ``report``, ``compare``
 (``spark_jobs``, run in a child process; a missing extra is one line saying what to
 install).
 """
@@ -76,7 +76,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from broker.admin_cli import add_admin_parsers
+    from kafka_tools.admin_cli import add_admin_parsers
 
     parser = Parser(prog="minikafka", description="A Kafka-compatible mini broker simulator.")
     parser.add_argument("--log-level", default="INFO", help=LOG_LEVEL_HELP)
@@ -624,7 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_async(lambda: _serve(plan, args.config, args.gc_threshold, args.gc_freeze))
         if args.command == "fault":
             return _fault(args)
-        from broker.admin_cli import ADMIN_COMMANDS, run_admin
+        from kafka_tools.admin_cli import ADMIN_COMMANDS, run_admin
 
         if args.command in ADMIN_COMMANDS:
             return run_admin(args, run_async)

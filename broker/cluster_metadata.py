@@ -21,6 +21,7 @@ from pathlib import Path
 from kio.schema.errors import ErrorCode
 
 from broker.atomic_file import write_json_atomic
+from broker.ids import IdSource
 
 log = logging.getLogger("broker.metadata")
 
@@ -131,8 +132,15 @@ class ClusterMetadata:
     method here (or ends in ``partition_changed``), which is what keeps it true.
     """
 
-    def __init__(self, cluster_id: str | None = None, data_dir: Path | None = None) -> None:
-        self.cluster_id = cluster_id or "minikafka-" + uuid.uuid4().hex[:12]
+    def __init__(
+        self,
+        cluster_id: str | None = None,
+        data_dir: Path | None = None,
+        ids: IdSource | None = None,
+    ) -> None:
+        # The cluster id and every topic id come from the composition root's id source.
+        self._ids = ids or IdSource.system()
+        self.cluster_id = cluster_id or "minikafka-" + self._ids.hex(12)
         self.brokers: dict[int, BrokerEndpoint] = {}
         self.topics: dict[str, TopicInfo] = {}
         self._version = 0
@@ -261,7 +269,7 @@ class ClusterMetadata:
             PartitionState(partition=i, replicas=list(r), leader=r[0], isr=list(r))
             for i, r in enumerate(assignment)
         ]
-        topic = TopicInfo(name, uuid.uuid4(), partitions, dict(configs))
+        topic = TopicInfo(name, self._ids.uuid4(), partitions, dict(configs))
         if not validate_only:
             self.topics[name] = topic
             log.info("created topic %s with %d partitions", name, len(partitions))

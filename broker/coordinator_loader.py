@@ -48,11 +48,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Protocol
 
+from broker import real_clock
 from broker.log.errors import OffsetOutOfRangeError
 from broker.log.partition_log import PartitionLog
 from protocol.record_batch import RecordBatchHeader, iter_batches
@@ -88,9 +88,14 @@ class LoadJob:
             self.done = True
             self._steps.close()
 
-    def run_slice(self, max_units: int | None = None, deadline: float | None = None) -> bool:
-        """Run until ``max_units`` units are done or ``time.perf_counter()`` has passed
-        ``deadline`` (neither: to the end). True while there is more to do."""
+    def run_slice(
+        self,
+        max_units: int | None = None,
+        deadline: float | None = None,
+        clock_s: Callable[[], float] = real_clock.monotonic_s,
+    ) -> bool:
+        """Run until ``max_units`` units are done or ``clock_s()`` has passed ``deadline``
+        (neither: to the end). True while there is more to do."""
         if self.done:
             return False
         self._running = True
@@ -100,7 +105,7 @@ class LoadJob:
             while not self.cancelled:
                 units += next(self._steps)
                 if (max_units is not None and units >= max_units) or (
-                    deadline is not None and time.perf_counter() >= deadline
+                    deadline is not None and clock_s() >= deadline
                 ):
                     return True
             self._steps.close()
@@ -140,8 +145,15 @@ class EventLoopLoadScheduler:
     """Jobs in order, in slices of at most ``max_slice_ms``, one slice per iteration of
     the running event loop; at once when no loop runs."""
 
-    def __init__(self, max_slice_ms: float = DEFAULT_MAX_SLICE_MS) -> None:
+    def __init__(
+        self,
+        max_slice_ms: float = DEFAULT_MAX_SLICE_MS,
+        clock_s: Callable[[], float] = real_clock.monotonic_s,
+    ) -> None:
         self.max_slice_s = max_slice_ms / 1000
+        # What a slice's length is measured on: the real monotonic clock when serving (a
+        # slice bounds the loop's latency), the loop's virtual time in a simulation.
+        self._clock_s = clock_s
         self._queue: deque[LoadJob] = deque()
         self._running_on: asyncio.AbstractEventLoop | None = None  # a slice is due there
 
@@ -162,12 +174,12 @@ class EventLoopLoadScheduler:
             loop.call_soon(self._run_slice, loop)
 
     def _run_slice(self, loop: asyncio.AbstractEventLoop) -> None:
-        deadline = time.perf_counter() + self.max_slice_s
+        deadline = self._clock_s() + self.max_slice_s
         queue = self._queue
         while queue:  # the next job goes on in this slice if time remains
-            if not queue[0].run_slice(deadline=deadline):
+            if not queue[0].run_slice(deadline=deadline, clock_s=self._clock_s):
                 queue.popleft()
-            if time.perf_counter() >= deadline:
+            if self._clock_s() >= deadline:
                 break
         if queue:
             loop.call_soon(self._run_slice, loop)

@@ -73,6 +73,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster_metadata import ClusterMetadata
 from broker.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
+from broker.ids import IdSource
 from broker.replica.delayed_fetch import FetchPartitionStatus, FetchResults
 from broker.replica.partition import ReadResult
 from purgatory import Clock
@@ -232,7 +233,7 @@ class FetchSessionCache:
     ) -> None:
         self.max_entries = max_entries
         self.eviction_ms = eviction_ms
-        self._rng = rng if rng is not None else random.Random()
+        self._rng = rng if rng is not None else IdSource.system().rng
         self.sessions: dict[int, FetchSession] = {}
         # Kafka's NumIncrementalFetchPartitionsCached and IncrementalFetchSessionEvictions.
         self.total_partitions = 0

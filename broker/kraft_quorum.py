@@ -37,21 +37,16 @@ fetches; the replica directory ids are zero UUIDs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from broker import real_clock
 from broker.cluster_metadata import ClusterMetadata
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
 NO_LEADER = -1
 UNKNOWN = -1
-
-
-def wall_clock_ms() -> int:
-    """Epoch milliseconds: Kafka reports the leader's wall clock in DescribeQuorum."""
-    return int(time.time() * 1000)
 
 
 def parse_quorum_voters(value: str) -> dict[int, tuple[str, int]]:
@@ -104,7 +99,7 @@ class KRaftQuorum:
         self,
         metadata: ClusterMetadata,
         voters: Mapping[int, tuple[str, int]] | None = None,
-        wall_clock_ms: Callable[[], int] = wall_clock_ms,
+        wall_clock_ms: Callable[[], int] = real_clock.wall_clock_ms,
     ) -> None:
         self.metadata = metadata
         self._configured_voters = dict(voters or {})

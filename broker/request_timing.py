@@ -9,29 +9,29 @@ to the socket), total. The component that parks a request says where
 The purgatory ``Clock`` counts whole milliseconds (uvloop's ``loop.time`` is cached
 per loop iteration), too coarse for a breakdown whose local time is often a few
 microseconds; so the dispatcher and the connection read a ``RequestClock`` instead,
-which the composition root builds over ``time.perf_counter_ns``/``time.time`` and a
-test may build over anything.
+whose defaults are `broker.real_clock`'s and which a simulation or a test builds over
+anything.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from broker import real_clock
 from broker.purgatories import PurgatoryName, PurgatoryOutcome
-
-
-def _wall_ms() -> float:
-    return time.time() * 1000.0
 
 
 @dataclass(frozen=True, slots=True)
 class RequestClock:
     """Monotonic nanoseconds for durations, wall milliseconds for the capture's dates."""
 
-    monotonic_ns: Callable[[], int] = time.perf_counter_ns
-    wall_ms: Callable[[], float] = _wall_ms
+    monotonic_ns: Callable[[], int] = real_clock.monotonic_ns
+    wall_ms: Callable[[], float] = real_clock.wall_ms
+
+    def wall_clock_ms(self) -> int:
+        """Whole epoch milliseconds (LogAppendTime, DescribeQuorum, transaction dates)."""
+        return int(self.wall_ms())
 
 
 @dataclass(slots=True)

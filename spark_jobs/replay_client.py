@@ -28,7 +28,7 @@ of different clients are only ordered by the schedule. The client id is all the
 capture says of a client, so clients that share one (a library's default) are ordered
 as one: more waiting, never a broken dependency.
 
-Each connection is a ``protocol.client.ClientConnection`` under a thin asyncio shell.
+Each connection is the project's asyncio client shell (``client_io.ClientShell``), pipelined.
 Each request is re-framed: a fresh correlation id per connection (``send_frame``
 rewrites only that in the captured frame), and for the APIs that carry what a broker
 assigns, decoded, rewritten (``replay_rewrite``) and re-encoded. Responses come back in
@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import time
 from bisect import bisect_right
 from collections import defaultdict
@@ -54,8 +53,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from client_io import ClientShell, PeerClosed
 from protocol.api_registry import response_class
-from protocol.client import ClientConnection, Response
+from protocol.client import Response
 from protocol.codec import RequestHeader, decode_request, encode_request, parse_request_header
 from protocol.error_codes import error_codes
 from protocol.errors import ProtocolError
@@ -103,8 +103,6 @@ REPLAY_COLUMNS: Final = (
     "response_send_time_ms",
     "correlation_id",
 )
-
-_READ_SIZE: Final = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -214,10 +212,7 @@ class _Connection:
     schedule: ReplaySchedule
     rewriter: ReplayRewriter
     results: list[_Result] = field(default_factory=list)
-    reader: asyncio.StreamReader | None = None
-    writer: asyncio.StreamWriter | None = None
-    reader_task: asyncio.Task[None] | None = None
-    client: ClientConnection = field(default_factory=ClientConnection)
+    shell: ClientShell | None = None
     inflight: dict[int, _Inflight] = field(default_factory=dict)
     closed_reason: str | None = None
     #: The connection as the broker names it, ``host:port-host:port`` (its address,
@@ -228,34 +223,26 @@ class _Connection:
         address = self.schedule.addresses.get(self.broker_id)
         if address is None:
             raise ConnectionError(f"no broker {self.broker_id} in the replay cluster")
-        self.reader, self.writer = await asyncio.wait_for(
-            asyncio.open_connection(*address), self.schedule.connect_timeout_s
+        # Correlation ids start over with the socket (a new ClientConnection).
+        self.shell = await ClientShell.open(
+            *address, timeout_s=self.schedule.connect_timeout_s, no_delay=True
         )
-        sock = self.writer.get_extra_info("socket") if self.writer is not None else None
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            broker, ours = sock.getpeername()[:2], sock.getsockname()[:2]
-            self.name = f"{broker[0]}:{broker[1]}-{ours[0]}:{ours[1]}"
-        self.client = ClientConnection()  # correlation ids start over with the socket
+        self.name = self.shell.name
         self.closed_reason = None
-        self.reader_task = asyncio.get_running_loop().create_task(self._read_responses())
+        self.shell.start_reading(self)
 
-    async def _read_responses(self) -> None:
-        assert self.reader is not None
-        reader, client = self.reader, self.client
-        try:
-            while True:
-                data = await reader.read(_READ_SIZE)
-                now = time.monotonic()
-                if not data:
-                    self._fail_all("connection lost: closed by the broker")
-                    return
-                for response in client.receive(data):
-                    self._answered(self.inflight.pop(response.correlation_id), response, now)
-        except ProtocolError as exc:
-            self._fail_all(f"connection lost: {exc}"[:300])
-        except (ConnectionError, OSError) as exc:
-            self._fail_all(f"connection lost: {type(exc).__name__}")
+    def on_response(self, response: Response) -> None:
+        """The shell's reader task: a response just read (stamped now)."""
+        self._answered(self.inflight.pop(response.correlation_id), response, time.monotonic())
+
+    def on_connection_lost(self, error: ConnectionError) -> None:
+        cause = error.__cause__
+        if isinstance(cause, ProtocolError):
+            self._fail_all(f"connection lost: {cause}"[:300])
+        elif isinstance(error, PeerClosed):
+            self._fail_all("connection lost: closed by the broker")
+        else:
+            self._fail_all(f"connection lost: {type(cause or error).__name__}")
 
     def _answered(self, entry: _Inflight, response: Response, now: float) -> None:
         result = self.results[entry.row_index]
@@ -273,7 +260,6 @@ class _Connection:
 
     def _fail_all(self, reason: str) -> None:
         self.closed_reason = reason
-        self.client.connection_lost()
         entries = list(self.inflight.values())  # in send order
         self.inflight.clear()
         for entry in entries:
@@ -284,14 +270,8 @@ class _Connection:
                 entry.future.set_result(None)
 
     async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(Exception):
-                await self.writer.wait_closed()
-        if self.reader_task is not None:
-            self.reader_task.cancel()
-            with contextlib.suppress(BaseException):
-                await self.reader_task
+        if self.shell is not None:
+            await self.shell.close()
         self._fail_all("no response before the replay ended")
 
 
@@ -387,17 +367,17 @@ async def _replay_rows_of(
             _settle(settled[index])
             continue
         assert data is not None
-        if conn.writer is None or conn.closed_reason is not None:
+        if conn.shell is None or conn.closed_reason is not None:
             try:
-                if conn.writer is not None:
+                if conn.shell is not None:
                     await conn.close()
                 await conn.connect()
             except (OSError, ConnectionError, TimeoutError) as exc:
                 result.error = f"cannot connect: {exc}"[:300]
                 _settle(settled[index])
                 continue
-        assert conn.writer is not None
-        outgoing = conn.client.send_frame(data, expect_response=expects)
+        assert conn.shell is not None
+        outgoing = conn.shell.send_frame(data, expect_response=expects)
         sent_at = time.monotonic()
         result.actual_ms = round((sent_at - start_mono) * 1000.0, 3)
         result.connection, result.correlation_id = conn.name, outgoing.correlation_id
@@ -408,7 +388,6 @@ async def _replay_rows_of(
         else:
             result.codes = []
             _settle(settled[index])
-        conn.writer.write(outgoing.data)
     pending = [e.future for e in conn.inflight.values() if not e.future.done()]
     if pending:
         await asyncio.wait(pending, timeout=schedule.response_timeout_s)

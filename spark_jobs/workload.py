@@ -39,9 +39,8 @@ from typing import Any
 
 from kio.static.protocol import RequestPayload
 
+from client_io import ClientShell
 from protocol.builders import request_builder
-from protocol.client import ClientConnection
-from protocol.errors import ProtocolError
 
 __all__ = ["WorkloadConfig", "WorkloadSummary", "main", "run_workload"]
 
@@ -49,7 +48,6 @@ log = logging.getLogger("spark_jobs.workload")
 
 FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP = 10, 11, 14
 MEMBER_ID_REQUIRED = 79
-_READ_SIZE = 1 << 16
 
 
 @dataclass
@@ -97,39 +95,10 @@ async def _create_topic(config: WorkloadConfig) -> None:
         await admin.close()
 
 
-class _RawClient:
-    """Just enough of a Kafka client to join a group and then say nothing: one request
-    at a time on a ``ClientConnection``."""
-
-    def __init__(self, client_id: str) -> None:
-        self.client = ClientConnection(client_id)
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def connect(self, host: str, port: int) -> None:
-        self.reader, self.writer = await asyncio.open_connection(host, port)
-
-    async def call(self, api_key: int, version: int, request: RequestPayload) -> Any:
-        assert self.reader is not None and self.writer is not None
-        self.writer.write(self.client.send(api_key, version, request).data)
-        while True:
-            data = await self.reader.read(_READ_SIZE)
-            if not data:
-                self.client.connection_lost()
-                raise ConnectionError("the broker closed the connection")
-            try:
-                responses = self.client.receive(data)
-            except ProtocolError as exc:
-                raise ConnectionError(str(exc)) from exc
-            if responses:
-                return responses[0].body
-
-    async def close(self) -> None:
-        self.client.connection_lost()
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(Exception):
-                await self.writer.wait_closed()
+async def _call(client: ClientShell, api_key: int, version: int, request: RequestPayload) -> Any:
+    """One request at a time on the shell: just enough of a Kafka client to join a group and
+    then say nothing."""
+    return (await client.request(api_key, version, request)).body
 
 
 def _subscription(topic: str) -> bytes:
@@ -138,17 +107,17 @@ def _subscription(topic: str) -> bytes:
     return struct.pack(">hih", 0, 1, len(name)) + name + struct.pack(">i", -1)
 
 
-async def _dying_member(config: WorkloadConfig, group_id: str) -> tuple[_RawClient, str]:
+async def _dying_member(config: WorkloadConfig, group_id: str) -> tuple[ClientShell, str]:
     """Join ``group_id`` alone, sync, and return the (silent from now on) client."""
     host, _, port = config.bootstrap.split(",")[0].rpartition(":")
-    client = _RawClient("workload-dying-member")
-    await client.connect(host, int(port))
+    client = await ClientShell.open(host, int(port), client_id="workload-dying-member")
     find = request_builder(FIND_COORDINATOR, 1).FindCoordinatorRequest(key=group_id, key_type=0)
-    coordinator = await client.call(FIND_COORDINATOR, 1, find)
+    coordinator = await _call(client, FIND_COORDINATOR, 1, find)
     if (coordinator.host, coordinator.port) != (host, int(port)):
         await client.close()
-        client = _RawClient("workload-dying-member")
-        await client.connect(coordinator.host, coordinator.port)
+        client = await ClientShell.open(
+            coordinator.host, coordinator.port, client_id="workload-dying-member"
+        )
     b = request_builder(JOIN_GROUP, 5)
     timeout = timedelta(milliseconds=config.dying_session_timeout_ms)
     member_id = ""
@@ -164,7 +133,7 @@ async def _dying_member(config: WorkloadConfig, group_id: str) -> tuple[_RawClie
                 b.JoinGroupRequestProtocol(name="range", metadata=_subscription(config.topic)),
             ),
         )
-        joined = await client.call(JOIN_GROUP, 5, join)
+        joined = await _call(client, JOIN_GROUP, 5, join)
         member_id = joined.member_id
         if joined.error_code != MEMBER_ID_REQUIRED:
             break
@@ -178,7 +147,7 @@ async def _dying_member(config: WorkloadConfig, group_id: str) -> tuple[_RawClie
         group_instance_id=None,
         assignments=(s.SyncGroupRequestAssignment(member_id=member_id, assignment=b""),),
     )
-    await client.call(SYNC_GROUP, 3, sync)
+    await _call(client, SYNC_GROUP, 3, sync)
     return client, member_id
 
 

@@ -8,7 +8,6 @@ protocol) consistent on every add/remove/update.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,6 +25,7 @@ from broker.group.results import (
     TopicPartition,
 )
 from broker.group.txn_offsets import PendingTxnOffsets
+from broker.ids import IdSource
 from purgatory import Clock
 
 
@@ -42,7 +42,8 @@ class GroupMetadata:
         self.group_id = group_id
         self._state = initial_state
         self._clock = clock
-        self._uuid_factory = uuid_factory or (lambda: str(uuid.uuid4()))
+        # The composition root hands in its id source's; alone (tests), the system's.
+        self._uuid_factory = uuid_factory or IdSource.system().member_id
         # When the group last changed state: the base of offset retention once Empty.
         self.current_state_timestamp: int | None = clock.now_ms()
         self.protocol_type: str | None = None

@@ -13,7 +13,6 @@ clients decode with it) refuses as a timestamp.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -30,7 +29,9 @@ MAX_VERSION = 0
 def _wall_clock_ms(ctx: RequestContext, clock_ms: int) -> int:
     if clock_ms < 0:
         return 0
-    return int(time.time() * 1000) - (ctx.services.clock.now_ms() - clock_ms)
+    # The broker's clock is monotonic; the answer wants dates: the injected wall clock's.
+    now_wall_ms = ctx.services.replica_manager.wall_clock_ms()
+    return now_wall_ms - (ctx.services.clock.now_ms() - clock_ms)
 
 
 def _state(b: Builder, ctx: RequestContext, d: TransactionDescription) -> Any:

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import logging
 import shutil
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from broker.ids import IdSource
 from broker.log.disk_log import DiskLog
 from broker.log.log_config import LogConfig
 from broker.log.memory_log import MemoryLog
@@ -62,8 +62,11 @@ class LogManager:
         data_dir: Path | None,
         default_config: LogConfig | None = None,
         extra_dirs: Sequence[Path] = (),
+        ids: IdSource | None = None,
     ) -> None:
         self.data_dir = data_dir
+        # The tags of -future and -delete directories (Kafka: a random uuid).
+        self._ids = ids or IdSource.system()
         self.default_config = default_config or LogConfig()
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         #: Kafka's log.dirs for this broker: the data dir first (none in memory mode)
@@ -159,12 +162,12 @@ class LogManager:
         if source_dir == destination:
             return None
         name = partition_dir_name(topic, partition)
-        future = destination / f"{name}.{uuid.uuid4().hex}{_FUTURE_SUFFIX}"
+        future = destination / f"{name}.{self._ids.hex()}{_FUTURE_SUFFIX}"
         old.close()
         shutil.copytree(source_dir / name, future)
         future.rename(destination / name)
         self._log_dir_of[key] = destination
-        doomed = source_dir / f"{name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+        doomed = source_dir / f"{name}.{self._ids.hex()}{_DELETE_SUFFIX}"
         (source_dir / name).rename(doomed)
         shutil.rmtree(doomed, ignore_errors=True)
         moved = DiskLog(destination / name, old.config)
@@ -180,7 +183,7 @@ class LogManager:
         directory = None if log_dir is None else log_dir / partition_dir_name(topic, partition)
         if directory is None or not directory.exists():
             return plog is not None
-        doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}")
+        doomed = directory.with_name(f"{directory.name}.{self._ids.hex()}{_DELETE_SUFFIX}")
         directory.rename(doomed)
         shutil.rmtree(doomed, ignore_errors=True)
         return True

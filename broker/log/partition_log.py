@@ -7,10 +7,10 @@ the leader's offsets and are stored as they are (`prepare_follower_append` check
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from broker import real_clock
 from broker.log.cleanable import CleanedWriter, CleanerCheckpoint, CleanerSnapshot
 from broker.log.errors import RecordTooLargeError, UnexpectedAppendOffsetError
 from broker.log.log_config import LogConfig
@@ -157,7 +157,7 @@ def prepare_leader_append(
     append_time: int | None = None
     if config.uses_log_append_time:
         append_time = (
-            log_append_time_ms if log_append_time_ms is not None else int(time.time() * 1000)
+            log_append_time_ms if log_append_time_ms is not None else real_clock.wall_clock_ms()
         )
     data = stamp_leader_batches(records, headers, log_end_offset, leader_epoch, append_time)
     num_records = 0

@@ -10,12 +10,12 @@ follower's fetch, a leadership change.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker import real_clock
 from broker.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config import BrokerConfig
 from broker.controller import Controller
@@ -50,16 +50,6 @@ from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
 log = logging.getLogger("broker.replica")
 
 
-def wall_clock_ms() -> int:
-    """Epoch milliseconds, for the timestamps a log stamps (LogAppendTime).
-
-    The broker's ``Clock`` is the event loop's monotonic clock: right for purgatory
-    deadlines, but not a date. Kafka stamps LogAppendTime with ``time.milliseconds()``
-    (the wall clock), and clients show it as one.
-    """
-    return int(time.time() * 1000)
-
-
 class ReplicaManager:
     """Kafka's ReplicaManager for one broker, built whole by the composition root."""
 
@@ -76,7 +66,7 @@ class ReplicaManager:
         fetcher_manager: ReplicaFetcherManager,
         scheduler_timer: SystemTimer,
         partitions: dict[TopicPartition, Partition],
-        wall_clock_ms: Callable[[], int] = wall_clock_ms,
+        wall_clock_ms: Callable[[], int] = real_clock.wall_clock_ms,
         *,
         delete_records_purgatory: DelayedOperationPurgatory[Any],
         share_fetch_purgatory: DelayedOperationPurgatory[Any] | None = None,
@@ -127,6 +117,8 @@ class ReplicaManager:
         # key too (Kafka's DelayedShareFetchPartitionKey).
         self.share_fetch_purgatory = share_fetch_purgatory
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
+        # Epoch milliseconds for LogAppendTime: the broker's ``Clock`` is the loop's
+        # monotonic one, right for deadlines but not a date (Kafka: ``time.milliseconds()``).
         self.wall_clock_ms = wall_clock_ms
 
     # -- lifecycle (a broker component) ------------------------------------------------

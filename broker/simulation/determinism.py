@@ -3,16 +3,21 @@
 Our own code takes time from its injected clock and ids from injected sources; the clients a
 simulation runs (aiokafka, above all) do not: they read `time.time()` and `time.monotonic()`
 for deadlines and timestamps, draw from the module-level `random` (node choice, the default
-partitioner) and `uuid.uuid4()`; the broker's capture stamps events with
-`time.perf_counter_ns()`. `pinned_process` replaces exactly those functions for the length of
+partitioner) and `uuid.uuid4()`. The brokers need none of this (they read the virtual
+`RequestClock`, the seeded `IdSource` and a load scheduler on virtual time that the scenario
+hands `MiniKafka`; a ruff rule keeps broker code off these functions, and
+tests/integration/test_broker_determinism.py shows a run of our own client repeats under any
+``PYTHONHASHSEED``). `pinned_process` replaces exactly those functions for the length of
 a run — wall time becomes ``epoch + loop.time()``, monotonic and performance-counter time
 become ``loop.time()``, `random`'s global generator is seeded and `uuid4` draws from the seed — and
 puts the originals back afterwards. Code that bound them at import (``from time import
 monotonic``) is not reached; none of the clients we run does that for anything that
 decides behaviour.
 
-Hash randomisation (``PYTHONHASHSEED``) is fixed per process, not per run: two runs in one
-process agree; across processes `minikafka simulate` starts its child with a fixed seed.
+Hash randomisation (``PYTHONHASHSEED``) is fixed per process, not per run, and the scenario
+with aiokafka clients still depends on it (from its first connections on: the clients, or a
+broker path only they drive — transactions, idempotence — not yet found): across processes
+`minikafka simulate` starts its child with a fixed seed.
 """
 
 from __future__ import annotations

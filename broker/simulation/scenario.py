@@ -19,15 +19,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker import real_clock
 from broker.app import MiniKafka
 from broker.config import BrokerConfig
+from broker.coordinator_loader import EventLoopLoadScheduler
+from broker.ids import IdSource
 from broker.request_timing import RequestClock
 from broker.simulation import nemesis, workload
+from broker.simulation.determinism import DEFAULT_EPOCH_S
 from broker.simulation.history import History
 from broker.simulation.invariants import Verdict, check_all
 from broker.simulation.loop import SimulatedEventLoop, run_simulated
@@ -68,13 +71,18 @@ class SimulationResult:
 
 
 def simulate(config: SimulationConfig) -> SimulationResult:
-    started = time.perf_counter()
+    started = real_clock.monotonic_s()  # wall time spent, for the virtual/wall ratio
     history = History()
     virtual_s = run_simulated(_scenario(config, history), seed=config.seed)
     loop_messages = history.client_errors.pop("__messages__", 0)
     digest = history.digest(virtual_s, loop_messages)
     return SimulationResult(
-        config.seed, digest, check_all(history), virtual_s, time.perf_counter() - started, history
+        config.seed,
+        digest,
+        check_all(history),
+        virtual_s,
+        real_clock.monotonic_s() - started,
+        history,
     )
 
 
@@ -102,7 +110,8 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
     assert isinstance(loop, SimulatedEventLoop)
     # Requests are timed on the virtual clock: a capture of a run shows its virtual waits.
     virtual = RequestClock(
-        monotonic_ns=lambda: round(loop.time() * 1e9), wall_ms=lambda: time.time() * 1000.0
+        monotonic_ns=lambda: round(loop.time() * 1e9),
+        wall_ms=lambda: (DEFAULT_EPOCH_S + loop.time()) * 1000.0,
     )
     app = MiniKafka(
         _broker_config(config),
@@ -111,6 +120,9 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         capture_dir=config.out,
         request_clock=virtual,
         handler_pools=_handler_pools(config),
+        # Coordinator loads sliced on virtual time: where a load yields is the seed's.
+        load_scheduler=lambda: EventLoopLoadScheduler(clock_s=loop.time),
+        ids=IdSource.seeded(config.seed),  # cluster, topic, member and fetch session ids
     )
     await app.start()
     try:

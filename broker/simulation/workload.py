@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
+from broker.simulation.determinism import DEFAULT_EPOCH_S
 from broker.simulation.history import Assignment, History
 from broker.simulation.network import client_node
 
@@ -46,8 +46,9 @@ class WorkloadSettings:
 
 
 def _stamp() -> int:
-    """A record timestamp from the simulation's wall clock (aiokafka's own is bound at import)."""
-    return int(time.time() * 1000)
+    """A record timestamp from the simulation's wall clock (aiokafka's own is bound at import):
+    the epoch `determinism` pins plus the loop's virtual time."""
+    return int((DEFAULT_EPOCH_S + asyncio.get_running_loop().time()) * 1000)
 
 
 def _error_name(exc: BaseException) -> str:

@@ -3,8 +3,8 @@
 Kafka's ``TransactionMarkerChannelManager`` is an ``InterBrokerSendThread``: one network
 client, one connection per destination broker. Here one asyncio task per destination,
 started the first time it has markers, each on its own connection
-(:class:`~broker.replica.leader_endpoint.LeaderEndpoint`, the project's asyncio shell
-on ``protocol.client``, which the replica fetchers use too). The task drains the
+(:class:`~broker.replica.leader_endpoint.LeaderEndpoint`, which the replica fetchers use
+too, on the project's one asyncio client shell, ``client_io.ClientShell``). The task drains the
 destination's queue into one WriteTxnMarkers request (v1, as Kafka 3.x brokers send),
 sends it, and hands the answer to the channel manager; a dropped or silent connection
 is handed over as "no answer" and reopened. After an answer that queued partitions

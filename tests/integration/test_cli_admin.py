@@ -14,7 +14,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.partitioner import murmur2 as aiokafka_murmur2
 
-from broker.kafka_client import decode_assignment, encode_assignment, murmur2, range_assign
+from kafka_tools.client import decode_assignment, encode_assignment, murmur2, range_assign
 
 
 def cli(

@@ -20,10 +20,10 @@ import pytest
 from confluent_kafka import ConsumerGroupState as ClientGroupState
 from confluent_kafka import ConsumerGroupType
 
-from broker.admin_cli import add_admin_parsers
-from broker.admin_commands import groups_describe, groups_list
 from broker.app import MiniKafka
 from broker.group.consumer import ConsumerGroupState
+from kafka_tools.admin_cli import add_admin_parsers
+from kafka_tools.admin_commands import groups_describe, groups_list
 from tests.helpers.cluster import wait_until
 from tests.integration.conftest import running_cluster
 from tests.integration.test_consumer_group_protocol import (

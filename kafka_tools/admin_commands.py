@@ -1,6 +1,6 @@
 """``minikafka topics`` and ``minikafka groups``: what ``kafka-topics.sh`` and
 ``kafka-consumer-groups.sh`` do, with their messages and table columns (see
-``broker/admin_cli.py``)."""
+``kafka_tools/admin_cli.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.admin_consumer_groups import (
+from kafka_tools.admin_consumer_groups import (
     ConsumerGroupView,
     describe_consumer_group,
     member_rows,
@@ -20,7 +20,7 @@ from broker.admin_consumer_groups import (
     type_filter,
     type_label,
 )
-from broker.kafka_client import (
+from kafka_tools.client import (
     EARLIEST,
     LATEST,
     AdminError,
@@ -29,7 +29,7 @@ from broker.kafka_client import (
     error_name,
     kafka_uuid,
 )
-from broker.kafka_client.cluster import (
+from kafka_tools.client.cluster import (
     CREATE_TOPICS,
     DELETE_GROUPS,
     DELETE_TOPICS,
@@ -401,7 +401,7 @@ async def _print_offsets(
 async def _describe_consumer_group(
     client: KafkaClient, args: argparse.Namespace, view: ConsumerGroupView, coordinator: int
 ) -> None:
-    """A KIP-848 consumer group's views (``broker/admin_consumer_groups.py``)."""
+    """A KIP-848 consumer group's views (``kafka_tools/admin_consumer_groups.py``)."""
     group = view.group_id
     if args.state:
         host, port = client.cluster.brokers.get(coordinator, ("?", 0))

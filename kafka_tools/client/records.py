@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.kafka_client.cluster import (
+from kafka_tools.client.cluster import (
     FETCH,
     PRODUCE,
     RETRIABLE,

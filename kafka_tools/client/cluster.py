@@ -12,7 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.kafka_client.connection import BrokerConnection
+from kafka_tools.client.connection import BrokerConnection
 from protocol.api_registry import KIO_VERSIONS
 from protocol.builders import Builder, request_builder
 

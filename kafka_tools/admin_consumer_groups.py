@@ -24,8 +24,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.kafka_client import AdminError, KafkaClient, error_name
-from broker.kafka_client.cluster import CONSUMER_GROUP_DESCRIBE
+from kafka_tools.client import AdminError, KafkaClient, error_name
+from kafka_tools.client.cluster import CONSUMER_GROUP_DESCRIBE
 from protocol.builders import Builder
 
 MISSING = "-"

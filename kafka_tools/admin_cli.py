@@ -32,7 +32,7 @@ Every command takes ``--bootstrap-server HOST:PORT[,...]`` (also ``--bootstrap``
 default ``$MINIKAFKA_BOOTSTRAP`` or ``127.0.0.1:9092``). Output follows Kafka's tools
 (the same messages and table columns), so what a Kafka user reads is familiar.
 Exit codes: 0 done, 1 the cluster refused or could not be reached (one line on stderr
-says why), 2 a bad argument. The client underneath is ``broker/kafka_client/``:
+says why), 2 a bad argument. The client underneath is ``kafka_tools/client/``:
 ``protocol.client`` only, so the base install is enough.
 
 Where this differs from Kafka's tools: ``reset-offsets`` without ``--execute`` is a dry
@@ -49,7 +49,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from broker.admin_commands import (
+from kafka_tools.admin_commands import (
     UsageError,
     groups_delete,
     groups_describe,
@@ -62,8 +62,8 @@ from broker.admin_commands import (
     topics_describe,
     topics_list,
 )
-from broker.console_commands import consume_records, produce_lines
-from broker.kafka_client import AdminError
+from kafka_tools.client import AdminError
+from kafka_tools.console_commands import consume_records, produce_lines
 
 __all__ = ["ADMIN_COMMANDS", "add_admin_parsers", "run_admin"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.kafka_client.cluster import (
+from kafka_tools.client.cluster import (
     HEARTBEAT,
     JOIN_GROUP,
     LEAVE_GROUP,

@@ -1,11 +1,11 @@
 """A small Kafka client for the command line tools: admin calls, a producer, a consumer.
 
-``minikafka topics|groups|produce|consume`` (``broker/admin_cli.py``) do what Kafka's
+``minikafka topics|groups|produce|consume`` (``kafka_tools/admin_cli.py``) do what Kafka's
 ``kafka-topics.sh``, ``kafka-consumer-groups.sh`` and ``kafka-console-*.sh`` do, against
 any bootstrap -- minikafka or a real Kafka. They must work with the base install (no
 aiokafka), so they speak Kafka on the project's one client connection,
-``protocol.client.ClientConnection``, under a thin asyncio shell (``BrokerConnection``),
-as the followers' ``LeaderEndpoint`` does.
+``protocol.client.ClientConnection``, on the project's one asyncio client shell
+(``client_io.ClientShell``, pipelined: ``BrokerConnection``), as the followers do.
 
 Theory of operation
 -------------------
@@ -31,7 +31,7 @@ consumer protocol and a group member), ``records`` (producing and fetching).
 
 from __future__ import annotations
 
-from broker.kafka_client.cluster import (
+from kafka_tools.client.cluster import (
     EARLIEST,
     LATEST,
     AdminError,
@@ -42,8 +42,8 @@ from broker.kafka_client.cluster import (
     error_name,
     kafka_uuid,
 )
-from broker.kafka_client.connection import BrokerConnection
-from broker.kafka_client.group import (
+from kafka_tools.client.connection import BrokerConnection
+from kafka_tools.client.group import (
     GroupMember,
     decode_assignment,
     decode_subscription,
@@ -54,7 +54,7 @@ from broker.kafka_client.group import (
     leave_group,
     range_assign,
 )
-from broker.kafka_client.records import FetchResult, fetch, murmur2, partition_for, produce
+from kafka_tools.client.records import FetchResult, fetch, murmur2, partition_for, produce
 
 __all__ = [
     "EARLIEST",

@@ -1,6 +1,6 @@
 """``minikafka produce`` and ``minikafka consume``: what
 ``kafka-console-producer.sh`` and ``kafka-console-consumer.sh`` do (see
-``broker/admin_cli.py``)."""
+``kafka_tools/admin_cli.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import signal
 import sys
 import threading
 
-from broker.admin_commands import UsageError
-from broker.kafka_client import (
+from kafka_tools.admin_commands import UsageError
+from kafka_tools.client import (
     EARLIEST,
     LATEST,
     AdminError,
