@@ -21,6 +21,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="minikafka simulate --capture",
         description="A capture replayed in virtual time under a grid of broker configs x "
         "seeds, one Spark task per cell.",
+        allow_abbrev=False,  # simulate's --seed must not read as --seeds
     )
     parser.add_argument("--capture", required=True, type=Path, help="capture directory")
     parser.add_argument(

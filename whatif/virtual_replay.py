@@ -45,6 +45,7 @@ from broker.simulation.loop import SimulatedEventLoop, run_simulated
 from broker.simulation.request_handlers import DEFAULT_IO_THREADS, SimulatedRequestHandlers
 from protocol.capture import CaptureRequest
 from protocol.capture_files import capture_files, read_capture
+from protocol.codec import decode_request, parse_request_header
 from protocol.service_times import ServiceTimeModel
 from spark_jobs.replay_client import (
     REPLAY_COLUMNS,
@@ -58,6 +59,7 @@ __all__ = [
     "VirtualReplay",
     "VirtualReplayConfig",
     "capture_brokers",
+    "captured_topics",
     "read_replay_rows",
     "replay_virtual",
     "result_digest",
@@ -114,6 +116,45 @@ def read_replay_rows(capture: str | Path) -> list[dict[str, Any]]:
 def capture_brokers(rows: Iterable[Mapping[str, Any]]) -> int:
     """How many brokers the target needs: one per captured broker id (ids 0..N-1)."""
     return max((int(r["broker_id"]) for r in rows), default=0) + 1
+
+
+#: Requests that name topics and partitions: Produce, Fetch (by name up to v12), ListOffsets.
+_TOPIC_APIS = {0: ("topic_data", "name", "partition_data", "index"),
+               1: ("topics", "topic", "partitions", "partition"),
+               2: ("topics", "name", "partitions", "partition_index")}  # fmt: skip
+#: Topics the cluster creates for itself.
+_INTERNAL = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+#: CreateTopics: a topic it names is created by the replay itself, as when captured.
+_CREATE_TOPICS = 19
+
+
+def captured_topics(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Topic -> partitions (the highest partition named + 1) of every topic the captured
+    requests read or write and no captured CreateTopics creates: the topics that existed
+    before the capture (``simulate`` creates its topics without a request; a real cluster's
+    topics may predate the capture), which the target must hold before the replay starts."""
+    topics: dict[str, int] = {}
+    created: set[str] = set()
+    for row in rows:
+        api_key = int(row["api_key"])
+        if api_key not in _TOPIC_APIS and api_key != _CREATE_TOPICS:
+            continue
+        try:
+            frame = bytes(row["request"])
+            header, offset = parse_request_header(frame)
+            request = decode_request(header, frame, offset)
+        except Exception:  # an undecodable request names no topic; the replay reports it
+            continue
+        if api_key == _CREATE_TOPICS:
+            created.update(str(t.name) for t in request.topics)
+            continue
+        many, name, parts, index = _TOPIC_APIS[api_key]
+        for topic in getattr(request, many):
+            title = getattr(topic, name, None)
+            if title and title not in _INTERNAL:
+                highest = max((int(getattr(p, index)) for p in getattr(topic, parts)), default=0)
+                topics[title] = max(topics.get(title, 1), highest + 1)
+    return {t: n for t, n in sorted(topics.items()) if t not in created}
 
 
 def target_config(config: VirtualReplayConfig) -> BrokerConfig:
@@ -182,6 +223,9 @@ async def _run(
     )
     await app.start()
     try:
+        replication = min(3, config.brokers)
+        for topic, partitions in captured_topics(rows).items():
+            app.cluster.create_topic(topic, partitions, replication, {})
         schedule = ReplaySchedule(
             addresses={b.broker_id: (b.advertised_host, b.port) for b in app.brokers},
             start_unix_s=DEFAULT_EPOCH_S + loop.time() + START_MARGIN_S,
