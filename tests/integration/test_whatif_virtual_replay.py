@@ -1,8 +1,9 @@
 """A capture replayed in virtual time (whatif.virtual_replay), and the what-if grid on Spark.
 
-The capture is a short `minikafka simulate` run (10 virtual seconds, three brokers), made once
-per module in this process. The virtual replay needs no TCP: the cluster and the replay client
-share the simulated network, so what is checked is the outcome, not a timing.
+The captures are short `minikafka simulate` runs (three brokers; 10 virtual seconds, and 4 for
+the grid, whose cells each replay it in a Spark task), made in this process. The virtual
+replay needs no TCP: the cluster and the replay client share the simulated network, so what
+is checked is the outcome, not a timing.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ from whatif.virtual_replay import (
 CAPTURE_S = 10.0
 
 
+def _capture(where: Path, duration_s: float) -> Path:
+    out = where / "capture"
+    simulate(SimulationConfig(brokers=3, seed=5, duration_s=duration_s, out=out))
+    return out
+
+
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("whatif") / "capture"
-    simulate(SimulationConfig(brokers=3, seed=5, duration_s=CAPTURE_S, out=out))
-    return out
+    return _capture(tmp_path_factory.mktemp("whatif"), CAPTURE_S)
 
 
 def test_a_capture_replays_in_virtual_time_deterministically_and_every_request_is_answered(
@@ -57,10 +62,9 @@ def test_a_capture_replays_in_virtual_time_deterministically_and_every_request_i
 
 
 @pytest.mark.spark
-def test_a_grid_of_two_configs_by_two_seeds_on_spark_gives_the_comparison(
-    capture: Path, tmp_path: Path
-) -> None:
+def test_a_grid_of_two_configs_by_two_seeds_on_spark_gives_the_comparison(tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
+    capture = _capture(tmp_path, 4.0)
     out = tmp_path / "grid"
     grid = ["--grid", "replica.fetch.wait.max.ms=500,100", "--seeds", "2", "--master", "local[2]"]
     command = [sys.executable, "-m", "broker", "simulate", "--capture", str(capture), *grid]
