@@ -146,7 +146,7 @@ def captured_topics(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         except Exception:  # an undecodable request names no topic; the replay reports it
             continue
         if api_key == _CREATE_TOPICS:
-            created.update(str(t.name) for t in request.topics)
+            created.update(str(t.name) for t in getattr(request, "topics", ()))
             continue
         many, name, parts, index = _TOPIC_APIS[api_key]
         for topic in getattr(request, many):
