@@ -29,6 +29,7 @@ COPY broker ./broker
 COPY spark_jobs ./spark_jobs
 COPY client_io ./client_io
 COPY kafka_tools ./kafka_tools
+COPY whatif ./whatif
 # The spark extra is what every service of docker-compose.yml needs: PySpark (replay,
 # report, the worker's executors) and aiokafka (the workload).
 RUN pip install ".[spark]" "pyspark==${SPARK_VERSION}" \

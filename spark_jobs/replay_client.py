@@ -78,6 +78,7 @@ __all__ = [
     "causal_prerequisites",
     "client_key",
     "replay_rows",
+    "replay_rows_in_loop",
     "result_record",
 ]
 
@@ -511,12 +512,7 @@ def replay_rows(
     blocks until the tasks agree and returns the shared start (wall clock, seconds).
     Without it the start is ``schedule.start_unix_s``. ``task`` names this task in the
     progress reports (``schedule.progress_address``)."""
-    groups: list[tuple[int, str, list[dict[str, Any]]]] = []
-    for row in rows:
-        key = (int(row["broker_id"]), str(row["connection_id"]))
-        if not groups or (groups[-1][0], groups[-1][1]) != key:
-            groups.append((key[0], key[1], []))
-        groups[-1][2].append(dict(row))
+    groups = _connection_groups(rows)
     if not groups:
         if agree_start is not None:
             agree_start(time.time())
@@ -533,6 +529,42 @@ def replay_rows(
     for conn, (_, _, conn_rows) in zip(conns, groups, strict=True):
         for row, result in zip(conn_rows, conn.results, strict=False):
             yield result_record(row, result, conn.connection_id, conn.broker_id)
+
+
+async def replay_rows_in_loop(
+    rows: Iterable[Mapping[str, Any]], schedule: ReplaySchedule, task: int = 0
+) -> list[ReplayResult]:
+    """``replay_rows`` on the running event loop, starting at ``schedule.start_unix_s``
+    (``time.time()``'s clock): for a caller that owns the loop, such as a replay inside a
+    simulated cluster (``whatif.virtual_replay``: the loop's virtual clock is what
+    ``time`` reads there). No barrier: the caller runs every connection in this call."""
+    groups = _connection_groups(rows)
+    if not groups:
+        return []
+    prepared = await _prepare(groups, schedule, task)
+    prepared.progress.started(schedule.start_unix_s)
+    try:
+        conns = await _replay_prepared(prepared, schedule.start_unix_s)
+    finally:
+        prepared.progress.close()
+    return [
+        result_record(row, result, conn.connection_id, conn.broker_id)
+        for conn, (_, _, conn_rows) in zip(conns, groups, strict=True)
+        for row, result in zip(conn_rows, conn.results, strict=False)
+    ]
+
+
+def _connection_groups(
+    rows: Iterable[Mapping[str, Any]],
+) -> list[tuple[int, str, list[dict[str, Any]]]]:
+    """``rows`` cut into (broker id, connection id, its rows), in the order they come."""
+    groups: list[tuple[int, str, list[dict[str, Any]]]] = []
+    for row in rows:
+        key = (int(row["broker_id"]), str(row["connection_id"]))
+        if not groups or (groups[-1][0], groups[-1][1]) != key:
+            groups.append((key[0], key[1], []))
+        groups[-1][2].append(dict(row))
+    return groups
 
 
 def result_record(

@@ -86,6 +86,26 @@ def add_simulate_parser(sub: Any) -> None:
         default=8,
         help="request handlers per broker with --service-times (Kafka's num.io.threads, 8)",
     )
+    _add_whatif_options(simulate)
+
+
+def _add_whatif_options(simulate: Any) -> None:
+    """``--capture`` turns simulate into the what-if grid (issue 24): ``python -m whatif``."""
+    simulate.add_argument(
+        "--capture",
+        type=Path,
+        default=None,
+        help="replay this capture in virtual time instead of the workload mix, one Spark task "
+        "per (--grid config, seed) cell; --seeds N then means seeds 0..N-1",
+    )
+    simulate.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="with --capture: a broker config axis (repeatable; the first values: baseline)",
+    )
+    simulate.add_argument("--master", default=None, help="with --capture: Spark master")
 
 
 def _seed_range(args: argparse.Namespace) -> list[int]:
@@ -99,6 +119,11 @@ def _seed_range(args: argparse.Namespace) -> list[int]:
 
 def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """Check the arguments, then run (in a child with PYTHONHASHSEED=0 unless already)."""
+    if args.capture is not None:
+        return _run_whatif(argv)
+    if args.grid or args.master:
+        print("minikafka simulate: error: --grid and --master need --capture", file=sys.stderr)
+        return 2
     try:
         seeds = _seed_range(args)
         faults = parse_faults(DEFAULT_FAULTS if args.faults == "default" else args.faults)
@@ -121,6 +146,16 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for noisy in ("aiokafka", "asyncio", "broker"):
         logging.getLogger(noisy).setLevel(max(logging.getLogger().level, logging.CRITICAL))
     return _run_seeds(args, seeds, faults, sys.stdout)
+
+
+def _run_whatif(argv: Sequence[str]) -> int:
+    """The what-if grid in a child (``python -m whatif``): broker must not import whatif,
+    and the child's hash seed is fixed so that a cell's digest repeats."""
+    args = list(argv)
+    rest = args[args.index("simulate") + 1 :] if "simulate" in args else args
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    command = [sys.executable, "-m", "whatif", *rest]
+    return subprocess.call(command, env=env, preexec_fn=_without_address_randomisation)
 
 
 def _run_seeds(

@@ -1,0 +1,274 @@
+"""One capture replayed in virtual time: the replay client inside a simulated cluster.
+
+`replay_virtual(rows, config)` runs, on a fresh `SimulatedEventLoop` seeded with
+``config.seed``, an N-broker `MiniKafka` on the `SimNetwork` (requests timed on the
+virtual clock, seeded ids, coordinator loads on virtual time, and -- with a service-time
+model -- each broker's ``num.io.threads`` request handlers of
+`broker.simulation.request_handlers`) and the project's replay client
+(`spark_jobs.replay_client.replay_rows_in_loop`) against it. The client is the real-time
+replay's: each connection keeps its captured order and spacing (request *i* is sent at its
+captured offset from the first client request), waits for what its client had been answered
+(causality), and its ids are rewritten (``replay_rewrite``). Its ``time.time``/
+``time.monotonic`` are the loop's while the run lasts (`determinism.pinned_process`), so its
+send and response times are virtual milliseconds.
+
+Where we differ from the real-time replay: one "task" holds every connection (no barrier,
+no Spark inside the run: `whatif.grid` puts a whole run in one Spark task), and the target
+is the cluster `minikafka simulate` runs (replication min(3, N), three partitions for each
+internal topic) plus the cell's overrides, so a capture written by ``simulate --out``
+replays like for like. The rows are `ReplayResult`s with ``run_kind`` virtual-time, and
+`write_results` writes them as the real-time replay does (RESULT_SCHEMA Parquet and
+``_replay.json``): ``minikafka report`` and ``compare`` read them unchanged.
+
+Deterministic: the same rows, config and seed give the same `digest` (in a process with the
+same ``PYTHONHASHSEED``, as ``minikafka simulate`` arranges).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker import real_clock
+from broker.app import MiniKafka
+from broker.config import BrokerConfig
+from broker.coordinator_loader import EventLoopLoadScheduler
+from broker.ids import IdSource
+from broker.request_timing import RequestClock
+from broker.simulation.determinism import DEFAULT_EPOCH_S
+from broker.simulation.loop import SimulatedEventLoop, run_simulated
+from broker.simulation.request_handlers import DEFAULT_IO_THREADS, SimulatedRequestHandlers
+from protocol.capture import CaptureRequest
+from protocol.capture_files import capture_files, read_capture
+from protocol.codec import decode_request, parse_request_header
+from protocol.service_times import ServiceTimeModel
+from spark_jobs.replay_client import (
+    REPLAY_COLUMNS,
+    ReplaySchedule,
+    replay_rows_in_loop,
+)
+from spark_jobs.replay_result import VIRTUAL_TIME, ReplayResult
+from spark_jobs.traffic import REPLICA_ID_APIS, is_inter_broker, replica_id_of_frame
+
+__all__ = [
+    "VirtualReplay",
+    "VirtualReplayConfig",
+    "capture_brokers",
+    "captured_topics",
+    "read_replay_rows",
+    "replay_virtual",
+    "result_digest",
+    "target_config",
+]
+
+#: Virtual seconds between the cluster being up and the first captured request's offset.
+START_MARGIN_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualReplayConfig:
+    """One cell of a what-if: the target cluster, its configs, the seed."""
+
+    brokers: int = 3
+    seed: int = 0
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    #: What each request costs its broker (None: nothing; requests take no virtual time).
+    service_times: ServiceTimeModel | None = None
+    io_threads: int = DEFAULT_IO_THREADS
+    response_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualReplay:
+    """What one virtual replay gave: a result row per captured row, and how it ran."""
+
+    results: list[ReplayResult]
+    digest: str
+    virtual_s: float
+    wall_s: float
+
+    @property
+    def unanswered(self) -> int:
+        """Client requests sent that expected an answer and got none (or an error)."""
+        return sum(1 for r in self.results if r.replay_error is not None)
+
+
+def read_replay_rows(capture: str | Path) -> list[dict[str, Any]]:
+    """The capture's requests as the replay client takes them (``REPLAY_COLUMNS``), each
+    connection's rows together and in sequence order, without Spark."""
+    rows: list[dict[str, Any]] = []
+    for path in capture_files(capture):
+        for record in read_capture(path):
+            if isinstance(record, CaptureRequest):
+                row = {name: getattr(record, name) for name in REPLAY_COLUMNS}
+                if row["replica_id"] is None and record.api_key in REPLICA_ID_APIS:
+                    row["replica_id"] = replica_id_of_frame(record.api_key, record.request)
+                rows.append(row)
+    rows.sort(key=lambda r: (int(r["broker_id"]), str(r["connection_id"]), int(r["sequence"])))
+    return rows
+
+
+def capture_brokers(rows: Iterable[Mapping[str, Any]]) -> int:
+    """How many brokers the target needs: one per captured broker id (ids 0..N-1)."""
+    return max((int(r["broker_id"]) for r in rows), default=0) + 1
+
+
+#: Requests that name topics and partitions: Produce, Fetch (by name up to v12), ListOffsets.
+_TOPIC_APIS = {0: ("topic_data", "name", "partition_data", "index"),
+               1: ("topics", "topic", "partitions", "partition"),
+               2: ("topics", "name", "partitions", "partition_index")}  # fmt: skip
+#: Topics the cluster creates for itself.
+_INTERNAL = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+#: CreateTopics: a topic it names is created by the replay itself, as when captured.
+_CREATE_TOPICS = 19
+
+
+def captured_topics(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Topic -> partitions (the highest partition named + 1) of every topic the captured
+    requests read or write and no captured CreateTopics creates: the topics that existed
+    before the capture (``simulate`` creates its topics without a request; a real cluster's
+    topics may predate the capture), which the target must hold before the replay starts."""
+    topics: dict[str, int] = {}
+    created: set[str] = set()
+    for row in rows:
+        api_key = int(row["api_key"])
+        if api_key not in _TOPIC_APIS and api_key != _CREATE_TOPICS:
+            continue
+        try:
+            frame = bytes(row["request"])
+            header, offset = parse_request_header(frame)
+            request = decode_request(header, frame, offset)
+        except Exception:  # an undecodable request names no topic; the replay reports it
+            continue
+        if api_key == _CREATE_TOPICS:
+            created.update(str(t.name) for t in getattr(request, "topics", ()))
+            continue
+        many, name, parts, index = _TOPIC_APIS[api_key]
+        for topic in getattr(request, many):
+            title = getattr(topic, name, None)
+            if title and title not in _INTERNAL:
+                highest = max((int(getattr(p, index)) for p in getattr(topic, parts)), default=0)
+                topics[title] = max(topics.get(title, 1), highest + 1)
+    return {t: n for t, n in sorted(topics.items()) if t not in created}
+
+
+def target_config(config: VirtualReplayConfig) -> BrokerConfig:
+    """`minikafka simulate`'s cluster configs, then the cell's overrides."""
+    replication = str(min(3, config.brokers))
+    return BrokerConfig.model_validate(
+        {
+            "default.replication.factor": replication,
+            "offsets.topic.replication.factor": replication,
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.num.partitions": "3",
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": str(min(2, config.brokers)),
+            "min.insync.replicas": str(min(2, config.brokers)),
+            "group.initial.rebalance.delay.ms": "0",
+            **config.overrides,
+        }
+    )
+
+
+def replay_virtual(rows: list[dict[str, Any]], config: VirtualReplayConfig) -> VirtualReplay:
+    """Replay ``rows`` (``read_replay_rows``) in a simulated cluster; see the module doc."""
+    started = real_clock.monotonic_s()
+    box: list[ReplayResult] = []
+    virtual_s = run_simulated(_run(rows, config, box), seed=config.seed)
+    results = [r._replace(run_kind=VIRTUAL_TIME) for r in box]
+    return VirtualReplay(
+        results, result_digest(results, virtual_s), virtual_s, real_clock.monotonic_s() - started
+    )
+
+
+def result_digest(results: Iterable[ReplayResult], virtual_s: float) -> str:
+    """A hash of every row's outcome and the virtual end: the run's fingerprint."""
+    digest = hashlib.sha256(f"{virtual_s:.6f}".encode())
+    for r in results:
+        outcome = (
+            r.broker_id,
+            r.connection_id,
+            r.sequence,
+            r.actual_send_ms,
+            r.response_ms,
+            r.error_codes,
+            r.replay_error,
+            r.replay_skip,
+        )
+        digest.update(repr(outcome).encode())
+    return digest.hexdigest()[:16]
+
+
+async def _run(
+    rows: list[dict[str, Any]], config: VirtualReplayConfig, out: list[ReplayResult]
+) -> float:
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, SimulatedEventLoop)
+    app = MiniKafka(
+        target_config(config),
+        brokers=config.brokers,
+        port=0,
+        request_clock=RequestClock(
+            monotonic_ns=lambda: round(loop.time() * 1e9),
+            wall_ms=lambda: (DEFAULT_EPOCH_S + loop.time()) * 1000.0,
+        ),
+        handler_pools=_handler_pools(config),
+        load_scheduler=lambda: EventLoopLoadScheduler(clock_s=loop.time),
+        ids=IdSource.seeded(config.seed),
+    )
+    await app.start()
+    try:
+        replication = min(3, config.brokers)
+        for topic, partitions in captured_topics(rows).items():
+            app.cluster.create_topic(topic, partitions, replication, {})
+        schedule = ReplaySchedule(
+            addresses={b.broker_id: (b.advertised_host, b.port) for b in app.brokers},
+            start_unix_s=DEFAULT_EPOCH_S + loop.time() + START_MARGIN_S,
+            first_received_us=_first_client_request_us(rows),
+            response_timeout_s=config.response_timeout_s,
+        )
+        ordered = sorted(rows, key=_client_order)
+        out.extend(await replay_rows_in_loop(ordered, schedule))
+        return loop.time()
+    finally:
+        await app.stop()
+
+
+def _client_order(row: Mapping[str, Any]) -> tuple[int, str, int]:
+    return (int(row["broker_id"]), str(row["connection_id"]), int(row["sequence"]))
+
+
+def _first_client_request_us(rows: list[dict[str, Any]]) -> int:
+    """Where the schedule starts: the first client request (as the real-time replay)."""
+    client = [
+        int(r["received_unix_us"])
+        for r in rows
+        if not is_inter_broker(int(r["api_key"]), _opt_int(r.get("replica_id")))
+    ]
+    return min(client or [int(r["received_unix_us"]) for r in rows] or [0])
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _handler_pools(
+    config: VirtualReplayConfig,
+) -> Callable[[int, BrokerConfig], SimulatedRequestHandlers] | None:
+    """Each broker's request handlers, drawing service times from the cell's seed; the
+    thread count is the cell's ``num.io.threads`` override when it has one."""
+    model = config.service_times
+    if model is None:
+        return None
+
+    def pool(broker_id: int, broker_config: BrokerConfig) -> SimulatedRequestHandlers:
+        rng = random.Random(f"{config.seed}/handlers/{broker_id}")
+        threads = int(config.overrides.get("num.io.threads", config.io_threads))
+        return SimulatedRequestHandlers(threads, model, rng)
+
+    return pool
