@@ -245,19 +245,23 @@ class _Connection:
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(*address), schedule.connect_timeout_s
         )
-        self.reader, self.writer = reader, writer
         if self.user is not None:
-            await asyncio.wait_for(
-                authenticate(
-                    reader,
-                    writer,
-                    self.user,
-                    schedule.users[self.user],
-                    schedule.sasl_mechanism,
-                    self.client_id,
-                ),
-                schedule.connect_timeout_s,
-            )
+            try:
+                await asyncio.wait_for(
+                    authenticate(
+                        reader,
+                        writer,
+                        self.user,
+                        schedule.users[self.user],
+                        schedule.sasl_mechanism,
+                        self.client_id,
+                    ),
+                    schedule.connect_timeout_s,
+                )
+            except BaseException:
+                writer.close()  # not kept: the next send connects (and fails) again
+                raise
+        self.reader, self.writer = reader, writer
         sock = self.writer.get_extra_info("socket") if self.writer is not None else None
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -535,7 +539,10 @@ def _connection(
     conn = _Connection(broker_id, connection_id, schedule, rewriter)
     conn.client_id = next((r["client_id"] for r in rows if r.get("client_id")), None)
     if schedule.sasl_addresses:
-        conn.user = replay_user(rows[0].get("principal"), schedule.users)
+        # The connection's authenticated principal: its requests before authentication
+        # (ApiVersions, the SASL exchange) were captured as User:ANONYMOUS.
+        users = (replay_user(r.get("principal"), schedule.users) for r in rows)
+        conn.user = next((user for user in users if user is not None), None)
     return conn
 
 

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
+from protocol.errors import ProtocolError
 
 __all__ = [
     "MECHANISMS",
@@ -177,6 +178,9 @@ async def _exchange(
         data = await reader.read(_READ_SIZE)
         if not data:
             raise SaslFailed("SASL: the broker closed the connection")
-        responses = client.receive(data)
-        if responses:
-            return responses[0].body
+        try:
+            responses = client.receive(data)
+            if responses:
+                return responses[0].body
+        except ProtocolError as exc:
+            raise SaslFailed(f"SASL: {exc}") from exc
