@@ -127,6 +127,8 @@ _encode_request = line_encoder(
         "purgatory_outcome",
         "error_codes",
         "replica_id",
+        "principal",
+        "listener_name",
     ),
 )
 _encode_event = line_encoder(
@@ -401,6 +403,8 @@ class BrokerCapture:
             t.purgatory_outcome,
             error_codes(response),
             replica_id(request),
+            str(ctx.connection.principal),
+            ctx.connection.listener_name,
         )
 
     def _event_line(self, item: _Queued) -> bytes | None:

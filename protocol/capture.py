@@ -180,6 +180,12 @@ class CaptureRequest(_Record):
     #: >= 0 when a broker's follower sent it (inter-broker traffic), -1 or so for a
     #: client; None for an API without one (and in captures written before this field).
     replica_id: int | None = None
+    #: Who sent it, as the listener authenticated it (Kafka's ``KafkaPrincipal`` text,
+    #: ``User:alice``; ``User:ANONYMOUS`` on PLAINTEXT), and on which listener
+    #: (``PLAINTEXT``, ``SASL_PLAINTEXT``, ...): what quotas and ACLs are keyed by, and
+    #: what a replay needs to send it as the same user. None in older captures.
+    principal: str | None = None
+    listener_name: str | None = None
 
 
 class DelayedOperationEvent(_Record):

@@ -78,8 +78,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from spark_jobs.progress import ProgressMonitor, phase
-from spark_jobs.run_info import RUN_FILE, TARGET_CAPTURE_DIR, ReplayRun, default_label
+from spark_jobs.replay_sasl import MECHANISMS, read_users, replay_user
+from spark_jobs.run_info import (
+    RUN_FILE,
+    TARGET_CAPTURE_DIR,
+    TARGET_DATA_DIR,
+    ReplayRun,
+    default_label,
+)
 from spark_jobs.target import TargetCluster, TargetError, parse_override
+from spark_jobs.target_quotas import parse_quota_file, write_target_quotas
+
+#: Kafka's principal of an unauthenticated (PLAINTEXT) connection.
+ANONYMOUS: Final = "User:ANONYMOUS"
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -198,6 +209,18 @@ class TargetInfo:
     started: bool = False
     overrides: list[str] = field(default_factory=list)
     capture: Path | None = None
+    #: ``--target-quotas``: the quota file's name, part of the variant's label.
+    quotas: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplaySasl:
+    """``--target-users``: who may replay as whom, over which listener (broker id ->
+    its SASL address) and mechanism (``spark_jobs.replay_sasl``)."""
+
+    users: Mapping[str, str]
+    addresses: Mapping[int, tuple[str, int]]
+    mechanism: str = "PLAIN"
 
 
 @dataclass(frozen=True)
@@ -212,6 +235,8 @@ class CaptureStats:
     brokers: tuple[int, ...]
     first_us: int
     last_us: int
+    #: The principals client connections were captured as, besides User:ANONYMOUS.
+    principals: tuple[str, ...] = ()
 
     @property
     def span_s(self) -> float:
@@ -253,6 +278,7 @@ def capture_stats(ordered: DataFrame) -> CaptureStats | None:
         F.sum(F.when(traffic_column() == "client", 1).otherwise(0)).alias("client"),
         F.countDistinct("broker_id", "connection_id").alias("connections"),
         F.collect_set("broker_id").alias("brokers"),
+        F.collect_set(F.when(traffic_column() == "client", F.col("principal"))).alias("users"),
     ).first()
     if stats is None or not stats["n"]:
         return None
@@ -263,10 +289,16 @@ def capture_stats(ordered: DataFrame) -> CaptureStats | None:
         brokers=tuple(sorted(int(b) for b in stats["brokers"])),
         first_us=int(stats["first"]),
         last_us=int(stats["last"]),
+        principals=tuple(sorted(p for p in stats["users"] if p and p != ANONYMOUS)),
     )
 
 
-def _record_capture(run: ReplayRun, stats: CaptureStats, addresses: Mapping[int, Any]) -> None:
+def _record_capture(
+    run: ReplayRun,
+    stats: CaptureStats,
+    addresses: Mapping[int, Any],
+    sasl: ReplaySasl | None = None,
+) -> None:
     """Put ``stats`` into ``run``, say what will be replayed, and warn about captured
     brokers the target lacks."""
     run.requests, run.client_requests = stats.requests, stats.client_requests
@@ -284,11 +316,26 @@ def _record_capture(run: ReplayRun, stats: CaptureStats, addresses: Mapping[int,
     phase(
         f"target: {len(addresses)} brokers at {run.target_bootstrap}; config: {run.config_text()}"
     )
+    _warn_about_principals(run, stats.principals, sasl)
     missing = sorted(set(stats.brokers) - set(addresses))
     if missing:
         run.warnings.append(
             f"captured brokers {missing} have no broker of the same id in the target: "
             "their connections fail"
+        )
+
+
+def _warn_about_principals(
+    run: ReplayRun, principals: Sequence[str], sasl: ReplaySasl | None
+) -> None:
+    """Warn about captured users the replay cannot send as themselves."""
+    users = sasl.users if sasl is not None else {}
+    plain = [p for p in principals if replay_user(p, users) is None]
+    if plain:
+        how = "" if sasl is not None else ": give --target-users FILE to replay them as their users"
+        run.warnings.append(
+            f"connections captured as {', '.join(plain)} replay over PLAINTEXT as "
+            f"{ANONYMOUS} (quotas and ACLs of those users do not apply){how}"
         )
 
 
@@ -372,6 +419,9 @@ def _replay_and_write(
         speed=plan.run.speed,
         response_timeout_s=plan.response_timeout_s,
         progress_address=monitor.address if monitor is not None else None,
+        users=dict(plan.sasl.users) if plan.sasl is not None else {},
+        sasl_addresses=dict(plan.sasl.addresses) if plan.sasl is not None else {},
+        sasl_mechanism=plan.sasl.mechanism if plan.sasl is not None else "PLAIN",
     )
     sc.setJobGroup(group, "minikafka replay")
     phase(f"starting {plan.run.tasks} replay tasks (a barrier stage: they start together)")
@@ -417,6 +467,7 @@ class _ReplayPlan:
     first_received_us: int
     start_delay_s: float
     response_timeout_s: float
+    sasl: ReplaySasl | None = None
 
 
 def _new_run(
@@ -433,7 +484,7 @@ def _new_run(
     from spark_jobs.speed import SCALED
 
     return ReplayRun(
-        label=label or default_label(config.overrides()),
+        label=label or _label(config, target),
         capture=str(Path(capture).resolve()),
         speed=speed,
         speed_scales=SCALED,
@@ -448,6 +499,14 @@ def _new_run(
     )
 
 
+def _label(config: TargetConfig, target: TargetInfo) -> str:
+    label = default_label(config.overrides())
+    if target.quotas is None:
+        return label
+    quotas = f"quotas={target.quotas}"
+    return quotas if label == "default" else f"{label}, {quotas}"
+
+
 def run_replay(
     spark: SparkSession,
     capture: str | Path,
@@ -460,6 +519,7 @@ def run_replay(
     response_timeout_s: float = 60.0,
     target: TargetInfo | None = None,
     label: str | None = None,
+    sasl: ReplaySasl | None = None,
 ) -> ReplaySummary:
     """Replay ``capture`` against ``bootstrap``; write RESULT_SCHEMA Parquet and
     ``_replay.json`` to ``out`` (which must exist and hold no results yet).
@@ -488,9 +548,9 @@ def run_replay(
             _write_empty(spark, out_path)
             run.write(out_path)
             return ReplaySummary(out_path, 0, 0, {})
-        _record_capture(run, stats, addresses)
+        _record_capture(run, stats, addresses, sasl)
         _warn_about_speed(run, ordered, config.values)
-        plan = _ReplayPlan(run, addresses, stats.first_us, start_delay_s, response_timeout_s)
+        plan = _ReplayPlan(run, addresses, stats.first_us, start_delay_s, response_timeout_s, sasl)
         _replay_and_write(spark, ordered, plan, out_path)
     finally:
         ordered.unpersist()
@@ -528,6 +588,30 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="a broker config of the started target (repeatable), e.g. "
         "replica.fetch.wait.max.ms=100: one what-if variant per command",
+    )
+    parser.add_argument(
+        "--target-quotas",
+        default=None,
+        type=Path,
+        metavar="FILE",
+        help="client quotas set on the started target before the replay (client-quotas.json "
+        "or kafka-configs.sh-like lines, see spark_jobs/target_quotas.py): a what-if with a "
+        "quota, the replayed clients throttled by their captured client ids",
+    )
+    parser.add_argument(
+        "--target-users",
+        default=None,
+        type=Path,
+        metavar="FILE",
+        help="user -> password (JSON object or user=password lines): the started target gets "
+        "a SASL_PLAINTEXT listener knowing them, and a connection captured as User:x replays "
+        "over it as x (without: every connection over PLAINTEXT, as User:ANONYMOUS)",
+    )
+    parser.add_argument(
+        "--target-sasl-mechanism",
+        default="PLAIN",
+        choices=MECHANISMS,
+        help="the SASL mechanism of --target-users (PLAIN)",
     )
     parser.add_argument(
         "--target-capture",
@@ -569,7 +653,37 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             parse_override(override)
         except ValueError as exc:
             parser.error(f"--target-override: {exc}")
+    if args.target_quotas is not None:
+        if not args.target_brokers:
+            parser.error("--target-quotas needs --target-brokers (a target the replay starts)")
+        try:
+            args.quota_entries = parse_quota_file(args.target_quotas)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"--target-quotas {args.target_quotas}: {exc}")
+    if args.target_users is not None:
+        if not args.target_brokers:
+            parser.error("--target-users needs --target-brokers (a target the replay starts)")
+        try:
+            args.users = read_users(args.target_users)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--target-users {args.target_users}: {exc}")
     return args
+
+
+def _target_sasl(
+    args: argparse.Namespace, cluster: TargetCluster | None, bootstrap: str
+) -> ReplaySasl | None:
+    """``--target-users``: the started target's SASL listener, broker by broker."""
+    from spark_jobs.target import fetch_broker_addresses, listener_addresses
+
+    if cluster is None or cluster.sasl_bootstrap is None:
+        return None
+    addresses = fetch_broker_addresses(bootstrap)
+    sasl = listener_addresses(bootstrap, cluster.sasl_bootstrap, addresses)
+    phase(
+        f"SASL users on the target: {', '.join(sorted(cluster.users))} at {cluster.sasl_bootstrap}"
+    )
+    return ReplaySasl(cluster.users, sasl, args.target_sasl_mechanism)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -596,11 +710,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         target.capture = target.capture or out / TARGET_CAPTURE_DIR
         overrides = " ".join(args.target_override) or "none"
         phase(f"starting the target cluster: {args.target_brokers} brokers, overrides: {overrides}")
+        data_dir = None
+        if args.target_quotas is not None:
+            data_dir = out / TARGET_DATA_DIR
+            write_target_quotas(args.quota_entries, data_dir)
+            target.quotas = args.target_quotas.name
+            phase(
+                f"client quotas on the target: {len(args.quota_entries)} from {args.target_quotas}"
+            )
         cluster = TargetCluster(
             args.target_brokers,
             args.target_override,
             capture_dir=target.capture,
             log_path=out / "_target.log",
+            data_dir=data_dir,
+            users=args.users if args.target_users is not None else None,
+            security_dir=out / "_target_security",
         )
         try:
             bootstrap = cluster.start()
@@ -624,6 +749,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 response_timeout_s=args.response_timeout_s,
                 target=target,
                 label=args.label,
+                sasl=_target_sasl(args, cluster, bootstrap),
             )
         finally:
             if active is None:

@@ -62,6 +62,7 @@ from protocol.errors import ProtocolError
 from spark_jobs.progress import ProgressReporter
 from spark_jobs.replay_result import ReplayResult
 from spark_jobs.replay_rewrite import DECODE_APIS, LEARN_APIS, PRODUCE, ReplayRewriter
+from spark_jobs.replay_sasl import authenticate, replay_user
 from spark_jobs.traffic import (
     CLIENT,
     INTER_BROKER,
@@ -80,6 +81,7 @@ __all__ = [
     "replay_rows",
     "replay_rows_in_loop",
     "result_record",
+    "throttle_time_ms",
 ]
 
 #: The capture columns the replay reads (a projection of CAPTURE_REQUEST_SCHEMA).
@@ -103,6 +105,7 @@ REPLAY_COLUMNS: Final = (
     "response_queue_time_ms",
     "response_send_time_ms",
     "correlation_id",
+    "principal",
 )
 
 
@@ -120,6 +123,11 @@ class ReplaySchedule:
     connect_timeout_s: float = 10.0
     #: Where to send progress reports (``spark_jobs.progress``), if anywhere.
     progress_address: tuple[str, int] | None = None
+    #: ``--target-users``: a connection captured as ``User:x`` with ``x`` here replays
+    #: over the broker's SASL listener (``sasl_addresses``) as ``x`` (``replay_sasl``).
+    users: Mapping[str, str] = field(default_factory=dict)
+    sasl_addresses: Mapping[int, tuple[str, int]] = field(default_factory=dict)
+    sasl_mechanism: str = "PLAIN"
 
 
 # -- causality: what a client had been answered before it sent a request ------------
@@ -201,6 +209,7 @@ class _Result:
     skip: str | None = None
     connection: str | None = None  # as the target broker names it: "local-remote"
     correlation_id: int | None = None
+    throttle_ms: int | None = None
 
 
 @dataclass
@@ -219,16 +228,37 @@ class _Connection:
     #: The connection as the broker names it, ``host:port-host:port`` (its address,
     #: then ours): Kafka's connection id without the trailing index.
     name: str | None = None
+    #: The SASL user it replays as (``replay_sasl.replay_user``); None: PLAINTEXT.
+    user: str | None = None
+    client_id: str | None = None
 
     async def connect(self) -> None:
-        address = self.schedule.addresses.get(self.broker_id)
+        schedule = self.schedule
+        where = schedule.sasl_addresses if self.user is not None else schedule.addresses
+        address = where.get(self.broker_id)
         if address is None:
             raise ConnectionError(f"no broker {self.broker_id} in the replay cluster")
-        # Correlation ids start over with the socket (a new ClientConnection).
-        self.shell = await ClientShell.open(
-            *address, timeout_s=self.schedule.connect_timeout_s, no_delay=True
+        # Correlation ids start over with the socket (a new ClientConnection); a connection
+        # replayed as a user carries the captured client id from its login on.
+        shell = await ClientShell.open(
+            *address,
+            client_id=self.client_id if self.user is not None else None,
+            timeout_s=schedule.connect_timeout_s,
+            no_delay=True,
         )
-        self.name = self.shell.name
+        if self.user is not None:
+            try:
+                await asyncio.wait_for(
+                    authenticate(
+                        shell, self.user, schedule.users[self.user], schedule.sasl_mechanism
+                    ),
+                    schedule.connect_timeout_s,
+                )
+            except BaseException:
+                shell.abort()  # not kept: the next send connects (and fails) again
+                raise
+        self.shell = shell
+        self.name = shell.name
         self.closed_reason = None
         self.shell.start_reading(self)
 
@@ -254,6 +284,7 @@ class _Connection:
             result.error = f"undecodable response: {exc}"[:300]
         else:
             result.codes = error_codes(body)
+            result.throttle_ms = throttle_time_ms(body)
             if response.api_key in LEARN_APIS:
                 self.rewriter.learn(self.connection_id, response.api_key, entry.request, body)
         if not entry.future.done():
@@ -434,7 +465,7 @@ async def _prepare(
     shared schedule: the causal plan, the codecs, and every connection opened (a
     connection that cannot be opened now is retried, and reported, at its first send)."""
     rewriter = ReplayRewriter()  # one per task: member ids learned are shared
-    conns = [_Connection(b, c, schedule, rewriter) for b, c, _ in groups]
+    conns = [_connection(b, c, rows, schedule, rewriter) for b, c, rows in groups]
     timings: list[CapturedTiming] = []
     for position, (broker_id, connection_id, rows) in enumerate(groups):
         client = client_key(broker_id, connection_id, (r.get("client_id") for r in rows))
@@ -475,6 +506,23 @@ async def _prepare(
         prepared.waits.append(waits[first:last])
         first = last
     return prepared
+
+
+def _connection(
+    broker_id: int,
+    connection_id: str,
+    rows: list[dict[str, Any]],
+    schedule: ReplaySchedule,
+    rewriter: ReplayRewriter,
+) -> _Connection:
+    conn = _Connection(broker_id, connection_id, schedule, rewriter)
+    conn.client_id = next((r["client_id"] for r in rows if r.get("client_id")), None)
+    if schedule.sasl_addresses:
+        # The connection's authenticated principal: its requests before authentication
+        # (ApiVersions, the SASL exchange) were captured as User:ANONYMOUS.
+        users = (replay_user(r.get("principal"), schedule.users) for r in rows)
+        conn.user = next((user for user in users if user is not None), None)
+    return conn
 
 
 async def _connect_early(conn: _Connection) -> None:
@@ -528,7 +576,8 @@ def replay_rows(
             prepared.progress.close()
     for conn, (_, _, conn_rows) in zip(conns, groups, strict=True):
         for row, result in zip(conn_rows, conn.results, strict=False):
-            yield result_record(row, result, conn.connection_id, conn.broker_id)
+            principal = None if conn.user is None else f"User:{conn.user}"
+            yield result_record(row, result, conn.connection_id, conn.broker_id, principal)
 
 
 async def replay_rows_in_loop(
@@ -568,7 +617,11 @@ def _connection_groups(
 
 
 def result_record(
-    row: dict[str, Any], result: _Result, connection_id: str, broker_id: int
+    row: dict[str, Any],
+    result: _Result,
+    connection_id: str,
+    broker_id: int,
+    principal: str | None = None,
 ) -> ReplayResult:
     """The ``RESULT_SCHEMA`` record of captured ``row`` and what replaying it gave."""
     inter_broker = _inter_broker(row) or result.skip == SKIP_INTER_BROKER
@@ -598,7 +651,19 @@ def result_record(
         replay_connection=result.connection,
         replay_correlation_id=result.correlation_id,
         captured_correlation_id=_opt_int(row.get("correlation_id")),
+        client_id=row.get("client_id"),
+        principal=principal,
+        throttle_time_ms=result.throttle_ms,
     )
+
+
+def throttle_time_ms(body: Any) -> int | None:
+    """A response's ``throttle_time_ms`` (kio: ``throttle_time``, a timedelta), or None
+    for an API or version without one."""
+    value = getattr(body, "throttle_time", None)
+    if value is None:
+        return None
+    return round(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
 def _opt_float(value: Any) -> float | None:

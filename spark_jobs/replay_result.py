@@ -51,3 +51,6 @@ class ReplayResult(NamedTuple):
     replay_correlation_id: int | None
     captured_correlation_id: int | None
     run_kind: str | None = REAL_TIME
+    client_id: str | None = None
+    principal: str | None = None
+    throttle_time_ms: int | None = None

@@ -19,11 +19,13 @@ from pydantic import BaseModel, Field
 
 from spark_jobs.replay_result import REAL_TIME
 
-__all__ = ["RUN_FILE", "TARGET_CAPTURE_DIR", "ReplayRun", "read_run", "versions"]
+__all__ = ["RUN_FILE", "TARGET_CAPTURE_DIR", "TARGET_DATA_DIR", "ReplayRun", "read_run", "versions"]
 
 RUN_FILE: Final = "_replay.json"
 #: Where a target the replay starts itself captures, inside the results directory.
 TARGET_CAPTURE_DIR: Final = "_target_capture"
+#: The started target's ``--data-dir`` under OUT, with ``--target-quotas`` only.
+TARGET_DATA_DIR: Final = "_target_data"
 
 
 def versions() -> dict[str, str]:

@@ -123,7 +123,12 @@ DELAYED_OPERATION_EVENT_SCHEMA: Final = spark_schema_for(DelayedOperationEvent)
 #: key of the target's own capture record of it. ``run_kind`` says which kind of run
 #: produced the row: ``REAL_TIME`` (the replay over TCP against running brokers) or
 #: ``VIRTUAL_TIME`` (a simulated cluster on a virtual clock); null in results written
-#: before the column existed, which were all real-time.
+#: before the column existed, which were all real-time. ``client_id`` is the request
+#: header's, as captured and as replayed (the replay sends it unchanged);
+#: ``principal`` the user the request was replayed as (``User:x`` over the target's SASL
+#: listener with ``--target-users``), null when it went over PLAINTEXT;
+#: ``throttle_time_ms`` the replayed response's (a quota's throttle, KIP-219), null
+#: without an answer or a field for it. The three are null in older results.
 RESULT_SCHEMA: Final = StructType(
     [
         StructField("api_key", IntegerType(), nullable=False),
@@ -154,6 +159,10 @@ RESULT_SCHEMA: Final = StructType(
         StructField("captured_correlation_id", LongType(), nullable=True),
         # -- added with what-if in virtual time (issue 24) --
         StructField("run_kind", StringType(), nullable=True),
+        # -- added with the replay's client ids, principals and quotas (issue 22) --
+        StructField("client_id", StringType(), nullable=True),
+        StructField("principal", StringType(), nullable=True),
+        StructField("throttle_time_ms", LongType(), nullable=True),
     ]
 )
 

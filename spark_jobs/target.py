@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
@@ -112,6 +112,21 @@ def fetch_broker_addresses(bootstrap: str, timeout_s: float = 10.0) -> dict[int,
     raise ConnectionError(f"no bootstrap server answered Metadata: {'; '.join(errors)}")
 
 
+def listener_addresses(
+    bootstrap: str, other_bootstrap: str, addresses: Mapping[int, tuple[str, int]]
+) -> dict[int, tuple[str, int]]:
+    """Broker id -> its address on another listener, from two bootstrap lists that name
+    the brokers in the same order (``serve``'s ready line: ``bootstrap=`` and the secure
+    listener's) and the ids Metadata gave for the first."""
+    position = {address: i for i, address in enumerate(_servers(bootstrap))}
+    other = _servers(other_bootstrap)
+    return {
+        broker_id: other[position[address]]
+        for broker_id, address in addresses.items()
+        if address in position and position[address] < len(other)
+    }
+
+
 @dataclass(frozen=True)
 class TargetConfig:
     """What the target's brokers run with: every config's value (a value that differs
@@ -181,6 +196,9 @@ class TargetCluster:
         capture_dir: Path | None = None,
         log_path: Path | None = None,
         host: str = "127.0.0.1",
+        data_dir: Path | None = None,
+        users: Mapping[str, str] | None = None,
+        security_dir: Path | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError(f"a target cluster needs at least one broker, not {brokers}")
@@ -189,6 +207,11 @@ class TargetCluster:
         self.brokers = brokers
         self.overrides = list(overrides)
         self.capture_dir = capture_dir
+        self.data_dir = data_dir
+        self.users = dict(users or {})
+        self.security_dir = security_dir
+        #: The SASL_PLAINTEXT listener's ``host:port,...`` (with ``users``), once started.
+        self.sasl_bootstrap: str | None = None
         self.log_path = log_path
         self.host = host
         self.bootstrap: str | None = None
@@ -200,8 +223,26 @@ class TargetCluster:
         argv += ["--brokers", str(self.brokers), "--host", self.host, "--port", "0"]
         if self.capture_dir is not None:
             argv += ["--capture-dir", str(self.capture_dir)]
+        if self.data_dir is not None:  # holds client-quotas.json with --target-quotas
+            argv += ["--data-dir", str(self.data_dir)]
         for override in self.overrides:
             argv += ["--override", override]
+        if self.users:
+            argv += self._sasl_args()
+        return argv
+
+    def _sasl_args(self) -> list[str]:
+        """A SASL_PLAINTEXT listener (``serve --security sasl_plaintext``) whose PLAIN
+        users and SCRAM credentials are ``users``: what ``--target-users`` replays over."""
+        plain = " ".join(f'user_{name}="{password}"' for name, password in self.users.items())
+        jaas = f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain};"
+        argv = ["--security", "sasl_plaintext"]
+        argv += ["--override", f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}"]
+        if self.security_dir is not None:
+            argv += ["--security-dir", str(self.security_dir)]
+        for name, password in self.users.items():
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                argv += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
         return argv
 
     def start(self, timeout_s: float = 60.0) -> str:
@@ -231,6 +272,8 @@ class TargetCluster:
             state = f"exit code {code}" if code is not None else f"no ready line in {timeout_s:g} s"
             raise TargetError(f"the target cluster did not start ({state}){where}")
         self.bootstrap = ready.split("bootstrap=", 1)[1].split()[0]
+        if " SASL_PLAINTEXT=" in ready:
+            self.sasl_bootstrap = ready.split(" SASL_PLAINTEXT=", 1)[1].split()[0]
         return self.bootstrap
 
     def stop(self, timeout_s: float = 30.0) -> None:

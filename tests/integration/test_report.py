@@ -59,6 +59,9 @@ def result_row(**fields: Any) -> dict[str, Any]:
         "replay_correlation_id": None,
         "captured_correlation_id": 7,
         "run_kind": "real-time",
+        "client_id": "producer-1",
+        "principal": None,
+        "throttle_time_ms": 0,
     }
     row.update(fields)
     return row

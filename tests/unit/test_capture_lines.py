@@ -41,6 +41,8 @@ def requests(draw: st.DrawFn) -> CaptureRequest:
         purgatory_outcome=draw(st.sampled_from([None, "completed", "expired"])),
         error_codes=draw(st.lists(st.integers(-1, 120), max_size=5)),
         replica_id=draw(st.none() | st.integers(-1, 5)),
+        principal=draw(st.none() | st.sampled_from(["User:ANONYMOUS", "User:alice"])),
+        listener_name=draw(st.none() | st.sampled_from(["PLAINTEXT", "SASL_PLAINTEXT"])),
     )
 
 
@@ -224,3 +226,13 @@ async def test_a_capture_set_stopped_cleanly_loses_nothing(tmp_path: Path) -> No
     await captures.stop()
     sequences = [r.sequence for r in read_capture(tmp_path) if isinstance(r, CaptureRequest)]
     assert sequences == list(range(300))
+
+
+def test_a_line_written_before_principals_reads_with_none() -> None:
+    """Captures written before ``principal``/``listener_name`` existed still read."""
+    record = make_request(principal="User:alice", listener_name="SASL_PLAINTEXT")
+    fields = json.loads(record.model_dump_json())
+    del fields["principal"], fields["listener_name"]
+    old = CaptureRequest.model_validate_json(json.dumps(fields))
+    assert old.principal is None and old.listener_name is None
+    assert old.client_id == record.client_id

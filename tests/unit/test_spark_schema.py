@@ -42,6 +42,8 @@ def test_capture_request_types() -> None:
     assert fields["purgatory"].dataType == StringType() and fields["purgatory"].nullable
     assert fields["client_id"].nullable
     assert not fields["api_key"].nullable
+    for name in ("principal", "listener_name"):
+        assert fields[name].dataType == StringType() and fields[name].nullable
     events = {f.name: f for f in DELAYED_OPERATION_EVENT_SCHEMA.fields}
     assert events["keys"].dataType == ArrayType(StringType(), containsNull=False)
     assert events["delay_ms"].nullable and not events["kind"].nullable
@@ -120,6 +122,10 @@ def test_result_schema_is_the_replay_contract() -> None:
         "captured_correlation_id",
         # appended with what-if in virtual time
         "run_kind",
+        # appended with the replay's client ids, principals and quotas (issue 22)
+        "client_id",
+        "principal",
+        "throttle_time_ms",
     ]
     nullable = {f.name for f in RESULT_SCHEMA.fields if f.nullable}
     assert {"purgatory", "purgatory_outcome", "response_ms", "replay_error"} <= nullable
