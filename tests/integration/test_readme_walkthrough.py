@@ -125,7 +125,7 @@ def skip_reason(line: str) -> str | None:
         return "opens a browser"
     if line.startswith("docker "):
         return "needs a Docker daemon (test_compose.py checks the file)"
-    if not SPARK and re.search(r"minikafka (replay|report|compare)\b", line):
+    if not SPARK and re.search(r"minikafka (replay|report|compare|simulate --capture)\b", line):
         return "Spark takes a minute (MINIKAFKA_WALKTHROUGH_SPARK=1 runs it)"
     return None
 
