@@ -60,7 +60,7 @@ from protocol.codec import RequestHeader, decode_request, encode_request, parse_
 from protocol.error_codes import error_codes
 from protocol.errors import ProtocolError
 from spark_jobs.progress import ProgressReporter
-from spark_jobs.replay_result import ReplayResult
+from spark_jobs.replay_result import REAL_TIME, ReplayResult
 from spark_jobs.replay_rewrite import DECODE_APIS, LEARN_APIS, PRODUCE, ReplayRewriter
 from spark_jobs.replay_sasl import authenticate, replay_user
 from spark_jobs.traffic import (
@@ -331,13 +331,19 @@ def _reframe(
 
 def _inter_broker(row: dict[str, Any]) -> bool:
     """Whether ``row`` is inter-broker traffic, by its replica id; decoded from the frame
-    (once, kept in the row) when the row has none, as rows of old captures."""
+    (once, kept in the row) when the row has none, as rows of old captures. The answer is
+    kept in the row too: the replay asks it of every row several times."""
+    known = row.get("_inter_broker")
+    if known is not None:
+        return bool(known)
     api_key = int(row["api_key"])
     replica_id = row.get("replica_id")
     if replica_id is None and api_key in REPLICA_ID_APIS and "_replica_decoded" not in row:
         replica_id = row["replica_id"] = replica_id_of_frame(api_key, bytes(row["request"]))
         row["_replica_decoded"] = True
-    return is_inter_broker(api_key, None if replica_id is None else int(replica_id))
+    inter_broker = is_inter_broker(api_key, None if replica_id is None else int(replica_id))
+    row["_inter_broker"] = inter_broker
+    return inter_broker
 
 
 def _settle(future: asyncio.Future[None]) -> None:
@@ -528,8 +534,9 @@ async def _prepare(
         if not _inter_broker(row)
     ]
     progress = ProgressReporter(schedule.progress_address, task, len(client_rows))
-    for future in client_rows:
-        future.add_done_callback(progress.tick)
+    if schedule.progress_address is not None:  # else a tick per answer reports nothing
+        for future in client_rows:
+            future.add_done_callback(progress.tick)
     _warm_codecs(groups)
     await asyncio.gather(
         *(
@@ -622,12 +629,16 @@ def replay_rows(
 
 
 async def replay_rows_in_loop(
-    rows: Iterable[Mapping[str, Any]], schedule: ReplaySchedule, task: int = 0
+    rows: Iterable[Mapping[str, Any]],
+    schedule: ReplaySchedule,
+    task: int = 0,
+    run_kind: str = REAL_TIME,
 ) -> list[ReplayResult]:
     """``replay_rows`` on the running event loop, starting at ``schedule.start_unix_s``
     (``time.time()``'s clock): for a caller that owns the loop, such as a replay inside a
     simulated cluster (``whatif.virtual_replay``: the loop's virtual clock is what
-    ``time`` reads there). No barrier: the caller runs every connection in this call."""
+    ``time`` reads there). No barrier: the caller runs every connection in this call.
+    ``run_kind`` goes in every row (``VIRTUAL_TIME`` from a simulated cluster)."""
     groups = _connection_groups(rows)
     if not groups:
         return []
@@ -638,7 +649,7 @@ async def replay_rows_in_loop(
     finally:
         prepared.progress.close()
     return [
-        result_record(row, result, conn.connection_id, conn.broker_id)
+        result_record(row, result, conn.connection_id, conn.broker_id, run_kind=run_kind)
         for conn, (_, _, conn_rows) in zip(conns, groups, strict=True)
         for row, result in zip(conn_rows, conn.results, strict=False)
     ]
@@ -663,6 +674,7 @@ def result_record(
     connection_id: str,
     broker_id: int,
     principal: str | None = None,
+    run_kind: str = REAL_TIME,
 ) -> ReplayResult:
     """The ``RESULT_SCHEMA`` record of captured ``row`` and what replaying it gave."""
     inter_broker = _inter_broker(row) or result.skip == SKIP_INTER_BROKER
@@ -695,6 +707,7 @@ def result_record(
         client_id=row.get("client_id"),
         principal=principal,
         throttle_time_ms=result.throttle_ms,
+        run_kind=run_kind,
     )
 
 
