@@ -263,6 +263,9 @@ class SimTransport(asyncio.Transport):
         self._drain_inbox()
 
     def _receive(self, data: bytes) -> None:
+        if not self._inbox and self._made and not (self._paused or self._lost or self._closing):
+            self._protocol.data_received(data)  # type: ignore[attr-defined]
+            return  # what `_drain_inbox` would do, without the queue: the usual case
         self._inbox.append(data)
         self._drain_inbox()
 
@@ -398,7 +401,7 @@ class SimNetwork:
         two messages due at one instant are a tie the loop orders by seed, and this keeps
         them in the order they were sent whatever that order is."""
         faults = self._faults.get(link.server_port)
-        if self._blocked(link, faults):
+        if (faults is not None or self._isolated or self._cuts) and self._blocked(link, faults):
             link.held.append((deliver, args))
             return
         delay = self.latency.draw(self.rng)
