@@ -513,17 +513,25 @@ def iter_capture_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
         )
 
 
+#: How `line_encoder` starts a delayed-operation event (``type`` is its first key).
+_DELAYED_OP_PREFIX = b'{"type":"delayed_op"'
+
+
 def read_capture(
-    path_or_dir: str | os.PathLike[str],
+    path_or_dir: str | os.PathLike[str], *, requests_only: bool = False
 ) -> Iterator[CaptureRequest | DelayedOperationEvent]:
     """Yield the records of a capture file or of every capture file in a directory.
 
     Reads up to a cut record with a warning (see ``iter_capture_lines``); a line that is
     not a valid record is skipped with a ``CaptureCorruptWarning``. A file written in a
     newer, unknown format version raises ``ValueError`` rather than being misread.
+    ``requests_only`` leaves out the delayed-operation events, and the ones this project
+    wrote are not even parsed (most lines of a capture: a replay reads only requests).
     """
     for file in capture_files(path_or_dir):
         for line in iter_capture_lines(file):
+            if requests_only and line.startswith(_DELAYED_OP_PREFIX):
+                continue
             try:
                 record = parse_file_record(line)
             except ValidationError as exc:
@@ -540,5 +548,7 @@ def read_capture(
                         f"{file}: capture format version {record.format_version} is newer "
                         f"than this reader's {CAPTURE_FORMAT_VERSION}"
                     )
+                continue
+            if requests_only and not isinstance(record, CaptureRequest):
                 continue
             yield record

@@ -103,7 +103,7 @@ def read_replay_rows(capture: str | Path) -> list[dict[str, Any]]:
     connection's rows together and in sequence order, without Spark."""
     rows: list[dict[str, Any]] = []
     for path in capture_files(capture):
-        for record in read_capture(path):
+        for record in read_capture(path, requests_only=True):
             if isinstance(record, CaptureRequest):
                 row = {name: getattr(record, name) for name in REPLAY_COLUMNS}
                 if row["replica_id"] is None and record.api_key in REPLICA_ID_APIS:

@@ -66,6 +66,33 @@ def test_files_are_plain_gzip_json_lines(tmp_path: Path) -> None:
     assert path.name == capture_file_name(3, 0)
 
 
+def test_requests_only_reads_the_requests_in_order(tmp_path: Path) -> None:
+    # What a replay reads: the writer's delayed-op lines are skipped unparsed, by their
+    # first key, and a delayed-op line written another way is still left out.
+    records = some_records(20)
+    with CaptureWriter(tmp_path, broker_id=1) as writer:
+        for r in records:
+            writer.write(r)
+    (path,) = writer.paths
+    lines = gzip.decompress(path.read_bytes()).splitlines()
+    assert sum(line.startswith(b'{"type":"delayed_op"') for line in lines) == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(read_capture(tmp_path, requests_only=True)) == [
+            r for r in records if isinstance(r, CaptureRequest)
+        ]
+    event = json.loads(lines[5])
+    assert event["type"] == "delayed_op"
+    reordered = {k: v for k, v in event.items() if k != "type"} | {"type": "delayed_op"}
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(path, other / path.name)
+    with gzip.open(other / path.name, "ab") as fh:
+        fh.write(json.dumps(reordered).encode() + b"\n")
+    assert all(isinstance(r, CaptureRequest) for r in read_capture(other, requests_only=True))
+    assert len(list(read_capture(other))) == len(records) + 1
+
+
 def test_rolls_by_size_and_keeps_order_across_files(tmp_path: Path) -> None:
     # Incompressible request bytes, so that zlib hands out compressed blocks steadily
     # (it holds back up to some tens of KiB, by which a file may pass roll_bytes).
