@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import heapq
 import random
 import selectors
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from broker.simulation.determinism import pinned_process
@@ -263,7 +265,7 @@ def run_simulated(
     loop = SimulatedEventLoop(seed, start_s, latency)
     try:
         asyncio.set_event_loop(loop)
-        with pinned_process(loop, seed):
+        with pinned_process(loop, seed), _collector_for_long_runs():
             try:
                 return loop.run_until_complete(coro)
             finally:
@@ -274,6 +276,26 @@ def run_simulated(
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+@contextmanager
+def _collector_for_long_runs() -> Iterator[None]:
+    """The cyclic garbage collector, tuned for a run: what exists before it (a replay's
+    capture rows, every module) is frozen out of the collections, and the youngest
+    generation is collected every 10 000 allocations, not every 700. An hour's replay
+    spent ~8% of its time in the collector, rescanning the rows it holds; ~2% so.
+    Collections stay a function of the run's allocations: same run, same collections."""
+    thresholds = gc.get_threshold()
+    freeze = gc.get_freeze_count() == 0  # a caller that froze objects keeps its own
+    if freeze:
+        gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if freeze:
+            gc.unfreeze()
 
 
 def _cancel_leftover_tasks(loop: SimulatedEventLoop) -> None:
