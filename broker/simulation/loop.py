@@ -188,6 +188,24 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         base._ready.append(handle)
         return handle
 
+    def call_at(  # type: ignore[override]
+        self,
+        when: float,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        """`asyncio.BaseEventLoop.call_at` without its debug-only checks (every sleep,
+        timeout and network delivery is one)."""
+        base: Any = self
+        if base._debug or base._closed or when is None:
+            return super().call_at(when, callback, *args, context=context)
+        timer = asyncio.TimerHandle(when, callback, args, self, context)
+        heapq.heappush(base._scheduled, timer)
+        base_timer: Any = timer
+        base_timer._scheduled = True
+        return timer
+
     def _release_due_timers(self) -> None:
         """Move the timers due now into the ready queue, ties in the seed's order."""
         scheduled = self._scheduled  # type: ignore[attr-defined]
