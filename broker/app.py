@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from broker.broker import Broker
 from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, replayable_configs
 from broker.control.faults import FaultInjector
 from broker.controller import Controller
 from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
@@ -459,6 +459,7 @@ class MiniKafka:
                 capture_dir,
                 clock=LoopClock(lambda: clocks.monotonic_ns() / 1e9),
                 request_clock=clocks,
+                cluster_config=replayable_configs(self.config),
             )
         # SASL's session lifetimes are dates: the wall clock, in seconds for LoopClock.
         self._wall_clock = LoopClock(lambda: clocks.wall_ms() / 1000)

@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.brokers,
         args.io_threads,
         model,
+        args.out.resolve(),
     )
     # Python workers hash strings alike in every cell: same seed, same digest.
     spark = build_spark_session(
