@@ -65,6 +65,11 @@ class BrokerConfig(BaseModel):
     super_users: str = Field("", alias="super.users")
     allow_everyone_if_no_acl_found: bool = Field(False, alias="allow.everyone.if.no.acl.found")
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
+    # Kafka's request handler and network threads: one event loop serves everything in
+    # real time; a simulation's request handlers (broker/simulation/request_handlers.py)
+    # model them, so a what-if grid can vary them.
+    num_io_threads: int = Field(8, alias="num.io.threads", ge=1)
+    num_network_threads: int = Field(3, alias="num.network.threads", ge=1)
     default_replication_factor: int = Field(1, alias="default.replication.factor", ge=1)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
     delete_topic_enable: bool = Field(True, alias="delete.topic.enable")

@@ -91,6 +91,14 @@ class HandlerPool(Protocol):
 
     def occupy(self, api_key: int, request_size: int, now_ns: int) -> tuple[int, int]: ...
 
+    def send(
+        self, connection_id: str, api_key: int, response_size: int, now_ns: int
+    ) -> tuple[int, int]:
+        """The response's send on the network thread (``num.network.threads``) that
+        serves ``connection_id``: (start, end) -- the wait before ``start`` is its
+        ResponseQueueTimeMs, ``end - start`` its ResponseSendTimeMs."""
+        ...
+
 
 class CloseConnection(Exception):
     """The client sent what Kafka answers by closing the connection; the reason is logged."""
@@ -190,6 +198,8 @@ class RequestDispatcher:
         self._broker_id = services.broker_id
         self._quotas = quotas
         self._handler_pool = handler_pool
+        #: A simulation's request handlers, whose network threads send the responses.
+        self.handler_pool = handler_pool
 
     @property
     def services(self) -> BrokerServices:
@@ -277,9 +287,11 @@ class RequestDispatcher:
     def _dispatch_pooled(
         self, pool: HandlerPool, handler: ApiHandler, in_flight: InFlight, frame: bytes
     ) -> InFlight:
-        """Virtual time: the request waits for a free handler, runs when it gets one, and
-        its answer is ready once its service time has passed (or later, when parked past
-        it). Always a future, which the connection settles as a parked request's."""
+        """Virtual time: the request waits for a free handler and holds it for its service
+        time; its handler runs at the end of that time, as a Kafka handler thread's append
+        or read is done when its local time ends (an acks=all Produce wakes the followers'
+        fetches then, not before), and its answer is ready at once (or later, when parked).
+        Always a future, which the connection settles as a parked request's."""
         ctx = in_flight.ctx
         assert ctx is not None
         loop = asyncio.get_running_loop()
@@ -292,13 +304,13 @@ class RequestDispatcher:
             if answer.done():
                 return  # the connection went away while the request waited
             result = self._handle(handler, in_flight, frame)
-            ctx.timing.local_end_ns = ctx.timing.local_start_ns + (end_ns - start_ns)
-            _answer_after(loop, answer, result, (end_ns - self._clock.monotonic_ns()) / 1e9)
+            ctx.timing.local_start_ns, ctx.timing.local_end_ns = start_ns, end_ns
+            _answer_after(loop, answer, result, 0.0)
 
-        if start_ns <= now_ns:
+        if end_ns <= now_ns:
             run()
         else:
-            loop.call_later((start_ns - now_ns) / 1e9, run)
+            loop.call_later((end_ns - now_ns) / 1e9, run)
         return in_flight
 
     def settle(self, in_flight: InFlight) -> None:

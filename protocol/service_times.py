@@ -37,7 +37,7 @@ import bisect
 import math
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from protocol.api_registry import KIO_VERSIONS, api_name
@@ -128,6 +128,9 @@ class ServiceTimeModel:
     default: ServiceTimeDistribution = _ZERO
     #: Where the model came from, for people ("capture DIR", "table FILE", ...).
     source: str = ""
+    #: The response send times (Kafka's ResponseSendTimeMs: a network thread busy writing
+    #: the answer), per API and *response* size, in the same form; None: sends take no time.
+    send: ServiceTimeModel | None = None
 
     def distribution(self, api_key: int, request_size: int | None) -> ServiceTimeDistribution:
         bucket = size_bucket(request_size)
@@ -148,7 +151,7 @@ class ServiceTimeModel:
             entries.append(_entry(key, None, dist))
         for (key, bucket), dist in sorted(self.by_bucket.items()):
             entries.append(_entry(key, bucket, dist))
-        return {
+        table: dict[str, Any] = {
             "format": TABLE_FORMAT,
             "source": self.source,
             "size_bucket_bounds_bytes": list(SIZE_BUCKET_BOUNDS),
@@ -158,6 +161,9 @@ class ServiceTimeModel:
             },
             "entries": entries,
         }
+        if self.send is not None:
+            table["send"] = self.send.to_table()
+        return table
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], source: str = "") -> ServiceTimeModel:
@@ -180,7 +186,8 @@ class ServiceTimeModel:
             else:
                 by_bucket[(key, bucket)] = dist
         default = _read_distribution(table["default"]) if "default" in table else _ZERO
-        return cls(by_bucket, by_api, default, source or str(table.get("source", "")))
+        send = cls.from_table(table["send"]) if isinstance(table.get("send"), Mapping) else None
+        return cls(by_bucket, by_api, default, source or str(table.get("source", "")), send)
 
 
 def _entry(api_key: int, bucket: int | None, dist: ServiceTimeDistribution) -> dict[str, Any]:
@@ -279,9 +286,13 @@ def fit_capture_records(
 ) -> ServiceTimeModel:
     """Fit from a capture's records (``protocol.capture_files.read_capture``'s output;
     delayed-operation events are ignored): every served request, client and
-    inter-broker alike, since follower fetches occupy handlers too."""
+    inter-broker alike, since follower fetches occupy handlers too; the send times
+    (``ServiceTimeModel.send``) by response size."""
     fitter = ServiceTimeFitter(seed=seed, reservoir=reservoir)
+    sends = ServiceTimeFitter(seed=seed + 1, reservoir=reservoir)
     for record in records:
         if isinstance(record, CaptureRequest):
             fitter.add(record.api_key, record.request_size, record.local_time_ms)
-    return fitter.fit(source)
+            sends.add(record.api_key, record.response_size, record.response_send_time_ms)
+    model = fitter.fit(source)
+    return replace(model, send=sends.fit(source))

@@ -273,7 +273,8 @@ def _handler_pools(
     config: VirtualReplayConfig,
 ) -> Callable[[int, BrokerConfig], SimulatedRequestHandlers] | None:
     """Each broker's request handlers, drawing service times from the cell's seed; the
-    thread count is the cell's ``num.io.threads`` override when it has one."""
+    thread count is the cell's ``num.io.threads`` override when it has one, the network
+    threads the target's ``num.network.threads``."""
     model = config.service_times
     if model is None:
         return None
@@ -281,6 +282,6 @@ def _handler_pools(
     def pool(broker_id: int, broker_config: BrokerConfig) -> SimulatedRequestHandlers:
         rng = random.Random(f"{config.seed}/handlers/{broker_id}")
         threads = int(config.overrides.get("num.io.threads", config.io_threads))
-        return SimulatedRequestHandlers(threads, model, rng)
+        return SimulatedRequestHandlers(threads, model, rng, broker_config.num_network_threads)
 
     return pool

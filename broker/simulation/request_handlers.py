@@ -8,14 +8,18 @@ busy and never queue. ``SimulatedRequestHandlers`` gives each request a service 
 drawn from a ``protocol.service_times.ServiceTimeModel`` (fitted from a capture or
 Kafka's request log, or a table) and the earliest-free of the broker's handlers, in
 arrival order -- the dispatcher (``broker.dispatch.HandlerPool``) runs the request
-when its handler is free and has its answer ready when the service time is over.
+when its service time on its handler is over.
 
-Where we differ from Kafka: the network threads (``num.network.threads``, the
-response-queue and send parts) are not modelled yet, and a request's handler work
-is done at the start of its service time (its effects -- an append, a join -- happen
-then; its answer leaves at the end). A request that parks holds its handler for its
-modelled local time, which is what Kafka measured as the handler's time before it
-parked. Draws come from a seeded ``random.Random`` per broker, in request order,
+A request's handler work is done at the end of its service time, where a Kafka handler
+thread's append or read completes (an acks=all Produce wakes the followers' fetches then),
+and its answer leaves at once. A request that parks holds its handler for its modelled
+local time, which is what Kafka measured as the handler's time before it parked.
+
+The network threads (``num.network.threads``, Kafka's processors) send the answers: a
+connection is served by one of them, a response waits for it (ResponseQueueTimeMs) and
+holds it for a send time drawn per API and response size (ResponseSendTimeMs, fitted
+from the capture's send times). Where we differ from Kafka: reading a request costs its
+network thread nothing. Draws come from a seeded ``random.Random`` per broker, in order,
 so the same seed gives the same service times.
 """
 
@@ -33,6 +37,8 @@ __all__ = ["SimulatedRequestHandlers", "load_service_times"]
 
 #: Kafka's default ``num.io.threads``.
 DEFAULT_IO_THREADS = 8
+#: Kafka's default ``num.network.threads``.
+DEFAULT_NETWORK_THREADS = 3
 
 
 def load_service_times(path: Path) -> ServiceTimeModel:
@@ -56,15 +62,29 @@ def load_service_times(path: Path) -> ServiceTimeModel:
 
 
 class SimulatedRequestHandlers:
-    """``threads`` handlers, each free from a virtual instant on (monotonic ns)."""
+    """``threads`` handlers, each free from a virtual instant on (monotonic ns), and
+    ``network_threads`` network threads (Kafka's processors): each connection is served by
+    one of them, given round robin in the order connections first answer, as Kafka's
+    acceptor hands new connections out; a response waits for its thread (the response
+    queue) and holds it for its send time (``ServiceTimeModel.send``)."""
 
-    def __init__(self, threads: int, model: ServiceTimeModel, rng: random.Random) -> None:
+    def __init__(
+        self,
+        threads: int,
+        model: ServiceTimeModel,
+        rng: random.Random,
+        network_threads: int = DEFAULT_NETWORK_THREADS,
+    ) -> None:
         if threads < 1:
             raise ValueError(f"num.io.threads must be at least 1, not {threads}")
+        if network_threads < 1:
+            raise ValueError(f"num.network.threads must be at least 1, not {network_threads}")
         self.threads = threads
         self.model = model
         self._rng = rng
         self._free_at_ns = [0] * threads  # a heap: the earliest-free handler first
+        self._network_free_at_ns = [0] * network_threads
+        self._processor_of: dict[str, int] = {}
 
     def occupy(self, api_key: int, request_size: int, now_ns: int) -> tuple[int, int]:
         """(start, end) of the request on the earliest-free handler, which it then holds
@@ -74,6 +94,23 @@ class SimulatedRequestHandlers:
         service_ms = self.model.service_ms(api_key, request_size, self._rng.random())
         end_ns = start_ns + round(service_ms * 1_000_000)
         heapq.heappush(self._free_at_ns, end_ns)
+        return start_ns, end_ns
+
+    def send(
+        self, connection_id: str, api_key: int, response_size: int, now_ns: int
+    ) -> tuple[int, int]:
+        """(start, end) of the response's send on its connection's network thread."""
+        processor = self._processor_of.get(connection_id)
+        if processor is None:
+            processor = len(self._processor_of) % len(self._network_free_at_ns)
+            self._processor_of[connection_id] = processor
+        start_ns = max(self._network_free_at_ns[processor], now_ns)
+        send = self.model.send
+        send_ms = (
+            0.0 if send is None else send.service_ms(api_key, response_size, self._rng.random())
+        )
+        end_ns = start_ns + round(send_ms * 1_000_000)
+        self._network_free_at_ns[processor] = end_ns
         return start_ns, end_ns
 
     def busy(self, now_ns: int) -> int:
