@@ -131,6 +131,8 @@ def build_broker(
         leader_endpoint=functools.partial(LeaderEndpoint, security=inter_broker),
         inter_broker_listener=inter_broker.listener_name if inter_broker else "PLAINTEXT",
         replication_quotas=replication_quotas,
+        # A simulation's follower: its work on each fetch answer takes modelled time.
+        response_work=handler_pool.follower_work if handler_pool is not None else None,
     )
     replica_manager = ReplicaManager(
         broker_id,

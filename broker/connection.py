@@ -56,6 +56,7 @@ from broker.security.listeners import ChannelBuilder
 from broker.security.sasl_server import AuthenticationFailed, SaslServerAuthenticator
 from protocol.errors import ProtocolError
 from protocol.frames import FrameDecoder
+from protocol.service_times import service_key_of
 from purgatory import Clock
 
 log = logging.getLogger("broker.connection")
@@ -380,8 +381,8 @@ class KafkaConnection(asyncio.Protocol):
         for in_flight, data in out:
             ctx = in_flight.ctx
             size = len(data) if data is not None else 0
-            api_key = ctx.header.api_key if ctx is not None else -1
-            start_ns, end_ns = pool.send(connection_id, api_key, size, now_ns)
+            key = service_key_of(ctx.header.api_key, in_flight.request) if ctx is not None else 0
+            start_ns, end_ns = pool.send(connection_id, key, size, now_ns)
             if ctx is not None:
                 ctx.timing.send_start_ns, ctx.timing.send_end_ns = start_ns, end_ns
             loop.call_later(max(0, end_ns - now_ns) / 1e9, self._sent, in_flight, data)

@@ -47,6 +47,7 @@ from protocol.codec import (
     unsupported_version_api_versions_response,
 )
 from protocol.errors import ProtocolError
+from protocol.service_times import service_key_of
 from purgatory import SystemTimer, TimerTask
 
 log = logging.getLogger("broker.dispatch")
@@ -87,7 +88,8 @@ class HandlerPool(Protocol):
     never does (there a request costs what it costs). ``occupy`` takes the first free
     handler for the request's modelled service time and says when it starts and ends
     (monotonic ns of the request clock); a request that finds every handler busy
-    waits, and that wait is its RequestQueueTimeMs."""
+    waits, and that wait is its RequestQueueTimeMs. ``api_key`` is the model's key
+    (``protocol.service_times.service_key``: a follower's Fetch apart)."""
 
     def occupy(self, api_key: int, request_size: int, now_ns: int) -> tuple[int, int]: ...
 
@@ -97,6 +99,11 @@ class HandlerPool(Protocol):
         """The response's send on the network thread (``num.network.threads``) that
         serves ``connection_id``: (start, end) -- the wait before ``start`` is its
         ResponseQueueTimeMs, ``end - start`` its ResponseSendTimeMs."""
+        ...
+
+    def follower_work(self) -> float:
+        """Seconds this broker's replica fetcher works on a fetch answer (appending it,
+        building the next fetch) before it sends its next fetch."""
         ...
 
 
@@ -298,7 +305,8 @@ class RequestDispatcher:
         answer: asyncio.Future[Any] = loop.create_future()
         in_flight.future = answer
         now_ns = self._clock.monotonic_ns()
-        start_ns, end_ns = pool.occupy(ctx.header.api_key, ctx.request_size, now_ns)
+        key = service_key_of(ctx.header.api_key, in_flight.request)
+        start_ns, end_ns = pool.occupy(key, ctx.request_size, now_ns)
 
         def run() -> None:
             if answer.done():

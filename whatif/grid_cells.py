@@ -77,6 +77,8 @@ class Cell:
     #: ``_target_capture``): the target side of the comparison, Kafka's TotalTimeMs and
     #: purgatory outcomes, as a real-time replay's target capture gives. None: no capture.
     target_capture: str | None = None
+    #: ``VirtualReplayConfig.shared_threads``: every broker on one pool (None: Kafka's).
+    shared_threads: int | None = None
 
 
 def cell_dir(out: Path, cell: Cell) -> Path:
@@ -117,6 +119,7 @@ def expand_grid(
     io_threads: int,
     service_times: ServiceTimeModel | None,
     out: Path | None = None,
+    shared_threads: int | None = None,
 ) -> list[Cell]:
     """Every configuration (the product of the axes, first values first) x every seed;
     with ``out``, each cell's brokers capture into its results directory."""
@@ -138,6 +141,7 @@ def expand_grid(
                     brokers,
                     io_threads,
                     service_times,
+                    shared_threads=shared_threads,
                 )
             )
     if out is None:
@@ -162,6 +166,7 @@ def run_cell(cell: Cell) -> CellOutcome:
             io_threads=cell.io_threads,
             captured_configs=captured_cluster_config(cell.capture),
             target_capture=target_capture,
+            shared_threads=cell.shared_threads,
         )
         run = replay_virtual(rows, config)
     except Exception as exc:

@@ -43,6 +43,7 @@ from broker.ids import IdSource
 from broker.request_timing import RequestClock
 from broker.simulation.determinism import DEFAULT_EPOCH_S
 from broker.simulation.loop import SimulatedEventLoop, run_simulated
+from broker.simulation.network import LatencyModel
 from broker.simulation.request_handlers import DEFAULT_IO_THREADS, SimulatedRequestHandlers
 from protocol.capture import CaptureRequest
 from protocol.capture_files import capture_files, read_capture
@@ -86,6 +87,10 @@ class VirtualReplayConfig:
     captured_configs: Mapping[str, str] = field(default_factory=dict)
     #: Where the target's brokers capture what they serve (None: nowhere).
     target_capture: Path | None = None
+    #: Every broker of the target on one pool of this many threads, followers' work
+    #: included (``minikafka serve`` runs all its brokers on one event loop: 1), instead of
+    #: Kafka's ``num.io.threads`` per broker. None: Kafka's model.
+    shared_threads: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +181,12 @@ def replay_virtual(rows: list[dict[str, Any]], config: VirtualReplayConfig) -> V
     started = real_clock.monotonic_s()
     box: list[ReplayResult] = []
     epoch_s = capture_epoch_s(rows)
-    virtual_s = run_simulated(_run(rows, config, box, epoch_s), seed=config.seed, epoch_s=epoch_s)
+    virtual_s = run_simulated(
+        _run(rows, config, box, epoch_s),
+        seed=config.seed,
+        latency=link_latency(config.service_times),
+        epoch_s=epoch_s,
+    )
     results = [r._replace(run_kind=VIRTUAL_TIME) for r in box]
     return VirtualReplay(
         results, result_digest(results, virtual_s), virtual_s, real_clock.monotonic_s() - started
@@ -199,6 +209,15 @@ def result_digest(results: Iterable[ReplayResult], virtual_s: float) -> str:
         )
         digest.update(repr(outcome).encode())
     return digest.hexdigest()[:16]
+
+
+def link_latency(model: ServiceTimeModel | None) -> LatencyModel | None:
+    """The links' latency the service-time model fitted from the capture's followers
+    (``fit_capture_records``); None (the simulation's default) when it has none."""
+    if model is None or model.link_latency_ms is None:
+        return None
+    base_ms, jitter_ms = model.link_latency_ms
+    return LatencyModel(base_s=base_ms / 1000.0, jitter_s=jitter_ms / 1000.0)
 
 
 def capture_epoch_s(rows: list[dict[str, Any]]) -> float:
@@ -228,7 +247,7 @@ async def _run(
             monotonic_ns=lambda: round(loop.time() * 1e9),
             wall_ms=lambda: (epoch_s + loop.time()) * 1000.0,
         ),
-        handler_pools=_handler_pools(config),
+        handler_pools=_handler_pools(config, lambda: round(loop.time() * 1e9)),
         load_scheduler=lambda: EventLoopLoadScheduler(clock_s=loop.time),
         ids=IdSource.seeded(config.seed),
         capture_dir=config.target_capture,
@@ -270,14 +289,21 @@ def _opt_int(value: Any) -> int | None:
 
 
 def _handler_pools(
-    config: VirtualReplayConfig,
+    config: VirtualReplayConfig, now_ns: Callable[[], int]
 ) -> Callable[[int, BrokerConfig], SimulatedRequestHandlers] | None:
     """Each broker's request handlers, drawing service times from the cell's seed; the
     thread count is the cell's ``num.io.threads`` override when it has one, the network
-    threads the target's ``num.network.threads``."""
+    threads the target's ``num.network.threads``. With ``shared_threads`` one pool serves
+    every broker, and the followers' work on fetch answers takes its threads too."""
     model = config.service_times
     if model is None:
         return None
+    if config.shared_threads is not None:
+        n = config.shared_threads
+        shared = SimulatedRequestHandlers(
+            n, model, random.Random(f"{config.seed}/handlers"), n, now_ns=now_ns
+        )
+        return lambda broker_id, broker_config: shared
 
     def pool(broker_id: int, broker_config: BrokerConfig) -> SimulatedRequestHandlers:
         rng = random.Random(f"{config.seed}/handlers/{broker_id}")

@@ -28,10 +28,11 @@ from __future__ import annotations
 import heapq
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from protocol.capture_files import read_capture
-from protocol.service_times import ServiceTimeModel, fit_capture_records
+from protocol.service_times import FOLLOWER_WORK_KEY, ServiceTimeModel, fit_capture_records
 
 __all__ = ["SimulatedRequestHandlers", "load_service_times"]
 
@@ -74,6 +75,8 @@ class SimulatedRequestHandlers:
         model: ServiceTimeModel,
         rng: random.Random,
         network_threads: int = DEFAULT_NETWORK_THREADS,
+        *,
+        now_ns: Callable[[], int] | None = None,
     ) -> None:
         if threads < 1:
             raise ValueError(f"num.io.threads must be at least 1, not {threads}")
@@ -85,6 +88,9 @@ class SimulatedRequestHandlers:
         self._free_at_ns = [0] * threads  # a heap: the earliest-free handler first
         self._network_free_at_ns = [0] * network_threads
         self._processor_of: dict[str, int] = {}
+        #: With a clock, a follower's work on a fetch answer takes a handler too: a pool
+        #: shared by every broker of a cluster on one thread, as ``minikafka serve`` runs.
+        self._now_ns = now_ns
 
     def occupy(self, api_key: int, request_size: int, now_ns: int) -> tuple[int, int]:
         """(start, end) of the request on the earliest-free handler, which it then holds
@@ -112,6 +118,17 @@ class SimulatedRequestHandlers:
         end_ns = start_ns + round(send_ms * 1_000_000)
         self._network_free_at_ns[processor] = end_ns
         return start_ns, end_ns
+
+    def follower_work(self) -> float:
+        """Seconds a follower works on a fetch answer (``FOLLOWER_WORK_KEY`` of the model:
+        0 when it has none); on a handler of this pool when it has a clock."""
+        if FOLLOWER_WORK_KEY not in self.model.by_api:
+            return 0.0
+        if self._now_ns is None:
+            return self.model.service_ms(FOLLOWER_WORK_KEY, None, self._rng.random()) / 1000.0
+        now_ns = self._now_ns()
+        _, end_ns = self.occupy(FOLLOWER_WORK_KEY, 0, now_ns)
+        return max(0, end_ns - now_ns) / 1e9
 
     def busy(self, now_ns: int) -> int:
         """How many handlers are busy at ``now_ns`` (for tests and metrics)."""
