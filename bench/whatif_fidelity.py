@@ -9,10 +9,14 @@
    (``minikafka replay --target-brokers 3``): Kafka's TotalTimeMs from each target's capture.
 3. The simulated side: ``minikafka simulate --capture`` with ``--seeds`` seeds, service
    times, network threads, links and the followers' work fitted from the capture; each
-   cell captures its simulated target, so both sides are measured alike.
+   cell captures its simulated target, so both sides are measured alike. By default the
+   simulated cluster runs on one thread (``--shared-threads 1``), as the captured
+   ``minikafka serve`` does -- the model of the system the capture came from; ``0`` gives
+   Kafka's threads per broker, the what-if.
 4. ``minikafka compare`` of every run, and one table: the client Produce and Fetch rows
-   and the Produce and Fetch purgatory rows, p50 and p99, the real-time runs' range and
-   the simulated seeds' range, and the ratio of their medians.
+   and the Produce and Fetch purgatory rows, p50 and p99, as captured, the real-time
+   runs' range and the simulated seeds' range, and the simulated median's ratio to the
+   captured figure and to the real-time median.
 5. With ``--loaded``: the grid again with every core busy (a busy-looping process per
    core): each seed must give the same digest, and the table the same figures.
 
@@ -137,8 +141,9 @@ def fidelity_rows(
     table: dict[tuple[str, str], dict[str, str]], real: list[str], simulated: list[str]
 ) -> list[str]:
     lines = [
-        "| row | quantile | real time (ms) | simulated (ms) | simulated / real (medians) |",
-        "|---|---|---|---|---|",
+        "| row | quantile | captured (ms) | real-time replays (ms) | simulated seeds (ms) "
+        "| simulated / captured | simulated / real time |",
+        "|---|---|---|---|---|---|---|",
     ]
     for kind, key in ROWS:
         row = table.get((kind, key))
@@ -147,10 +152,14 @@ def fidelity_rows(
         for q in ("p50", "p99"):
             rt = [float(row[f"{label}__{q}"]) for label in real if row.get(f"{label}__{q}")]
             sim = [float(row[f"{label}__{q}"]) for label in simulated if row.get(f"{label}__{q}")]
+            captured = float(row.get(f"captured__{q}") or "nan")
             if not rt or not sim:
                 continue
-            ratio = statistics.median(sim) / statistics.median(rt)
-            lines.append(f"| {kind} {key} | {q} | {spread(rt)} | {spread(sim)} | {ratio:.2f}x |")
+            mid = statistics.median(sim)
+            lines.append(
+                f"| {kind} {key} | {q} | {captured:.3f} | {spread(rt)} | {spread(sim)} "
+                f"| {mid / captured:.2f}x | {mid / statistics.median(rt):.2f}x |"
+            )
     return lines
 
 
@@ -161,7 +170,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--realtime", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--loaded", action="store_true")
-    parser.add_argument("--shared-threads", type=int, default=None)
+    parser.add_argument(
+        "--shared-threads",
+        type=int,
+        default=1,
+        help="the simulated cluster's threads (1: minikafka serve's one event loop, the "
+        "system the capture was taken from; 0: Kafka's threads per broker)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     return parser.parse_args(argv)
 
@@ -181,7 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.out / f"realtime-{i}.log",
         )
         runs[f"real-time {i}"] = where
-    cells = simulate(capture, args.seeds, args.out / "simulated", args.shared_threads)
+    shared = args.shared_threads or None
+    cells = simulate(capture, args.seeds, args.out / "simulated", shared)
     for cell in cells:
         runs[f"simulated seed {cell['seed']}"] = Path(str(cell["dir"]))
     table = compare(runs, args.out / "compare")
@@ -194,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.loaded:
         return 0
     with busy_cores():
-        loaded = simulate(capture, args.seeds, args.out / "simulated-loaded", args.shared_threads)
+        loaded = simulate(capture, args.seeds, args.out / "simulated-loaded", shared)
     same = [(a["digest"], b["digest"]) for a, b in zip(cells, loaded, strict=True)]
     quiet_md = (args.out / "simulated" / "comparison.md").read_text()
     loaded_md = (args.out / "simulated-loaded" / "comparison.md").read_text()
