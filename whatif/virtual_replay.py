@@ -43,8 +43,11 @@ from broker.ids import IdSource
 from broker.request_timing import RequestClock
 from broker.simulation.determinism import DEFAULT_EPOCH_S
 from broker.simulation.loop import SimulatedEventLoop, run_simulated
-from broker.simulation.network import LatencyModel
-from broker.simulation.request_handlers import DEFAULT_IO_THREADS, SimulatedRequestHandlers
+from broker.simulation.request_handlers import (
+    DEFAULT_IO_THREADS,
+    SimulatedRequestHandlers,
+    link_latency,
+)
 from protocol.capture import CaptureRequest
 from protocol.capture_files import capture_files, read_capture
 from protocol.codec import decode_request, parse_request_header
@@ -209,15 +212,6 @@ def result_digest(results: Iterable[ReplayResult], virtual_s: float) -> str:
         )
         digest.update(repr(outcome).encode())
     return digest.hexdigest()[:16]
-
-
-def link_latency(model: ServiceTimeModel | None) -> LatencyModel | None:
-    """The links' latency the service-time model fitted from the capture's followers
-    (``fit_capture_records``); None (the simulation's default) when it has none."""
-    if model is None or model.link_latency_ms is None:
-        return None
-    base_ms, jitter_ms = model.link_latency_ms
-    return LatencyModel(base_s=base_ms / 1000.0, jitter_s=jitter_ms / 1000.0)
 
 
 def capture_epoch_s(rows: list[dict[str, Any]]) -> float:

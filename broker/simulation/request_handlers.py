@@ -31,10 +31,11 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+from broker.simulation.network import LatencyModel
 from protocol.capture_files import read_capture
 from protocol.service_times import FOLLOWER_WORK_KEY, ServiceTimeModel, fit_capture_records
 
-__all__ = ["SimulatedRequestHandlers", "load_service_times"]
+__all__ = ["SimulatedRequestHandlers", "link_latency", "load_service_times"]
 
 #: Kafka's default ``num.io.threads``.
 DEFAULT_IO_THREADS = 8
@@ -60,6 +61,16 @@ def load_service_times(path: Path) -> ServiceTimeModel:
     if not model.by_api:
         raise ValueError(f"the capture {path} holds no served request to fit service times to")
     return model
+
+
+def link_latency(model: ServiceTimeModel | None) -> LatencyModel | None:
+    """The links' latency the service-time model fitted from a capture's fetch
+    turnarounds (``ServiceTimeModel.link_latency_ms``); None (the simulation's default)
+    when it has none."""
+    if model is None or model.link_latency_ms is None:
+        return None
+    base_ms, jitter_ms = model.link_latency_ms
+    return LatencyModel(base_s=base_ms / 1000.0, jitter_s=jitter_ms / 1000.0)
 
 
 class SimulatedRequestHandlers:
