@@ -50,6 +50,7 @@ def main() -> int:
     _reexec_with_fixed_hash_seed()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from broker.simulation.request_handlers import load_service_times
+    from protocol.capture_files import captured_cluster_config
     from whatif.virtual_replay import (
         VirtualReplayConfig,
         capture_brokers,
@@ -64,11 +65,12 @@ def main() -> int:
     t1, read_cpu = time.perf_counter(), time.process_time() - read_cpu0
     model = None if args.no_service_times else load_service_times(args.capture)
     t2 = time.perf_counter()
-    config = VirtualReplayConfig(
+    config = VirtualReplayConfig(  # as `whatif.grid_cells.run_cell` makes a cell's
         brokers=args.brokers or capture_brokers(rows),
         seed=args.seed,
         service_times=model,
         io_threads=args.io_threads,
+        captured_configs=captured_cluster_config(args.capture),
     )
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
