@@ -86,28 +86,33 @@ class DelayedFetch(DelayedOperation):
     def try_complete(self) -> bool:
         params = self._params
         follower = params.is_from_follower
+        read_committed = params.read_committed
+        min_bytes = params.min_bytes
+        manager = self._replica_manager
+        online = manager.online_partition
         accumulated = 0
         for status in self._statuses:
-            partition = self._replica_manager.online_partition(status.tp)
+            partition = online(status.tp)
             if partition is None or not partition.is_leader:
                 return self.force_complete()
-            if (
-                status.fetch_offset < partition.log_start_offset
-                or status.fetch_offset > partition.log_end_offset
-            ):
+            log = partition.log
+            fetch_offset = status.fetch_offset
+            if fetch_offset < log.log_start_offset or fetch_offset > log.log_end_offset:
                 return self.force_complete()
-            if follower and self._replica_manager.should_leader_throttle(
+            available = partition.bytes_available(
+                fetch_offset,
+                follower,
+                min(min_bytes - accumulated, status.partition_max_bytes),
+                read_committed=read_committed,
+            )
+            # A throttled replica's bytes do not count (as Kafka's); asked only when there
+            # are bytes, which most partitions of a parked fetch have not.
+            if available and follower and manager.should_leader_throttle(
                 partition, params.replica_id
             ):
-                continue  # a throttled replica's bytes do not count (as Kafka's)
-            needed = params.min_bytes - accumulated
-            accumulated += partition.bytes_available(
-                status.fetch_offset,
-                follower,
-                min(needed, status.partition_max_bytes),
-                read_committed=params.read_committed,
-            )
-            if accumulated >= params.min_bytes:
+                continue
+            accumulated += available
+            if accumulated >= min_bytes:
                 return self.force_complete()
         return False
 
