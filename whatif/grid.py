@@ -12,7 +12,14 @@ replay writes them -- ``OUT/<config>/seed-<s>/``: RESULT_SCHEMA Parquet and ``_r
 raised, or its Spark task died) is reported and left out; the grid goes on. At the end:
 ``OUT/comparison.md`` (`grid_compare`: per API and per purgatory, each configuration's
 p50/p99/p99.9 with the spread over seeds, the first configuration the baseline), printed too,
-and ``OUT/grid.json`` (each cell: digest, virtual and wall seconds, answered, error).
+and ``OUT/grid.json`` (each cell: digest, virtual and wall seconds, answered, error, and
+where it ran: the Python worker's interpreter, its ``PYTHONHASHSEED`` and working directory,
+which on a standalone cluster is the executor's own ``work/<app>/<executor>``).
+
+Task slots: as many driver threads as the master has task slots. A cluster's executors
+register a few seconds after the session starts, and until then Spark's default parallelism
+is its floor of 2; so against a non-local master the grid first waits (at most
+``EXECUTOR_WAIT_S``) until the executor count has stopped changing.
 
 Service times: fitted from the capture itself unless ``--service-times`` names a table or
 another capture; the model is fitted once, on the driver, and shipped with the cells.
@@ -21,8 +28,10 @@ another capture; the model is fitted once, on the driver, and shipped with the c
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -39,21 +48,63 @@ if TYPE_CHECKING:
 
 __all__ = ["cell_dir", "run_grid", "write_cell"]
 
+EXECUTOR_WAIT_S = 30.0
+EXECUTOR_SETTLE_S = 3.0
+
 
 def cell_dir(out: Path, cell: Cell) -> Path:
     slug = re.sub(r"[^A-Za-z0-9.=_-]+", "_", cell.label)[:80]
     return out / f"config-{cell.config}-{slug}" / f"seed-{cell.seed}"
 
 
-def _run_on_spark(spark: SparkSession, cell: Cell) -> CellOutcome:
+def executor_env() -> dict[str, str]:
+    """Where a task runs: its Python, hash seed (a digest repeats only under one) and cwd."""
+    return {
+        "python": sys.executable,
+        "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "unset"),
+        "cwd": os.getcwd(),
+    }
+
+
+def _run_cell_in_task(cell: Cell) -> tuple[CellOutcome, dict[str, str]]:
+    return run_cell(cell), executor_env()
+
+
+Ran = tuple[CellOutcome, dict[str, str]]
+
+
+def _run_on_spark(spark: SparkSession, cell: Cell) -> Ran:
     sc = spark.sparkContext
     sc.setJobDescription(f"whatif cell {cell.index}: {cell.label}, seed {cell.seed}")
     try:
-        (outcome,) = sc.parallelize([cell], 1).map(run_cell).collect()
+        ((outcome, where),) = sc.parallelize([cell], 1).map(_run_cell_in_task).collect()
     except Exception as exc:  # the task itself died (worker crash, lost executor)
-        return CellOutcome(cell, error=f"Spark task failed: {str(exc).splitlines()[0][:300]}")
+        error = f"Spark task failed: {str(exc).splitlines()[0][:300]}"
+        return CellOutcome(cell, error=error), {}
     assert isinstance(outcome, CellOutcome)
-    return outcome
+    return outcome, where
+
+
+def _executors(spark: SparkSession) -> int:
+    """Executors registered with the driver (Spark's count includes the driver itself)."""
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
+    return max(0, int(status.size()) - 1)
+
+
+def task_slots(spark: SparkSession) -> int:
+    """Spark's default parallelism, once a cluster's executors have registered."""
+    sc = spark.sparkContext
+    if not str(sc.master).startswith("local"):
+        deadline = real_clock.monotonic_s() + EXECUTOR_WAIT_S
+        count, since = _executors(spark), real_clock.monotonic_s()
+        while real_clock.monotonic_s() < deadline:
+            time.sleep(0.25)
+            now = _executors(spark)
+            if now != count:
+                count, since = now, real_clock.monotonic_s()
+            elif count > 0 and real_clock.monotonic_s() - since >= EXECUTOR_SETTLE_S:
+                break
+    return max(1, sc.defaultParallelism)
 
 
 def write_cell(spark: SparkSession, out: Path, outcome: CellOutcome, master: str) -> Path:
@@ -112,14 +163,15 @@ def run_grid(
     """Run every cell (as many at once as there are task slots); write, compare, summarise."""
     out.mkdir(parents=True, exist_ok=True)
     master = str(spark.sparkContext.master)
-    slots = max(1, spark.sparkContext.defaultParallelism)
     began = real_clock.monotonic_s()
+    slots = task_slots(spark)
     print(f"{len(cells)} cells on {master} ({slots} task slots)", file=stream, flush=True)
     outcomes: list[CellOutcome] = []
+    where: dict[int, dict[str, str]] = {}
     with ThreadPoolExecutor(max_workers=min(slots, len(cells)) or 1) as pool:
         futures = [pool.submit(_run_on_spark, spark, cell) for cell in cells]
         for future in as_completed(futures):
-            outcome = future.result()
+            outcome, where[outcome.cell.index] = future.result()
             outcomes.append(outcome)
             if outcome.error is None:
                 write_cell(spark, out, outcome, master)
@@ -127,7 +179,7 @@ def run_grid(
     outcomes.sort(key=lambda o: o.cell.index)
     table = format_table(comparison_rows(outcomes))
     (out / "comparison.md").write_text(table + "\n", encoding="utf-8")
-    _write_summary(out, outcomes, real_clock.monotonic_s() - began)
+    _write_summary(out, outcomes, where, real_clock.monotonic_s() - began)
     failed = sum(1 for o in outcomes if o.error is not None)
     print(table, file=stream)
     print(
@@ -139,7 +191,12 @@ def run_grid(
     return outcomes
 
 
-def _write_summary(out: Path, outcomes: Sequence[CellOutcome], wall_s: float) -> None:
+def _write_summary(
+    out: Path,
+    outcomes: Sequence[CellOutcome],
+    where: dict[int, dict[str, str]],
+    wall_s: float,
+) -> None:
     cells = [
         {
             "config": o.cell.label,
@@ -151,6 +208,7 @@ def _write_summary(out: Path, outcomes: Sequence[CellOutcome], wall_s: float) ->
             "client_requests": o.client_requests,
             "answered": o.answered,
             "error": o.error,
+            "executor": where.get(o.cell.index, {}),
         }
         for o in outcomes
     ]
