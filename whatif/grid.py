@@ -178,7 +178,7 @@ def run_grid(
             _progress(outcome, len(outcomes), len(cells), stream)
     outcomes.sort(key=lambda o: o.cell.index)
     table = format_table(comparison_rows(outcomes))
-    (out / "comparison.md").write_text(table + "\n", encoding="utf-8")
+    (out / "comparison.md").write_text(comparison_page(cells, outcomes, table), encoding="utf-8")
     _write_summary(out, outcomes, where, real_clock.monotonic_s() - began)
     failed = sum(1 for o in outcomes if o.error is not None)
     print(table, file=stream)
@@ -189,6 +189,31 @@ def run_grid(
         flush=True,
     )
     return outcomes
+
+
+def comparison_page(cells: Sequence[Cell], outcomes: Sequence[CellOutcome], table: str) -> str:
+    """``comparison.md``: what was run and how to read the spreads, then the table."""
+    configs = {c.config: c.label for c in cells}
+    seeds = sorted({c.seed for c in cells})
+    failed = [f"{o.cell.label} seed {o.cell.seed}" for o in outcomes if o.error is not None]
+    lines = [
+        f"# What-if grid over {cells[0].capture if cells else '-'}",
+        "",
+        *(
+            f"- config {n}{' (baseline)' if n == 0 else ''}: {label}"
+            for n, label in sorted(configs.items())
+        ),
+        f"- seeds: {', '.join(map(str, seeds))} ({len(seeds)} per config); "
+        f"failed cells: {', '.join(failed) or 'none'}",
+        "",
+        "Client response times in virtual ms. Each figure is min-max over the seeds of that "
+        "seed's percentile (one figure when the ends round alike); `vs baseline` compares the "
+        "median seeds' p99, `*` when the seeds' spreads do not overlap.",
+        "",
+        table,
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def _write_summary(
