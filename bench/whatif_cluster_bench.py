@@ -13,9 +13,10 @@
    worker the cluster rows show how the grid scales with task slots.
 3. One table: mode, workers, cores, cells ok/failed, the command's wall seconds (a JVM, the
    service-time fit and the Parquet writes included), the grid's own wall seconds
-   (``OUT/grid.json``), per-cell wall p50/max (inside the task), and the executors the cells
-   ran on. Then the checks: every mode gave each (config, seed) cell the same digest (the
-   grid is deterministic), every cell's Python worker ran this interpreter with
+   (``OUT/grid.json``), per-cell wall p50/max (inside the task), the p50 of the seconds each
+   cell's Parquet write took (a Spark job from the driver), and how many executors ran cells.
+   Then the checks: every mode gave each (config, seed) cell the same digest (the grid is
+   deterministic), every cell's Python worker ran this interpreter with
    ``PYTHONHASHSEED=0`` (what ``spark.executorEnv.PYTHONHASHSEED`` must reach).
 
 Exit status 1 only when a digest differs between modes or a cell failed (or the executors'
@@ -110,18 +111,22 @@ def fmt_s(value: float | None) -> str:
 def print_table(runs: list[ModeRun]) -> None:
     head = (
         f"{'mode':10} {'workers':>7} {'cores':>5} {'cells ok/failed':>15} {'wall s':>7} "
-        f"{'grid s':>7} {'cell p50 s':>10} {'cell max s':>10} {'executors':>9}  master"
+        f"{'grid s':>7} {'cell p50 s':>10} {'cell max s':>10} {'write p50 s':>11} "
+        f"{'executors':>9}  master"
     )
     print(head)
     for run in runs:
         walls = [c["wall_s"] for c in run.cells if c["error"] is None]
+        writes = [c.get("write_s", 0.0) for c in run.cells if c["error"] is None]
         executors = {c.get("executor", {}).get("cwd") for c in run.cells}
         failed = len(run.cells) - run.ok
         print(
             f"{run.mode:10} {run.workers:>7} {run.cores:>5} {f'{run.ok}/{failed}':>15} "
             f"{run.command_s:>7.1f} {fmt_s(run.grid.get('wall_s')):>7} "
             f"{fmt_s(statistics.median(walls) if walls else None):>10} "
-            f"{fmt_s(max(walls) if walls else None):>10} {len(executors - {None}):>9}  "
+            f"{fmt_s(max(walls) if walls else None):>10} "
+            f"{fmt_s(statistics.median(writes) if writes else None):>11} "
+            f"{len(executors - {None}):>9}  "
             f"{run.master}"
         )
 

@@ -12,7 +12,8 @@ replay writes them -- ``OUT/<config>/seed-<s>/``: RESULT_SCHEMA Parquet and ``_r
 raised, or its Spark task died) is reported and left out; the grid goes on. At the end:
 ``OUT/comparison.md`` (`grid_compare`: per API and per purgatory, each configuration's
 p50/p99/p99.9 with the spread over seeds, the first configuration the baseline), printed too,
-and ``OUT/grid.json`` (each cell: digest, virtual and wall seconds, answered, error, and
+and ``OUT/grid.json`` (each cell: digest, virtual and wall seconds, answered, error, the
+seconds its write took (a Spark job from the cell's driver thread), and
 where it ran: the Python worker's interpreter, its ``PYTHONHASHSEED`` and working directory,
 which on a standalone cluster is the executor's own ``work/<app>/<executor>``).
 
@@ -34,6 +35,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -70,19 +72,44 @@ def _run_cell_in_task(cell: Cell) -> tuple[CellOutcome, dict[str, str]]:
     return run_cell(cell), executor_env()
 
 
-Ran = tuple[CellOutcome, dict[str, str]]
+@dataclass
+class CellRun:
+    """A cell as the driver saw it: the outcome, where its task ran, the write's seconds."""
+
+    outcome: CellOutcome
+    executor: dict[str, str] = field(default_factory=dict)
+    write_s: float = 0.0
 
 
-def _run_on_spark(spark: SparkSession, cell: Cell) -> Ran:
+def _run_on_spark(spark: SparkSession, cell: Cell) -> CellRun:
     sc = spark.sparkContext
     sc.setJobDescription(f"whatif cell {cell.index}: {cell.label}, seed {cell.seed}")
     try:
         ((outcome, where),) = sc.parallelize([cell], 1).map(_run_cell_in_task).collect()
     except Exception as exc:  # the task itself died (worker crash, lost executor)
         error = f"Spark task failed: {str(exc).splitlines()[0][:300]}"
-        return CellOutcome(cell, error=error), {}
+        return CellRun(CellOutcome(cell, error=error))
     assert isinstance(outcome, CellOutcome)
-    return outcome, where
+    return CellRun(outcome, where)
+
+
+def _run_and_write(spark: SparkSession, cell: Cell, out: Path, master: str) -> CellRun:
+    """One cell, then its rows written from the same driver thread.
+
+    Writing is a Spark job of its own (about as long as a short cell); from the cell's thread
+    the writes of several cells overlap each other and the cells still running, where one
+    writer thread would make them the grid's bottleneck.
+    """
+    run = _run_on_spark(spark, cell)
+    if run.outcome.error is None:
+        began = real_clock.monotonic_s()
+        try:
+            write_cell(spark, out, run.outcome, master)
+        except Exception as exc:
+            detail = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            run.outcome.error = f"writing the results failed: {detail}"
+        run.write_s = real_clock.monotonic_s() - began
+    return run
 
 
 def _executors(spark: SparkSession) -> int:
@@ -166,20 +193,17 @@ def run_grid(
     began = real_clock.monotonic_s()
     slots = task_slots(spark)
     print(f"{len(cells)} cells on {master} ({slots} task slots)", file=stream, flush=True)
-    outcomes: list[CellOutcome] = []
-    where: dict[int, dict[str, str]] = {}
+    runs: list[CellRun] = []
     with ThreadPoolExecutor(max_workers=min(slots, len(cells)) or 1) as pool:
-        futures = [pool.submit(_run_on_spark, spark, cell) for cell in cells]
+        futures = [pool.submit(_run_and_write, spark, cell, out, master) for cell in cells]
         for future in as_completed(futures):
-            outcome, where[outcome.cell.index] = future.result()
-            outcomes.append(outcome)
-            if outcome.error is None:
-                write_cell(spark, out, outcome, master)
-            _progress(outcome, len(outcomes), len(cells), stream)
-    outcomes.sort(key=lambda o: o.cell.index)
+            runs.append(future.result())
+            _progress(runs[-1].outcome, len(runs), len(cells), stream)
+    runs.sort(key=lambda r: r.outcome.cell.index)
+    outcomes = [r.outcome for r in runs]
     table = format_table(comparison_rows(outcomes))
     (out / "comparison.md").write_text(comparison_page(cells, outcomes, table), encoding="utf-8")
-    _write_summary(out, outcomes, where, real_clock.monotonic_s() - began)
+    _write_summary(out, runs, real_clock.monotonic_s() - began)
     failed = sum(1 for o in outcomes if o.error is not None)
     print(table, file=stream)
     print(
@@ -216,12 +240,7 @@ def comparison_page(cells: Sequence[Cell], outcomes: Sequence[CellOutcome], tabl
     return "\n".join(lines)
 
 
-def _write_summary(
-    out: Path,
-    outcomes: Sequence[CellOutcome],
-    where: dict[int, dict[str, str]],
-    wall_s: float,
-) -> None:
+def _write_summary(out: Path, runs: Sequence[CellRun], wall_s: float) -> None:
     cells = [
         {
             "config": o.cell.label,
@@ -233,9 +252,11 @@ def _write_summary(
             "client_requests": o.client_requests,
             "answered": o.answered,
             "error": o.error,
-            "executor": where.get(o.cell.index, {}),
+            "write_s": round(run.write_s, 3),
+            "executor": run.executor,
         }
-        for o in outcomes
+        for run in runs
+        for o in (run.outcome,)
     ]
     document = {"wall_s": round(wall_s, 3), "cells": cells}
     (out / "grid.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
