@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from broker.broker import Broker
 from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, replayable_configs
 from broker.control.faults import FaultInjector
 from broker.controller import Controller
 from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
@@ -131,6 +131,8 @@ def build_broker(
         leader_endpoint=functools.partial(LeaderEndpoint, security=inter_broker),
         inter_broker_listener=inter_broker.listener_name if inter_broker else "PLAINTEXT",
         replication_quotas=replication_quotas,
+        # A simulation's follower: its work on each fetch answer takes modelled time.
+        response_work=handler_pool.follower_work if handler_pool is not None else None,
     )
     replica_manager = ReplicaManager(
         broker_id,
@@ -459,6 +461,7 @@ class MiniKafka:
                 capture_dir,
                 clock=LoopClock(lambda: clocks.monotonic_ns() / 1e9),
                 request_clock=clocks,
+                cluster_config=replayable_configs(self.config),
             )
         # SASL's session lifetimes are dates: the wall clock, in seconds for LoopClock.
         self._wall_clock = LoopClock(lambda: clocks.wall_ms() / 1000)

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -467,6 +467,7 @@ class CaptureSet:
         *,
         clock: Clock,
         request_clock: RequestClock | None = None,
+        cluster_config: Mapping[str, str] | None = None,
         roll_bytes: int = DEFAULT_ROLL_BYTES,
         flush_interval_ms: int = DEFAULT_FLUSH_INTERVAL_MS,
     ) -> None:
@@ -474,6 +475,7 @@ class CaptureSet:
         self.roll_bytes = roll_bytes
         self.flush_interval_ms = flush_interval_ms
         self.captures: dict[int, BrokerCapture] = {}
+        self.cluster_config = dict(cluster_config or {})
         self._clock = clock
         self._request_clock = request_clock or RequestClock()
         self.timer = SystemTimer(clock, name="capture")
@@ -494,6 +496,7 @@ class CaptureSet:
                 self.roll_bytes,
                 self.flush_interval_ms,
                 wall_clock_us=lambda: round(clocks.wall_ms() * 1000),
+                cluster_config=self.cluster_config,
             )
             capture = self.captures[broker_id] = BrokerCapture(
                 writer, broker_id, self.timer, clocks

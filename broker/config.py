@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -65,6 +65,11 @@ class BrokerConfig(BaseModel):
     super_users: str = Field("", alias="super.users")
     allow_everyone_if_no_acl_found: bool = Field(False, alias="allow.everyone.if.no.acl.found")
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
+    # Kafka's request handler and network threads: one event loop serves everything in
+    # real time; a simulation's request handlers (broker/simulation/request_handlers.py)
+    # model them, so a what-if grid can vary them.
+    num_io_threads: int = Field(8, alias="num.io.threads", ge=1)
+    num_network_threads: int = Field(3, alias="num.network.threads", ge=1)
     default_replication_factor: int = Field(1, alias="default.replication.factor", ge=1)
     auto_create_topics_enable: bool = Field(True, alias="auto.create.topics.enable")
     delete_topic_enable: bool = Field(True, alias="delete.topic.enable")
@@ -645,3 +650,46 @@ def load_config(
 ) -> BrokerConfig:
     """``read_config(...).config``: the validated config alone."""
     return read_config(properties_file, overrides).config
+
+
+#: Configs a capture's header leaves out (``replayable_configs``): per broker (ids,
+#: listeners, directories) or secret or about who may connect (security, the authorizer).
+_NOT_REPLAYABLE: Final = frozenset(
+    {
+        "broker.id",
+        "node.id",
+        "process.roles",
+        "log.dirs",
+        "log.dir",
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "controller.listener.names",
+        "controller.quorum.voters",
+        "inter.broker.listener.name",
+        "security.configs",
+        "authorizer.class.name",
+        "super.users",
+        "allow.everyone.if.no.acl.found",
+    }
+)
+
+
+def _as_property(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def replayable_configs(config: BrokerConfig) -> dict[str, str]:
+    """The configs of ``config`` that are not Kafka's defaults, by Kafka's names, as
+    property strings, without what is per broker, secret or about access: what a
+    capture records so that a replay's target runs as the cluster that served it."""
+    values = config.model_dump(by_alias=True, exclude_defaults=True)
+    return {
+        key: _as_property(value)
+        for key, value in sorted(values.items())
+        if key not in _NOT_REPLAYABLE
+        and value is not None
+        and not key.startswith(("ssl.", "sasl."))
+    }

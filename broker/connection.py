@@ -50,12 +50,13 @@ from collections.abc import Callable
 from typing import cast
 
 from broker.context import ConnectionInfo
-from broker.dispatch import CloseConnection, InFlight, RequestDispatcher
+from broker.dispatch import CloseConnection, HandlerPool, InFlight, RequestDispatcher
 from broker.request_timing import RequestClock
 from broker.security.listeners import ChannelBuilder
 from broker.security.sasl_server import AuthenticationFailed, SaslServerAuthenticator
 from protocol.errors import ProtocolError
 from protocol.frames import FrameDecoder
+from protocol.service_times import service_key_of
 from purgatory import Clock
 
 log = logging.getLogger("broker.connection")
@@ -350,6 +351,10 @@ class KafkaConnection(asyncio.Protocol):
         if not out:
             return
         self._out = []
+        pool = self._dispatcher.handler_pool
+        if pool is not None:
+            self._send_modelled(pool, out)
+            return
         transport = self._transport
         if transport is not None and not self._closed:
             if len(out) == 1:
@@ -365,6 +370,28 @@ class KafkaConnection(asyncio.Protocol):
             if ctx is not None:
                 ctx.timing.send_end_ns = end_ns
             completed(in_flight, len(data) if data is not None else 0)
+        self._last_active_ms = self._clock.now_ms()
+
+    def _send_modelled(self, pool: HandlerPool, out: list[tuple[InFlight, bytes | None]]) -> None:
+        """Virtual time: each response waits for this connection's network thread and
+        leaves once its modelled send time is over (``HandlerPool.send``), in order."""
+        loop = asyncio.get_running_loop()
+        now_ns = self._request_clock.monotonic_ns()
+        connection_id = self._info.connection_id
+        for in_flight, data in out:
+            ctx = in_flight.ctx
+            size = len(data) if data is not None else 0
+            key = service_key_of(ctx.header.api_key, in_flight.request) if ctx is not None else 0
+            start_ns, end_ns = pool.send(connection_id, key, size, now_ns)
+            if ctx is not None:
+                ctx.timing.send_start_ns, ctx.timing.send_end_ns = start_ns, end_ns
+            loop.call_later(max(0, end_ns - now_ns) / 1e9, self._sent, in_flight, data)
+
+    def _sent(self, in_flight: InFlight, data: bytes | None) -> None:
+        transport = self._transport
+        if transport is not None and not self._closed and data is not None:
+            transport.write(data)
+        self._dispatcher.completed(in_flight, len(data) if data is not None else 0)
         self._last_active_ms = self._clock.now_ms()
 
     # -- the broker's view -------------------------------------------------------------

@@ -47,6 +47,7 @@ from protocol.codec import (
     unsupported_version_api_versions_response,
 )
 from protocol.errors import ProtocolError
+from protocol.service_times import service_key_of
 from purgatory import SystemTimer, TimerTask
 
 log = logging.getLogger("broker.dispatch")
@@ -87,9 +88,23 @@ class HandlerPool(Protocol):
     never does (there a request costs what it costs). ``occupy`` takes the first free
     handler for the request's modelled service time and says when it starts and ends
     (monotonic ns of the request clock); a request that finds every handler busy
-    waits, and that wait is its RequestQueueTimeMs."""
+    waits, and that wait is its RequestQueueTimeMs. ``api_key`` is the model's key
+    (``protocol.service_times.service_key``: a follower's Fetch apart)."""
 
     def occupy(self, api_key: int, request_size: int, now_ns: int) -> tuple[int, int]: ...
+
+    def send(
+        self, connection_id: str, api_key: int, response_size: int, now_ns: int
+    ) -> tuple[int, int]:
+        """The response's send on the network thread (``num.network.threads``) that
+        serves ``connection_id``: (start, end) -- the wait before ``start`` is its
+        ResponseQueueTimeMs, ``end - start`` its ResponseSendTimeMs."""
+        ...
+
+    def follower_work(self) -> float:
+        """Seconds this broker's replica fetcher works on a fetch answer (appending it,
+        building the next fetch) before it sends its next fetch."""
+        ...
 
 
 class CloseConnection(Exception):
@@ -190,6 +205,8 @@ class RequestDispatcher:
         self._broker_id = services.broker_id
         self._quotas = quotas
         self._handler_pool = handler_pool
+        #: A simulation's request handlers, whose network threads send the responses.
+        self.handler_pool = handler_pool
 
     @property
     def services(self) -> BrokerServices:
@@ -277,28 +294,31 @@ class RequestDispatcher:
     def _dispatch_pooled(
         self, pool: HandlerPool, handler: ApiHandler, in_flight: InFlight, frame: bytes
     ) -> InFlight:
-        """Virtual time: the request waits for a free handler, runs when it gets one, and
-        its answer is ready once its service time has passed (or later, when parked past
-        it). Always a future, which the connection settles as a parked request's."""
+        """Virtual time: the request waits for a free handler and holds it for its service
+        time; its handler runs at the end of that time, as a Kafka handler thread's append
+        or read is done when its local time ends (an acks=all Produce wakes the followers'
+        fetches then, not before), and its answer is ready at once (or later, when parked).
+        Always a future, which the connection settles as a parked request's."""
         ctx = in_flight.ctx
         assert ctx is not None
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Any] = loop.create_future()
         in_flight.future = answer
         now_ns = self._clock.monotonic_ns()
-        start_ns, end_ns = pool.occupy(ctx.header.api_key, ctx.request_size, now_ns)
+        key = service_key_of(ctx.header.api_key, in_flight.request)
+        start_ns, end_ns = pool.occupy(key, ctx.request_size, now_ns)
 
         def run() -> None:
             if answer.done():
                 return  # the connection went away while the request waited
             result = self._handle(handler, in_flight, frame)
-            ctx.timing.local_end_ns = ctx.timing.local_start_ns + (end_ns - start_ns)
-            _answer_after(loop, answer, result, (end_ns - self._clock.monotonic_ns()) / 1e9)
+            ctx.timing.local_start_ns, ctx.timing.local_end_ns = start_ns, end_ns
+            _answer_after(loop, answer, result, 0.0)
 
-        if start_ns <= now_ns:
+        if end_ns <= now_ns:
             run()
         else:
-            loop.call_later((start_ns - now_ns) / 1e9, run)
+            loop.call_later((end_ns - now_ns) / 1e9, run)
         return in_flight
 
     def settle(self, in_flight: InFlight) -> None:

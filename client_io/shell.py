@@ -122,13 +122,12 @@ class ClientShell:
     @property
     def name(self) -> str | None:
         """``broker-host:port-our-host:port`` (Kafka's connection id without its index),
-        None on a transport without socket addresses."""
-        sock = self._writer.get_extra_info("socket")
-        if sock is None:
-            return None
-        try:
-            broker, ours = sock.getpeername()[:2], sock.getsockname()[:2]
-        except (OSError, TypeError):
+        None on a transport without addresses. Read from the transport's ``peername`` and
+        ``sockname``, which the simulated network's transports give too (they have no
+        socket), so a replay in virtual time names its connections as a real one does."""
+        broker = self._writer.get_extra_info("peername")
+        ours = self._writer.get_extra_info("sockname")
+        if not isinstance(broker, tuple) or not isinstance(ours, tuple):
             return None
         return f"{broker[0]}:{broker[1]}-{ours[0]}:{ours[1]}"
 

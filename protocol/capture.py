@@ -139,6 +139,12 @@ class CaptureFileHeader(_Record):
     created_unix_us: int
     #: Index of this file among the broker's files (also in the file name).
     file_index: int
+    #: The broker configs the cluster ran with that are not Kafka's defaults, as
+    #: ``key: value`` strings, without what is per broker or secret (ids, listeners,
+    #: directories, security settings): what a replay's target starts from, so that a
+    #: capture replays against the cluster that served it (its coordinators on the same
+    #: partitions, say). Empty in files written before it existed.
+    cluster_config: dict[str, str] = {}
 
 
 class CaptureRequest(_Record):

@@ -46,7 +46,7 @@ import types
 import typing
 import warnings
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, Literal
 
@@ -68,6 +68,7 @@ __all__ = [
     "CaptureWriter",
     "capture_file_name",
     "capture_files",
+    "captured_cluster_config",
     "iter_capture_lines",
     "line_encoder",
     "read_capture",
@@ -295,6 +296,7 @@ class CaptureWriter:
         compresslevel: int = 1,
         fsync: bool = False,
         wall_clock_us: Callable[[], int] = _wall_clock_us,
+        cluster_config: Mapping[str, str] | None = None,
     ) -> None:
         if roll_bytes <= 0:
             raise ValueError(f"roll_bytes must be positive, got {roll_bytes}")
@@ -308,6 +310,8 @@ class CaptureWriter:
         self._level = compresslevel
         self._fsync = fsync
         self._wall_clock_us = wall_clock_us
+        #: Written in every file's header (``CaptureFileHeader.cluster_config``).
+        self.cluster_config: Mapping[str, str] = cluster_config or {}
         self._next_index = self._first_free_index()
         self._file: IO[bytes] | None = None
         self._path: Path | None = None
@@ -411,6 +415,7 @@ class CaptureWriter:
             broker_id=self.broker_id,
             created_unix_us=self._wall_clock_us(),
             file_index=index,
+            cluster_config=dict(self.cluster_config),
         )
         self._feed(header.model_dump_json().encode() + b"\n")
 
@@ -542,3 +547,18 @@ def read_capture(
                     )
                 continue
             yield record
+
+
+def captured_cluster_config(path_or_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """The cluster configs the capture's brokers ran with (``CaptureFileHeader.cluster_config``
+    of its first file; empty for a capture written before headers carried them)."""
+    for file in capture_files(path_or_dir):
+        for line in iter_capture_lines(file):
+            try:
+                record = parse_file_record(line)
+            except ValidationError:
+                continue
+            if isinstance(record, CaptureFileHeader):
+                return dict(record.cluster_config)
+            break
+    return {}

@@ -37,13 +37,17 @@ import bisect
 import math
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from protocol.api_registry import KIO_VERSIONS, api_name
 from protocol.capture import CaptureRequest
 
 __all__ = [
+    "FETCH_FOLLOWER_KEY",
+    "FETCH_FOLLOWER_NAME",
+    "FOLLOWER_WORK_KEY",
+    "FOLLOWER_WORK_NAME",
     "QUANTILES",
     "SIZE_BUCKET_BOUNDS",
     "TABLE_FORMAT",
@@ -51,6 +55,8 @@ __all__ = [
     "ServiceTimeFitter",
     "ServiceTimeModel",
     "fit_capture_records",
+    "service_key",
+    "service_key_of",
     "size_bucket",
 ]
 
@@ -61,7 +67,43 @@ QUANTILES: Final = 101
 #: The table's ``format`` field.
 TABLE_FORMAT: Final = "minikafka-service-times/1"
 
-_API_KEYS_BY_NAME: Final = {spec.name: key for key, spec in KIO_VERSIONS.items()}
+#: The model's key for a follower's Fetch. Kafka's request metrics tell a follower's
+#: fetch ("FetchFollower") from a consumer's ("FetchConsumer"), and they cost
+#: differently (a follower's reads every partition it follows, a consumer's answer is
+#: larger to send): the model keeps them apart under this pseudo API key.
+FETCH_FOLLOWER_KEY: Final = -1
+FETCH_FOLLOWER_NAME: Final = "FetchFollower"
+#: The model's key for a follower's own work on a fetch answer (``_with_links``): not a
+#: request, so no Kafka metric names it.
+FOLLOWER_WORK_KEY: Final = -2
+FOLLOWER_WORK_NAME: Final = "ReplicaFetcherWork"
+_FETCH: Final = 1
+
+_API_KEYS_BY_NAME: Final = {
+    **{spec.name: key for key, spec in KIO_VERSIONS.items()},
+    FETCH_FOLLOWER_NAME: FETCH_FOLLOWER_KEY,
+    FOLLOWER_WORK_NAME: FOLLOWER_WORK_KEY,
+}
+
+
+def service_key(api_key: int, replica_id: int | None) -> int:
+    """The model's key of a request: its API key, or `FETCH_FOLLOWER_KEY` for a Fetch a
+    follower sent (replica id >= 0)."""
+    if api_key == _FETCH and replica_id is not None and replica_id >= 0:
+        return FETCH_FOLLOWER_KEY
+    return api_key
+
+
+def service_key_of(api_key: int, request: Any) -> int:
+    """``service_key`` of a decoded request (Fetch v15+ keeps the replica id in
+    ``replica_state``)."""
+    if api_key != _FETCH:
+        return api_key
+    replica_id = getattr(request, "replica_id", None)
+    if replica_id is None:
+        state = getattr(request, "replica_state", None)
+        replica_id = getattr(state, "replica_id", None)
+    return service_key(api_key, None if replica_id is None else int(replica_id))
 
 
 def size_bucket(size_bytes: int | None) -> int | None:
@@ -128,6 +170,12 @@ class ServiceTimeModel:
     default: ServiceTimeDistribution = _ZERO
     #: Where the model came from, for people ("capture DIR", "table FILE", ...).
     source: str = ""
+    #: The response send times (Kafka's ResponseSendTimeMs: a network thread busy writing
+    #: the answer), per API and *response* size, in the same form; None: sends take no time.
+    send: ServiceTimeModel | None = None
+    #: One-way link latency (base ms, uniform jitter ms) fitted from the capture
+    #: (``fit_capture_records``); None: the simulation's default.
+    link_latency_ms: tuple[float, float] | None = None
 
     def distribution(self, api_key: int, request_size: int | None) -> ServiceTimeDistribution:
         bucket = size_bucket(request_size)
@@ -148,7 +196,7 @@ class ServiceTimeModel:
             entries.append(_entry(key, None, dist))
         for (key, bucket), dist in sorted(self.by_bucket.items()):
             entries.append(_entry(key, bucket, dist))
-        return {
+        table: dict[str, Any] = {
             "format": TABLE_FORMAT,
             "source": self.source,
             "size_bucket_bounds_bytes": list(SIZE_BUCKET_BOUNDS),
@@ -158,6 +206,12 @@ class ServiceTimeModel:
             },
             "entries": entries,
         }
+        if self.send is not None:
+            table["send"] = self.send.to_table()
+        if self.link_latency_ms is not None:
+            base, jitter = self.link_latency_ms
+            table["link_latency_ms"] = {"base": base, "jitter": jitter}
+        return table
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], source: str = "") -> ServiceTimeModel:
@@ -180,17 +234,33 @@ class ServiceTimeModel:
             else:
                 by_bucket[(key, bucket)] = dist
         default = _read_distribution(table["default"]) if "default" in table else _ZERO
-        return cls(by_bucket, by_api, default, source or str(table.get("source", "")))
+        send = cls.from_table(table["send"]) if isinstance(table.get("send"), Mapping) else None
+        link = table.get("link_latency_ms")
+        latency = None
+        if isinstance(link, Mapping):
+            latency = (float(link["base"]), float(link.get("jitter", 0.0)))
+            if not all(math.isfinite(v) and v >= 0 for v in latency):
+                raise ValueError(f"link_latency_ms must be finite and >= 0: {link}")
+        source = source or str(table.get("source", ""))
+        return cls(by_bucket, by_api, default, source, send, latency)
 
 
 def _entry(api_key: int, bucket: int | None, dist: ServiceTimeDistribution) -> dict[str, Any]:
     return {
         "api_key": api_key,
-        "api": api_name(api_key) if api_key in KIO_VERSIONS else str(api_key),
+        "api": _key_name(api_key),
         "size_bucket": bucket,
         "samples": dist.samples,
         "quantiles_ms": [*dist.quantiles_ms],
     }
+
+
+def _key_name(api_key: int) -> str:
+    if api_key == FETCH_FOLLOWER_KEY:
+        return FETCH_FOLLOWER_NAME
+    if api_key == FOLLOWER_WORK_KEY:
+        return FOLLOWER_WORK_NAME
+    return api_name(api_key) if api_key in KIO_VERSIONS else str(api_key)
 
 
 def _read_entry(entry: Mapping[str, Any]) -> tuple[int, int | None, ServiceTimeDistribution]:
@@ -198,7 +268,8 @@ def _read_entry(entry: Mapping[str, Any]) -> tuple[int, int | None, ServiceTimeD
         key = int(entry["api_key"])
     else:
         api = entry["api"]
-        key = int(api) if isinstance(api, int) or str(api).isdigit() else _API_KEYS_BY_NAME[api]
+        numeric = isinstance(api, int) or str(api).lstrip("-").isdigit()
+        key = int(api) if numeric else _API_KEYS_BY_NAME[api]
     bucket = entry.get("size_bucket")
     if bucket is not None and not 0 <= int(bucket) <= len(SIZE_BUCKET_BOUNDS):
         raise ValueError(f"size_bucket {bucket} is not 0..{len(SIZE_BUCKET_BOUNDS)}")
@@ -279,9 +350,76 @@ def fit_capture_records(
 ) -> ServiceTimeModel:
     """Fit from a capture's records (``protocol.capture_files.read_capture``'s output;
     delayed-operation events are ignored): every served request, client and
-    inter-broker alike, since follower fetches occupy handlers too."""
+    inter-broker alike, since follower fetches occupy handlers too (under
+    `FETCH_FOLLOWER_KEY`, as Kafka's metrics keep them apart); the send times
+    (``ServiceTimeModel.send``) by response size."""
     fitter = ServiceTimeFitter(seed=seed, reservoir=reservoir)
+    sends = ServiceTimeFitter(seed=seed + 1, reservoir=reservoir)
+    gaps = {key: _Reservoir(reservoir, random.Random(seed + 2 + key)) for key in (-1, 1)}
+    last: dict[tuple[int, str], CaptureRequest] = {}
     for record in records:
         if isinstance(record, CaptureRequest):
-            fitter.add(record.api_key, record.request_size, record.local_time_ms)
-    return fitter.fit(source)
+            key = service_key(record.api_key, record.replica_id)
+            fitter.add(key, record.request_size, record.local_time_ms)
+            sends.add(key, record.response_size, record.response_send_time_ms)
+            if key in gaps:
+                _offer_turnaround(last, record, gaps[key])
+    model = replace(fitter.fit(source), send=sends.fit(source))
+    return _with_links(model, follower=gaps[FETCH_FOLLOWER_KEY], consumer=gaps[_FETCH])
+
+
+def _offer_turnaround(
+    last: dict[tuple[int, str], CaptureRequest], record: CaptureRequest, out: _Reservoir
+) -> None:
+    """The time from a fetch answer leaving the broker to the next fetch arriving on the
+    same connection (a connection's records come in order)."""
+    where = (record.broker_id, record.connection_id)
+    previous = last.get(where)
+    last[where] = record
+    if previous is None or previous.sequence + 1 != record.sequence:
+        return
+    answered_us = previous.received_unix_us + previous.total_time_ms * 1000.0
+    gap_ms = (record.received_unix_us - answered_us) / 1000.0
+    if gap_ms >= 0:
+        out.offer(gap_ms)
+
+
+#: Fewest turnarounds a link or follower-work fit is made from.
+_MIN_TURNAROUNDS: Final = 20
+
+
+def _with_links(
+    model: ServiceTimeModel, *, follower: _Reservoir, consumer: _Reservoir
+) -> ServiceTimeModel:
+    """The model with the links' latency and the followers' own work, from fetch
+    turnarounds (an answer leaving the broker to the next fetch arriving).
+
+    A consumer's turnaround is two trips over the link and next to no work (a client
+    fetches again at once): its p10 is two base trips and its median two base trips plus
+    one jitter width (the median of two uniform jitters). A follower's turnaround is the
+    same two trips plus its fetcher's work on the answer (appending it, building the next
+    fetch), which Kafka's request metrics do not show, plus whatever else kept its broker
+    busy meanwhile. The work alone is what the fastest turnarounds show, those between
+    the p10 and the p30, less the link's median round trip: kept as `FOLLOWER_WORK_KEY`,
+    so that waiting comes from the simulation (``--shared-threads``), not twice. Without
+    consumer fetches the link is fitted from the followers' turnarounds alone (their work
+    then rides on the link)."""
+    link = consumer if consumer.seen >= _MIN_TURNAROUNDS else follower
+    if link.seen < _MIN_TURNAROUNDS:
+        return model
+    q = _quantiles(link.values, 11)  # p0, p10, ..., p100
+    base, jitter = q[1] / 2, max(q[5] - q[1], 0.0)
+    latency = (round(base, 4), round(jitter, 4))
+    if link is follower:
+        return replace(model, link_latency_ms=latency)
+    round_trip = 2 * base + jitter
+    if follower.seen < _MIN_TURNAROUNDS:
+        return replace(model, link_latency_ms=latency)
+    ordered = sorted(follower.values)
+    fastest = ordered[len(ordered) // 10 : max(len(ordered) * 3 // 10, len(ordered) // 10 + 1)]
+    work = [max(gap - round_trip, 0.0) for gap in fastest]
+    by_api = {
+        **model.by_api,
+        FOLLOWER_WORK_KEY: ServiceTimeDistribution(_quantiles(work), follower.seen),
+    }
+    return replace(model, by_api=by_api, link_latency_ms=latency)

@@ -77,6 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from protocol.capture_files import captured_cluster_config
 from spark_jobs.progress import ProgressMonitor, phase
 from spark_jobs.replay_sasl import MECHANISMS, read_users, replay_user
 from spark_jobs.run_info import (
@@ -718,9 +719,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             phase(
                 f"client quotas on the target: {len(args.quota_entries)} from {args.target_quotas}"
             )
+        # The captured cluster's configs first (the capture's header records them), so the
+        # target serves the capture as that cluster did; the what-if's overrides on top.
+        captured = [f"{k}={v}" for k, v in captured_cluster_config(args.capture).items()]
+        if captured:
+            phase(f"the captured cluster's configs: {' '.join(captured)}")
         cluster = TargetCluster(
             args.target_brokers,
-            args.target_override,
+            [*captured, *args.target_override],
             capture_dir=target.capture,
             log_path=out / "_target.log",
             data_dir=data_dir,

@@ -21,10 +21,18 @@ import gzip
 import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from protocol.capture_files import read_capture
-from protocol.service_times import ServiceTimeFitter, ServiceTimeModel, fit_capture_records
+from protocol.service_times import (
+    FETCH_FOLLOWER_KEY,
+    FETCH_FOLLOWER_NAME,
+    ServiceTimeFitter,
+    ServiceTimeModel,
+    fit_capture_records,
+    service_key,
+)
 from spark_jobs.request_log import api_name_for_key, iter_request_log
 
 __all__ = ["fit_capture", "fit_request_log", "fit_request_log_lines", "main"]
@@ -39,11 +47,15 @@ def fit_request_log_lines(
     lines: Iterable[str], *, source: str = "request log", seed: int = 0
 ) -> ServiceTimeModel:
     """The service times of Kafka's request log lines: every ``Completed request``,
-    follower fetches included (they occupy Kafka's handlers too)."""
+    follower fetches included (they occupy Kafka's handlers too; kept apart as
+    FetchFollower), and the send times (the log has no sizes: one bucket each)."""
     fitter = ServiceTimeFitter(seed=seed)
+    sends = ServiceTimeFitter(seed=seed + 1)
     for entry in iter_request_log(lines):
-        fitter.add(entry.api_key, None, entry.local_time_ms)
-    return fitter.fit(source)
+        key = service_key(entry.api_key, entry.replica_id)
+        fitter.add(key, None, entry.local_time_ms)
+        sends.add(key, None, entry.response_send_time_ms)
+    return replace(fitter.fit(source), send=sends.fit(source))
 
 
 def _lines(paths: Sequence[str | Path]) -> Iterator[str]:
@@ -86,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(model.to_table(), indent=1) + "\n", encoding="utf-8")
     for key, dist in sorted(model.by_api.items()):
         p50, p99 = dist.quantile(0.5), dist.quantile(0.99)
-        name = api_name_for_key(key)
+        name = FETCH_FOLLOWER_NAME if key == FETCH_FOLLOWER_KEY else api_name_for_key(key)
         print(f"{name:<24} {dist.samples:>8} samples  p50 {p50:.3f} ms  p99 {p99:.3f} ms")
     print(f"service times written to {args.out}")
     return 0

@@ -41,6 +41,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="service-time table or capture to fit (default: fitted from --capture)",
     )
     parser.add_argument("--io-threads", type=int, default=8, help="num.io.threads (8)")
+    parser.add_argument(
+        "--shared-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="model every broker on one pool of N threads, followers' work included, as "
+        "minikafka serve runs them (1), instead of Kafka's threads per broker",
+    )
     args, _ = parser.parse_known_args(argv)  # simulate's own options pass through unused
     try:
         args.axes = parse_grid(args.grid)
@@ -49,8 +57,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(str(exc))
     if not args.capture.exists():
         parser.error(f"no capture at {args.capture}")
-    if args.io_threads < 1 or (args.brokers is not None and args.brokers < 1):
-        parser.error("--brokers and --io-threads must be at least 1")
+    if args.io_threads < 1 or any(
+        n is not None and n < 1 for n in (args.brokers, args.shared_threads)
+    ):
+        parser.error("--brokers, --io-threads and --shared-threads must be at least 1")
     return args
 
 
@@ -75,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.brokers,
         args.io_threads,
         model,
+        args.out.resolve(),
+        args.shared_threads,
     )
     # Python workers hash strings alike in every cell: same seed, same digest.
     spark = build_spark_session(

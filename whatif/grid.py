@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -42,7 +41,7 @@ from typing import TYPE_CHECKING, TextIO
 from broker import real_clock
 from spark_jobs.replay_result import VIRTUAL_TIME
 from spark_jobs.run_info import ReplayRun
-from whatif.grid_cells import Cell, CellOutcome, run_cell
+from whatif.grid_cells import Cell, CellOutcome, cell_dir, run_cell
 from whatif.grid_compare import comparison_rows, format_table
 
 if TYPE_CHECKING:
@@ -52,11 +51,6 @@ __all__ = ["cell_dir", "run_grid", "write_cell"]
 
 EXECUTOR_WAIT_S = 30.0
 EXECUTOR_SETTLE_S = 3.0
-
-
-def cell_dir(out: Path, cell: Cell) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9.=_-]+", "_", cell.label)[:80]
-    return out / f"config-{cell.config}-{slug}" / f"seed-{cell.seed}"
 
 
 def executor_env() -> dict[str, str]:
@@ -140,9 +134,8 @@ def write_cell(spark: SparkSession, out: Path, outcome: CellOutcome, master: str
 
     where = cell_dir(out, outcome.cell)
     where.parent.mkdir(parents=True, exist_ok=True)
-    spark.createDataFrame(outcome.results, RESULT_SCHEMA).write.mode("overwrite").parquet(
-        str(where)
-    )
+    # append: the cell's task emptied the directory and left its target capture there.
+    spark.createDataFrame(outcome.results, RESULT_SCHEMA).write.mode("append").parquet(str(where))
     errors: dict[str, int] = {}
     for r in outcome.results:
         if r.replay_error is not None:
@@ -162,6 +155,7 @@ def write_cell(spark: SparkSession, out: Path, outcome: CellOutcome, master: str
         target_bootstrap="simulated",
         target_brokers=outcome.cell.brokers or 0,
         target_started=True,
+        target_capture=outcome.cell.target_capture,
         target_overrides=[f"{k}={v}" for k, v in outcome.cell.overrides.items()],
         target_config=dict(outcome.cell.overrides),
         warnings=[f"seed {outcome.cell.seed}; virtual time {outcome.virtual_s:.1f} s"],

@@ -10,13 +10,18 @@ fails comes back with its error, and the grid goes on without it.
 from __future__ import annotations
 
 import itertools
+import re
+import shutil
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from broker import real_clock
+from protocol.capture_files import captured_cluster_config
 from protocol.service_times import ServiceTimeModel
 from spark_jobs.replay_result import ReplayResult
+from spark_jobs.run_info import TARGET_CAPTURE_DIR
 from whatif.virtual_replay import (
     VirtualReplayConfig,
     capture_brokers,
@@ -68,6 +73,18 @@ class Cell:
     brokers: int | None
     io_threads: int
     service_times: ServiceTimeModel | None
+    #: Where the cell's simulated brokers capture what they serve (``cell_dir``'s
+    #: ``_target_capture``): the target side of the comparison, Kafka's TotalTimeMs and
+    #: purgatory outcomes, as a real-time replay's target capture gives. None: no capture.
+    target_capture: str | None = None
+    #: ``VirtualReplayConfig.shared_threads``: every broker on one pool (None: Kafka's).
+    shared_threads: int | None = None
+
+
+def cell_dir(out: Path, cell: Cell) -> Path:
+    """Where the cell's results go: ``OUT/config-<n>-<label>/seed-<s>``."""
+    slug = re.sub(r"[^A-Za-z0-9.=_-]+", "_", cell.label)[:80]
+    return out / f"config-{cell.config}-{slug}" / f"seed-{cell.seed}"
 
 
 @dataclass
@@ -101,8 +118,11 @@ def expand_grid(
     brokers: int | None,
     io_threads: int,
     service_times: ServiceTimeModel | None,
+    out: Path | None = None,
+    shared_threads: int | None = None,
 ) -> list[Cell]:
-    """Every configuration (the product of the axes, first values first) x every seed."""
+    """Every configuration (the product of the axes, first values first) x every seed;
+    with ``out``, each cell's brokers capture into its results directory."""
     keys = [k for k, _ in axes]
     configs = [
         dict(zip(keys, values, strict=True)) for values in itertools.product(*(v for _, v in axes))
@@ -121,9 +141,15 @@ def expand_grid(
                     brokers,
                     io_threads,
                     service_times,
+                    shared_threads=shared_threads,
                 )
             )
-    return cells
+    if out is None:
+        return cells
+    return [
+        replace(cell, target_capture=str(cell_dir(out, cell) / TARGET_CAPTURE_DIR))
+        for cell in cells
+    ]
 
 
 def run_cell(cell: Cell) -> CellOutcome:
@@ -131,12 +157,16 @@ def run_cell(cell: Cell) -> CellOutcome:
     started = real_clock.monotonic_s()
     try:
         rows = read_replay_rows(cell.capture)
+        target_capture = _fresh_target_capture(cell)
         config = VirtualReplayConfig(
             brokers=cell.brokers or capture_brokers(rows),
             seed=cell.seed,
             overrides=cell.overrides,
             service_times=cell.service_times,
             io_threads=cell.io_threads,
+            captured_configs=captured_cluster_config(cell.capture),
+            target_capture=target_capture,
+            shared_threads=cell.shared_threads,
         )
         run = replay_virtual(rows, config)
     except Exception as exc:
@@ -145,3 +175,14 @@ def run_cell(cell: Cell) -> CellOutcome:
     return CellOutcome(
         cell, run.results, run.digest, run.virtual_s, real_clock.monotonic_s() - started
     )
+
+
+def _fresh_target_capture(cell: Cell) -> Path | None:
+    """The cell's capture directory, emptied with the results of an earlier run of the cell
+    (the driver appends this run's results beside it)."""
+    if cell.target_capture is None:
+        return None
+    target = Path(cell.target_capture)
+    shutil.rmtree(target.parent, ignore_errors=True)
+    target.mkdir(parents=True)
+    return target

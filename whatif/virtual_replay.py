@@ -13,10 +13,11 @@ captured offset from the first client request), waits for what its client had be
 send and response times are virtual milliseconds.
 
 Where we differ from the real-time replay: one "task" holds every connection (no barrier,
-no Spark inside the run: `whatif.grid` puts a whole run in one Spark task), and the target
-is the cluster `minikafka simulate` runs (replication min(3, N), three partitions for each
-internal topic) plus the cell's overrides, so a capture written by ``simulate --out``
-replays like for like. The rows are `ReplayResult`s with ``run_kind`` virtual-time, and
+no Spark inside the run: `whatif.grid` puts a whole run in one Spark task). The target runs
+the configs the captured cluster ran with (the capture's header records them) plus the
+cell's overrides, so a capture replays like for like; the simulated wall clock starts
+where the capture starts, so produced records carry their captured timestamps.
+The rows are `ReplayResult`s with ``run_kind`` virtual-time, and
 `write_results` writes them as the real-time replay does (RESULT_SCHEMA Parquet and
 ``_replay.json``): ``minikafka report`` and ``compare`` read them unchanged.
 
@@ -42,7 +43,11 @@ from broker.ids import IdSource
 from broker.request_timing import RequestClock
 from broker.simulation.determinism import DEFAULT_EPOCH_S
 from broker.simulation.loop import SimulatedEventLoop, run_simulated
-from broker.simulation.request_handlers import DEFAULT_IO_THREADS, SimulatedRequestHandlers
+from broker.simulation.request_handlers import (
+    DEFAULT_IO_THREADS,
+    SimulatedRequestHandlers,
+    link_latency,
+)
 from protocol.capture import CaptureRequest
 from protocol.capture_files import capture_files, read_capture
 from protocol.codec import decode_request, parse_request_header
@@ -81,6 +86,14 @@ class VirtualReplayConfig:
     service_times: ServiceTimeModel | None = None
     io_threads: int = DEFAULT_IO_THREADS
     response_timeout_s: float = 60.0
+    #: The configs the captured cluster ran with (``captured_cluster_config``).
+    captured_configs: Mapping[str, str] = field(default_factory=dict)
+    #: Where the target's brokers capture what they serve (None: nowhere).
+    target_capture: Path | None = None
+    #: Every broker of the target on one pool of this many threads, followers' work
+    #: included (``minikafka serve`` runs all its brokers on one event loop: 1), instead of
+    #: Kafka's ``num.io.threads`` per broker. None: Kafka's model.
+    shared_threads: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,28 +171,25 @@ def captured_topics(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def target_config(config: VirtualReplayConfig) -> BrokerConfig:
-    """`minikafka simulate`'s cluster configs, then the cell's overrides."""
-    replication = str(min(3, config.brokers))
-    return BrokerConfig.model_validate(
-        {
-            "default.replication.factor": replication,
-            "offsets.topic.replication.factor": replication,
-            "offsets.topic.num.partitions": "3",
-            "transaction.state.log.num.partitions": "3",
-            "transaction.state.log.replication.factor": replication,
-            "transaction.state.log.min.isr": str(min(2, config.brokers)),
-            "min.insync.replicas": str(min(2, config.brokers)),
-            "group.initial.rebalance.delay.ms": "0",
-            **config.overrides,
-        }
-    )
+    """The captured cluster's configs (``VirtualReplayConfig.captured_configs``), then the
+    cell's overrides: the target runs as the cluster that served the capture, so that
+    its groups meet their coordinators on the same brokers and its acks=all produces wait
+    for the same replicas. A capture that does not record its configs replays against
+    Kafka's defaults, as the real-time replay's ``--target-brokers`` cluster runs."""
+    return BrokerConfig.model_validate({**config.captured_configs, **config.overrides})
 
 
 def replay_virtual(rows: list[dict[str, Any]], config: VirtualReplayConfig) -> VirtualReplay:
     """Replay ``rows`` (``read_replay_rows``) in a simulated cluster; see the module doc."""
     started = real_clock.monotonic_s()
     box: list[ReplayResult] = []
-    virtual_s = run_simulated(_run(rows, config, box), seed=config.seed)
+    epoch_s = capture_epoch_s(rows)
+    virtual_s = run_simulated(
+        _run(rows, config, box, epoch_s),
+        seed=config.seed,
+        latency=link_latency(config.service_times),
+        epoch_s=epoch_s,
+    )
     results = [r._replace(run_kind=VIRTUAL_TIME) for r in box]
     return VirtualReplay(
         results, result_digest(results, virtual_s), virtual_s, real_clock.monotonic_s() - started
@@ -204,8 +214,22 @@ def result_digest(results: Iterable[ReplayResult], virtual_s: float) -> str:
     return digest.hexdigest()[:16]
 
 
+def capture_epoch_s(rows: list[dict[str, Any]]) -> float:
+    """The simulated wall clock's zero: `START_MARGIN_S` before the capture's first client
+    request, so the records the replay produces carry timestamps as close to their
+    captured ones as in a real-time replay (a broker refuses records more than
+    ``log.message.timestamp.after.max.ms``, an hour, ahead of its clock: with a fixed epoch
+    every Produce of a capture taken later than it was INVALID_TIMESTAMP)."""
+    if not rows:
+        return DEFAULT_EPOCH_S
+    return _first_client_request_us(rows) / 1e6 - START_MARGIN_S
+
+
 async def _run(
-    rows: list[dict[str, Any]], config: VirtualReplayConfig, out: list[ReplayResult]
+    rows: list[dict[str, Any]],
+    config: VirtualReplayConfig,
+    out: list[ReplayResult],
+    epoch_s: float,
 ) -> float:
     loop = asyncio.get_running_loop()
     assert isinstance(loop, SimulatedEventLoop)
@@ -215,11 +239,12 @@ async def _run(
         port=0,
         request_clock=RequestClock(
             monotonic_ns=lambda: round(loop.time() * 1e9),
-            wall_ms=lambda: (DEFAULT_EPOCH_S + loop.time()) * 1000.0,
+            wall_ms=lambda: (epoch_s + loop.time()) * 1000.0,
         ),
-        handler_pools=_handler_pools(config),
+        handler_pools=_handler_pools(config, lambda: round(loop.time() * 1e9)),
         load_scheduler=lambda: EventLoopLoadScheduler(clock_s=loop.time),
         ids=IdSource.seeded(config.seed),
+        capture_dir=config.target_capture,
     )
     await app.start()
     try:
@@ -228,7 +253,7 @@ async def _run(
             app.cluster.create_topic(topic, partitions, replication, {})
         schedule = ReplaySchedule(
             addresses={b.broker_id: (b.advertised_host, b.port) for b in app.brokers},
-            start_unix_s=DEFAULT_EPOCH_S + loop.time() + START_MARGIN_S,
+            start_unix_s=epoch_s + loop.time() + START_MARGIN_S,
             first_received_us=_first_client_request_us(rows),
             response_timeout_s=config.response_timeout_s,
         )
@@ -258,17 +283,25 @@ def _opt_int(value: Any) -> int | None:
 
 
 def _handler_pools(
-    config: VirtualReplayConfig,
+    config: VirtualReplayConfig, now_ns: Callable[[], int]
 ) -> Callable[[int, BrokerConfig], SimulatedRequestHandlers] | None:
     """Each broker's request handlers, drawing service times from the cell's seed; the
-    thread count is the cell's ``num.io.threads`` override when it has one."""
+    thread count is the cell's ``num.io.threads`` override when it has one, the network
+    threads the target's ``num.network.threads``. With ``shared_threads`` one pool serves
+    every broker, and the followers' work on fetch answers takes its threads too."""
     model = config.service_times
     if model is None:
         return None
+    if config.shared_threads is not None:
+        n = config.shared_threads
+        shared = SimulatedRequestHandlers(
+            n, model, random.Random(f"{config.seed}/handlers"), n, now_ns=now_ns
+        )
+        return lambda broker_id, broker_config: shared
 
     def pool(broker_id: int, broker_config: BrokerConfig) -> SimulatedRequestHandlers:
         rng = random.Random(f"{config.seed}/handlers/{broker_id}")
         threads = int(config.overrides.get("num.io.threads", config.io_threads))
-        return SimulatedRequestHandlers(threads, model, rng)
+        return SimulatedRequestHandlers(threads, model, rng, broker_config.num_network_threads)
 
     return pool

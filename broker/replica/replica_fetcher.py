@@ -347,6 +347,9 @@ class ReplicaFetcher:
         )
         self.fetches_sent += 1
         response = await self._leader_connection().request(FETCH, FETCH_VERSION, request)
+        work = self.manager.response_work
+        if work is not None:
+            await asyncio.sleep(work())
         answered = [
             ((topic_response.topic, int(p.partition_index)), p)
             for topic_response in response.responses
@@ -431,7 +434,11 @@ class ReplicaFetcherManager:
         leader_endpoint: Callable[[str, int, str], LeaderEndpoint] = LeaderEndpoint,
         inter_broker_listener: str = "PLAINTEXT",
         replication_quotas: ReplicationQuotas | None = None,
+        response_work: Callable[[], float] | None = None,
     ) -> None:
+        # A simulation's model of the fetcher's own work on an answer (seconds, drawn per
+        # answer); None in real time, where that work costs what it costs.
+        self.response_work = response_work
         # Kafka's quotas.follower: throttled partitions left out of fetches when over.
         self.replication_quotas = replication_quotas
         # The leader's listener followers fetch from (inter.broker.listener.name).

@@ -106,6 +106,14 @@ def _add_whatif_options(simulate: Any) -> None:
         help="with --capture: a broker config axis (repeatable; the first values: baseline)",
     )
     simulate.add_argument("--master", default=None, help="with --capture: Spark master")
+    simulate.add_argument(
+        "--shared-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --capture: every broker on one pool of N threads, as minikafka serve "
+        "runs them (1), instead of Kafka's num.io.threads per broker",
+    )
 
 
 def _seed_range(args: argparse.Namespace) -> list[int]:
@@ -121,8 +129,11 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """Check the arguments, then run (in a child with PYTHONHASHSEED=0 unless already)."""
     if args.capture is not None:
         return _run_whatif(argv)
-    if args.grid or args.master:
-        print("minikafka simulate: error: --grid and --master need --capture", file=sys.stderr)
+    if args.grid or args.master or args.shared_threads is not None:
+        print(
+            "minikafka simulate: error: --grid, --master and --shared-threads need --capture",
+            file=sys.stderr,
+        )
         return 2
     try:
         seeds = _seed_range(args)

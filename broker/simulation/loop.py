@@ -36,7 +36,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any, TypeVar
 
-from broker.simulation.determinism import pinned_process
+from broker.simulation.determinism import DEFAULT_EPOCH_S, pinned_process
 from broker.simulation.network import LatencyModel, SimNetwork, SimServer, SimTransport
 
 _T = TypeVar("_T")
@@ -184,14 +184,19 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
 
 
 def run_simulated(
-    coro: Any, seed: int, start_s: float = 0.0, latency: LatencyModel | None = None
+    coro: Any,
+    seed: int,
+    start_s: float = 0.0,
+    latency: LatencyModel | None = None,
+    epoch_s: float = DEFAULT_EPOCH_S,
 ) -> Any:
     """Run ``coro`` to completion on a fresh `SimulatedEventLoop`, the process's clocks,
-    `random` and `uuid4` pinned to it (`determinism.pinned_process`); the loop is closed after."""
+    `random` and `uuid4` pinned to it (`determinism.pinned_process`, wall time ``epoch_s +
+    loop.time()``); the loop is closed after."""
     loop = SimulatedEventLoop(seed, start_s, latency)
     try:
         asyncio.set_event_loop(loop)
-        with pinned_process(loop, seed):
+        with pinned_process(loop, seed, epoch_s):
             try:
                 return loop.run_until_complete(coro)
             finally:

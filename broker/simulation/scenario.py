@@ -34,7 +34,11 @@ from broker.simulation.determinism import DEFAULT_EPOCH_S
 from broker.simulation.history import History
 from broker.simulation.invariants import Verdict, check_all
 from broker.simulation.loop import SimulatedEventLoop, run_simulated
-from broker.simulation.request_handlers import DEFAULT_IO_THREADS, SimulatedRequestHandlers
+from broker.simulation.request_handlers import (
+    DEFAULT_IO_THREADS,
+    SimulatedRequestHandlers,
+    link_latency,
+)
 from protocol.service_times import ServiceTimeModel
 
 log = logging.getLogger("broker.simulation")
@@ -73,7 +77,9 @@ class SimulationResult:
 def simulate(config: SimulationConfig) -> SimulationResult:
     started = real_clock.monotonic_s()  # wall time spent, for the virtual/wall ratio
     history = History()
-    virtual_s = run_simulated(_scenario(config, history), seed=config.seed)
+    virtual_s = run_simulated(
+        _scenario(config, history), seed=config.seed, latency=link_latency(config.service_times)
+    )
     loop_messages = history.client_errors.pop("__messages__", 0)
     digest = history.digest(virtual_s, loop_messages)
     return SimulationResult(

@@ -18,6 +18,7 @@ from protocol.capture_files import (
     CaptureWriter,
     capture_file_name,
     capture_files,
+    captured_cluster_config,
     read_capture,
 )
 from tests.helpers.captures import make_event, make_request
@@ -208,3 +209,18 @@ def test_write_after_close_is_an_error(tmp_path: Path) -> None:
 def test_no_file_until_the_first_record(tmp_path: Path) -> None:
     CaptureWriter(tmp_path, broker_id=1).close()
     assert capture_files(tmp_path) == []
+
+
+def test_headers_carry_the_cluster_config_a_replay_starts_from(tmp_path: Path) -> None:
+    configs = {"offsets.topic.num.partitions": "3", "min.insync.replicas": "2"}
+    with CaptureWriter(tmp_path, broker_id=0, cluster_config=configs) as writer:
+        for record in some_records(3):
+            writer.write(record)
+    assert captured_cluster_config(tmp_path) == configs
+    assert len(read_all(tmp_path)) == 3  # the header is not a record
+
+
+def test_a_capture_without_configs_in_its_header_reads_as_none(tmp_path: Path) -> None:
+    with CaptureWriter(tmp_path, broker_id=0) as writer:
+        writer.write(some_records(1)[0])
+    assert captured_cluster_config(tmp_path) == {}

@@ -22,7 +22,8 @@ async def _both_ways() -> tuple[list[int], float]:
     await app.start()
     try:
         shell = await ClientShell.open("127.0.0.1", app.brokers[0].port, client_id="sim")
-        assert shell.name is None  # no socket under it
+        # named by the simulated transport's addresses, as a replay's rows need
+        assert shell.name == f"127.0.0.1:{app.brokers[0].port}-127.0.0.1:50000"
         versions = request_builder(API_VERSIONS, 3).ApiVersionsRequest(**API_VERSIONS_FIELDS)
         answer = await shell.request(API_VERSIONS, 3, versions)
         ids = [answer.correlation_id]

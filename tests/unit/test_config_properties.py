@@ -19,14 +19,13 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 STOCK = DATA / "server.properties"
 
 #: Keys of Kafka's stock KRaft server.properties that a one-process simulator will
-#: never model (threads, socket buffers, the KRaft quorum). The share coordinator's
-#: ``share.coordinator.state.topic.*`` keys are modelled now (``broker/share_coordinator/``).
+#: never model (socket buffers, the KRaft quorum). The share coordinator's
+#: ``share.coordinator.state.topic.*`` keys are modelled now (``broker/share_coordinator/``),
+#: and ``num.io.threads``/``num.network.threads`` by the simulation's request handlers.
 NEVER_MODELLED = {
     "process.roles",
     "node.id",
     "controller.quorum.bootstrap.servers",
-    "num.network.threads",
-    "num.io.threads",
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
@@ -132,8 +131,8 @@ def test_an_unknown_key_in_a_file_is_ignored_but_on_the_command_line_an_error(
     assert "unknown config key 'num.partiton'" in message
     assert "did you mean 'num.partitions'?" in message
     # Even a real Kafka key minikafka does not model: a command line asks for an effect.
-    with pytest.raises(ConfigError, match=r"'num\.io\.threads'"):
-        read_config(None, {"num.io.threads": "8"})
+    with pytest.raises(ConfigError, match=r"'socket\.send\.buffer\.bytes'"):
+        read_config(None, {"socket.send.buffer.bytes": "102400"})
 
 
 def test_overrides_win_over_the_file(tmp_path: Path) -> None:
