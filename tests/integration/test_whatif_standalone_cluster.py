@@ -9,9 +9,10 @@ and the executors' Python workers ran this interpreter with ``PYTHONHASHSEED=0``
 things a digest that repeats across machines needs.
 
 The local digests come from `whatif.grid_cells.run_cell` -- what a local-mode Spark task
-runs -- in a child with ``PYTHONHASHSEED=0``, the model fitted as ``python -m whatif`` fits
-it, while the cluster starts: a second JVM would make the test half again as long (local
-mode by the command is `test_whatif_virtual_replay`'s grid test).
+runs -- in a child with ``PYTHONHASHSEED=0``, the model fitted and the cells made (each with
+its target capture) as ``python -m whatif`` does, while the cluster starts: a second JVM
+would make the test half again as long (local mode by the command is
+`test_whatif_virtual_replay`'s grid test).
 """
 
 from __future__ import annotations
@@ -36,17 +37,17 @@ import json, sys
 from pathlib import Path
 from broker.simulation.request_handlers import load_service_times
 from whatif.grid_cells import expand_grid, parse_grid, run_cell
-capture = Path(sys.argv[1]).resolve()
+capture, out = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
 model = load_service_times(capture)
 axes = parse_grid(["replica.fetch.wait.max.ms=500,100"])
-cells = expand_grid(axes, [0, 1], str(capture), None, 8, model)
+cells = expand_grid(axes, [0, 1], str(capture), None, 8, model, out)
 print(json.dumps([[c.label, c.seed, run_cell(c).digest] for c in cells]))
 """
 
 
-def _local_digests(capture: Path) -> subprocess.Popen[str]:
+def _local_digests(capture: Path, out: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    command = [sys.executable, "-c", LOCAL_DIGESTS, str(capture)]
+    command = [sys.executable, "-c", LOCAL_DIGESTS, str(capture), str(out)]
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
 
 
@@ -74,7 +75,7 @@ def test_a_grid_on_two_standalone_workers_answers_every_cell_with_local_modes_di
 
     capture = tmp_path / "capture"
     simulate(SimulationConfig(brokers=3, seed=5, duration_s=4.0, out=capture))
-    local = _local_digests(capture)
+    local = _local_digests(capture, tmp_path / "local")
     try:
         with standalone_cluster(tmp_path / "spark", workers=2, cores=1) as cluster:
             assert cluster.alive_workers() == 2
