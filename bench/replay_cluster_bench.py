@@ -34,107 +34,23 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
-
-import pyspark
 
 from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
 
 ROOT = Path(__file__).resolve().parent.parent
-SPARK_HOME = Path(pyspark.__file__).resolve().parent
-MASTER_CLASS = "org.apache.spark.deploy.master.Master"
-WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+sys.path.insert(0, str(ROOT))  # bench.spark_standalone, when run as a script
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class StandaloneCluster:
-    """A Spark master and workers on 127.0.0.1, by PySpark's ``sbin/spark-daemon.sh``."""
-
-    def __init__(self, base: Path, workers: int, cores: int, memory: str = "2g") -> None:
-        self.base = base
-        self.workers = workers
-        self.cores = cores
-        self.memory = memory
-        self.port = free_port()
-        self.ui_port = free_port()
-        self.url = f"spark://127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "SPARK_HOME": str(SPARK_HOME),
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_MASTER_HOST": "127.0.0.1",
-            "PYSPARK_PYTHON": sys.executable,
-            "SPARK_WORKER_DIR": str(base / "work"),
-            "SPARK_LOG_DIR": str(base / "logs"),
-            "SPARK_PID_DIR": str(base / "pids"),
-        }
-        self.env.pop("SPARK_NO_DAEMONIZE", None)
-        for name in ("work", "logs", "pids"):
-            (base / name).mkdir(parents=True, exist_ok=True)
-        self.started: list[tuple[str, int]] = []
-
-    def _daemon(self, action: str, cls: str, instance: int, *args: str) -> None:
-        script = SPARK_HOME / "sbin" / "spark-daemon.sh"
-        subprocess.run(
-            ["bash", str(script), action, cls, str(instance), *args],
-            env=self.env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=120,
-        )
-
-    def start(self, timeout_s: float = 120.0) -> None:
-        master_args = ["--host", "127.0.0.1", "--port", str(self.port)]
-        self._daemon("start", MASTER_CLASS, 1, *master_args, "--webui-port", str(self.ui_port))
-        self.started.append((MASTER_CLASS, 1))
-        for i in range(1, self.workers + 1):
-            worker_args = ["--host", "127.0.0.1", "--webui-port", str(free_port())]
-            worker_args += ["--cores", str(self.cores), "--memory", self.memory]
-            worker_args += ["--work-dir", str(self.base / "work"), self.url]
-            self._daemon("start", WORKER_CLASS, i, *worker_args)
-            self.started.append((WORKER_CLASS, i))
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            alive = self.alive_workers()
-            if alive >= self.workers:
-                return
-            time.sleep(1)
-        raise RuntimeError(f"{self.workers} workers did not register; see {self.base / 'logs'}")
-
-    def alive_workers(self) -> int:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as r:
-                return int(json.load(r).get("aliveworkers", 0))
-        except (OSError, ValueError):
-            return 0
-
-    def stop(self) -> None:
-        for cls, instance in reversed(self.started):
-            try:
-                self._daemon("stop", cls, instance)
-            except (subprocess.SubprocessError, OSError):
-                pid_files = list((self.base / "pids").glob(f"*{cls}-{instance}.pid"))
-                for pid_file in pid_files:
-                    os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
-        self.started.clear()
+from bench.spark_standalone import driver_env, standalone_cluster  # noqa: E402
 
 
 def capture(directory: Path, duration_s: int, log: Path) -> None:
@@ -164,7 +80,7 @@ def capture(directory: Path, duration_s: int, log: Path) -> None:
 def replay(capture_dir: Path, out: Path, master: str, log: Path) -> float:
     argv = [sys.executable, "-m", "spark_jobs.replay", "--capture", str(capture_dir)]
     argv += ["--target-brokers", "3", "--out", str(out), "--master", master]
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    env = driver_env()
     began = time.monotonic()
     with open(log, "w") as err:
         subprocess.run(argv, check=True, stdout=err, stderr=err, env=env, timeout=900, cwd=ROOT)
@@ -236,22 +152,18 @@ def main() -> int:
     capture_dir = base / "capture"
     print(f"capturing a {args.duration} s workload on 3 brokers ...", flush=True)
     capture(capture_dir, args.duration, base / "capture.log")
-    cluster = StandaloneCluster(base / "spark", args.workers, args.cores)
     summaries = []
-    try:
-        print("replay, local mode ...", flush=True)
-        local_s = replay(capture_dir, base / "local", "local[*]", base / "replay-local.log")
-        summaries.append(summarise(base / "local", local_s))
-        print(f"starting a standalone master and {args.workers} workers on 127.0.0.1 ...")
-        began = time.monotonic()
-        cluster.start()
+    print("replay, local mode ...", flush=True)
+    local_s = replay(capture_dir, base / "local", "local[*]", base / "replay-local.log")
+    summaries.append(summarise(base / "local", local_s))
+    print(f"starting a standalone master and {args.workers} workers on 127.0.0.1 ...")
+    began = time.monotonic()
+    with standalone_cluster(base / "spark", args.workers, args.cores, "2g") as cluster:
         took = time.monotonic() - began
         print(f"  {cluster.url}: {cluster.alive_workers()} workers in {took:.1f} s")
         print(f"replay, --master {cluster.url} ...", flush=True)
         cluster_s = replay(capture_dir, base / "cluster", cluster.url, base / "replay-cluster.log")
         summaries.append(summarise(base / "cluster", cluster_s))
-    finally:
-        cluster.stop()
     header = (
         f"{'master':28} {'tasks':>5} {'sent':>6} {'skipped':>7} {'errors':>6} {'lag p50':>8} "
         f"{'lag p99':>8} {'Produce p50 cap/broker/client':>30} {'Fetch p50 cap/broker/client':>28} "

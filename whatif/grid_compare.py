@@ -7,7 +7,9 @@ target capture. Per purgatory: the requests that the *capture* shows parked in t
 purgatory (the result row's ``purgatory`` column). A percentile is the nearest rank. The
 "vs baseline" column is the ratio of the middle of the spreads (a configuration's median
 seed) at p99; a ratio more than 10% from 1 whose spread does not overlap the baseline's is
-marked ``*``: a difference the seeds do not explain.
+marked ``*``: a difference the seeds do not explain. A spread is shown as one figure when its
+ends round alike. When every cell of the baseline configuration failed (or it has no request
+of a group), the other configurations' rows say so instead of taking its place.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class GroupRow:
 
     kind: str  # "api" or "purgatory"
     group: str
+    config: int  # the cell's configuration index: 0 is the baseline
     label: str
     seeds: int
     requests: int
@@ -76,7 +79,8 @@ def comparison_rows(outcomes: Sequence[CellOutcome]) -> list[GroupRow]:
             seeds = per[key][config]
             spreads = tuple(_spread([s[i] for s in seeds]) for i in range(len(QUANTILES)))
             n = counts[(key, config)]
-            rows.append(GroupRow(key[0], key[1], labels[config], len(seeds), n, spreads))
+            row = GroupRow(key[0], key[1], config, labels[config], len(seeds), n, spreads)
+            rows.append(row)
     return rows
 
 
@@ -86,13 +90,13 @@ def _spread(values: list[float]) -> tuple[float, float, float]:
 
 
 def _cell(spread: tuple[float, float, float]) -> str:
-    low, _, high = spread
-    return f"{low:.1f}" if low == high else f"{low:.1f}-{high:.1f}"
+    low, high = f"{spread[0]:.1f}", f"{spread[2]:.1f}"
+    return low if low == high else f"{low}-{high}"
 
 
 def _versus(row: GroupRow, base: GroupRow | None) -> str:
     if base is None or base is row:
-        return "baseline" if base is row else "-"
+        return "baseline" if base is row else "- (no baseline)"
     ratio = row.spreads[1][1] / base.spreads[1][1] if base.spreads[1][1] > 0 else math.inf
     apart = row.spreads[1][0] > base.spreads[1][2] or row.spreads[1][2] < base.spreads[1][0]
     mark = "*" if apart and abs(ratio - 1) > 0.1 else ""
@@ -106,9 +110,9 @@ def format_table(rows: Sequence[GroupRow]) -> str:
         "| p99 vs baseline |"
     )
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
-    baseline: dict[tuple[str, str], GroupRow] = {}
+    baseline = {(r.kind, r.group): r for r in rows if r.config == 0}
     for row in rows:
-        base = baseline.setdefault((row.kind, row.group), row)
+        base = baseline.get((row.kind, row.group))
         cells = " | ".join(_cell(s) for s in row.spreads)
         lines.append(
             f"| {row.kind} | {row.group} | {row.label} | {row.seeds} | {row.requests} | "
