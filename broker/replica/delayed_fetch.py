@@ -107,8 +107,10 @@ class DelayedFetch(DelayedOperation):
             )
             # A throttled replica's bytes do not count (as Kafka's); asked only when there
             # are bytes, which most partitions of a parked fetch have not.
-            if available and follower and manager.should_leader_throttle(
-                partition, params.replica_id
+            if (
+                available
+                and follower
+                and manager.should_leader_throttle(partition, params.replica_id)
             ):
                 continue
             accumulated += available
