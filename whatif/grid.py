@@ -153,7 +153,7 @@ def write_cell(spark: SparkSession, out: Path, outcome: CellOutcome, master: str
         errors=errors,
         connections=len({(r.broker_id, r.connection_id) for r in outcome.results}),
         target_bootstrap="simulated",
-        target_brokers=outcome.cell.brokers or 0,
+        target_brokers=outcome.brokers,
         target_started=True,
         target_capture=outcome.cell.target_capture,
         target_overrides=[f"{k}={v}" for k, v in outcome.cell.overrides.items()],

@@ -97,6 +97,8 @@ class CellOutcome:
     virtual_s: float = 0.0
     wall_s: float = 0.0
     error: str | None = None
+    #: The simulated target's brokers (the capture's, unless the cell named them).
+    brokers: int = 0
 
     @property
     def client_requests(self) -> int:
@@ -172,9 +174,8 @@ def run_cell(cell: Cell) -> CellOutcome:
     except Exception as exc:
         detail = traceback.format_exception_only(exc)[-1].strip()
         return CellOutcome(cell, error=detail[:500], wall_s=real_clock.monotonic_s() - started)
-    return CellOutcome(
-        cell, run.results, run.digest, run.virtual_s, real_clock.monotonic_s() - started
-    )
+    wall_s = real_clock.monotonic_s() - started
+    return CellOutcome(cell, run.results, run.digest, run.virtual_s, wall_s, brokers=config.brokers)
 
 
 def _fresh_target_capture(cell: Cell) -> Path | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,31 +126,39 @@ def test_without_a_pool_a_simulated_request_costs_no_virtual_time() -> None:
     assert [b["request_queue_ms"] + b["local_ms"] for b in seen] == [0.0, 0.0, 0.0]
 
 
-async def _long_poll_on_an_empty_partition() -> dict[str, float]:
+async def _one_request(
+    model: ServiceTimeModel, ask: Callable[[MiniKafka, RawClient], Awaitable[None]]
+) -> dict[str, float]:
+    """The breakdown of the one request ``ask`` sends to a broker with one handler."""
     loop = asyncio.get_running_loop()
     observer = _Breakdowns()
     virtual = RequestClock(monotonic_ns=lambda: round(loop.time() * 1e9), wall_ms=lambda: 0.0)
 
     def pools(broker_id: int, config: BrokerConfig) -> SimulatedRequestHandlers:
-        return SimulatedRequestHandlers(1, _model(5.0), random.Random(broker_id))
+        return SimulatedRequestHandlers(1, model, random.Random(broker_id))
 
     app = MiniKafka(port=0, observers=[observer], request_clock=virtual, handler_pools=pools)
     await app.start()
     try:
-        app.cluster.create_topic("empty", 1, 1, {})
         raw = await RawClient.connect("127.0.0.1", app.brokers[0].port)
-        fields = fetch_fields("empty", 0, max_wait_ms=200)
-        body = await raw.request(FETCH, FETCH_V, "FetchRequest", **fields)
-        assert body.error_code == 0
+        await ask(app, raw)
         await raw.close()
     finally:
         await app.stop()
-    (fetch,) = observer.seen
-    return fetch
+    (seen,) = observer.seen
+    return seen
+
+
+async def _long_poll_on_an_empty_partition(app: MiniKafka, raw: RawClient) -> None:
+    app.cluster.create_topic("empty", 1, 1, {})
+    fields = fetch_fields("empty", 0, max_wait_ms=200)
+    assert (await raw.request(FETCH, FETCH_V, "FetchRequest", **fields)).error_code == 0
 
 
 def test_a_parked_request_waits_in_its_purgatory_after_its_service_time() -> None:
-    fetch = run_simulated(_long_poll_on_an_empty_partition(), seed=5, latency=FIXED)
+    fetch = run_simulated(
+        _one_request(_model(5.0), _long_poll_on_an_empty_partition), seed=5, latency=FIXED
+    )
     assert fetch["local_ms"] == 5.0
     # parked when its handler ran (at the end of its service time), expired 200 ms on
     assert fetch["remote_ms"] == pytest.approx(200.0, abs=1.0)
@@ -207,29 +216,13 @@ def test_a_connections_answers_wait_for_its_network_thread() -> None:
     assert spread.send("a", API_VERSIONS, 100, 1 * MS) == (2 * MS, 4 * MS)
 
 
-async def _one_request_with_send_times() -> dict[str, float]:
-    loop = asyncio.get_running_loop()
-    observer = _Breakdowns()
-    virtual = RequestClock(monotonic_ns=lambda: round(loop.time() * 1e9), wall_ms=lambda: 0.0)
-
-    def pools(broker_id: int, config: BrokerConfig) -> SimulatedRequestHandlers:
-        return SimulatedRequestHandlers(1, _with_sends(5.0, 3.0), random.Random(broker_id))
-
-    app = MiniKafka(port=0, observers=[observer], request_clock=virtual, handler_pools=pools)
-    await app.start()
-    try:
-        raw = await RawClient.connect("127.0.0.1", app.brokers[0].port)
-        body = await raw.request(API_VERSIONS, 3, "ApiVersionsRequest", **API_VERSIONS_FIELDS)
-        assert body.error_code == 0
-        await raw.close()
-    finally:
-        await app.stop()
-    (seen,) = observer.seen
-    return seen
+async def _api_versions(app: MiniKafka, raw: RawClient) -> None:
+    body = await raw.request(API_VERSIONS, 3, "ApiVersionsRequest", **API_VERSIONS_FIELDS)
+    assert body.error_code == 0
 
 
 def test_the_send_time_is_kafkas_response_send_time() -> None:
-    seen = run_simulated(_one_request_with_send_times(), seed=1, latency=FIXED)
+    seen = run_simulated(_one_request(_with_sends(5.0, 3.0), _api_versions), seed=1, latency=FIXED)
     assert (seen["local_ms"], seen["send_ms"], seen["response_queue_ms"]) == (5.0, 3.0, 0.0)
     assert seen["total_ms"] == pytest.approx(8.0)
 
