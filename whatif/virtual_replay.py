@@ -45,6 +45,7 @@ from broker.simulation.determinism import DEFAULT_EPOCH_S
 from broker.simulation.loop import SimulatedEventLoop, run_simulated
 from broker.simulation.request_handlers import (
     DEFAULT_IO_THREADS,
+    DEFAULT_NETWORK_THREADS,
     SimulatedRequestHandlers,
     link_latency,
 )
@@ -90,7 +91,7 @@ class VirtualReplayConfig:
     captured_configs: Mapping[str, str] = field(default_factory=dict)
     #: Where the target's brokers capture what they serve (None: nowhere).
     target_capture: Path | None = None
-    #: Every broker of the target on one pool of this many threads, followers' work
+    #: Every broker's request handlers on one pool of this many threads, followers' work
     #: included (``minikafka serve`` runs all its brokers on one event loop: 1), instead of
     #: Kafka's ``num.io.threads`` per broker. None: Kafka's model.
     shared_threads: int | None = None
@@ -286,15 +287,23 @@ def _handler_pools(
 ) -> Callable[[int, BrokerConfig], SimulatedRequestHandlers] | None:
     """Each broker's request handlers, drawing service times from the cell's seed; the
     thread count is the cell's ``num.io.threads`` override when it has one, the network
-    threads the target's ``num.network.threads``. With ``shared_threads`` one pool serves
-    every broker, and the followers' work on fetch answers takes its threads too."""
+    threads the target's ``num.network.threads``. With ``shared_threads`` one pool of that
+    many handlers serves every broker, the followers' work on fetch answers included (one
+    event loop's CPU), while the answers keep Kafka's network threads, three a broker: a
+    captured minikafka's answers do not wait for one another (its ResponseQueueTimeMs is
+    ~0), and one send thread for the cluster made acks=all answers queue 0.2 ms behind the
+    consumers' fetch answers the same append woke."""
     model = config.service_times
     if model is None:
         return None
     if config.shared_threads is not None:
         n = config.shared_threads
         shared = SimulatedRequestHandlers(
-            n, model, random.Random(f"{config.seed}/handlers"), n, now_ns=now_ns
+            n,
+            model,
+            random.Random(f"{config.seed}/handlers"),
+            DEFAULT_NETWORK_THREADS * config.brokers,
+            now_ns=now_ns,
         )
         return lambda broker_id, broker_config: shared
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from broker.config import BrokerConfig
+from protocol.service_times import ServiceTimeModel
 from spark_jobs.replay_result import ReplayResult
 from whatif.grid_cells import CellOutcome, expand_grid, parse_grid, parse_seeds
 from whatif.grid_compare import comparison_rows, format_table, percentile
+from whatif.virtual_replay import VirtualReplayConfig, _handler_pools
 
 
 def test_grid_and_seed_options() -> None:
@@ -57,3 +60,21 @@ def test_percentiles_and_the_spread_over_seeds_with_the_first_config_as_baseline
     table = format_table(rows)
     assert "| api | Produce | k=a | 2 | 2 | 10.0-12.0 |" in table
     assert "| api | Produce | k=b | 1 | 1 | 30.0 | 30.0 | 30.0 | 3.00x* |" in table
+
+
+def test_shared_threads_put_every_brokers_handlers_on_one_pool() -> None:
+    one_ms = {"entries": [], "default": {"service_ms": 1.0}}
+    model = ServiceTimeModel.from_table({**one_ms, "send": one_ms})
+    config = VirtualReplayConfig(brokers=3, service_times=model, shared_threads=1)
+    pools = _handler_pools(config, lambda: 0)
+    assert pools is not None
+    default = BrokerConfig.model_validate({})
+    first, second = pools(0, default), pools(2, default)
+    assert first is second and first.threads == 1
+    # one handler for the cluster: the second broker's request waits for the first's
+    assert first.occupy(18, 10, 0) == (0, 1_000_000)
+    assert second.occupy(18, 10, 0) == (1_000_000, 2_000_000)
+    # but the answers keep three network threads a broker (Kafka's default): nine here
+    assert [first.send(f"c{i}", 18, 10, 0)[0] for i in range(10)] == [0] * 9 + [1_000_000]
+    kafka = _handler_pools(VirtualReplayConfig(brokers=3, service_times=model), lambda: 0)
+    assert kafka is not None and kafka(0, default) is not kafka(1, default)
