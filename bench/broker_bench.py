@@ -12,7 +12,7 @@ What a user of the broker feels, from a real client in its own process:
   time from send to receipt, p50/p99. This is the DelayedFetch path: each fetch is
   parked in the Fetch purgatory and completed by the append.
 
-By default a minikafka broker is started as a subprocess (``python -m broker serve
+By default a minikafka broker is started as a subprocess (``python -m minikafka serve
 --port 0``), so that broker and client do not share an interpreter or a GIL. With
 ``--bootstrap HOST:PORT`` the same run goes against any Kafka-compatible broker, so two
 brokers can be compared figure by figure. With ``--profile FILE`` the broker subprocess

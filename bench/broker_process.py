@@ -1,4 +1,4 @@
-"""``python -m broker serve --port 0`` in a child process, for the benchmarks.
+"""``python -m minikafka serve --port 0`` in a child process, for the benchmarks.
 
 A broker in its own interpreter, so that the benchmark's clients do not share its GIL.
 """
@@ -31,7 +31,7 @@ class BrokerSubprocess:
         cmd = [sys.executable]
         if profile is not None:
             cmd += ["-m", "cProfile", "-o", str(profile)]
-        cmd += ["-m", "broker", "--log-level", "WARNING", "serve", "--port", "0", *extra]
+        cmd += ["-m", "minikafka", "--log-level", "WARNING", "serve", "--port", "0", *extra]
         self.proc = subprocess.Popen(
             cmd,
             cwd=ROOT if cwd is None else cwd,

@@ -31,7 +31,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from protocol.builders import response_builder
 from protocol.error_codes import error_codes
 
@@ -137,7 +137,7 @@ def bench_replay(capture: Path) -> None:
 
     for master in ("local[1]", "local[2]"):
         server = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--log-level", "ERROR", "serve", "--port", "0"],
+            [sys.executable, "-m", "minikafka", "--log-level", "ERROR", "serve", "--port", "0"],
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -54,9 +54,9 @@ sys.path.insert(0, str(Path.cwd()))  # the checkout measured (its broker, tests)
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from broker.cluster_metadata import OFFSETS_TOPIC
-from broker.config import BrokerConfig
-from broker.partition_hash import partition_for
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
+from broker.config.broker_config import BrokerConfig
+from broker.coordinator.partition_hash import partition_for
 from protocol.builders import request_builder
 from tests.helpers.raw_client import RawClient
 

@@ -30,11 +30,11 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.app import build_standalone_broker
-from broker.broker import Broker
-from broker.config import BrokerConfig
-from broker.context import ConnectionInfo
+from broker.config.broker_config import BrokerConfig
 from broker.control.faults import NoFaults
-from broker.dispatch import InFlight
+from broker.server.broker_server import Broker
+from broker.server.context import ConnectionInfo
+from broker.server.dispatch import InFlight
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
 from protocol.record_builder import build_record_batch

@@ -2,7 +2,7 @@
 
 The generator is the test suite's (``tests/helpers/fuzz_frames.py``: every advertised
 API and version, well formed then mutated, seeded); here it runs at scale against
-``python -m broker serve`` in a child process, over ``--connections`` raw TCP
+``python -m minikafka serve`` in a child process, over ``--connections`` raw TCP
 connections at once. Each frame is followed by an ApiVersions probe; a probe neither
 answered nor refused (closed connection) within ``--hang-s`` is a hang. At the end it
 prints the outcome counts, frames/s, the broker's RSS at start and end, the tracebacks

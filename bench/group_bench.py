@@ -14,7 +14,7 @@ measured with aiokafka from its own process.
   last ``start()`` issued until every member holds one partition in the same generation.
   The generation reached is printed too (each rebalance the storm causes adds one).
 
-Each scenario gets its own broker subprocess (``python -m broker serve --port 0
+Each scenario gets its own broker subprocess (``python -m minikafka serve --port 0
 --override group.initial.rebalance.delay.ms=N``), so broker and clients do not share an
 interpreter. With ``--bootstrap`` it runs against an existing broker instead (then the
 initial delay is whatever that broker has, and the table says so).

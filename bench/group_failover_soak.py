@@ -7,7 +7,7 @@ was lost, but after about eight cycles the group stopped reading for good, every
 ``getmany()`` raising ``KafkaError: Unexpected exception in heartbeat task:
 GroupLoadInProgressError()``.
 
-The brokers: ``python -m broker serve --brokers 3 --port 0 --control-port 0`` in a child
+The brokers: ``python -m minikafka serve --brokers 3 --port 0 --control-port 0`` in a child
 process (its own interpreter; ``--broker-cwd`` picks the checkout), INFO log to a file,
 ``min.insync.replicas=2`` and ``offsets.topic.replication.factor=3``. The clients, in
 this process, on one event loop:
@@ -194,7 +194,7 @@ class Cycle:
 
 
 class Cluster:
-    """``python -m broker serve --brokers 3 --control-port 0`` and its control endpoint."""
+    """``python -m minikafka serve --brokers 3 --control-port 0`` and its control endpoint."""
 
     def __init__(self, proc: asyncio.subprocess.Process, bootstrap: str, control: str) -> None:
         self.proc = proc
@@ -203,7 +203,7 @@ class Cluster:
 
     @classmethod
     async def start(cls, args: argparse.Namespace, log_file: Any) -> Cluster:
-        cmd = [sys.executable, "-m", "broker", "--log-level", "INFO", "serve"]
+        cmd = [sys.executable, "-m", "minikafka", "--log-level", "INFO", "serve"]
         cmd += ["--brokers", str(BROKERS), "--port", "0", "--control-port", "0"]
         cmd += ["--override", "min.insync.replicas=2"]
         cmd += ["--override", "offsets.topic.replication.factor=3"]

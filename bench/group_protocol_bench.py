@@ -51,7 +51,7 @@ keeps Kafka's ``group.initial.rebalance.delay.ms`` of 3000 unless ``--initial-de
 says otherwise: a classic group's first JoinGroup waits it out; a consumer group has no
 such delay. Fetch max wait 100 ms in both clients, offsets auto-committed every second.
 
-The broker is ``python -m broker serve --port 0 --brokers N`` (``--brokers``, 1) in a
+The broker is ``python -m minikafka serve --port 0 --brokers N`` (``--brokers``, 1) in a
 child process, as ``broker_bench.py`` starts it; the topic's replication factor is
 min(3, brokers). It prints one table: per kind and scenario, the samples, p50, min and
 max in ms, and a note (timeouts, what happened). Figures, never assertions.

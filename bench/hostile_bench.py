@@ -1,6 +1,6 @@
 """Hostile clients against a broker process: its memory, and how fast others are served.
 
-Each case of issue 10 runs against a fresh ``python -m broker serve`` child while a
+Each case of issue 10 runs against a fresh ``python -m minikafka serve`` child while a
 probe client sends an ApiVersions request every 20 ms on its own connection. Printed per
 case: the broker's answer (error code or "closed"), the broker's RSS growth (peak during
 the case, and after), the probe's worst and p99 round trip meanwhile, and the

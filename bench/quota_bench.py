@@ -35,9 +35,9 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
-from broker.context import RequestContext
+from broker.config.broker_config import BrokerConfig
 from broker.quota.client_quota_store import QuotaAlteration
+from broker.server.context import RequestContext
 
 PRODUCE, FETCH = 0, 1
 

@@ -12,7 +12,7 @@ import argparse
 import time
 import uuid
 
-from broker.cluster_metadata import TopicInfo
+from broker.cluster.cluster_metadata import TopicInfo
 from broker.group.consumer import ConsumerGroup
 from broker.group.consumer.regex_subscriptions import RegexResolver
 

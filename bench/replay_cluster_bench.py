@@ -54,7 +54,7 @@ from bench.spark_standalone import driver_env, standalone_cluster  # noqa: E402
 
 
 def capture(directory: Path, duration_s: int, log: Path) -> None:
-    minikafka = [sys.executable, "-m", "broker", "--log-level", "WARNING"]
+    minikafka = [sys.executable, "-m", "minikafka", "--log-level", "WARNING"]
     serve = [*minikafka, "serve", "--brokers", "3", "--port", "0"]
     with open(log, "w") as err:
         server = subprocess.Popen(

@@ -50,7 +50,7 @@ Before it is measured, each frame is sent once and its answer decoded: a kind wh
 answer carries an error code is still measured, with the error in the note column (the
 figures are then those of the error path).
 
-Without ``--bootstrap`` a minikafka is started as a subprocess (``python -m broker serve
+Without ``--bootstrap`` a minikafka is started as a subprocess (``python -m minikafka serve
 --port 0 --brokers 3 --override group.initial.rebalance.delay.ms=0``) with its working
 directory ``--broker-cwd`` (this checkout by default), so the same script measures
 another checkout: ``--broker-cwd /work/baseline``. The client encodes its frames with
@@ -68,7 +68,7 @@ per connection, CPU per second); the ``idle`` column says which rows had them.
 by ``build_broker`` on a manual clock, no socket) and prints the objects the garbage
 collector tracks per parked fetch, by type.
 The broker subprocess logs its garbage collections (``MINIKAFKA_GC_LOG``,
-``broker/gc_policy.py``): each row's note gives the full (generation 2) collections in
+``broker/observability/gc_policy.py``): each row's note gives the full (generation 2) collections in
 its window, the longest pause of any generation, and the share of the window spent
 collecting.
 
@@ -330,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra = ["--brokers", str(args.brokers)]
         extra += ["--override", "group.initial.rebalance.delay.ms=0"]
         extra += shlex.split(args.broker_args)
-        # The broker logs its collections (broker/gc_policy.py; a checkout without it
+        # The broker logs its collections (broker/observability/gc_policy.py; a checkout without it
         # ignores the variable and the note says the log is unreadable).
         args.gc_log = str(args.keep_gc_log or Path(tempfile.mkdtemp()) / "gc.log")
         os.environ["MINIKAFKA_GC_LOG"] = args.gc_log

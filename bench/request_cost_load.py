@@ -356,7 +356,7 @@ def _parked_notes(row: Row, waits: list[float], max_wait_ms: float) -> list[str]
 
 
 def read_gc_log(path: str, start_s: float, end_s: float) -> tuple[int, float, float] | None:
-    """From the broker's GC log (``broker/gc_policy.py``'s ``GcLog`` lines), within
+    """From the broker's GC log (``broker/observability/gc_policy.py``'s ``GcLog`` lines), within
     ``[start_s, end_s]`` of ``time.monotonic()``: (full collections, the longest pause of
     any generation, ms spent collecting). The totals are the difference of the running
     totals of the last lines before each end; the longest pause is that of the lines
@@ -411,7 +411,7 @@ def count_parked_objects(count: int, max_wait_ms: int) -> str:
     from request_cost_setup import fetch_frame
 
     from broker.app import build_standalone_broker
-    from broker.context import ConnectionInfo
+    from broker.server.context import ConnectionInfo
     from purgatory import ManualClock
 
     async def park() -> str:

@@ -1,6 +1,6 @@
 """Produce/consume throughput and small-request broker CPU over SASL_SSL beside PLAINTEXT.
 
-One broker (``python -m broker serve --port 0 --security sasl_ssl``, its own process)
+One broker (``python -m minikafka serve --port 0 --security sasl_ssl``, its own process)
 serves both listeners; the same aiokafka clients run against each, in the same run:
 
 * ``produce``: ``--messages`` of ``--size`` bytes, batched (``linger_ms=5``), acks=1;
@@ -33,7 +33,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
 
 from bench.broker_process import BrokerSubprocess
-from broker.config import parse_properties
+from broker.config.broker_config import parse_properties
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

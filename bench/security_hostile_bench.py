@@ -1,6 +1,6 @@
 """Hostile clients against the TLS and SASL listeners: how fast others are served, memory.
 
-One broker process (``python -m broker serve``) with three listeners: PLAINTEXT, SSL and
+One broker process (``python -m minikafka serve``) with three listeners: PLAINTEXT, SSL and
 SASL_PLAINTEXT (PLAIN with a JAAS user, SCRAM-SHA-256 seeded with ``--add-scram``;
 throwaway certificates from trustme). A probe client sends ApiVersions every 20 ms on
 its own PLAINTEXT connection and records each round trip. The phases, one after the

@@ -23,7 +23,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, ShareConsumer
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 
 _QUIET = {"log_level": 3}
 

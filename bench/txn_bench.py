@@ -1,6 +1,6 @@
 """Transactions with aiokafka: what a transaction costs against plain produce.
 
-For 1 and 3 brokers (each a ``python -m broker serve`` child process, RF = brokers) it
+For 1 and 3 brokers (each a ``python -m minikafka serve`` child process, RF = brokers) it
 runs, on fresh topics:
 
 - ``produce plain``: ``--messages`` sends, acks=all, idempotent, flushed in batches of

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))  # bench.spark_standalone, when run as a script
 
 from bench.spark_standalone import driver_env, standalone_cluster  # noqa: E402
 
-MINIKAFKA = [sys.executable, "-m", "broker"]
+MINIKAFKA = [sys.executable, "-m", "minikafka"]
 DEFAULT_GRID = "replica.fetch.wait.max.ms=500,100"
 
 

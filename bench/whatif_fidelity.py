@@ -51,7 +51,7 @@ _READY = re.compile(r"ready", re.IGNORECASE)
 
 
 def minikafka(*args: str) -> list[str]:
-    return [sys.executable, "-m", "broker", *args]
+    return [sys.executable, "-m", "minikafka", *args]
 
 
 def run(argv: Sequence[str], log: Path) -> None:

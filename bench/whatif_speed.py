@@ -49,8 +49,8 @@ def main() -> int:
     args = parser.parse_args()
     _reexec_with_fixed_hash_seed()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from broker.simulation.request_handlers import load_service_times
     from protocol.capture_files import captured_cluster_config
+    from simulation.request_handlers import load_service_times
     from whatif.virtual_replay import (
         VirtualReplayConfig,
         capture_brokers,

@@ -15,14 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.broker import Broker
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig, replayable_configs
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.cluster.controller import Controller
+from broker.cluster.kraft_quorum import KRaftQuorum, parse_quorum_voters
+from broker.config.broker_config import BrokerConfig, replayable_configs
 from broker.control.faults import FaultInjector
-from broker.controller import Controller
-from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
-from broker.dispatch import FaultPolicy, HandlerPool, RequestDispatcher, RequestObserver
-from broker.fetch_session import FetchManager, FetchSessionCache
+from broker.coordinator.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
 from broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from broker.group.group_config import GroupConfig, OffsetConfig
 from broker.group.group_configs import GroupConfigManager, GroupConfigStore
@@ -32,27 +30,29 @@ from broker.group.offsets_topic_log import OffsetsTopicLog
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
 from broker.ids import IdSource
-from broker.kraft_quorum import KRaftQuorum, parse_quorum_voters
 from broker.log import LogManager
 from broker.log.log_cleaner import CleanerConfig, LogCleaner
-from broker.metrics import RequestMetrics
-from broker.purgatories import PurgatorySet
+from broker.observability.metrics import RequestMetrics
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.quota_managers import QuotaManagers
 from broker.quota.replication_quota_manager import ReplicationQuotas
 from broker.quota.throttled_channel import ThrottledChannelReaper
+from broker.replica.fetch_session import FetchManager, FetchSessionCache
 from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
-from broker.request_timing import RequestClock
-from broker.response_cache import ResponseCache
 from broker.security.authorizer.acl_store import AclStore
 from broker.security.authorizer.standard_authorizer import StandardAuthorizer, parse_super_users
 from broker.security.listeners import ChannelBuilder, inter_broker_client, security_listeners
 from broker.security.sasl_client import InterBrokerClient
 from broker.security.scram_credentials import ScramCredentialStore
-from broker.services import BrokerServices
+from broker.server.broker_server import Broker
+from broker.server.dispatch import FaultPolicy, HandlerPool, RequestDispatcher, RequestObserver
+from broker.server.purgatories import PurgatorySet
+from broker.server.request_timing import RequestClock
+from broker.server.response_cache import ResponseCache
+from broker.server.services import BrokerServices
 from broker.share.network_persister import NetworkStatePersister
 from broker.share.persister import InProcessStatePersister, PersisterStateManager
 from broker.share.share_components import build_share_groups
@@ -61,8 +61,8 @@ from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
 
 if TYPE_CHECKING:
-    from broker.capture import BrokerCapture, CaptureSet
     from broker.control.server import ControlServer
+    from broker.observability.capture import BrokerCapture, CaptureSet
 
 log = logging.getLogger("broker.app")
 
@@ -449,12 +449,12 @@ class MiniKafka:
         self._replication_paused: set[int] = set()
         self._replication_delay_ms: dict[int, int] = {}
         self._control: ControlServer | None = None
-        # Capture (broker/capture.py): every request and delayed-operation event of every
-        # broker, into rolling files under capture_dir; off when None.
+        # Capture (broker/observability/capture.py): every request and delayed-operation event
+        # of every broker, into rolling files under capture_dir; off when None.
         self.capture_dir = capture_dir
         self.captures: CaptureSet | None = None
         if capture_dir is not None:
-            from broker.capture import CaptureSet
+            from broker.observability.capture import CaptureSet
 
             # Its own timer, on the monotonic clock the loop's time is read from.
             self.captures = CaptureSet(

@@ -1,7 +1,7 @@
 """Service times: how long a broker's request handler is busy with a request, per API and
 request size, fitted from what a broker measured or given as a table.
 
-A simulated broker (``broker.simulation``) runs in virtual time, where this
+A simulated broker (``simulation``) runs in virtual time, where this
 interpreter's own speed means nothing: a request costs its broker what the model says.
 The cost is Kafka's ``LocalTimeMs`` -- the time a request handler thread
 (``num.io.threads``) spends on the request -- since that is what occupies a handler

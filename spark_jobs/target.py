@@ -6,7 +6,7 @@ The driver looks at the target twice, over Kafka's protocol like any client: Met
 of each broker (the configs that are not Kafka's defaults: the label a what-if variant
 carries on the report). Both work against any Kafka-compatible target.
 
-``TargetCluster`` runs ``python -m broker serve --port 0 --brokers N`` in a child process
+``TargetCluster`` runs ``python -m minikafka serve --port 0 --brokers N`` in a child process
 (spark_jobs never imports the broker: the command line is the interface), with the
 given ``--override``s and, so that the report can show the replayed side's purgatory
 outcomes and Kafka's breakdown, ``--capture-dir``. It waits for the ready line, and
@@ -219,7 +219,7 @@ class TargetCluster:
         self._log: IO[str] | None = None
 
     def command(self) -> list[str]:
-        argv = [sys.executable, "-m", "broker", "--log-level", "WARNING", "serve"]
+        argv = [sys.executable, "-m", "minikafka", "--log-level", "WARNING", "serve"]
         argv += ["--brokers", str(self.brokers), "--host", self.host, "--port", "0"]
         if self.capture_dir is not None:
             argv += ["--capture-dir", str(self.capture_dir)]

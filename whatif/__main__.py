@@ -66,7 +66,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from broker.simulation.request_handlers import load_service_times
+    from simulation.request_handlers import load_service_times
     from spark_jobs.session import build_spark_session
     from whatif.grid import run_grid
 

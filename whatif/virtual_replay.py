@@ -4,7 +4,7 @@
 ``config.seed``, an N-broker `MiniKafka` on the `SimNetwork` (requests timed on the
 virtual clock, seeded ids, coordinator loads on virtual time, and -- with a service-time
 model -- each broker's ``num.io.threads`` request handlers of
-`broker.simulation.request_handlers`) and the project's replay client
+`simulation.request_handlers`) and the project's replay client
 (`spark_jobs.replay_client.replay_rows_in_loop`) against it. The client is the real-time
 replay's: each connection keeps its captured order and spacing (request *i* is sent at its
 captured offset from the first client request), waits for what its client had been answered
@@ -37,22 +37,20 @@ from typing import Any
 
 from broker import real_clock
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
-from broker.coordinator_loader import EventLoopLoadScheduler
+from broker.config.broker_config import BrokerConfig
+from broker.coordinator.coordinator_loader import EventLoopLoadScheduler
 from broker.ids import IdSource
-from broker.request_timing import RequestClock
-from broker.simulation.determinism import DEFAULT_EPOCH_S
-from broker.simulation.loop import SimulatedEventLoop, run_simulated
-from broker.simulation.request_handlers import (
+from broker.server.request_timing import RequestClock
+from protocol.capture import CaptureRequest
+from protocol.capture_files import capture_files, read_capture
+from protocol.codec import decode_request, parse_request_header
+from protocol.service_times import ServiceTimeModel
+from simulation.request_handlers import (
     DEFAULT_IO_THREADS,
     DEFAULT_NETWORK_THREADS,
     SimulatedRequestHandlers,
     link_latency,
 )
-from protocol.capture import CaptureRequest
-from protocol.capture_files import capture_files, read_capture
-from protocol.codec import decode_request, parse_request_header
-from protocol.service_times import ServiceTimeModel
 from spark_jobs.replay_client import (
     REPLAY_COLUMNS,
     ReplaySchedule,
@@ -60,6 +58,8 @@ from spark_jobs.replay_client import (
 )
 from spark_jobs.replay_result import VIRTUAL_TIME, ReplayResult
 from spark_jobs.traffic import REPLICA_ID_APIS, is_inter_broker, replica_id_of_frame
+from virtual_time.determinism import DEFAULT_EPOCH_S
+from virtual_time.loop import SimulatedEventLoop, run_simulated
 
 __all__ = [
     "VirtualReplay",

@@ -30,8 +30,8 @@ from kio.schema.errors import ErrorCode
 from protocol.api_registry import KIO_VERSIONS, api_name
 
 if TYPE_CHECKING:
-    from broker.context import RequestContext
     from broker.handlers.base import TopicPartitions
+    from broker.server.context import RequestContext
 
 __all__ = [
     "MAX_LATENCY_MS",

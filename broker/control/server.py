@@ -22,7 +22,7 @@ Routes::
     GET    /faults                   injected latency, pending failures, replication faults
     DELETE /faults[/{broker}]        clear every fault (of one broker): latency, failures,
                                      and replication pause and delay
-    GET    /metrics                  Prometheus text (broker/metrics.py)
+    GET    /metrics                  Prometheus text (broker/observability/metrics.py)
     GET    /purgatory                operations waiting now, per broker and purgatory (and
                                      the ThrottledChannel timer: connections muted by quotas)
 
@@ -42,18 +42,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from broker.cluster.controller import NO_LEADER, partition_list
 from broker.control.faults import MAX_LATENCY_MS, FaultError
 from broker.control.pretty import dumps
-from broker.controller import NO_LEADER, partition_list
-from broker.metrics import render_prometheus
+from broker.observability.metrics import render_prometheus
 from broker.quota.throttled_channel import THROTTLED_CHANNEL, throttled_channels
-from broker.watch_keys import watch_key_name
+from broker.server.watch_keys import watch_key_name
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
-    from broker.cluster_metadata import ClusterMetadata
+    from broker.cluster.cluster_metadata import ClusterMetadata
     from broker.control.faults import FaultInjector
-    from broker.metrics import RequestMetrics
+    from broker.observability.metrics import RequestMetrics
+    from broker.server.broker_server import Broker
 
 log = logging.getLogger("broker.control")
 

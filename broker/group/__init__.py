@@ -7,6 +7,7 @@ writes them to ``__consumer_offsets``; ``group_admin.py`` describes, lists and d
 Handlers import from here.
 """
 
+from broker.coordinator.partition_hash import partition_for
 from broker.group.group_config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig, OffsetConfig
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_log import (
@@ -36,7 +37,6 @@ from broker.group.results import (
     SyncGroupResult,
     TopicPartition,
 )
-from broker.partition_hash import partition_for
 
 __all__ = [
     "GROUP_METADATA_TOPIC_NAME",

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from broker.coordinator_partitions import LEADER_MOVED_ERRORS, PARTITION_UNAVAILABLE_ERRORS
+from broker.coordinator.coordinator_partitions import (
+    LEADER_MOVED_ERRORS,
+    PARTITION_UNAVAILABLE_ERRORS,
+)
 
 E = ErrorCode
 

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from broker.atomic_file import read_json, write_json_atomic
-from broker.cluster_metadata import MetadataError
+from broker.cluster.atomic_file import read_json, write_json_atomic
+from broker.cluster.cluster_metadata import MetadataError
 
 if TYPE_CHECKING:
     from broker.group.consumer.consumer_group_config import ConsumerGroupConfig

@@ -76,7 +76,7 @@ from broker.group.results import (
     SyncGroupResult,
     TopicPartition,
 )
-from broker.purgatories import ParkedRequest, PurgatoryName
+from broker.server.purgatories import ParkedRequest, PurgatoryName
 from purgatory import DelayedOperationPurgatory
 
 log = logging.getLogger("broker.group")

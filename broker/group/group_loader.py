@@ -1,7 +1,7 @@
 """Reading a ``__consumer_offsets`` partition back into groups, in steps (Kafka's
 ``GroupMetadataManager.loadGroupsAndOffsets``).
 
-:func:`load_partition` is a generator for a :class:`~broker.coordinator_loader.LoadJob`:
+:func:`load_partition` is a generator for a :class:`~broker.coordinator.coordinator_loader.LoadJob`:
 between two ``yield``\\ s it does a bounded piece of work and yields how many units it
 did; it returns what it read as a :class:`LoadedPartition`, which the
 :class:`~broker.group.group_metadata_manager.GroupMetadataManager` installs. Nothing here
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
-from broker.coordinator_loader import LoadJob
+from broker.coordinator.coordinator_loader import LoadJob
 from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.consumer_group_records import (
     ConsumerGroupLoad,

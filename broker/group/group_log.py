@@ -46,7 +46,7 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from broker.group.offsets import OffsetAndMetadata
-from broker.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
+from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
 
 log = logging.getLogger("broker.group")
 

@@ -15,7 +15,7 @@ component keeps the groups and makes their state durable, as Kafka's manager doe
 * **load and unload**: when this broker becomes the leader of an offsets-topic
   partition it reads it back and rebuilds its groups (``load_groups_for_partition``,
   Kafka's ``loadGroupsAndOffsets``; the steps are ``group_loader.py``'s) in slices on
-  the injected :class:`~broker.coordinator_loader.LoadScheduler` (the broker's: a
+  the injected :class:`~broker.coordinator.coordinator_loader.LoadScheduler` (the broker's: a
   couple of milliseconds per event-loop iteration), its groups answering
   COORDINATOR_LOAD_IN_PROGRESS meanwhile; the groups are installed only if this broker
   still leads the partition at the leader epoch the load began at. When it stops
@@ -58,9 +58,19 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC, BrokerEndpoint, ClusterMetadata, TopicInfo
-from broker.coordinator_loader import ImmediateLoadScheduler, LoadJob, LoadScheduler, LoadSteps
-from broker.coordinator_partitions import CoordinatorPartitions
+from broker.cluster.cluster_metadata import (
+    OFFSETS_TOPIC,
+    BrokerEndpoint,
+    ClusterMetadata,
+    TopicInfo,
+)
+from broker.coordinator.coordinator_loader import (
+    ImmediateLoadScheduler,
+    LoadJob,
+    LoadScheduler,
+    LoadSteps,
+)
+from broker.coordinator.coordinator_partitions import CoordinatorPartitions
 from broker.group.append_errors import commit_error, store_group_error
 from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.consumer_group_records import (
@@ -85,8 +95,8 @@ from broker.group.group_state import GroupState
 from broker.group.offsets import NO_LEADER_EPOCH, NO_METADATA, NO_OFFSET, OffsetAndMetadata
 from broker.group.results import CommitCallback, OffsetFetchPartition, TopicPartition
 from broker.group.txn_offsets import complete_pending_txn_offsets
-from broker.purgatories import ParkedRequest
-from broker.scheduler import PeriodicTask
+from broker.server.purgatories import ParkedRequest
+from broker.server.scheduler import PeriodicTask
 from purgatory import Clock, SystemTimer
 
 log = logging.getLogger("broker.group")

@@ -27,7 +27,7 @@ from broker.group.keys import GroupSyncKey
 from broker.group.membership import Membership
 from broker.group.response_callback import ResponseCallback
 from broker.group.results import SyncGroupResult
-from broker.purgatories import PurgatoryName
+from broker.server.purgatories import PurgatoryName
 
 log = logging.getLogger("broker.group")
 

@@ -34,7 +34,7 @@ from broker.group.group_metadata_manager import CommitValue, GroupMetadataManage
 from broker.group.group_state import GroupState
 from broker.group.results import UNKNOWN_MEMBER_ID, CommitCallback, TopicPartition
 from broker.group.txn_offsets import complete_pending_txn_offsets
-from broker.purgatories import ParkedRequest
+from broker.server.purgatories import ParkedRequest
 
 log = logging.getLogger("broker.group")
 

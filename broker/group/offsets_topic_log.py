@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC
-from broker.coordinator_loader import read_log_batches
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
+from broker.coordinator.coordinator_loader import read_log_batches
 from broker.group.group_log import AppendCallback, KeyValue, LogEntry, TxnMarker, TxnRecord
 from broker.log.cleaner_batch import iter_key_values
-from broker.purgatories import ParkedRequest
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.purgatories import ParkedRequest
 from protocol.control_batch import parse_control_batch
 from protocol.record_batch import CorruptRecordError, RecordBatchHeader
 from protocol.record_builder import build_record_batch

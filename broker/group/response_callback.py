@@ -6,7 +6,7 @@ is the coordinator: only it knows whether a JoinGroup waits for the rest of the 
 assignment (bounded by the group's DelayedSync, in the Rebalance purgatory too) or,
 for the leader, for its group-metadata append to reach the offsets topic's in-sync
 replicas (a DelayedProduce in the Produce purgatory). So the handler passes its request
-(a :class:`~broker.purgatories.ParkedRequest`) into the coordinator call, and the
+(a :class:`~broker.server.purgatories.ParkedRequest`) into the coordinator call, and the
 coordinator wraps it with the response callback into a :class:`ResponseCallback`:
 
 * ``park(purgatory)``: the coordinator returns without an answer; the request waits in
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
-from broker.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
+from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
 
 T = TypeVar("T")
 

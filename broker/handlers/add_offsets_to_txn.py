@@ -20,10 +20,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.handlers.group_common import answer_when_called, group_denied
 from broker.handlers.txn_common import fenced_error_for_version, txn_id_denied
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 25

@@ -27,7 +27,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.group_common import answer_when_called
 from broker.handlers.txn_common import fenced_error_for_version, txn_id_denied
 from broker.security.authorizer.authorization import (
@@ -36,6 +35,7 @@ from broker.security.authorizer.authorization import (
     authorize_cluster,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 24

@@ -23,7 +23,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import SET, alter_broker_configs
 from broker.handlers.config_authorization import check_config_access
@@ -36,6 +35,7 @@ from broker.handlers.topic_configs import (
     validate_topic_configs,
 )
 from broker.security.authorizer.authorization import AclOperation
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 33

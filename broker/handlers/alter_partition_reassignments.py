@@ -8,7 +8,7 @@ reassignment (NO_REASSIGNMENT_IN_PROGRESS when there is none; INVALID_REPLICA_AS
 when reverting would need an unclean election the topic does not allow). v1's
 ``allow_replication_factor_change=false`` refuses a target of another size with
 INVALID_REPLICATION_FACTOR. The reassignment itself runs in the controller's model
-(``broker/replication_control.py``): new replicas catch up as followers and the
+(``broker/cluster/replication_control.py``): new replicas catch up as followers and the
 reassignment completes, moving the ISR and leadership, when all target replicas are in
 the ISR -- which the response does not wait for, as in Kafka.
 
@@ -24,12 +24,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import MetadataError
+from broker.cluster.replication_control import alter_partition_reassignment
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import layers_for
-from broker.replication_control import alter_partition_reassignment
 from broker.security.authorizer.authorization import AclOperation, cluster_denied
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 45

@@ -23,9 +23,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.replica.partition import TopicPartition
 from broker.security.authorizer.authorization import AclOperation, cluster_denied
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 34

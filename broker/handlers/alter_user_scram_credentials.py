@@ -24,7 +24,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from broker.security.scram import (
@@ -33,6 +32,7 @@ from broker.security.scram import (
     MIN_ITERATIONS,
     credential_from_salted_password,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 51

@@ -19,7 +19,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 from protocol.codec import encode_response_body
 

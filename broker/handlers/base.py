@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
+from broker.server.context import RequestContext
 
 HandlerResult = Any | asyncio.Future[Any] | None
 Handle = Callable[[RequestContext, Any], HandlerResult]

@@ -22,10 +22,9 @@ from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from broker.broker_config_defs import KAFKA_BROKER_CONFIGS, ConfigSource, ConfigType
-from broker.cluster_metadata import MetadataError
-from broker.context import RequestContext
-from broker.dynamic_config import (
+from broker.cluster.cluster_metadata import MetadataError
+from broker.config.broker_config_defs import KAFKA_BROKER_CONFIGS, ConfigSource, ConfigType
+from broker.config.dynamic_config import (
     DEFAULT_RESOURCE,
     BrokerConfigLayers,
     broker_layers,
@@ -34,7 +33,8 @@ from broker.dynamic_config import (
     validate_dynamic_configs,
 )
 from broker.handlers.topic_configs import ConfigEntry
-from broker.services import BrokerServices
+from broker.server.context import RequestContext
+from broker.server.services import BrokerServices
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}

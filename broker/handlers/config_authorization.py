@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import MetadataError
 from broker.security.authorizer.acl import CLUSTER_NAME
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+from broker.server.context import RequestContext
 
 # Kafka's ConfigResource.Type codes.
 TOPIC_RESOURCE = 2

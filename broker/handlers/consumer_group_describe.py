@@ -17,11 +17,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group.consumer import ApiError, Assignment, ConsumerGroup
 from broker.handlers.base import AUTHORIZATION_MESSAGES
 from broker.handlers.group_common import group_denied
 from broker.security.authorizer.authorization import AclOperation
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 69

@@ -25,9 +25,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group.consumer import ConsumerGroupHeartbeatParams, ConsumerGroupHeartbeatResult
 from broker.handlers.group_common import answer_when_called, group_denied
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 68

@@ -17,11 +17,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers import acls
 from broker.handlers.base import error_message
 from broker.security.authorizer.acl_store import binding_of
 from broker.security.authorizer.authorization import AclOperation, authorize_cluster
+from broker.server.context import RequestContext
 
 API_KEY = 30
 MIN_VERSION = 1

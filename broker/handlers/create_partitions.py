@@ -21,12 +21,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import (
+from broker.cluster.cluster_metadata import (
     EXCESSIVE_PARTITIONS_MESSAGE,
     MAX_PARTITIONS_PER_BATCH,
     MetadataError,
 )
-from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.config_authorization import check_topic_alter
 from broker.quota.controller_mutation_quota import (
@@ -35,6 +34,7 @@ from broker.quota.controller_mutation_quota import (
     mutation_quota,
     take_permits,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 37

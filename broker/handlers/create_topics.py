@@ -29,14 +29,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import (
+from broker.cluster.cluster_metadata import (
     EXCESSIVE_PARTITIONS_MESSAGE,
     MAX_PARTITIONS_PER_BATCH,
     MetadataError,
     TopicInfo,
     validate_topic_name,
 )
-from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import layers_for
 from broker.handlers.topic_configs import topic_config_entries, validate_topic_configs
@@ -52,6 +51,7 @@ from broker.security.authorizer.authorization import (
     authorize_cluster,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 19

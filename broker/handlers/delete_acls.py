@@ -15,10 +15,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers import acls
 from broker.handlers.base import error_message
 from broker.security.authorizer.authorization import AclOperation, authorize_cluster
+from broker.server.context import RequestContext
 
 API_KEY = 31
 MIN_VERSION = 1

@@ -13,10 +13,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group import group_admin
 from broker.handlers.group_common import group_denied
 from broker.security.authorizer.authorization import AclOperation
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 42

@@ -27,7 +27,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.replica.delayed_delete_records import (
     DeleteRecordsPartitionStatus,
     DeleteRecordsStatuses,
@@ -38,6 +37,7 @@ from broker.security.authorizer.authorization import (
     ResourceType,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 21

@@ -26,9 +26,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.share_offsets_common import Call, group_error, run_calls, topic_denied
 from broker.security.authorizer.authorization import AclOperation
+from broker.server.context import RequestContext
 from broker.share.persister import StatePersister
 from broker.share_coordinator.share_state_records import SharePartitionKey
 from protocol.builders import response_builder

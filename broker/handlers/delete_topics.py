@@ -23,8 +23,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC, MetadataError
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC, MetadataError
 from broker.handlers.base import error_message
 from broker.quota.controller_mutation_quota import (
     ControllerMutationQuota,
@@ -33,6 +32,7 @@ from broker.quota.controller_mutation_quota import (
     take_permits,
 )
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 20

@@ -19,10 +19,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.quota.client_quota_store import ClientQuotaStore, QuotaFilterError
 from broker.security.authorizer.authorization import AclOperation, cluster_denied
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 48

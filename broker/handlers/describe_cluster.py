@@ -16,8 +16,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.base import error_message
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 60

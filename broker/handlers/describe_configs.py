@@ -26,14 +26,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError, validate_topic_name
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import MetadataError, validate_topic_name
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import broker_config_entries, layers_for
 from broker.handlers.config_authorization import check_config_access
 from broker.handlers.group_configs import GROUP_RESOURCE, group_config_entries
 from broker.handlers.topic_configs import ConfigEntry, topic_config_entries
 from broker.security.authorizer.authorization import AclOperation
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 32

@@ -12,11 +12,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group import GroupSummary, group_admin
 from broker.handlers.base import error_message
 from broker.handlers.group_common import group_denied
 from broker.security.authorizer.authorization import AclOperation
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 15

@@ -5,7 +5,7 @@ name exactly the topic ``__cluster_metadata`` with partition 0, else every parti
 asked answers UNKNOWN_TOPIC_OR_PARTITION; the answer is the leader id and epoch, the
 high watermark, each voter's and observer's log end offset with its last fetch and
 last caught-up timestamps (the leader's own are "now"), and from v2 the voters' nodes
-and their listeners. The quorum is the simulated one of ``broker/kraft_quorum.py``
+and their listeners. The quorum is the simulated one of ``broker/cluster/kraft_quorum.py``
 (its docstring says how it follows the shared metadata and which voters there are).
 
 Differences from Kafka: a broker answers itself where Kafka's broker forwards the
@@ -20,9 +20,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
+from broker.cluster.kraft_quorum import METADATA_PARTITION, METADATA_TOPIC, ReplicaState
 from broker.handlers.base import error_message
-from broker.kraft_quorum import METADATA_PARTITION, METADATA_TOPIC, ReplicaState
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 55

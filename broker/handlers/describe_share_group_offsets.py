@@ -22,7 +22,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
+from broker.server.context import RequestContext
 from broker.share_coordinator.share_state_records import ShareGroupOffset, SharePartitionKey
 from protocol.builders import response_builder
 

@@ -28,13 +28,18 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError, PartitionState, TopicInfo, validate_topic_name
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import (
+    MetadataError,
+    PartitionState,
+    TopicInfo,
+    validate_topic_name,
+)
 from broker.security.authorizer.authorization import (
     AclOperation,
     ResourceType,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 75

@@ -20,8 +20,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+from broker.server.context import RequestContext
 from broker.txn.txn_admin import TransactionDescription
 from protocol.builders import Builder, response_builder
 

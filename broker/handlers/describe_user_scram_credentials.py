@@ -17,10 +17,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.base import error_message
 from broker.security.authorizer.authorization import AclOperation, cluster_denied
 from broker.security.scram import MECHANISM_TYPES
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 50

@@ -1,6 +1,6 @@
 """ElectLeaders (key 43): preferred (0) or unclean (1) leader elections, per partition.
 
-As KRaft's controller (``electLeader``, ``broker/replication_control.py``): PREFERRED
+As KRaft's controller (``electLeader``, ``broker/cluster/replication_control.py``): PREFERRED
 makes each partition's first replica its leader -- ELECTION_NOT_NEEDED where it already
 leads, PREFERRED_LEADER_NOT_AVAILABLE where it is not alive or not in the ISR; UNCLEAN
 gives a leaderless partition a leader, from the ISR if any member is alive, else any
@@ -24,10 +24,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
+from broker.cluster.replication_control import PREFERRED, elect_leader
 from broker.handlers.base import error_message
-from broker.replication_control import PREFERRED, elect_leader
 from broker.security.authorizer.authorization import AclOperation, cluster_denied
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 43

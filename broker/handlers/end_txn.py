@@ -21,9 +21,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.group_common import answer_when_called
 from broker.handlers.txn_common import fenced_error_for_version, txn_id_denied
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 26

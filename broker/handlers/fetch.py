@@ -7,7 +7,7 @@ the aborted transactions that overlap what it reads (producer id, first offset),
 can drop their records; every partition answer carries the LSO.
 
 Incremental fetch sessions (KIP-227) are Kafka's, kept by the broker's ``FetchManager``
-(``broker/fetch_session.py``, which has the rules). A sessionless request — session id
+(``broker/replica/fetch_session.py``, which has the rules). A sessionless request — session id
 0 and epoch -1, as every v4-v6 request and every client that does not use sessions —
 takes the path it always took: every partition it names, answered, session id 0. Epoch
 0 opens a session over the partitions named (the answer's session id; 0 if the cache
@@ -23,7 +23,7 @@ With an authorizer: a follower's fetch needs CLUSTER_ACTION on the cluster (else
 partition is TOPIC_AUTHORIZATION_FAILED); a consumer's partitions of topics it may not
 READ are answered TOPIC_AUTHORIZATION_FAILED and not read.
 
-Differences from Kafka: those of ``broker/fetch_session.py`` (one cache, not 8 shards;
+Differences from Kafka: those of ``broker/replica/fetch_session.py`` (one cache, not 8 shards;
 an LSO change alone also includes a partition). The aborted transactions listed are
 exactly those overlapping the returned batches (Kafka bounds the range by its offset
 index, so it may list a few more). Rack-aware preferred read replicas are not chosen.
@@ -37,19 +37,19 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
-from broker.fetch_metadata import FINAL_EPOCH, INVALID_SESSION_ID
-from broker.fetch_session import FetchContext
 from broker.handlers.base import TopicPartitionPairs
 from broker.handlers.topic_names import topic_id as request_topic_id
 from broker.handlers.topic_names import topic_name
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
+from broker.replica.fetch_metadata import FINAL_EPOCH, INVALID_SESSION_ID
+from broker.replica.fetch_session import FetchContext
 from broker.security.authorizer.authorization import (
     AclOperation,
     ResourceType,
     authorize_cluster,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 1

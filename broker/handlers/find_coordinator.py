@@ -17,10 +17,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import BrokerEndpoint
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import BrokerEndpoint
 from broker.handlers.base import error_message
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 10

@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from broker.context import RequestContext
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+from broker.server.context import RequestContext
 
 T = TypeVar("T")
 

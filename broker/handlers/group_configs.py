@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from broker.broker_config_defs import ConfigSource, ConfigType
-from broker.cluster_metadata import MetadataError
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import MetadataError
+from broker.config.broker_config_defs import ConfigSource, ConfigType
 from broker.group.group_configs import STRING_GROUP_CONFIGS
 from broker.handlers.topic_configs import ConfigEntry
+from broker.server.context import RequestContext
 
 GROUP_RESOURCE = 32
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.group_common import group_denied
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 12

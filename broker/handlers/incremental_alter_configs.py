@@ -34,8 +34,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError, TopicInfo
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import MetadataError, TopicInfo
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import (
     APPEND,
@@ -60,6 +59,7 @@ from broker.handlers.topic_configs import (
     validate_topic_configs,
 )
 from broker.security.authorizer.authorization import AclOperation
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 44

@@ -32,7 +32,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.group_common import answer_when_called
 from broker.handlers.txn_common import fenced_error_for_version
 from broker.security.authorizer.authorization import (
@@ -42,6 +41,7 @@ from broker.security.authorizer.authorization import (
     authorize_by_resource_type,
     authorize_cluster,
 )
+from broker.server.context import RequestContext
 from broker.txn.transaction_coordinator import InitProducerIdResult
 from protocol.builders import response_builder
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers import share_state_common
 from broker.handlers.share_state_common import Answer
+from broker.server.context import RequestContext
 from broker.share_coordinator.share_state_records import SharePartitionKey
 
 API_KEY = 83

@@ -6,9 +6,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group import LeaveMemberResult
 from broker.handlers.group_common import group_denied
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 13

@@ -17,7 +17,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group import GroupOverview, group_admin
 from broker.security.authorizer.authorization import (
     AclOperation,
@@ -25,6 +24,7 @@ from broker.security.authorizer.authorization import (
     authorize_cluster,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 16

@@ -16,7 +16,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.base import TopicPartitionPairs
 from broker.replica.delayed_fetch import READ_COMMITTED
 from broker.security.authorizer.authorization import (
@@ -24,6 +23,7 @@ from broker.security.authorizer.authorization import (
     ResourceType,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 2

@@ -4,7 +4,7 @@ As KRaft's controller: ``topics`` null lists every reassigning partition; otherw
 only the named partitions that are reassigning (unknown topics and partitions are left
 out, without an error). Each shows its replicas (the target followed by the replicas
 being removed), the replicas being added and those being removed
-(``broker/replication_control.py``).
+(``broker/cluster/replication_control.py``).
 
 Differences from Kafka: any broker answers (KRaft brokers forward to the controller);
 throttle time 0.
@@ -18,10 +18,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
+from broker.cluster.replication_control import ongoing_reassignments
 from broker.handlers.base import error_message
-from broker.replication_control import ongoing_reassignments
 from broker.security.authorizer.authorization import AclOperation, cluster_denied
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 46

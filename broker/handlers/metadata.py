@@ -20,12 +20,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import BrokerEndpoint, MetadataError, TopicInfo
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import BrokerEndpoint, MetadataError, TopicInfo
 from broker.handlers.base import TopicPartitionPairs
 from broker.handlers.topic_names import topic_name
 from broker.security.authorizer.acl import CLUSTER_NAME
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 from protocol.codec import encode_response_body
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group import TopicPartition
 from broker.handlers.base import partition_errors_by_topic
 from broker.handlers.group_common import answer_when_called, group_denied
@@ -30,6 +29,7 @@ from broker.security.authorizer.authorization import (
     ResourceType,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 8

@@ -21,7 +21,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group import OffsetFetchPartition
 from broker.handlers.group_common import group_denied
 from broker.handlers.topic_names import offset_fetch_topic_partitions, topic_id, topic_name
@@ -30,6 +29,7 @@ from broker.security.authorizer.authorization import (
     ResourceType,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 9

@@ -19,13 +19,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.security.authorizer.authorization import (
     AclOperation,
     ResourceType,
     cluster_denied,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 23

@@ -30,8 +30,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError, validate_topic_name
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import MetadataError, validate_topic_name
 from broker.handlers.base import TopicPartitionPairs, error_message
 from broker.handlers.topic_names import topic_id, topic_name
 from broker.replica.delayed_produce import ProducePartitionStatus, ProduceStatuses
@@ -42,6 +41,7 @@ from broker.security.authorizer.authorization import (
     authorize,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 0

@@ -12,8 +12,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers import share_state_common
+from broker.server.context import RequestContext
 
 API_KEY = 87
 MIN_VERSION = 0

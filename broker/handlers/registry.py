@@ -130,7 +130,7 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     # Kafka 4's consumer group protocol (issue 19, KIP-848): broker/group/consumer/
     consumer_group_heartbeat,
     consumer_group_describe,
-    # the KRaft controller quorum (issue 22): broker/kraft_quorum.py
+    # the KRaft controller quorum (issue 22): broker/cluster/kraft_quorum.py
     describe_quorum,
     # several log.dirs per broker (issue 22): broker/log/log_manager.py
     alter_replica_log_dirs,

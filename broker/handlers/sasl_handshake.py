@@ -11,7 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 17

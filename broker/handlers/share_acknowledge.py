@@ -22,7 +22,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.base import AUTHORIZATION_MESSAGES
 from broker.handlers.group_common import group_denied
 from broker.handlers.share_common import (
@@ -34,6 +33,7 @@ from broker.handlers.share_common import (
     lock_timeout_ms,
     read_partitions,
 )
+from broker.server.context import RequestContext
 from broker.share.share_session import FINAL_EPOCH
 from protocol.builders import response_builder
 

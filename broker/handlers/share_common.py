@@ -16,8 +16,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.topic_names import NO_UUID
+from broker.server.context import RequestContext
 from broker.share.share_partition import AcknowledgementBatch
 from broker.share.share_partition_manager import ShareFetchPartition
 from broker.share.share_session import SessionPartitions

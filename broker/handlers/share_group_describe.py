@@ -15,12 +15,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group.share import ShareGroup
 from broker.group.share.share_group import Assignment
 from broker.handlers.base import AUTHORIZATION_MESSAGES
 from broker.handlers.group_common import group_denied
 from broker.security.authorizer.authorization import AclOperation
+from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 77

@@ -10,9 +10,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.group_common import group_denied
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+from broker.server.context import RequestContext
 
 # one persister call: given where to answer, it starts the call
 Call = Callable[[Callable[[ErrorCode], None]], None]

@@ -19,9 +19,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.handlers.topic_names import NO_UUID
 from broker.security.authorizer.authorization import AclOperation, authorize_cluster
+from broker.server.context import RequestContext
 from broker.share_coordinator.share_coordinator import UNINITIALIZED
 from broker.share_coordinator.share_state_records import SharePartitionKey
 from protocol.builders import response_builder

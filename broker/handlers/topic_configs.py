@@ -9,7 +9,7 @@ broker when it has no override, and where a value comes from (Kafka's ConfigSour
 A topic stores only its overrides (``TopicInfo.configs``); the effective value of a
 config is the override, else what the broker gives a topic without one: its broker
 synonym's value (Kafka's ServerTopicConfigSynonyms, through the broker's dynamic,
-static and default layers -- ``broker/dynamic_config.py``), else Kafka's own default.
+static and default layers -- ``broker/config/dynamic_config.py``), else Kafka's own default.
 DescribeConfigs lists Kafka's synonyms: the topic override (TOPIC_CONFIG), then the
 broker synonym's layers exactly as Kafka's ``configSynonyms`` gives them -- a config
 whose broker synonym is set nowhere (``retention.ms`` while ``log.retention.ms`` is
@@ -30,14 +30,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.broker_config_defs import ConfigSource, ConfigType
-from broker.cluster_metadata import (
+from broker.cluster.cluster_metadata import (
     ClusterMetadata,
     MetadataError,
     TopicInfo,
     validate_topic_name,
 )
-from broker.dynamic_config import BrokerConfigLayers, Synonym
+from broker.config.broker_config_defs import ConfigSource, ConfigType
+from broker.config.dynamic_config import BrokerConfigLayers, Synonym
 from broker.log import LogConfig
 from broker.quota.replication_quota_manager import (
     FOLLOWER_THROTTLED_REPLICAS,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.context import RequestContext
 from broker.handlers.base import TopicPartitionPairs
+from broker.server.context import RequestContext
 
 __all__ = [
     "NO_UUID",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
+from broker.server.context import RequestContext
 
 
 def fenced_error_for_version(

@@ -23,7 +23,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
 from broker.group.group_txn import handle_txn_commit_offsets
 from broker.group.results import TopicPartition
 from broker.handlers.base import partition_errors_by_topic
@@ -34,6 +33,7 @@ from broker.security.authorizer.authorization import (
     ResourceType,
     filter_by_authorized,
 )
+from broker.server.context import RequestContext
 from protocol.builders import response_builder
 
 API_KEY = 28

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.group.group_txn import handle_txn_completion
 from broker.handlers.group_common import answer_when_called
 from broker.replica.append_origin import AppendOrigin
 from broker.security.authorizer.authorization import AclOperation, authorize_cluster
+from broker.server.context import RequestContext
 from broker.txn.transaction_config import REQUEST_TIMEOUT_MS
 from protocol.builders import response_builder
 from protocol.control_batch import build_control_batch

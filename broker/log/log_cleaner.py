@@ -85,11 +85,11 @@ from broker.log.cleaner import (
     offset_map_capacity,
 )
 from broker.log.partition_log import PartitionLog
-from broker.scheduler import PeriodicTask
+from broker.server.scheduler import PeriodicTask
 from purgatory import Clock, SystemTimer
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
+    from broker.config.broker_config import BrokerConfig
 
 log = logging.getLogger("broker.log.cleaner")
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.atomic_file import read_json, write_json_atomic
+from broker.cluster.atomic_file import read_json, write_json_atomic
 
 log = logging.getLogger("broker.quota")
 

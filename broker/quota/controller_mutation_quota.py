@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError
+from broker.cluster.cluster_metadata import MetadataError
 from broker.quota.client_quota_manager import ClientQuotaManager, QuotaType
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.sampled_rate import MetricConfig, QuotaSensor, round_half_up
 from purgatory import Clock
 
 if TYPE_CHECKING:
-    from broker.context import RequestContext
+    from broker.server.context import RequestContext
 
 THROTTLING_QUOTA_EXCEEDED_MESSAGE = "The throttling quota has been exceeded."
 

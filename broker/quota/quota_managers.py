@@ -54,7 +54,7 @@ from protocol.codec import EncodedResponse
 from purgatory import Clock
 
 if TYPE_CHECKING:
-    from broker.context import RequestContext
+    from broker.server.context import RequestContext
 
 PRODUCE_KEY = 0
 FETCH_KEY = 1

@@ -35,7 +35,7 @@ import re
 from enum import StrEnum
 from typing import Final
 
-from broker.cluster_metadata import ClusterMetadata
+from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.quota.sampled_rate import MetricConfig, SimpleRate
 from purgatory import Clock
 

@@ -10,7 +10,7 @@ response is still pending). Kafka runs one delay queue and reaper thread per quo
 Here a ``ThrottledChannel`` is a ``TimerTask`` on one timing wheel per broker, the
 "ThrottledChannel" timer, reaped by an ``ExpirationReaper`` like the purgatories' — one
 wheel for every quota type (the queue sizes are still counted per type, as Kafka's
-``queue-size`` metric). The connection (``broker/connection.py``) is the
+``queue-size`` metric). The connection (``broker/server/connection.py``) is the
 ``ThrottleCallback``: ``start_throttling`` mutes it, ``end_throttling`` unmutes it.
 """
 

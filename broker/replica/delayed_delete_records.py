@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from broker.purgatories import ParkedRequest, PurgatoryOutcome
 from broker.replica.partition import TopicPartition
+from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.purgatories import ParkedRequest, PurgatoryOutcome
 from broker.replica.partition import ReadResult, TopicPartition
+from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
 
 if TYPE_CHECKING:

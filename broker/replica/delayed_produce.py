@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from broker.purgatories import ParkedRequest, PurgatoryOutcome
 from broker.replica.partition import AppendResult, TopicPartition
+from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from broker.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
+from broker.replica.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 from broker.replica.partition import TopicPartition
 
 __all__ = ["FetchRequestData", "FetchSessionHandler", "PartitionData"]

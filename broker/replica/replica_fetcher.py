@@ -50,8 +50,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.config.broker_config import BrokerConfig
 from broker.log import UnexpectedAppendOffsetError
 from broker.log.errors import LogError
 from broker.quota.replication_quota_manager import ReplicationQuotas

@@ -17,13 +17,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker import real_clock
-from broker.cluster_metadata import ClusterMetadata, TopicInfo
-from broker.config import BrokerConfig
-from broker.controller import Controller
-from broker.dynamic_config import broker_topic_defaults
+from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
+from broker.cluster.controller import Controller
+from broker.config.broker_config import BrokerConfig
+from broker.config.dynamic_config import broker_topic_defaults
 from broker.log import LogConfig, LogManager, PartitionLog
 from broker.log.transaction_index import TransactionIndex
-from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.quota.replication_quota_manager import ReplicationQuotas
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.delayed_delete_records import (
@@ -46,7 +45,8 @@ from broker.replica.partition import (
     TopicPartition,
 )
 from broker.replica.replica_fetcher import ReplicaFetcherManager
-from broker.scheduler import PeriodicTask
+from broker.server.purgatories import ParkedRequest, PurgatoryName
+from broker.server.scheduler import PeriodicTask
 from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
 
 log = logging.getLogger("broker.replica")

@@ -2,7 +2,8 @@
 
 ``listeners`` (``NAME://host:port,...``), ``advertised.listeners`` and
 ``listener.security.protocol.map`` (Kafka's default map: PLAINTEXT, SSL, SASL_PLAINTEXT and
-SASL_SSL each to itself) are parsed by ``broker/config.py``; the PLAINTEXT listener it picks
+SASL_SSL each to itself) are parsed by
+``broker/config/broker_config.py``; the PLAINTEXT listener it picks
 (``client_listener()``) is the broker's primary one: its port is ``--port``'s, and
 followers and the transaction marker sender connect to it. Every other broker listener is a
 ``ListenerConfig`` here, opened beside it with its own port (port 0: ephemeral; else
@@ -35,7 +36,12 @@ import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from broker.config import BrokerConfig, ListenerEndpoint, parse_listeners, security_protocol_map
+from broker.config.broker_config import (
+    BrokerConfig,
+    ListenerEndpoint,
+    parse_listeners,
+    security_protocol_map,
+)
 from broker.security.jaas import JaasConfigError, parse_jaas_config, plain_users
 from broker.security.oauthbearer import (
     DEFAULT_OPTIONS,

@@ -3,7 +3,7 @@
 One store per cluster, shared by its brokers (Kafka: the metadata log every broker
 replays). Per user and mechanism: salt, StoredKey, ServerKey, iterations — never the
 password. With a data directory it is one JSON document written atomically
-(``broker/atomic_file.py``) on every change and read at start; without one it lives in
+(``broker/cluster/atomic_file.py``) on every change and read at start; without one it lives in
 memory.
 
 Seeding at start takes ``kafka-storage format --add-scram``'s syntax:
@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from broker.atomic_file import read_json, write_json_atomic
+from broker.cluster.atomic_file import read_json, write_json_atomic
 from broker.security.scram import (
     MIN_ITERATIONS,
     SCRAM_MECHANISMS,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.purgatories import ParkedRequest, PurgatoryOutcome
+from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
+from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.security.sasl_client import InterBrokerClient
 from broker.share.persister import PersisterStateManager, ReadDone, WriteDone

@@ -11,13 +11,13 @@ share-group members.
 
 from __future__ import annotations
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.config.broker_config import BrokerConfig
 from broker.group.consumer import ConsumerGroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupConfig, ShareGroupCoordinator
-from broker.purgatories import PurgatorySet
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.purgatories import PurgatorySet
 from broker.share.persister import StatePersister
 from broker.share.share_partition import SharePartitionConfig
 from broker.share.share_partition_manager import SharePartitionManager

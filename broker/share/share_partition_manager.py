@@ -43,11 +43,11 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
+from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.group.group_configs import duration_ms
-from broker.purgatories import ParkedRequest, PurgatoryName
 from broker.replica.partition import Partition
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.purgatories import ParkedRequest, PurgatoryName
 from broker.share.delayed_share_fetch import DelayedShareFetch, TopicPartition, group_key
 from broker.share.persister import StatePersister
 from broker.share.share_partition import (

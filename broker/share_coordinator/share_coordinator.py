@@ -38,10 +38,15 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import SHARE_GROUP_STATE_TOPIC, BrokerEndpoint, ClusterMetadata
-from broker.config import BrokerConfig
-from broker.coordinator_loader import ImmediateLoadScheduler, LoadJob, LoadScheduler, LoadSteps
-from broker.coordinator_partitions import (
+from broker.cluster.cluster_metadata import SHARE_GROUP_STATE_TOPIC, BrokerEndpoint, ClusterMetadata
+from broker.config.broker_config import BrokerConfig
+from broker.coordinator.coordinator_loader import (
+    ImmediateLoadScheduler,
+    LoadJob,
+    LoadScheduler,
+    LoadSteps,
+)
+from broker.coordinator.coordinator_partitions import (
     LEADER_MOVED_ERRORS,
     PARTITION_UNAVAILABLE_ERRORS,
     CoordinatorPartitions,

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import SHARE_GROUP_STATE_TOPIC
-from broker.coordinator_loader import read_log_batches
+from broker.cluster.cluster_metadata import SHARE_GROUP_STATE_TOPIC
+from broker.coordinator.coordinator_loader import read_log_batches
 from broker.log.cleaner_batch import iter_key_values
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.replica_manager import ReplicaManager

@@ -20,7 +20,7 @@ import contextlib
 import logging
 from typing import Any
 
-from broker.cluster_metadata import ClusterMetadata
+from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.security.sasl_client import InterBrokerClient
 from broker.txn.transaction_marker_channel_manager import (

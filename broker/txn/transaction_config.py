@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 
 # Kafka's request.timeout.ms default: how long a marker append on a partition leader, and
 # a transactional id tombstone, wait for the in-sync replicas.

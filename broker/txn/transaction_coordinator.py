@@ -45,13 +45,13 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import BrokerEndpoint, ClusterMetadata
-from broker.config import BrokerConfig
-from broker.coordinator_loader import LoadScheduler
-from broker.purgatories import ParkedRequest
+from broker.cluster.cluster_metadata import BrokerEndpoint, ClusterMetadata
+from broker.config.broker_config import BrokerConfig
+from broker.coordinator.coordinator_loader import LoadScheduler
 from broker.replica.replica_manager import ReplicaManager
-from broker.scheduler import PeriodicTask
 from broker.security.sasl_client import InterBrokerClient
+from broker.server.purgatories import ParkedRequest
+from broker.server.scheduler import PeriodicTask
 from broker.txn import txn_end
 from broker.txn.marker_sender import InterBrokerMarkerSender
 from broker.txn.transaction_config import TransactionConfig

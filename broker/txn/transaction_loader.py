@@ -1,7 +1,7 @@
 """Reading a ``__transaction_state`` partition back, in steps (Kafka's
 ``TransactionStateManager.loadTransactionMetadata``).
 
-:func:`load_partition` is a generator for a :class:`~broker.coordinator_loader.LoadJob`:
+:func:`load_partition` is a generator for a :class:`~broker.coordinator.coordinator_loader.LoadJob`:
 it reads the partition a record batch a step, keeping each key's last record undecoded
 (what compaction keeps, and what replaying every record would leave: the later record
 of a transactional id always wins), then decodes the survivors ``DECODE_UNIT`` a step,

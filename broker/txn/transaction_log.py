@@ -34,8 +34,8 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import TRANSACTION_STATE_TOPIC
-from broker.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
+from broker.cluster.cluster_metadata import TRANSACTION_STATE_TOPIC
+from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
 from broker.txn.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,

@@ -43,7 +43,7 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata, TopicInfo
+from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.txn.transaction_config import TransactionConfig
 from broker.txn.transaction_metadata import TopicPartition, TransactionMetadata, TxnTransitMetadata
 from broker.txn.transaction_state_manager import TransactionStateManager

@@ -24,11 +24,11 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from broker.coordinator_loader import read_log_batches
+from broker.coordinator.coordinator_loader import read_log_batches
 from broker.log.cleaner_batch import iter_key_values
-from broker.purgatories import ParkedRequest
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.purgatories import ParkedRequest
 from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME, AppendCallback, KeyValue
 from protocol.record_batch import CorruptRecordError, RecordBatchHeader
 from protocol.record_builder import build_record_batch

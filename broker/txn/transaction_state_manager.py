@@ -14,7 +14,7 @@ this component keeps the transactions and makes their state durable, as Kafka's 
   meanwhile; a failed append clears the pending state and answers Kafka's mapped error;
 * **load and unload**: when this broker becomes the leader of a partition it reads the
   partition back (``load_transactions_for_txn_topic_partition``) in slices on the
-  injected :class:`~broker.coordinator_loader.LoadScheduler` (the broker's: a couple of
+  injected :class:`~broker.coordinator.coordinator_loader.LoadScheduler` (the broker's: a couple of
   milliseconds per event-loop iteration, as Kafka loads on a scheduler thread), keeping
   each id's last record and decoding only those, installs it if this broker still leads
   the partition at that coordinator epoch, and hands the transactions caught between
@@ -50,15 +50,20 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import BrokerEndpoint, ClusterMetadata, TopicInfo
-from broker.coordinator_loader import ImmediateLoadScheduler, LoadJob, LoadScheduler, LoadSteps
-from broker.coordinator_partitions import (
+from broker.cluster.cluster_metadata import BrokerEndpoint, ClusterMetadata, TopicInfo
+from broker.coordinator.coordinator_loader import (
+    ImmediateLoadScheduler,
+    LoadJob,
+    LoadScheduler,
+    LoadSteps,
+)
+from broker.coordinator.coordinator_partitions import (
     LEADER_MOVED_ERRORS,
     PARTITION_UNAVAILABLE_ERRORS,
     CoordinatorPartitions,
 )
-from broker.purgatories import ParkedRequest
-from broker.scheduler import PeriodicTask
+from broker.server.purgatories import ParkedRequest
+from broker.server.scheduler import PeriodicTask
 from broker.txn.transaction_config import TransactionConfig
 from broker.txn.transaction_loader import (
     TransactionToComplete,

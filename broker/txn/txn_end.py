@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from broker.purgatories import ParkedRequest
+from broker.server.purgatories import ParkedRequest
 from broker.txn.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     TransactionMetadata,

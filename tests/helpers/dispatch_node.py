@@ -12,13 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.app import build_standalone_broker, fault_injector
-from broker.broker import Broker
-from broker.context import ConnectionInfo
 from broker.control.faults import FaultInjector
-from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
-from broker.dispatch import InFlight, RequestDispatcher
+from broker.coordinator.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import build_registry
+from broker.server.broker_server import Broker
+from broker.server.context import ConnectionInfo
+from broker.server.dispatch import InFlight, RequestDispatcher
 from protocol.client import ClientConnection
 from purgatory import ManualClock
 

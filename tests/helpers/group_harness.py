@@ -18,8 +18,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.coordinator_loader import LoadScheduler
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.coordinator.coordinator_loader import LoadScheduler
 from broker.group import (
     GroupConfig,
     GroupCoordinator,
@@ -31,7 +31,7 @@ from broker.group import (
     OffsetConfig,
     SyncGroupResult,
 )
-from broker.purgatories import PurgatoryName, PurgatoryOutcome
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
 from purgatory import DelayedOperationPurgatory, ManualClock, SystemTimer
 
 E = ErrorCode

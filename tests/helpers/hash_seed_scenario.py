@@ -14,12 +14,12 @@ import hashlib
 import sys
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from broker.ids import IdSource
-from broker.request_timing import RequestClock
-from broker.simulation.determinism import DEFAULT_EPOCH_S
-from broker.simulation.loop import SimulatedEventLoop, run_simulated
+from broker.server.request_timing import RequestClock
 from kafka_tools.client import GroupMember, KafkaClient, fetch, join_group, leave_group, produce
+from virtual_time.determinism import DEFAULT_EPOCH_S
+from virtual_time.loop import SimulatedEventLoop, run_simulated
 
 TOPICS = ("alpha", "beta", "gamma")
 

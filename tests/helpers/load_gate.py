@@ -10,7 +10,7 @@ closed, loads wait, and opening the gate hands them on in the order they came.
 
 from __future__ import annotations
 
-from broker.coordinator_loader import EventLoopLoadScheduler, LoadJob, LoadScheduler
+from broker.coordinator.coordinator_loader import EventLoopLoadScheduler, LoadJob, LoadScheduler
 
 
 class LoadGate:

@@ -17,8 +17,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.coordinator_loader import LoadScheduler
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.coordinator.coordinator_loader import LoadScheduler
 from broker.txn.transaction_config import TransactionConfig
 from broker.txn.transaction_coordinator import InitProducerIdResult, TransactionCoordinator
 from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME, InMemoryTransactionLog

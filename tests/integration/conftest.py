@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
-from broker.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
-from broker.dispatch import RequestObserver
+from broker.config.broker_config import BrokerConfig
+from broker.coordinator.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
+from broker.server.dispatch import RequestObserver
 
 FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 
@@ -57,7 +57,7 @@ class BrokerProcess:
 
     def __init__(self, args: list[str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker", "serve", "--port", "0", *args],
+            [sys.executable, "-m", "minikafka", "serve", "--port", "0", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -13,7 +13,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import CaptureTruncatedWarning, capture_files, read_capture
 from tests.integration.conftest import FAST_GROUPS

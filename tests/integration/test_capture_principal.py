@@ -8,7 +8,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
 from tests.integration.conftest import FAST_GROUPS

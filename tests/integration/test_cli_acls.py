@@ -16,7 +16,7 @@ AUTHORIZED = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User
 
 def cli(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "broker", "acls", *args],
+        [sys.executable, "-m", "minikafka", "acls", *args],
         capture_output=True,
         text=True,
         timeout=60,

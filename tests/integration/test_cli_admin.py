@@ -21,7 +21,7 @@ def cli(
     bootstrap: str, *args: str, stdin: str | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "broker", *args],
+        [sys.executable, "-m", "minikafka", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -285,7 +285,7 @@ def test_two_console_consumers_in_one_group_split_the_partitions(minikafka: Any)
     b = minikafka.bootstrap_servers
     minikafka.create_topic("split", partitions=4)
     ok(cli(b, "produce", "split", stdin="".join(f"{i}\n" for i in range(40))))
-    argv = [sys.executable, "-m", "broker", "consume", "split", "--group", "pair"]
+    argv = [sys.executable, "-m", "minikafka", "consume", "split", "--group", "pair"]
     argv += ["--from-beginning", "--timeout-ms", "4000", "--bootstrap-server", b]
     procs = [
         subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -36,7 +36,7 @@ def test_sigint_also_exits_zero(broker_process: type[BrokerProcess]) -> None:
 )
 def test_bad_config_stops_at_start_naming_the_key(override: str, named: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "broker", "serve", "--port", "0", "--override", override],
+        [sys.executable, "-m", "minikafka", "serve", "--port", "0", "--override", override],
         capture_output=True,
         text=True,
         timeout=60,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from broker.config import model_keys, parse_properties
+from broker.config.broker_config import model_keys, parse_properties
 from tests.integration.conftest import BrokerProcess
 
 STOCK = Path(__file__).resolve().parents[1] / "data" / "server.properties"
@@ -19,7 +19,7 @@ STOCK = Path(__file__).resolve().parents[1] / "data" / "server.properties"
 
 def serve(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "broker", "serve", *args],
+        [sys.executable, "-m", "minikafka", "serve", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -122,7 +122,7 @@ def test_listeners_give_the_port_when_no_port_is_given(
     props = tmp_path / "server.properties"
     props.write_text("listeners=PLAINTEXT://127.0.0.1:0\n")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "serve", "--config", str(props)],
+        [sys.executable, "-m", "minikafka", "serve", "--config", str(props)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -150,7 +150,7 @@ def test_a_job_whose_extra_is_missing_says_what_to_install(
 ) -> None:
     import importlib.util
 
-    from broker import cli
+    from minikafka import cli
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -164,7 +164,7 @@ def test_a_job_whose_extra_is_missing_says_what_to_install(
 
 
 def test_a_job_without_java_says_so(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    from broker import cli
+    from minikafka import cli
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setattr(cli.shutil, "which", lambda name: None)
@@ -187,7 +187,7 @@ def test_a_job_without_java_says_so(monkeypatch: pytest.MonkeyPatch, capsys: Any
     ],
 )
 def test_log_level_goes_before_or_after_the_command(argv: list[str], level: str) -> None:
-    from broker import cli
+    from minikafka import cli
 
     assert cli.build_parser().parse_args(argv).log_level == level
 

@@ -185,7 +185,7 @@ async def test_the_purgatory_page_is_indented_and_names_partitions_as_kafka() ->
 
 def test_fault_help_points_at_make_runs_port() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "broker", "fault", "--help"],
+        [sys.executable, "-m", "minikafka", "fault", "--help"],
         capture_output=True,
         text=True,
         timeout=60,

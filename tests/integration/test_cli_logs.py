@@ -12,10 +12,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.cluster.controller import BrokerChange, partition_list
+from broker.config.broker_config import BrokerConfig
 from broker.control.pretty import dumps
-from broker.controller import BrokerChange, partition_list
-from broker.watch_keys import watch_key_name
+from broker.server.watch_keys import watch_key_name
 from protocol.capture import DelayedOperationEvent
 from protocol.capture_files import read_capture
 from tests.integration.conftest import FAST_GROUPS, running_cluster

@@ -25,7 +25,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import Consumer, Producer
 
 from broker.app import MiniKafka
-from broker.context import RequestContext
+from broker.server.context import RequestContext
 from kafka_tools.admin_commands import quotas_alter, quotas_describe
 from tests.integration.conftest import running_cluster
 

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from broker.app import MiniKafka
-from broker.cluster_metadata import OFFSETS_TOPIC
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.log import PartitionLog
 from tests.integration.conftest import running_cluster
 

@@ -29,7 +29,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from broker.cluster_metadata import OFFSETS_TOPIC
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.group.consumer import ConsumerGroupState
 from tests.helpers.cluster import wait_until
 from tests.helpers.load_gate import LoadGate

@@ -23,7 +23,7 @@ from aiokafka.errors import MessageSizeTooLargeError, TopicAuthorizationFailedEr
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import FAST_GROUPS
 
@@ -488,7 +488,7 @@ async def test_health_and_cluster() -> None:
 
 def _fault_cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "broker", "fault", "--control", url, *args],
+        [sys.executable, "-m", "minikafka", "fault", "--control", url, *args],
         capture_output=True,
         text=True,
         timeout=60,

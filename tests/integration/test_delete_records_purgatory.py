@@ -20,8 +20,8 @@ from kio.schema.errors import ErrorCode
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
-from broker.purgatories import PurgatoryName
+from broker.config.broker_config import BrokerConfig
+from broker.server.purgatories import PurgatoryName
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import read_capture
 from tests.helpers.cluster import leader_of, raw_to_leader, wait_until

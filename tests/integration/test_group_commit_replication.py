@@ -16,9 +16,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from broker.broker import Broker
-from broker.cluster_metadata import OFFSETS_TOPIC
-from broker.context import RequestContext
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
+from broker.server.broker_server import Broker
+from broker.server.context import RequestContext
 from protocol.builders import request_builder
 from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster

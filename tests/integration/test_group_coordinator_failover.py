@@ -13,7 +13,7 @@ import asyncio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from protocol.builders import request_builder
 from tests.helpers.cluster import wait_until
 from tests.helpers.raw_client import RawClient

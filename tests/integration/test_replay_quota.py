@@ -21,7 +21,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
 from tests.integration.conftest import FAST_GROUPS

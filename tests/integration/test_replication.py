@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from broker.context import RequestContext
+from broker.server.context import RequestContext
 from tests.helpers.cluster import isr, leader_of, raw_to_leader, wait_until
 from tests.integration.conftest import running_cluster
 

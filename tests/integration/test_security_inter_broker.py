@@ -11,7 +11,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from broker.context import RequestContext
+from broker.server.context import RequestContext
 from tests.integration.conftest import running_cluster
 from tests.integration.security_setup import make_pki, security_overrides
 

@@ -14,7 +14,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
 
-from broker.context import RequestContext
+from broker.server.context import RequestContext
 from tests.integration.conftest import running_cluster
 from tests.integration.security_setup import USERS, make_pki, security_overrides
 

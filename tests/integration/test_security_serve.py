@@ -12,8 +12,8 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
 
-from broker.config import parse_properties
-from broker.pytest_plugin import start_cluster
+from broker.config.broker_config import parse_properties
+from minikafka.pytest_plugin import start_cluster
 from tests.integration.conftest import BrokerProcess
 
 
@@ -69,7 +69,16 @@ async def test_serve_security_sasl_ssl_prints_working_client_settings(
 
 def test_serve_refuses_a_bad_add_scram(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "broker", "serve", "--port", "0", "--add-scram", "SCRAM-SHA-1=[x]"],
+        [
+            sys.executable,
+            "-m",
+            "minikafka",
+            "serve",
+            "--port",
+            "0",
+            "--add-scram",
+            "SCRAM-SHA-1=[x]",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

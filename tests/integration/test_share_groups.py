@@ -23,7 +23,7 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from broker.share.share_partition import RecordState, SharePartition
 from protocol.builders import request_builder
 from protocol.capture import CaptureRequest, DelayedOperationEvent

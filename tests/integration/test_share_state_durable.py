@@ -22,7 +22,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from broker.share.share_partition import RecordState, SharePartition
 from protocol.builders import request_builder
 from tests.helpers.cluster import leader_of, wait_until

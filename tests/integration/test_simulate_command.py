@@ -24,7 +24,7 @@ SCENARIO = ["--duration", "20", "--faults", "restart=1,partition=1"]
 
 def _simulate(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "broker", "simulate", *args],
+        [sys.executable, "-m", "minikafka", "simulate", *args],
         capture_output=True,
         text=True,
         timeout=300,

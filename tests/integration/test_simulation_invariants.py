@@ -13,7 +13,7 @@ import logging
 import pytest
 
 from broker.replica.partition import Partition
-from broker.simulation.scenario import SimulationConfig, SimulationResult, simulate
+from simulation.scenario import SimulationConfig, SimulationResult, simulate
 
 SEEDS = (1, 2, 3)
 

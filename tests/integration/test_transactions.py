@@ -23,7 +23,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError, ProducerFenced
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from broker.txn.transaction_state import TransactionState
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import read_capture

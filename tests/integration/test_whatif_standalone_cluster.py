@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from broker.simulation.scenario import SimulationConfig, simulate
+from simulation.scenario import SimulationConfig, simulate
 
 pytestmark = pytest.mark.spark
 
@@ -35,7 +35,7 @@ GRID = ["--grid", "replica.fetch.wait.max.ms=500,100", "--seeds", "2"]
 LOCAL_DIGESTS = """
 import json, sys
 from pathlib import Path
-from broker.simulation.request_handlers import load_service_times
+from simulation.request_handlers import load_service_times
 from whatif.grid_cells import expand_grid, parse_grid, run_cell
 capture, out = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
 model = load_service_times(capture)
@@ -52,7 +52,7 @@ def _local_digests(capture: Path, out: Path) -> subprocess.Popen[str]:
 
 
 def _grid(capture: Path, master: str, out: Path, env: dict[str, str]) -> list[dict[str, Any]]:
-    command = [sys.executable, "-m", "broker", "simulate", "--capture", str(capture), *GRID]
+    command = [sys.executable, "-m", "minikafka", "simulate", "--capture", str(capture), *GRID]
     run = subprocess.run(
         [*command, "--master", master, "--out", str(out)],
         capture_output=True,

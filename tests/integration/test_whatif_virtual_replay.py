@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.simulation.scenario import SimulationConfig, simulate
+from simulation.scenario import SimulationConfig, simulate
 from spark_jobs.replay_result import VIRTUAL_TIME
 from spark_jobs.run_info import read_run
 from whatif.virtual_replay import (
@@ -67,7 +67,7 @@ def test_a_grid_of_two_configs_by_two_seeds_on_spark_gives_the_comparison(tmp_pa
     capture = _capture(tmp_path, 4.0)
     out = tmp_path / "grid"
     grid = ["--grid", "replica.fetch.wait.max.ms=500,100", "--seeds", "2", "--master", "local[2]"]
-    command = [sys.executable, "-m", "broker", "simulate", "--capture", str(capture), *grid]
+    command = [sys.executable, "-m", "minikafka", "simulate", "--capture", str(capture), *grid]
     run = subprocess.run(
         [*command, "--out", str(out)],
         capture_output=True,

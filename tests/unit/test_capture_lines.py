@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from broker.capture import BrokerCapture, CaptureSet
-from broker.context import ConnectionInfo, RequestContext
-from broker.purgatories import PurgatoryName, PurgatoryOutcome
-from broker.request_timing import RequestTiming
+from broker.observability.capture import BrokerCapture, CaptureSet
+from broker.server.context import ConnectionInfo, RequestContext
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
+from broker.server.request_timing import RequestTiming
 from protocol.builders import response_builder
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import CaptureWriter, line_encoder, read_capture

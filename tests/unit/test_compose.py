@@ -75,7 +75,7 @@ def command(service: dict[str, Any]) -> str:
 
 def test_commands(compose: dict[str, Any]) -> None:
     """Every minikafka command in the file is one our CLI accepts, with these values."""
-    from broker.cli import build_parser
+    from minikafka.cli import build_parser
 
     s = compose["services"]
     parser = build_parser()
@@ -193,7 +193,7 @@ def test_the_image_has_what_every_service_runs() -> None:
     assert {"aiokafka", "pyspark", "pyarrow", "matplotlib"} <= names
     assert 'pip install ".[spark]"' in DOCKERFILE.read_text()
     # and each service's command is one the image's minikafka has
-    from broker.cli import SPARK_JOBS
+    from minikafka.cli import SPARK_JOBS
 
     s = YAML(typ="safe").load(COMPOSE.read_text())["services"]
     for name in ("workload", "replay", "report"):

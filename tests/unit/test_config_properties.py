@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import (
+from broker.config.broker_config import (
     ConfigError,
     ListenerEndpoint,
     model_keys,

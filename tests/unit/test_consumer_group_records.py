@@ -14,7 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
+from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.group import GroupConfig, GroupCoordinator
 from broker.group.consumer import (
     ConsumerGroupConfig,

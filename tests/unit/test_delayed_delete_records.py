@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from broker.purgatories import PurgatoryName, PurgatoryOutcome
 from broker.replica.delayed_delete_records import DeleteRecordsStatuses
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
 from tests.unit.test_replica_manager import TOPIC, TP, FakeParkedRequest, Node, batch, broker_node
 
 TIMEOUT_MS = 30_000

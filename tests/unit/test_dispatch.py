@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.context import RequestContext
-from broker.dispatch import CloseConnection
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import build_registry
+from broker.server.context import RequestContext
+from broker.server.dispatch import CloseConnection
 from protocol.builders import request_builder
 from protocol.codec import EncodedResponse
 from tests.helpers.dispatch_node import Node, dispatch_node

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.context import ConnectionInfo, RequestContext
+from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.control.faults import (
     FaultError,
     FaultInjector,
@@ -29,6 +28,7 @@ from broker.control.faults import (
     parse_error_code,
 )
 from broker.handlers.registry import build_registry
+from broker.server.context import ConnectionInfo, RequestContext
 from protocol.api_registry import KIO_VERSIONS, request_class
 from protocol.codec import RequestHeader, decode_response, encode_response
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.purgatories import PurgatoryName, PurgatoryOutcome
 from broker.replica.delayed_fetch import DelayedFetch
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
 from protocol.builders import request_builder
 from protocol.record_builder import build_record_batch
 from tests.helpers.dispatch_node import Node, dispatch_node

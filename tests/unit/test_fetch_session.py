@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
-from broker.fetch_session import CachedPartition, FetchSession, FetchSessionCache
-from broker.purgatories import PurgatoryName
+from broker.replica.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
+from broker.replica.fetch_session import CachedPartition, FetchSession, FetchSessionCache
+from broker.server.purgatories import PurgatoryName
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
 from protocol.record_builder import build_record_batch

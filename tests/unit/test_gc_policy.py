@@ -1,4 +1,4 @@
-"""The broker process's collector policy and its GC log (``broker/gc_policy.py``).
+"""The broker process's collector policy and its GC log (``broker/observability/gc_policy.py``).
 
 The policy is process-wide: each test that applies it puts the interpreter's state back.
 Nothing here depends on the policy being in force; the log is driven by calling it as
@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.cli import build_parser
-from broker.gc_policy import (
+from broker.observability.gc_policy import (
     DEFAULT_GC_THRESHOLDS,
     GC_LOG_ENV,
     GcLog,
@@ -23,6 +22,7 @@ from broker.gc_policy import (
     install_gc_log_from_env,
     parse_gc_thresholds,
 )
+from minikafka.cli import build_parser
 
 
 @pytest.fixture

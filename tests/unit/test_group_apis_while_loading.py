@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.coordinator_loader import ManualLoadScheduler
+from broker.coordinator.coordinator_loader import ManualLoadScheduler
 from protocol.builders import request_builder
 from tests.helpers.dispatch_node import Node, dispatch_node
 

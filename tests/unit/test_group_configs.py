@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import MetadataError
+from broker.cluster.cluster_metadata import MetadataError
 from broker.group.consumer import ConsumerGroupConfig
 from broker.group.group_configs import GroupConfigManager, GroupConfigStore
 from tests.unit.test_consumer_group_coordinator import INTERVAL_MS, SESSION_MS, World

@@ -10,8 +10,8 @@ import asyncio
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC
-from broker.coordinator_loader import (
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
+from broker.coordinator.coordinator_loader import (
     EventLoopLoadScheduler,
     LoadJob,
     LoadSteps,

@@ -16,9 +16,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import OFFSETS_TOPIC, ClusterMetadata
-from broker.config import BrokerConfig
-from broker.controller import Controller
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC, ClusterMetadata
+from broker.cluster.controller import Controller
+from broker.config.broker_config import BrokerConfig
 from broker.group import (
     GroupConfig,
     GroupCoordinator,
@@ -28,11 +28,11 @@ from broker.group import (
 )
 from broker.group.offsets_topic_log import OffsetsTopicLog
 from broker.log import LogManager
-from broker.purgatories import PurgatoryName, PurgatoryOutcome, PurgatorySet
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome, PurgatorySet
 from purgatory import ManualClock
 from tests.helpers.group_harness import Box, Request
 

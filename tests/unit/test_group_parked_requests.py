@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from broker.group import GroupState
-from broker.purgatories import PurgatoryName, PurgatoryOutcome
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
 from tests.helpers.group_harness import E, Harness, Request
 
 pytestmark = pytest.mark.usefixtures("timer_tasks_must_not_fail")

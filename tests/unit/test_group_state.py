@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from broker.coordinator.partition_hash import java_string_hash
 from broker.group import GroupState, IllegalStateTransition, partition_for
 from broker.group.consumer_protocol import encode_subscription, subscription_topics
 from broker.group.group_log import (
@@ -21,7 +22,6 @@ from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import VALID_PREVIOUS_STATES, is_valid_transition
 from broker.group.member_metadata import MemberMetadata
 from broker.group.offsets import OffsetAndMetadata
-from broker.partition_hash import java_string_hash
 from purgatory import ManualClock
 
 S = GroupState
@@ -166,7 +166,7 @@ def test_unknown_record_versions_are_skipped() -> None:
 
 
 def test_group_and_offset_configs_copy_kafka_settings_from_the_broker_config() -> None:
-    from broker.config import BrokerConfig
+    from broker.config.broker_config import BrokerConfig
     from broker.group import GroupConfig, OffsetConfig
 
     cfg = BrokerConfig.model_validate(

@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.group import InMemoryGroupLog, TopicPartition
 from broker.group.group_txn import handle_txn_commit_offsets, handle_txn_completion
-from broker.purgatories import PurgatoryName
+from broker.server.purgatories import PurgatoryName
 from tests.helpers.group_harness import Box, Harness, Request
 
 pytestmark = pytest.mark.usefixtures("timer_tasks_must_not_fail")

@@ -12,7 +12,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("broker", "protocol", "purgatory", "spark_jobs")
+PACKAGES = (
+    "broker",
+    "protocol",
+    "purgatory",
+    "spark_jobs",
+    "client_io",
+    "kafka_tools",
+    "whatif",
+    "minikafka",
+    "simulation",
+    "virtual_time",
+)
 MAX_CIRCLE = 4
 MAX_LINES = 800
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
-from broker.controller import Controller
-from broker.kraft_quorum import (
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.cluster.controller import Controller
+from broker.cluster.kraft_quorum import (
     KRaftQuorum,
     ReplicaState,
     parse_quorum_voters,
 )
+from broker.config.broker_config import BrokerConfig
 from purgatory import ManualClock
 
 T0 = 1_700_000_000_000

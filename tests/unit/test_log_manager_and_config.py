@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from broker.log import DiskLog, LogConfig, LogManager, MemoryLog
 from broker.log.log_manager import parse_partition_dir_name
 from protocol.record_builder import build_record_batch

@@ -9,15 +9,21 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.app import build_broker
-from broker.broker import Broker
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
-from broker.context import ConnectionInfo, RequestContext
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.cluster.controller import Controller
+from broker.config.broker_config import BrokerConfig
 from broker.control.faults import NoFaults
-from broker.controller import Controller
 from broker.log import LogManager
-from broker.metrics import BUCKETS_MS, PHASES, Histogram, RequestMetrics, render_prometheus
-from broker.request_timing import RequestTiming
+from broker.observability.metrics import (
+    BUCKETS_MS,
+    PHASES,
+    Histogram,
+    RequestMetrics,
+    render_prometheus,
+)
+from broker.server.broker_server import Broker
+from broker.server.context import ConnectionInfo, RequestContext
+from broker.server.request_timing import RequestTiming
 from protocol.api_registry import request_class
 from protocol.builders import request_builder
 from protocol.codec import RequestHeader

@@ -17,15 +17,15 @@ import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
-from broker.controller import Controller
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.cluster.controller import Controller
+from broker.config.broker_config import BrokerConfig
 from broker.log import LogManager
-from broker.purgatories import PurgatorySet
 from broker.replica.partition import AppendResult, Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
 from broker.replica.timestamp_validation import INVALID_TIMESTAMP_MESSAGE, LONG_MAX
+from broker.server.purgatories import PurgatorySet
 from protocol.builders import MAX_DATETIME_MS, request_builder
 from protocol.compression import GZIP, NONE
 from protocol.record_batch import ATTR_TIMESTAMP_TYPE, compute_crc
@@ -297,7 +297,7 @@ async def test_a_duplicate_batch_dated_past_year_9999_is_answered(node: Node) ->
 
 
 def test_kafka_4_defaults_and_synonyms_as_describe_configs_lists_them() -> None:
-    from broker.dynamic_config import broker_layers
+    from broker.config.dynamic_config import broker_layers
     from broker.handlers.topic_configs import topic_config_entries
 
     config = BrokerConfig.model_validate({"log.message.timestamp.before.max.ms": "86400000"})
@@ -327,8 +327,8 @@ def test_kafka_4_defaults_and_synonyms_as_describe_configs_lists_them() -> None:
 
 @pytest.mark.parametrize("value", ["-1", "9223372036854775808", "soon"])
 def test_bad_values_are_refused_for_the_broker_and_the_topic(value: str) -> None:
-    from broker.cluster_metadata import MetadataError
-    from broker.config import ConfigError, read_config
+    from broker.cluster.cluster_metadata import MetadataError
+    from broker.config.broker_config import ConfigError, read_config
     from broker.handlers.topic_configs import validate_topic_configs
 
     with pytest.raises(ConfigError, match=r"log\.message\.timestamp\.after\.max\.ms"):

@@ -9,12 +9,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.connection import KafkaConnection
-from broker.metrics import RequestMetrics, render_prometheus
+from broker.observability.metrics import RequestMetrics, render_prometheus
 from broker.quota.client_quota_store import QuotaAlteration
 from broker.quota.quota_managers import QuotaManagers
 from broker.quota.throttled_channel import throttled_channels
-from broker.request_timing import RequestClock
+from broker.server.connection import KafkaConnection
+from broker.server.request_timing import RequestClock
 from protocol.builders import request_builder
 from tests.helpers.dispatch_node import Node, dispatch_node
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.simulation.loop import run_simulated
 from spark_jobs.replay_client import _wait_for_all
+from virtual_time.loop import run_simulated
 
 
 def _settle(future: asyncio.Future[None]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from broker.capture import replica_id as broker_replica_id
+from broker.observability.capture import replica_id as broker_replica_id
 from protocol.builders import request_builder, response_builder
 from protocol.codec import decode_request, encode_request, encode_response, parse_request_header
 from spark_jobs import fidelity, replay, speed, tables

@@ -20,23 +20,23 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.app import build_broker
-from broker.broker import Broker
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
-from broker.context import ConnectionInfo
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.cluster.controller import Controller
+from broker.config.broker_config import BrokerConfig
 from broker.control.faults import FaultInjector
-from broker.controller import Controller
-from broker.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID
-from broker.fetch_session import FetchSession, FetchSessionCache
 from broker.handlers.registry import build_registry
 from broker.log import LogManager
-from broker.metrics import RequestMetrics
-from broker.purgatories import PurgatorySet
+from broker.observability.metrics import RequestMetrics
+from broker.replica.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID
+from broker.replica.fetch_session import FetchSession, FetchSessionCache
 from broker.replica.fetch_session_handler import FetchSessionHandler, PartitionData
 from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcher, ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.broker_server import Broker
+from broker.server.context import ConnectionInfo
+from broker.server.purgatories import PurgatorySet
 from protocol.client import ClientConnection
 from protocol.record_builder import build_record_batch
 from purgatory import ManualClock

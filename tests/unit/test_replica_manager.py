@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.config import BrokerConfig
-from broker.controller import Controller
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.cluster.controller import Controller
+from broker.config.broker_config import BrokerConfig
 from broker.log import LogManager
-from broker.purgatories import PurgatoryName, PurgatoryOutcome, PurgatorySet
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
 from broker.replica.delayed_produce import ProduceStatuses
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome, PurgatorySet
 from protocol.record_batch import iter_batches
 from protocol.record_builder import build_record_batch
 from purgatory import ManualClock
@@ -50,7 +50,7 @@ CONSUMER = -1
 
 @dataclass
 class FakeParkedRequest:
-    """A ``broker.purgatories.ParkedRequest``: records where it parked and how it left."""
+    """A ``broker.server.purgatories.ParkedRequest``: records where it parked and how it left."""
 
     connection_id: str = "127.0.0.1:50000-127.0.0.1:9092-0"
     correlation_id: int = 42

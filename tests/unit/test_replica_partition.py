@@ -6,8 +6,8 @@ sleeps.
 
 from __future__ import annotations
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.controller import NO_LEADER, Controller
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.cluster.controller import NO_LEADER, Controller
 from broker.log import MemoryLog
 from broker.replica.partition import Partition
 from protocol.record_builder import build_record_batch

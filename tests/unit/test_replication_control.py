@@ -1,5 +1,6 @@
 """The controller's reassignment and election model, and the broker config layers, without
-a network: ``broker/replication_control.py`` and ``broker/dynamic_config.py`` over a bare
+a network: ``broker/cluster/replication_control.py`` and
+``broker/config/dynamic_config.py`` over a bare
 ``ClusterMetadata`` (no brokers running, so nothing catches up unless the test says so).
 """
 
@@ -8,22 +9,22 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.broker_config_defs import ConfigSource
-from broker.cluster_metadata import ClusterMetadata, MetadataError, PartitionState
-from broker.config import BrokerConfig
-from broker.controller import Controller
-from broker.dynamic_config import (
-    BrokerConfigLayers,
-    broker_layers,
-    broker_topic_defaults,
-    validate_dynamic_configs,
-)
-from broker.replication_control import (
+from broker.cluster.cluster_metadata import ClusterMetadata, MetadataError, PartitionState
+from broker.cluster.controller import Controller
+from broker.cluster.replication_control import (
     PREFERRED,
     UNCLEAN,
     alter_partition_reassignment,
     elect_leader,
     ongoing_reassignments,
+)
+from broker.config.broker_config import BrokerConfig
+from broker.config.broker_config_defs import ConfigSource
+from broker.config.dynamic_config import (
+    BrokerConfigLayers,
+    broker_layers,
+    broker_topic_defaults,
+    validate_dynamic_configs,
 )
 
 

@@ -16,13 +16,12 @@ from collections.abc import AsyncIterator
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata, MetadataError
-from broker.config import BrokerConfig
-from broker.controller import Controller
-from broker.dynamic_config import validate_dynamic_configs
+from broker.cluster.cluster_metadata import ClusterMetadata, MetadataError
+from broker.cluster.controller import Controller
+from broker.config.broker_config import BrokerConfig
+from broker.config.dynamic_config import validate_dynamic_configs
 from broker.handlers.topic_configs import validate_topic_configs
 from broker.log import LogManager
-from broker.purgatories import PurgatorySet
 from broker.quota.quota_metrics import replication_quota_families
 from broker.quota.replication_quota_manager import (
     ALL_REPLICAS,
@@ -35,6 +34,7 @@ from broker.quota.replication_quota_manager import (
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import PartitionFetchState, ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.purgatories import PurgatorySet
 from purgatory import ManualClock
 from tests.unit.test_replica_manager import FetchAnswer, Node, batch, result_of
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
-from broker.response_cache import ResponseCache
+from broker.cluster.cluster_metadata import ClusterMetadata
+from broker.server.response_cache import ResponseCache
 from protocol.builders import request_builder, response_builder
 from protocol.codec import EncodedResponse, encode_response_body
 from tests.helpers.dispatch_node import Node, dispatch_node

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from broker.config import ConfigError, read_config
+from broker.config.broker_config import ConfigError, read_config
 from broker.security.listeners import (
     ListenerConfigError,
     inter_broker_client,

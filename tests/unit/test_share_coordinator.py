@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import SHARE_GROUP_STATE_TOPIC, ClusterMetadata
-from broker.coordinator_loader import ImmediateLoadScheduler, ManualLoadScheduler
+from broker.cluster.cluster_metadata import SHARE_GROUP_STATE_TOPIC, ClusterMetadata
+from broker.coordinator.coordinator_loader import ImmediateLoadScheduler, ManualLoadScheduler
 from broker.share.persister import InProcessStatePersister
 from broker.share_coordinator.share_coordinator import ShareCoordinator, ShareCoordinatorConfig
 from broker.share_coordinator.share_state_log import KeyValue

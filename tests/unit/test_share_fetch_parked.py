@@ -16,11 +16,11 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.app import build_standalone_broker, fault_injector
-from broker.config import BrokerConfig
-from broker.context import ConnectionInfo
-from broker.coordinator_loader import ImmediateLoadScheduler
+from broker.config.broker_config import BrokerConfig
+from broker.coordinator.coordinator_loader import ImmediateLoadScheduler
 from broker.handlers.registry import build_registry
-from broker.purgatories import PurgatoryName, PurgatoryOutcome
+from broker.server.context import ConnectionInfo
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
 from broker.share_coordinator.share_state_records import SharePartitionKey
 from protocol.builders import request_builder
 from protocol.client import ClientConnection

@@ -7,7 +7,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
+from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.group.share import (
     ShareGroupConfig,
     ShareGroupCoordinator,

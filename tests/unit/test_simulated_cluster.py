@@ -16,8 +16,8 @@ import time
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
-from broker.simulation.loop import run_simulated
+from broker.config.broker_config import BrokerConfig
+from virtual_time.loop import run_simulated
 
 RECORDS = 120
 

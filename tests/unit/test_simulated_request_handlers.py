@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 
 from broker.app import MiniKafka
-from broker.config import BrokerConfig
-from broker.context import RequestContext
-from broker.request_timing import RequestClock
-from broker.simulation.loop import run_simulated
-from broker.simulation.network import LatencyModel
-from broker.simulation.request_handlers import SimulatedRequestHandlers, load_service_times
+from broker.config.broker_config import BrokerConfig
+from broker.server.context import RequestContext
+from broker.server.request_timing import RequestClock
 from protocol.capture_files import CaptureWriter
 from protocol.service_times import ServiceTimeModel
+from simulation.request_handlers import SimulatedRequestHandlers, load_service_times
 from tests.helpers.captures import make_request
 from tests.helpers.raw_client import RawClient
 from tests.helpers.requests import API_VERSIONS_FIELDS, FETCH, FETCH_V, fetch_fields
+from virtual_time.loop import run_simulated
+from virtual_time.network import LatencyModel
 
 API_VERSIONS = 18
 MS = 1_000_000

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from broker.simulation.loop import SimulatedEventLoop, SimulationStalled, run_simulated
+from virtual_time.loop import SimulatedEventLoop, SimulationStalled, run_simulated
 
 
 def test_an_hour_of_sleep_costs_no_wall_time() -> None:

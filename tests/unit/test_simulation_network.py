@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from broker.simulation.loop import run_simulated
-from broker.simulation.network import RTO_S, LatencyModel, client_node
+from virtual_time.loop import run_simulated
+from virtual_time.network import RTO_S, LatencyModel, client_node
 
 
 async def _echo_server() -> int:

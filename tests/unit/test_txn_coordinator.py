@@ -8,7 +8,7 @@ import logging
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.purgatories import PurgatoryName, PurgatoryOutcome
+from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
 from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from broker.txn.transaction_metadata import SHORT_MAX
 from broker.txn.transaction_state import TransactionState

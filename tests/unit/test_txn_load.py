@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.coordinator_loader import ManualLoadScheduler
+from broker.coordinator.coordinator_loader import ManualLoadScheduler
 from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from broker.txn.transaction_state import TransactionState
 from tests.helpers.txn_harness import TxnHarness

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from protocol.service_times import ServiceTimeModel
 from spark_jobs.replay_result import ReplayResult
 from whatif.grid_cells import CellOutcome, expand_grid, parse_grid, parse_seeds

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from broker.cluster_metadata import TopicInfo
+from broker.cluster.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
 from broker.group.consumer.consumer_group_member import ConsumerGroupMember
 from broker.group.consumer.current_assignment_builder import (

@@ -88,7 +88,7 @@ from collections.abc import Callable, Mapping, Sequence
 from kio.schema.errors import ErrorCode
 
 import broker.group.consumer.classic_members as classic_members
-from broker.cluster_metadata import TopicInfo
+from broker.cluster.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
 from broker.group.consumer.consumer_group_assignment import (
     assignor_for,
@@ -148,7 +148,7 @@ from broker.group.group_state import GroupState
 from broker.group.join_params import JoinGroupParams
 from broker.group.response_callback import ResponseCallback
 from broker.group.results import JoinGroupResult, LeaveGroupResult, SyncGroupResult
-from broker.purgatories import ParkedRequest
+from broker.server.purgatories import ParkedRequest
 from purgatory import SystemTimer
 
 log = logging.getLogger("broker.group.consumer")

@@ -27,7 +27,7 @@ from broker.group.consumer.consumer_group_records import (
     ConsumerGroupView,
     records_for_changes,
 )
-from broker.purgatories import ParkedRequest
+from broker.server.purgatories import ParkedRequest
 
 log = logging.getLogger("broker.group.consumer")
 

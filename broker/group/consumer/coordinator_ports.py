@@ -9,11 +9,11 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import TopicInfo
+from broker.cluster.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group_records import ConsumerGroupRecord
 from broker.group.consumer.group_conversion import ClassicMemberSpec
 from broker.group.group_metadata import GroupMetadata
-from broker.purgatories import ParkedRequest
+from broker.server.purgatories import ParkedRequest
 
 
 class ClassicGroups(Protocol):

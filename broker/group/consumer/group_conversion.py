@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from broker.cluster_metadata import TopicInfo
+from broker.cluster.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.consumer_group_member import (
     Assignment,

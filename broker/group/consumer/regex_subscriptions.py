@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import re2
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import TopicInfo
+from broker.cluster.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.errors import ApiError
 

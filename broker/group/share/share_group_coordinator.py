@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster_metadata import ClusterMetadata
+from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.errors import ApiError
 from broker.group.share import simple_assignor

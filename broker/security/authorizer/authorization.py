@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar
 
-from broker.context import RequestContext
 from broker.security.authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
+from broker.server.context import RequestContext
 from protocol.api_registry import api_name
 
 __all__ = [

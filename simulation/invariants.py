@@ -1,0 +1,121 @@
+"""The invariants a simulated run must keep, checked on its History (Jepsen-style).
+
+Each is a promise Kafka makes to the clients of the workload mix:
+
+1. no record an acks=all producer was told is written is lost (it is at that offset, with
+   that value, in the final read);
+2. no record of the idempotent producer is written twice;
+3. a partition's high watermark never moves back as one consumer sees it;
+4. a group's committed offset for a partition never moves back;
+5. in one generation of a group, at most one member owns a partition;
+6. a read_committed consumer never reads a record of an aborted transaction;
+7. the consume-transform-produce output holds each input below the transform's committed
+   offsets exactly once, and nothing else.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from simulation.history import History
+from simulation.workload import EVENTS, OUTPUT, TRANSFORM_GROUP
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    name: str
+    held: bool
+    detail: str
+
+
+def check_all(history: History) -> list[Verdict]:
+    return [
+        _no_acknowledged_record_lost(history),
+        _no_duplicate_from_idempotent_producer(history),
+        _high_watermarks_never_move_back(history),
+        _committed_offsets_never_move_back(history),
+        _one_owner_per_generation(history),
+        _read_committed_never_sees_aborted(history),
+        _transform_exactly_once(history),
+    ]
+
+
+def _no_acknowledged_record_lost(history: History) -> Verdict:
+    final = {(EVENTS, p, o): v for p, o, v in history.final_records.get(EVENTS, [])}
+    lost = [k for k, v in history.acked_all.items() if final.get(k) != v]
+    detail = f"{len(history.acked_all)} acknowledged, {len(lost)} lost"
+    if lost:
+        detail += f" (first: {sorted(lost)[0]})"
+    return Verdict("no acknowledged record lost", not lost, detail)
+
+
+def _no_duplicate_from_idempotent_producer(history: History) -> Verdict:
+    counts = Counter(v for _, _, v in history.final_records.get(EVENTS, []) if v.startswith(b"a-"))
+    twice = sorted(v for v, n in counts.items() if n > 1)
+    detail = f"{len(counts)} distinct, {len(twice)} written twice"
+    if twice:
+        detail += f" (first: {twice[0]!r})"
+    return Verdict("no duplicate from the idempotent producer", not twice, detail)
+
+
+def _moves_back(sequences: dict[Any, list[int]]) -> list[tuple[Any, int, int]]:
+    """Every step back in each sequence: (key, before, after)."""
+    return [
+        (key, a, b) for key, seen in sequences.items() for a, b in itertools.pairwise(seen) if b < a
+    ]
+
+
+def _never_back(name: str, noun: str, sequences: dict[Any, list[int]]) -> Verdict:
+    back = _moves_back(sequences)
+    detail = f"{sum(len(s) for s in sequences.values())} {noun}, {len(back)} back"
+    if back:
+        detail += f" (first: {back[0][0]} {back[0][1]} -> {back[0][2]})"
+    return Verdict(name, not back, detail)
+
+
+def _high_watermarks_never_move_back(history: History) -> Verdict:
+    return _never_back("high watermark never moves back", "observed", history.high_watermarks)
+
+
+def _committed_offsets_never_move_back(history: History) -> Verdict:
+    return _never_back("committed offsets never move back", "commits", history.commits)
+
+
+def _one_owner_per_generation(history: History) -> Verdict:
+    owners: dict[tuple[str, int, tuple[str, int]], set[str]] = {}
+    for a in history.assignments:
+        for partition in a.partitions:
+            owners.setdefault((a.group, a.generation, partition), set()).add(a.member)
+    shared = sorted(k for k, members in owners.items() if len(members) > 1)
+    generations = len({(a.group, a.generation) for a in history.assignments})
+    detail = f"{generations} generations, {len(shared)} partitions owned twice"
+    if shared:
+        detail += f" (first: {shared[0]})"
+    return Verdict("one owner per partition per generation", not shared, detail)
+
+
+def _read_committed_never_sees_aborted(history: History) -> Verdict:
+    final = [v for _, _, v in history.final_records.get(OUTPUT, [])]
+    seen = [v for v in history.read_committed_values + final if v in history.aborted_values]
+    detail = f"{len(history.aborted_values)} aborted records, {len(seen)} read committed"
+    return Verdict("read_committed never reads aborted data", not seen, detail)
+
+
+def _transform_exactly_once(history: History) -> Verdict:
+    outputs = Counter(v for _, _, v in history.final_records.get(OUTPUT, []))
+    expected = {
+        b"out:%d:%d" % (p, o)
+        for p, o, _ in history.final_records.get(EVENTS, [])
+        if o < history.final_committed.get((TRANSFORM_GROUP, EVENTS, p), 0)
+    }
+    missing = expected - set(outputs)
+    twice = [v for v, n in outputs.items() if n > 1]
+    extra = set(outputs) - expected
+    held = not missing and not twice and not extra
+    detail = (
+        f"{len(expected)} inputs, {len(missing)} missing, {len(twice)} twice, {len(extra)} extra"
+    )
+    return Verdict("transform output exactly once", held, detail)

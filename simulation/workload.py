@@ -1,0 +1,398 @@
+"""The simulated clients: `minikafka workload`'s mix, as aiokafka runs it, writing a History.
+
+- ``producer-all``: idempotent, acks=all, on ``sim-events`` (RF 3, min.insync.replicas 2):
+  every acknowledged record must survive whatever the nemesis does;
+- ``producer-one``: acks=1 on the same topic (it may lose what a dying leader had alone: Kafka's
+  contract, so it is counted, not checked);
+- a consumer group ``sim-group`` of three members that commit after every batch; the third,
+  ``doomed``, freezes part-way (its network is cut: `SimNetwork.isolate`), so its session
+  expires on the coordinator and its partitions move;
+- a transactional consume-transform-produce from ``sim-events`` to ``sim-out``
+  (read_committed, offsets committed in the transaction), aborting every fifth transaction on
+  purpose after writing to it;
+- a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks.
+
+Spacing between sends is drawn from the seed. Errors a client meets are counted (they are what
+faults cause) and the client goes on, as an application would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
+
+from simulation.history import Assignment, History
+from virtual_time.determinism import DEFAULT_EPOCH_S
+from virtual_time.network import client_node
+
+EVENTS, OUTPUT = "sim-events", "sim-out"
+GROUP, TRANSFORM_GROUP = "sim-group", "sim-ctp"
+ABORT_EVERY = 5
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSettings:
+    bootstrap: str
+    stop_at_s: float  # virtual time at which the clients stop working
+    rate_per_s: float = 5.0  # records per second per producer
+    think_s: float = 1.0  # what a consumer spends on a batch before it polls again
+    freeze_at_s: float | None = None  # when the doomed member freezes (None: never)
+
+
+def _stamp() -> int:
+    """A record timestamp from the simulation's wall clock (aiokafka's own is bound at import):
+    the epoch `determinism` pins plus the loop's virtual time."""
+    return int((DEFAULT_EPOCH_S + asyncio.get_running_loop().time()) * 1000)
+
+
+def _error_name(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+async def _pause(rng: random.Random, rate_per_s: float) -> None:
+    await asyncio.sleep(rng.expovariate(rate_per_s))
+
+
+async def produce_acks_all(
+    settings: WorkloadSettings, history: History, rng: random.Random
+) -> None:
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap, acks="all", enable_idempotence=True
+    )
+    await producer.start()
+    n = 0
+    try:
+        while asyncio.get_running_loop().time() < settings.stop_at_s:
+            value = b"a-%d" % n
+            n += 1
+            try:
+                meta = await producer.send_and_wait(
+                    EVENTS, value, key=b"%d" % rng.randrange(16), timestamp_ms=_stamp()
+                )
+                history.acked_all[(meta.topic, meta.partition, meta.offset)] = value
+            except KafkaError as exc:
+                history.send_failures[f"acks=all {_error_name(exc)}"] += 1
+            await _pause(rng, settings.rate_per_s)
+    finally:
+        await producer.stop()
+
+
+async def produce_acks_one(
+    settings: WorkloadSettings, history: History, rng: random.Random
+) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, acks=1)
+    await producer.start()
+    n = 0
+    try:
+        while asyncio.get_running_loop().time() < settings.stop_at_s:
+            try:
+                await producer.send_and_wait(EVENTS, b"b-%d" % n, timestamp_ms=_stamp())
+                history.acked_one += 1
+            except KafkaError as exc:
+                history.send_failures[f"acks=1 {_error_name(exc)}"] += 1
+            n += 1
+            await _pause(rng, settings.rate_per_s)
+    finally:
+        await producer.stop()
+
+
+class _Recorder(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Writes each assignment a member is told of, with its generation, into the history."""
+
+    def __init__(self, history: History, group: str, consumer: Callable[[], Any]) -> None:
+        self._history = history
+        self._group = group
+        self._consumer = consumer
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        return None
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        coordinator = self._consumer()._coordinator
+        parts = tuple(sorted((tp.topic, tp.partition) for tp in assigned))
+        self._history.assignments.append(
+            Assignment(self._group, coordinator.generation, coordinator.member_id, parts)
+        )
+
+
+def _new_consumer(settings: WorkloadSettings, group: str | None, **extra: Any) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=10000,
+        heartbeat_interval_ms=1000,
+        **extra,
+    )
+
+
+def _note_high_watermarks(
+    history: History, name: str, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, Any]
+) -> None:
+    for tp in batch:
+        high = consumer.highwater(tp)
+        if high is not None:
+            history.high_watermark(name, tp.topic, tp.partition, high)
+
+
+async def group_member(
+    settings: WorkloadSettings, history: History, name: str, frozen: asyncio.Event | None = None
+) -> None:
+    """A member of ``sim-group`` committing after every batch; frozen for good when told."""
+    consumer = _new_consumer(settings, GROUP)
+    consumer.subscribe([EVENTS], listener=_Recorder(history, GROUP, lambda: consumer))
+    await consumer.start()
+    try:
+        await _consume_and_commit(settings, history, name, consumer, frozen)
+    finally:
+        await consumer.stop()
+
+
+async def _consume_and_commit(
+    settings: WorkloadSettings,
+    history: History,
+    name: str,
+    consumer: AIOKafkaConsumer,
+    frozen: asyncio.Event | None,
+) -> None:
+    loop = asyncio.get_running_loop()
+    while loop.time() < settings.stop_at_s:
+        if frozen is not None and frozen.is_set():
+            await (
+                asyncio.Event().wait()
+            )  # a frozen process: never acts again (cancelled at the end)
+        try:
+            batch = await consumer.getmany(timeout_ms=500, max_records=50)
+            _note_high_watermarks(history, name, consumer, batch)
+            if batch:
+                offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
+                await consumer.commit(offsets)
+                for tp, offset in offsets.items():
+                    history.committed(GROUP, tp.topic, tp.partition, offset)
+        except KafkaError as exc:
+            history.client_errors[f"{name} {_error_name(exc)}"] += 1
+        await asyncio.sleep(settings.think_s)
+
+
+async def transform(settings: WorkloadSettings, history: History) -> None:
+    """Consume-transform-produce in transactions; every ABORT_EVERY-th one aborted on purpose."""
+    consumer = _new_consumer(settings, TRANSFORM_GROUP, isolation_level="read_committed")
+    # Where each partition's last committed transaction left it. After an abort or a
+    # rebalance the transform (the group's only member) goes back there, not to what
+    # OffsetFetch says: aiokafka does not ask for stable offsets (OffsetFetch require_stable,
+    # KIP-447), so the broker may still answer the offsets from before the last commit, whose
+    # marker is on its way — a duplicate Kafka would give aiokafka too.
+    committed: dict[TopicPartition, int] = {}
+    resume = _Resume()
+    consumer.subscribe([EVENTS], listener=resume)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap, transactional_id="sim-transform"
+    )
+    await consumer.start()
+    await producer.start()
+    loop = asyncio.get_running_loop()
+    n = 0
+    while loop.time() < settings.stop_at_s:
+        try:
+            if resume.reassigned:
+                resume.reassigned = False
+                await _rewind(consumer, committed, history)
+            batch = await consumer.getmany(timeout_ms=500, max_records=50)
+            if not batch:
+                continue
+            n += 1
+            offsets = await _transform_batch(producer, batch, history, n % ABORT_EVERY == 0)
+            committed.update(offsets)
+            await asyncio.sleep(settings.think_s)
+        except _Rewind:
+            await _rewind(consumer, committed, history)
+        except KafkaError as exc:
+            history.client_errors[f"transform {_error_name(exc)}"] += 1
+            await _abort_after_error(producer, history)
+            # the last commit's outcome is unknown: let its markers land, then ask the broker
+            await asyncio.sleep(5)
+            committed.clear()
+            await _rewind(consumer, committed, history)
+    await producer.stop()
+    await consumer.stop()
+
+
+async def _transform_batch(
+    producer: AIOKafkaProducer, batch: dict[TopicPartition, Any], history: History, abort: bool
+) -> dict[TopicPartition, int]:
+    values = [
+        b"out:%d:%d" % (tp.partition, record.offset)
+        for tp, records in batch.items()
+        for record in records
+    ]
+    await producer.begin_transaction()
+    for value in values:
+        await producer.send(OUTPUT, value, timestamp_ms=_stamp())
+    if abort:
+        values = [b"aborted:" + v for v in values]
+        for value in values:
+            await producer.send(OUTPUT, value, timestamp_ms=_stamp())
+        await producer.abort_transaction()
+        history.aborted_values.update(values)
+        history.transactions["aborted on purpose"] += 1
+        raise _Rewind()
+    offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
+    await producer.send_offsets_to_transaction(offsets, TRANSFORM_GROUP)
+    await producer.commit_transaction()
+    history.transactions["committed"] += 1
+    return offsets
+
+
+class _Resume(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Notes a (re)assignment; the transform then goes back to its own committed positions.
+
+    Not in the callback itself: aiokafka runs it while the transform may be awaiting a
+    commit, whose offsets are not in ``committed`` yet."""
+
+    def __init__(self) -> None:
+        self.reassigned = False
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        return None
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self.reassigned = True
+
+
+class _Rewind(Exception):
+    """Go back to where the last committed transaction left each partition."""
+
+
+async def _abort_after_error(producer: AIOKafkaProducer, history: History) -> None:
+    if producer._txn_manager is not None and producer._txn_manager.is_in_transaction():
+        try:
+            await producer.abort_transaction()
+            history.transactions["aborted after an error"] += 1
+        except KafkaError as exc:
+            history.client_errors[f"transform abort {_error_name(exc)}"] += 1
+
+
+async def _rewind(
+    consumer: AIOKafkaConsumer, committed: dict[TopicPartition, int], history: History
+) -> None:
+    try:
+        for tp in consumer.assignment():
+            if tp in committed:
+                consumer.seek(tp, committed[tp])
+            else:
+                await consumer.seek_to_committed(tp)
+    except KafkaError as exc:
+        history.client_errors[f"transform seek {_error_name(exc)}"] += 1
+
+
+async def watch_output(settings: WorkloadSettings, history: History) -> None:
+    """A read_committed reader of the transform's output, recording values and watermarks."""
+    consumer = _new_consumer(settings, None, isolation_level="read_committed")
+    await consumer.start()
+    partitions = await _wait_for_partitions(consumer, OUTPUT)
+    consumer.assign(partitions)
+    loop = asyncio.get_running_loop()
+    while loop.time() < settings.stop_at_s:
+        try:
+            batch = await consumer.getmany(timeout_ms=500)
+        except KafkaError as exc:
+            history.client_errors[f"watcher {_error_name(exc)}"] += 1
+            continue
+        _note_high_watermarks(history, "watcher", consumer, batch)
+        for records in batch.values():
+            history.read_committed_values.extend(r.value for r in records if r.value is not None)
+    await consumer.stop()
+
+
+async def _wait_for_partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
+    while True:
+        found = consumer.partitions_for_topic(topic)
+        if found:
+            return [TopicPartition(topic, p) for p in sorted(found)]
+        await consumer._client.force_metadata_update()
+        await asyncio.sleep(0.5)
+
+
+async def run_clients(settings: WorkloadSettings, history: History, rng: random.Random) -> None:
+    """Every client of the mix, each in its own task and client node, until ``stop_at_s``."""
+    frozen = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+
+    def start(name: str, coro: Any) -> None:
+        with client_node(name):
+            tasks.append(asyncio.get_running_loop().create_task(coro, name=f"sim-{name}"))
+
+    start("producer-all", produce_acks_all(settings, history, random.Random(rng.random())))
+    start("producer-one", produce_acks_one(settings, history, random.Random(rng.random())))
+    start("member-1", group_member(settings, history, "member-1"))
+    start("member-2", group_member(settings, history, "member-2"))
+    start("doomed", group_member(settings, history, "doomed", frozen))
+    start("transform", transform(settings, history))
+    start("watcher", watch_output(settings, history))
+    if settings.freeze_at_s is not None:
+
+        def freeze() -> None:
+            frozen.set()
+            network = getattr(asyncio.get_running_loop(), "network", None)
+            if network is not None:
+                network.isolate("doomed")
+            history.faults.append(f"{settings.freeze_at_s:.3f}s freeze member doomed")
+
+        asyncio.get_running_loop().call_at(settings.freeze_at_s, freeze)
+    doomed = next(t for t in tasks if t.get_name() == "sim-doomed")
+    await asyncio.gather(*[t for t in tasks if t is not doomed])
+    # The frozen process is shut down for the final reads: its network back, its loop ended.
+    network = getattr(asyncio.get_running_loop(), "network", None)
+    if network is not None:
+        network.rejoin("doomed")
+    doomed.cancel()
+    await asyncio.gather(doomed, return_exceptions=True)
+
+
+async def read_final_state(bootstrap: str, history: History) -> None:
+    """Everything in both topics (to their ends) and the transform's committed offsets."""
+    everything = _new_consumer_at(bootstrap, None, "read_uncommitted")
+    committed = _new_consumer_at(bootstrap, None, "read_committed")
+    offsets = _new_consumer_at(bootstrap, TRANSFORM_GROUP, "read_committed")
+    for consumer in (everything, committed, offsets):
+        await consumer.start()
+    try:
+        history.final_records[EVENTS] = await _read_to_end(everything, EVENTS)
+        history.final_records[OUTPUT] = await _read_to_end(committed, OUTPUT)
+        for tp in await _wait_for_partitions(offsets, EVENTS):
+            offset = await offsets.committed(tp)
+            if offset is not None:
+                history.final_committed[(TRANSFORM_GROUP, tp.topic, tp.partition)] = offset
+    finally:
+        for consumer in (everything, committed, offsets):
+            await consumer.stop()
+
+
+def _new_consumer_at(bootstrap: str, group: str | None, isolation: str) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        isolation_level=isolation,
+    )
+
+
+async def _read_to_end(consumer: AIOKafkaConsumer, topic: str) -> list[tuple[int, int, bytes]]:
+    partitions = await _wait_for_partitions(consumer, topic)
+    consumer.assign(partitions)
+    await consumer.seek_to_beginning(*partitions)
+    ends = await consumer.end_offsets(partitions)
+    records: list[tuple[int, int, bytes]] = []
+    while [tp for tp in partitions if await consumer.position(tp) < ends[tp]]:
+        batch = await consumer.getmany(timeout_ms=1000)
+        for tp, found in batch.items():
+            records.extend((tp.partition, r.offset, r.value) for r in found if r.value is not None)
+    return sorted(records)

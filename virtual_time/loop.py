@@ -1,0 +1,330 @@
+"""An asyncio event loop on a virtual clock: idle time costs nothing, ties follow a seed.
+
+Theory of operation. `asyncio.BaseEventLoop` already separates the three things a loop does:
+run what is ready, ask its selector for I/O (waiting at most until the next timer), and move
+the timers that are due into the ready queue. `SimulatedEventLoop` keeps all of that and
+replaces only the selector and the clock:
+
+- `time()` is a number this loop owns (`now`), not `time.monotonic()`;
+- there are no file descriptors: the in-memory network (`network.py`) delivers bytes by
+  scheduling callbacks, so "waiting for I/O" is always "waiting for the next timer";
+- so `_VirtualSelector.select(timeout)` does not wait. It advances `now` by ``timeout`` (the
+  distance to the earliest timer, which the base loop computed), then moves every timer due
+  at that instant into the ready queue itself, in an order drawn from the seed — timers due
+  at the same virtual instant are the simulation's only real source of interleaving, and
+  their order is the one thing a seed should decide. Callbacks scheduled with `call_soon`
+  keep asyncio's first-in-first-out promise (streams and futures rely on it).
+
+When nothing is ready and no timer is pending while ``run_until_complete`` still waits, the
+simulation can never make progress: `SimulationStalled` says so at once, where a real loop
+would hang forever.
+
+Why not a library: `looptime` (the maintained one) fast-forwards a real selector loop when it
+is idle, but it still polls real sockets, whose readiness order the kernel decides — the
+runs are fast but not reproducible. Once the network is in memory there is nothing left to
+poll, and the loop is the hundred lines below. Work sent to a thread (`run_in_executor`, the
+log cleaner's) runs inline: threads run outside virtual time and in an order no seed decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import gc
+import heapq
+import random
+import selectors
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from virtual_time.determinism import DEFAULT_EPOCH_S, pinned_process
+from virtual_time.network import LatencyModel, SimNetwork, SimServer, SimTransport
+
+_T = TypeVar("_T")
+
+# The least the virtual clock moves when the loop waits for a timer (see `_advance`).
+MIN_STEP_S = 1e-6
+# `asyncio.base_events`' constants, which `_run_once` keeps (they are private there).
+_MIN_SCHEDULED_TIMER_HANDLES = 100
+_MIN_CANCELLED_TIMER_HANDLES_FRACTION = 0.5
+_MAXIMUM_SELECT_TIMEOUT_S = 24 * 3600.0
+
+
+class SimulationStalled(RuntimeError):
+    """Nothing is runnable and no timer is pending, yet the awaited future is not done."""
+
+
+class _VirtualSelector(selectors.BaseSelector):
+    """A selector with no descriptors: `select` jumps the loop's clock to its next timer."""
+
+    def __init__(self, loop: SimulatedEventLoop) -> None:
+        self._loop = loop
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        loop = self._loop
+        if timeout is None:
+            if not loop._stopping:  # type: ignore[attr-defined]
+                raise SimulationStalled(
+                    f"nothing runnable and no timer pending at virtual t={loop.now:.6f}s"
+                )
+            return []
+        if not loop._ready:  # type: ignore[attr-defined]
+            loop._advance(timeout)
+        loop._release_due_timers()
+        return []
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        raise NotImplementedError("the simulated loop has no file descriptors")
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        raise NotImplementedError("the simulated loop has no file descriptors")
+
+    def get_map(self) -> dict[Any, selectors.SelectorKey]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+class SimulatedEventLoop(asyncio.BaseEventLoop):
+    """An event loop whose `time()` is virtual; see the module docstring."""
+
+    def __init__(
+        self, seed: int, start_s: float = 0.0, latency: LatencyModel | None = None
+    ) -> None:
+        super().__init__()
+        self.now = start_s
+        self.seed = seed
+        self.random = random.Random(seed)
+        self.network = SimNetwork(self, random.Random(f"{seed}/network"), latency)
+        self._selector = _VirtualSelector(self)
+        self._clock_resolution = 1e-9
+        self.timer_ties = 0
+
+    def time(self) -> float:
+        return self.now
+
+    def _advance(self, timeout: float) -> None:
+        """Jump to the earliest timer exactly (``now + (when - now)`` can miss it by an ulp),
+        and never by less than `MIN_STEP_S`.
+
+        The minimum step is time passing while code runs. Without it a client that polls the
+        clock for a deadline spins forever at one instant: aiokafka's fetcher waits
+        ``backoff - (monotonic() - created)``, which float rounding can leave at 1e-17 s —
+        a timer due "now" that finds the clock unmoved and sets another.
+        """
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        target = self.now + timeout
+        if scheduled and scheduled[0].when() <= target + 1e-9:
+            target = scheduled[0].when()
+        self.now = max(target, self.now + MIN_STEP_S)
+
+    def _run_once(self) -> None:
+        """One iteration, as `asyncio.BaseEventLoop._run_once` runs it, without what a loop
+        with no descriptors and a clock it owns does not need (the selector call, the event
+        processing, the debug timing): the same steps in the same order, so the same seed
+        gives the same run. A what-if replay spends a few percent of its time here.
+        """
+        base: Any = self  # asyncio's private state, which typeshed does not declare
+        if base._debug:
+            super()._run_once()  # type: ignore[misc]
+            return
+        scheduled: list[Any] = base._scheduled
+        ready = base._ready
+        count = len(scheduled)
+        if (
+            count > _MIN_SCHEDULED_TIMER_HANDLES
+            and base._timer_cancelled_count / count > _MIN_CANCELLED_TIMER_HANDLES_FRACTION
+        ):
+            kept = []
+            for handle in scheduled:
+                if handle._cancelled:
+                    handle._scheduled = False
+                else:
+                    kept.append(handle)
+            heapq.heapify(kept)
+            base._scheduled = scheduled = kept
+            base._timer_cancelled_count = 0
+        else:
+            while scheduled and scheduled[0]._cancelled:
+                base._timer_cancelled_count -= 1
+                heapq.heappop(scheduled)._scheduled = False
+        if not ready:
+            if base._stopping:
+                self._advance(0.0)
+            elif scheduled:
+                wait_s = min(max(0.0, scheduled[0]._when - self.now), _MAXIMUM_SELECT_TIMEOUT_S)
+                self._advance(wait_s)
+            else:
+                raise SimulationStalled(
+                    f"nothing runnable and no timer pending at virtual t={self.now:.6f}s"
+                )
+        self._release_due_timers()
+        end_time = self.now + base._clock_resolution
+        while scheduled and scheduled[0]._when < end_time:
+            handle = heapq.heappop(scheduled)
+            handle._scheduled = False
+            ready.append(handle)
+        popleft = ready.popleft
+        for _ in range(len(ready)):
+            handle = popleft()
+            if not handle._cancelled:
+                handle._run()
+
+    def call_soon(  # type: ignore[override]
+        self,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Handle:
+        """`asyncio.BaseEventLoop.call_soon` without its debug-only checks (futures call
+        this for every done callback: it is the loop's most frequent call)."""
+        base: Any = self
+        if base._debug or base._closed:
+            return super().call_soon(callback, *args, context=context)
+        handle = asyncio.Handle(callback, args, self, context)
+        base._ready.append(handle)
+        return handle
+
+    def call_at(  # type: ignore[override]
+        self,
+        when: float,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        """`asyncio.BaseEventLoop.call_at` without its debug-only checks (every sleep,
+        timeout and network delivery is one)."""
+        base: Any = self
+        if base._debug or base._closed or when is None:
+            return super().call_at(when, callback, *args, context=context)
+        timer = asyncio.TimerHandle(when, callback, args, self, context)
+        heapq.heappush(base._scheduled, timer)
+        base_timer: Any = timer
+        base_timer._scheduled = True
+        return timer
+
+    def _release_due_timers(self) -> None:
+        """Move the timers due now into the ready queue, ties in the seed's order."""
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        due: list[asyncio.TimerHandle] = []
+        while scheduled and scheduled[0].when() <= self.now:
+            handle = heapq.heappop(scheduled)
+            handle._scheduled = False
+            if handle.cancelled():
+                self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
+                continue
+            due.append(handle)
+        if len(due) > 1:
+            keys = {id(h): (h.when(), self.random.random()) for h in due}
+            due.sort(key=lambda h: keys[id(h)])
+            self.timer_ties += len(due) - len({h.when() for h in due})
+        self._ready.extend(due)  # type: ignore[attr-defined]
+
+    def _process_events(self, event_list: list[Any]) -> None:
+        """No descriptors, so no events: the network schedules its own callbacks."""
+
+    def _write_to_self(self) -> None:
+        """Nothing to wake: the loop never blocks (asyncio calls this from other threads)."""
+
+    async def create_server(  # type: ignore[override]
+        self,
+        protocol_factory: Callable[[], asyncio.BaseProtocol],
+        host: str | None = None,
+        port: int | None = None,
+        *,
+        ssl: Any = None,
+        **_socket_options: Any,
+    ) -> SimServer:
+        """A listener on the in-memory network; socket options (backlog, reuse) mean nothing."""
+        if ssl is not None:
+            raise NotImplementedError("TLS is not simulated yet")
+        return self.network.create_server(protocol_factory, host or "127.0.0.1", port or 0)
+
+    async def create_connection(  # type: ignore[override]
+        self,
+        protocol_factory: Callable[[], asyncio.BaseProtocol],
+        host: str | None = None,
+        port: int | None = None,
+        *,
+        ssl: Any = None,
+        **_socket_options: Any,
+    ) -> tuple[SimTransport, asyncio.BaseProtocol]:
+        """A connection over the in-memory network (refused where nobody listens)."""
+        if ssl is not None:
+            raise NotImplementedError("TLS is not simulated yet")
+        if host is None or port is None:
+            raise ValueError("the simulated network connects to a host and a port")
+        return await self.network.create_connection(protocol_factory, host, int(port))
+
+    def run_in_executor(  # type: ignore[override]
+        self, executor: Executor | None, func: Callable[..., _T], *args: Any
+    ) -> asyncio.Future[_T]:
+        """Run ``func`` inline, now, and hand back its outcome as a done future.
+
+        A thread would run outside virtual time and in an order no seed decides; the work
+        sent to threads (the log cleaner's) is correct when run inline, only not concurrent.
+        """
+        future: asyncio.Future[_T] = self.create_future()
+        try:
+            future.set_result(func(*args))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+def run_simulated(
+    coro: Any,
+    seed: int,
+    start_s: float = 0.0,
+    latency: LatencyModel | None = None,
+    epoch_s: float = DEFAULT_EPOCH_S,
+) -> Any:
+    """Run ``coro`` to completion on a fresh `SimulatedEventLoop`, the process's clocks,
+    `random` and `uuid4` pinned to it (`determinism.pinned_process`, wall time ``epoch_s +
+    loop.time()``); the loop is closed after."""
+    loop = SimulatedEventLoop(seed, start_s, latency)
+    try:
+        asyncio.set_event_loop(loop)
+        with pinned_process(loop, seed, epoch_s), _collector_for_long_runs():
+            try:
+                return loop.run_until_complete(coro)
+            finally:
+                _cancel_leftover_tasks(loop)
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+@contextmanager
+def _collector_for_long_runs() -> Iterator[None]:
+    """The cyclic garbage collector, tuned for a run: what exists before it (a replay's
+    capture rows, every module) is frozen out of the collections, and the youngest
+    generation is collected every 10 000 allocations, not every 700. An hour's replay
+    spent ~8% of its time in the collector, rescanning the rows it holds; ~2% so.
+    Collections stay a function of the run's allocations: same run, same collections."""
+    thresholds = gc.get_threshold()
+    freeze = gc.get_freeze_count() == 0  # a caller that froze objects keeps its own
+    if freeze:
+        gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if freeze:
+            gc.unfreeze()
+
+
+def _cancel_leftover_tasks(loop: SimulatedEventLoop) -> None:
+    """What `asyncio.run` does on the way out: cancel what is left and let it unwind."""
+    leftover = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in leftover:
+        task.cancel()
+    if leftover:
+        loop.run_until_complete(asyncio.gather(*leftover, return_exceptions=True))
