@@ -49,7 +49,7 @@ class Cluster:
             [
                 sys.executable,
                 "-m",
-                "broker",
+                "minikafka",
                 "--log-level",
                 "WARNING",
                 "serve",
@@ -96,7 +96,7 @@ def test_capture_replay_report(spark: SparkSession, tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "broker",
+                "minikafka",
                 "--log-level",
                 "ERROR",
                 "workload",
