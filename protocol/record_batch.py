@@ -4,7 +4,10 @@ The broker treats a batch as opaque bytes: it reads the 61-byte header, checks m
 and CRC, and rewrites the fields Kafka's broker rewrites (baseOffset,
 partitionLeaderEpoch, and for LogAppendTime the timestamp type and maxTimestamp).
 Records are decoded (and decompressed) only where a feature needs them: timestamp
-lookups, our own internal topics, tests.
+lookups, our own internal topics, tests. The produce path walks the batches once
+(``validate_batches``: magic, CRC-32C, counts) and stamps the validated headers in one
+more pass (``stamp_leader_batches``: baseOffset and the leader epoch, which the CRC does
+not cover; LogAppendTime also recomputes the CRC).
 
 Layout (big-endian), byte positions in brackets::
 
