@@ -188,7 +188,7 @@ def _struct_codec(
     present = [f for f in fields if version in parse_versions(f.versions)]
     plain = [(f.name, *_field_codec(f, version, flexible)) for f in present if f.tag is None]
     tagged = sorted((f for f in present if f.tag is not None and flexible), key=_tag_of)
-    tags = {f.tag: (f.name, *_field_codec(f, version, flexible)) for f in tagged}
+    tags = {_tag_of(f): (f.name, *_field_codec(f, version, flexible)) for f in tagged}
     # fields this version lacks, and tagged fields until read: their defaults
     absent = {f.name: f.default for f in fields if f not in present or f.tag is not None}
 
@@ -215,7 +215,7 @@ def _tag_of(f: Field) -> int:
 
 
 def _write_tagged(
-    out: bytearray, values: Mapping[str, Any], tags: dict[int | None, tuple[str, Encoder, Decoder]]
+    out: bytearray, values: Mapping[str, Any], tags: dict[int, tuple[str, Encoder, Decoder]]
 ) -> None:
     written = [(tag, enc, values.get(name)) for tag, (name, enc, _) in tags.items()]
     written = [(tag, enc, value) for tag, enc, value in written if value is not None]
@@ -229,7 +229,7 @@ def _write_tagged(
 
 
 def _read_tagged(
-    data: bytes, pos: int, values: Values, tags: dict[int | None, tuple[str, Encoder, Decoder]]
+    data: bytes, pos: int, values: Values, tags: dict[int, tuple[str, Encoder, Decoder]]
 ) -> int:
     count, pos = _uvarint(data, pos)
     for _ in range(count):

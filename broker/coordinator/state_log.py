@@ -86,11 +86,10 @@ class TxnMarker:
 
 
 LogEntry = KeyValue | TxnRecord | TxnMarker
-E = TypeVar("E", KeyValue, LogEntry)
-E_co = TypeVar("E_co", covariant=True)
+E = TypeVar("E")
 
 
-class CoordinatorLog(Protocol[E_co]):
+class CoordinatorLog(Protocol[E]):
     """Where a coordinator's records go, and where it reads them back (the broker's is a
     :class:`CoordinatorStateLog`; unit tests hand in one in memory)."""
 
@@ -105,7 +104,7 @@ class CoordinatorLog(Protocol[E_co]):
         producer: tuple[int, int] | None = None,
     ) -> None: ...
 
-    def open_log(self, partition: int) -> Iterator[list[E_co]] | None: ...
+    def open_log(self, partition: int) -> Iterator[list[E]] | None: ...
 
 
 def plain_records(header: RecordBatchHeader, batch: bytes) -> list[KeyValue]:
@@ -161,7 +160,9 @@ class CoordinatorStateLog(Generic[E]):
         producer: tuple[int, int] | None = None,
     ) -> None:
         tp = (self.topic, partition)
-        entries = [(key, value, []) for key, value in records]
+        entries: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]] = [
+            (key, value, []) for key, value in records
+        ]
         if producer is None:
             batch = build_record_batch(entries, timestamp_ms=self._clock.now_ms())
         else:

@@ -293,6 +293,7 @@ def _record_values(
     record: ConsumerGroupRecord,
 ) -> tuple[RecordType, dict[str, Any], dict[str, Any] | None]:
     """(record type, key fields, value fields or None for a tombstone)."""
+    value: dict[str, Any] | None
     if isinstance(record, ConsumerGroupMetadataRecord):
         value = None if record.epoch is None else {"Epoch": record.epoch}
         return GROUP_METADATA, {"GroupId": record.group_id}, value
