@@ -37,6 +37,7 @@ we declare is null).
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
 from collections.abc import Callable, Mapping
@@ -154,9 +155,13 @@ class RecordType:
     key: Schema
     value: Schema
 
+    @functools.cached_property
+    def _key_codec(self) -> Codec:
+        return self.key.codec(0)
+
     def key_bytes(self, values: Mapping[str, Any]) -> bytes:
         out = bytearray(_INT16.pack(self.type_id))
-        self.key.codec(0).encode(out, values)
+        self._key_codec.encode(out, values)
         return bytes(out)
 
     def value_bytes(self, version: int, values: Mapping[str, Any]) -> bytes:
@@ -166,7 +171,7 @@ class RecordType:
 
     def read_key(self, data: bytes) -> Values:
         """The key's fields (``data`` starts with this type's int16)."""
-        return self.key.codec(0).decode(data, 2)[0]
+        return self._key_codec.decode(data, 2)[0]
 
     def read_value(self, data: bytes) -> tuple[int, Values]:
         """(version, fields) of a value; ValueError for a version not declared."""
@@ -186,25 +191,77 @@ def _struct_codec(
     Callable[[bytearray, Mapping[str, Any]], None], Callable[[bytes, int], tuple[Values, int]]
 ]:
     present = [f for f in fields if version in parse_versions(f.versions)]
-    plain = [(f.name, *_field_codec(f, version, flexible)) for f in present if f.tag is None]
+    steps = _steps([f for f in present if f.tag is None], version, flexible)
     tagged = sorted((f for f in present if f.tag is not None and flexible), key=_tag_of)
     tags = {_tag_of(f): (f.name, *_field_codec(f, version, flexible)) for f in tagged}
     # fields this version lacks, and tagged fields until read: their defaults
     absent = {f.name: f.default for f in fields if f not in present or f.tag is not None}
+    encoders = [enc for enc, _ in steps]
+    decoders = [dec for _, dec in steps]
 
     def encode(out: bytearray, values: Mapping[str, Any]) -> None:
-        for name, enc, _ in plain:
-            enc(out, values[name])
+        for enc in encoders:
+            enc(out, values)
         if flexible:
             _write_tagged(out, values, tags)
 
     def decode(data: bytes, pos: int) -> tuple[Values, int]:
         values: Values = dict(absent)
-        for name, _, dec in plain:
-            values[name], pos = dec(data, pos)
+        for dec in decoders:
+            pos = dec(data, pos, values)
         if flexible:
             pos = _read_tagged(data, pos, values, tags)
         return values, pos
+
+    return encode, decode
+
+
+StepEncoder = Callable[[bytearray, Mapping[str, Any]], None]
+StepDecoder = Callable[[bytes, int, Values], int]
+
+
+def _steps(
+    fields: list[Field], version: int, flexible: bool
+) -> list[tuple[StepEncoder, StepDecoder]]:
+    """One step per field, but a run of fixed-width fields is one step: one
+    ``struct.Struct`` packs or unpacks them all."""
+    steps: list[tuple[StepEncoder, StepDecoder]] = []
+    run: list[Field] = []
+    for f in [*fields, None]:
+        if f is not None and isinstance(f.type, str) and f.type in _FIXED:
+            run.append(f)
+            continue
+        if run:
+            steps.append(_run_step(tuple(x.name for x in run), [_FIXED[str(x.type)] for x in run]))
+            run = []
+        if f is not None:
+            steps.append(_field_step(f.name, *_field_codec(f, version, flexible)))
+    return steps
+
+
+def _run_step(
+    names: tuple[str, ...], packers: list[struct.Struct]
+) -> tuple[StepEncoder, StepDecoder]:
+    packer = struct.Struct(">" + "".join(p.format[1:] for p in packers))
+    pack, unpack, size = packer.pack, packer.unpack_from, packer.size
+
+    def encode(out: bytearray, values: Mapping[str, Any]) -> None:
+        out += pack(*[values[name] for name in names])
+
+    def decode(data: bytes, pos: int, values: Values) -> int:
+        values.update(zip(names, unpack(data, pos), strict=True))
+        return pos + size
+
+    return encode, decode
+
+
+def _field_step(name: str, enc: Encoder, dec: Decoder) -> tuple[StepEncoder, StepDecoder]:
+    def encode(out: bytearray, values: Mapping[str, Any]) -> None:
+        enc(out, values[name])
+
+    def decode(data: bytes, pos: int, values: Values) -> int:
+        values[name], pos = dec(data, pos)
+        return pos
 
     return encode, decode
 
