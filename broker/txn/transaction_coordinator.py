@@ -56,7 +56,7 @@ from broker.server.scheduler import PeriodicTask
 from broker.txn.marker_sender import InterBrokerMarkerSender
 from broker.txn.transaction_config import TransactionConfig
 from broker.txn.transaction_loader import TransactionToComplete
-from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME
+from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME, transaction_state_log
 from broker.txn.transaction_marker_channel_manager import (
     MarkerSender,
     TransactionMarkerChannelManager,
@@ -71,7 +71,6 @@ from broker.txn.transaction_metadata import (
     new_transaction_metadata,
 )
 from broker.txn.transaction_state import IllegalTransactionStateTransition, TransactionState
-from broker.txn.transaction_state_log import TransactionStateTopicLog
 from broker.txn.transaction_state_manager import (
     TransactionalIdAndProducerIdEpoch,
     TransactionStateManager,
@@ -488,9 +487,7 @@ def build_transaction_coordinator(
         txn_config,
         clock,
         metadata,
-        TransactionStateTopicLog(
-            replica_manager, clock, txn_config.transaction_log_load_buffer_size
-        ),
+        transaction_state_log(replica_manager, clock, txn_config),
         scheduler_timer,
         load_scheduler,
     )
