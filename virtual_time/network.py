@@ -312,7 +312,9 @@ class SimNetwork:
         self._serials = itertools.count()
         self._faults: dict[int, LinkFaults] = {}
         self._links: dict[int, set[_Link]] = {}
-        self._accepted: dict[int, set[SimTransport]] = {}
+        # Per port, the accepted ends in the order they connected (a set would iterate by
+        # address, and `reset_connections` aborts them in its order).
+        self._accepted: dict[int, dict[SimTransport, None]] = {}
         self._isolated: set[str] = set()
         self._cuts: set[tuple[str, str]] = set()
         self._port_nodes: dict[int, str] = {}
@@ -379,11 +381,11 @@ class SimNetwork:
         client = SimTransport(self, client_protocol, client_address, (host, port), to_server)
         accepted = SimTransport(self, server_protocol, (host, port), client_address, to_client)
         client.peer, accepted.peer = accepted, client
-        self._accepted.setdefault(port, set()).add(accepted)
+        self._accepted.setdefault(port, {})[accepted] = None
         self._links.setdefault(port, set()).update((to_server, to_client))
 
         def forget(transport: SimTransport) -> None:
-            self._accepted[port].discard(transport)
+            self._accepted[port].pop(transport, None)
             self._links[port].difference_update((to_server, to_client))
 
         accepted.on_lost = forget
@@ -479,5 +481,5 @@ class SimNetwork:
     def reset_connections(self, port: int) -> None:
         """Reset every connection to ``port``: the listener's side aborts, the client learns
         of it after the latency (ConnectionResetError), as after a broker's crash."""
-        for transport in list(self._accepted.get(port, ())):
+        for transport in list(self._accepted.get(port, {})):
             transport.abort()

@@ -79,7 +79,9 @@ class Broker:
         self._components = tuple(components)
         self._request_clock = request_clock
         self._server: asyncio.Server | None = None
-        self._connections: set[KafkaConnection] = set()
+        # Open connections in the order they were accepted (a dict, not a set: a set of
+        # objects iterates by address, and `stop` aborts them in that order).
+        self._connections: dict[KafkaConnection, None] = {}
         self._connection_index = itertools.count()
         idle_ms = services.config.connections_max_idle_ms
         self._idle_ms = idle_ms
@@ -180,11 +182,11 @@ class Broker:
             self._connection_closed,
             channel,
         )
-        self._connections.add(connection)
+        self._connections[connection] = None
         return connection
 
     def _connection_closed(self, connection: KafkaConnection) -> None:
-        self._connections.discard(connection)
+        self._connections.pop(connection, None)
         # KIP-932: the share sessions the connection opened end with it
         self.services.share_partition_manager.connection_closed(connection.info.connection_id)
 
