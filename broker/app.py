@@ -203,6 +203,8 @@ class MiniKafka:
     def __init__(
         self, config: BrokerConfig | None = None, **options: Unpack[ClusterOptions]
     ) -> None:
+        for name in options.keys() - ClusterOptions.__optional_keys__:  # as a named argument
+            raise TypeError(f"MiniKafka.__init__() got an unexpected keyword argument {name!r}")
         brokers = options.get("brokers", 1)
         if brokers < 1:
             raise ValueError("--brokers must be at least 1")

@@ -55,6 +55,8 @@ class Coordinators:
 
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
+    """The parts of one broker its handlers use (``ctx.services``)."""
+
     broker_id: int
     config: BrokerConfig
     clock: Clock
