@@ -315,14 +315,14 @@ async def scenario(name: str, args: argparse.Namespace) -> Result:
     app = MiniKafka(config_for(args, compacted), brokers=3, port=0)
     await app.start()
     try:
-        manager = app.brokers[0].services.group_metadata_manager
+        manager = app.brokers[0].services.coordinators.group_metadata_manager
         manager.ensure_offsets_topic()
         groups, partition = groups_in_one_partition(args.groups, args.offsets_partitions)
         tp = (OFFSETS_TOPIC, partition)
         for _ in range(2000):
             state = app.cluster.partition_state(*tp)
             assert state is not None
-            coordinator = app.brokers[state.leader].services.group_metadata_manager
+            coordinator = app.brokers[state.leader].services.coordinators.group_metadata_manager
             if len(state.isr) == 3 and coordinator.check_coordinator(groups[0]) is ErrorCode.none:
                 break
             await asyncio.sleep(0.005)

@@ -191,7 +191,7 @@ async def measure(
 ) -> None:
     broker = _broker(configs or {})
     await broker.services.replica_manager.start()
-    await broker.services.group_coordinator.start()
+    await broker.services.coordinators.group.start()
     broker.purgatories.start()
     broker.services.metadata.create_topic(TOPIC, 1, 1, {})
     broker.services.metadata.create_topic("__consumer_offsets", 1, 1, {"cleanup.policy": "compact"})
@@ -236,7 +236,7 @@ async def measure(
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
-    await broker.services.group_coordinator.stop()
+    await broker.services.coordinators.group.stop()
     await broker.services.replica_manager.stop()
     await broker.purgatories.stop()
 

@@ -46,12 +46,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return _response(ctx, ErrorCode.group_authorization_failed)
     if not request.group_id:
         return _response(ctx, ErrorCode.invalid_group_id)
-    groups = ctx.services.group_metadata_manager
+    groups = ctx.services.coordinators.group_metadata_manager
     groups.ensure_offsets_topic()
     offsets_partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
 
     def start(callback: Callable[[ErrorCode], None]) -> None:
-        ctx.services.txn_coordinator.handle_add_partitions_to_transaction(
+        ctx.services.coordinators.txn.handle_add_partitions_to_transaction(
             request.transactional_id,
             int(request.producer_id),
             int(request.producer_epoch),

@@ -114,13 +114,13 @@ def _response(ctx: RequestContext, results: Results) -> Any:
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     txns = _transactions(ctx, request)
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         refused = _authorization_errors(ctx, request, txns)
         if refused is not None:
             return refused
     if not txns:
         return _response(ctx, {})
-    coordinator = ctx.services.txn_coordinator
+    coordinator = ctx.services.coordinators.txn
     metadata = ctx.services.metadata
 
     def start(callback: Callable[[Results], None]) -> None:

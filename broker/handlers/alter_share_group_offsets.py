@@ -110,7 +110,7 @@ def _after(
 ) -> None:
     """The group now has state for these topics; its share partitions here are stale."""
     ctx.services.share_partition_manager.reset_partitions(group_id, changed)
-    group = ctx.services.share_group_coordinator.group(group_id)
+    group = ctx.services.coordinators.share_group.group(group_id)
     if group is None:
         return
     for name, _topic_id, cells in topics:

@@ -54,7 +54,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if cluster_denied(ctx, AclOperation.ALTER):
         return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     b = response_builder(API_KEY, ctx.api_version)
-    store = ctx.services.scram_credentials
+    store = ctx.services.security.scram_credentials
     deletions: dict[str, Any] = {}
     upsertions: dict[str, Any] = {}
     errors: dict[str, tuple[ErrorCode, str]] = {}

@@ -52,12 +52,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             (
                 GROUP_VERSION,
                 GROUP_VERSION_SUPPORTED,
-                services.consumer_group_coordinator.config.consumer_protocol_enabled,
+                services.coordinators.consumer_group.config.consumer_protocol_enabled,
             ),
             (
                 SHARE_VERSION,
                 SHARE_VERSION_SUPPORTED,
-                services.share_group_coordinator.config.group_share_enable,
+                services.coordinators.share_group.config.group_share_enable,
             ),
         ):
             if ctx.api_version >= 4 or low > 0:

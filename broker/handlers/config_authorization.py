@@ -30,7 +30,7 @@ MESSAGES = {
 
 def check_config_access(ctx: RequestContext, kind: int, name: str, operation: AclOperation) -> None:
     """Raise the resource's authorization failure unless ``operation`` is allowed."""
-    if ctx.services.authorizer is None:
+    if ctx.services.security.authorizer is None:
         return
     if kind == TOPIC_RESOURCE:
         target, error = (ResourceType.TOPIC, name), ErrorCode.topic_authorization_failed
@@ -45,7 +45,7 @@ def check_config_access(ctx: RequestContext, kind: int, name: str, operation: Ac
 
 def check_topic_alter(ctx: RequestContext, topic: str) -> None:
     """CreatePartitions: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED."""
-    if ctx.services.authorizer is None:
+    if ctx.services.security.authorizer is None:
         return
     if not authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic):
         error = ErrorCode.topic_authorization_failed

@@ -65,7 +65,7 @@ def heartbeat_params(ctx: RequestContext, request: Any) -> ConsumerGroupHeartbea
 def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, request.group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
-    coordinator = ctx.services.consumer_group_coordinator
+    coordinator = ctx.services.coordinators.consumer_group
     if not coordinator.config.consumer_protocol_enabled:
         return error_response(ctx, request, ErrorCode.unsupported_version)
     if not request.group_id:
@@ -75,7 +75,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 error=ErrorCode.invalid_request, error_message="GroupId can't be empty."
             ),
         )
-    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
     params = heartbeat_params(ctx, request)

@@ -30,7 +30,7 @@ MAX_VERSION = 3
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
-    if services.authorizer is None:
+    if services.security.authorizer is None:
         return acls.create_acls(
             API_KEY, ctx.api_version, request, ErrorCode.security_disabled, acls.NO_AUTHORIZER
         )
@@ -54,7 +54,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         )
         for c in request.creations
     ]
-    return acls.create_acls_results(API_KEY, ctx.api_version, services.acl_store.create(bindings))
+    return acls.create_acls_results(
+        API_KEY, ctx.api_version, services.security.acls.create(bindings)
+    )
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

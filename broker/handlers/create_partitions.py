@@ -28,12 +28,12 @@ from broker.cluster.cluster_metadata import (
 )
 from broker.handlers.base import error_message
 from broker.handlers.config_authorization import check_topic_alter
-from broker.quota.controller_mutation_quota import (
-    ControllerMutationQuota,
+from broker.handlers.controller_mutation_common import (
     leave_throttle_time,
     mutation_quota,
     take_permits,
 )
+from broker.quota.controller_mutation_quota import ControllerMutationQuota
 from broker.server.context import RequestContext
 from protocol.builders import response_builder
 

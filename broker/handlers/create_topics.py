@@ -38,13 +38,13 @@ from broker.cluster.cluster_metadata import (
 )
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import layers_for
-from broker.handlers.topic_configs import topic_config_entries, validate_topic_configs
-from broker.quota.controller_mutation_quota import (
-    ControllerMutationQuota,
+from broker.handlers.controller_mutation_common import (
     leave_throttle_time,
     mutation_quota,
     take_permits,
 )
+from broker.handlers.topic_configs import topic_config_entries, validate_topic_configs
+from broker.quota.controller_mutation_quota import ControllerMutationQuota
 from broker.security.authorizer.authorization import (
     AclOperation,
     ResourceType,
@@ -75,7 +75,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             ctx, request, ErrorCode.policy_violation, EXCESSIVE_PARTITIONS_MESSAGE
         )
     quota = mutation_quota(ctx, STRICT_QUOTA_SINCE_VERSION)
-    denied = _denied_topics(ctx, counts) if ctx.services.authorizer is not None else set()
+    denied = _denied_topics(ctx, counts) if ctx.services.security.authorizer is not None else set()
     results = []
     for topic in request.topics:
         if topic.name in denied:

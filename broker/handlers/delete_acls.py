@@ -27,7 +27,7 @@ MAX_VERSION = 3
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
-    if services.authorizer is None:
+    if services.security.authorizer is None:
         return acls.delete_acls(
             API_KEY, ctx.api_version, request, ErrorCode.security_disabled, acls.NO_AUTHORIZER
         )
@@ -40,7 +40,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             acls.CLUSTER_DENIED,
         )
     filters = [acls.binding_filter(f) for f in request.filters]
-    results = services.acl_store.delete(filters)
+    results = services.security.acls.delete(filters)
     return acls.delete_acls_results(API_KEY, ctx.api_version, results)
 
 

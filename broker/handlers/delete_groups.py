@@ -36,8 +36,8 @@ def _response(ctx: RequestContext, request: Any, results: dict[str, ErrorCode]) 
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    manager = ctx.services.group_metadata_manager
-    consumer_groups = ctx.services.consumer_group_coordinator
+    manager = ctx.services.coordinators.group_metadata_manager
+    consumer_groups = ctx.services.coordinators.consumer_group
     results: dict[str, ErrorCode] = {}
     ours = []
     deleted_consumer_groups = []
@@ -47,9 +47,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             results[group_id] = ErrorCode.group_authorization_failed
         elif error is not ErrorCode.none:
             results[group_id] = error
-        elif ctx.services.share_group_coordinator.group(group_id) is not None:
+        elif ctx.services.coordinators.share_group.group(group_id) is not None:
             # KIP-932: an empty share group goes, with its share partitions here
-            results[group_id] = ctx.services.share_group_coordinator.delete_group(group_id)
+            results[group_id] = ctx.services.coordinators.share_group.delete_group(group_id)
             if results[group_id] is ErrorCode.none:
                 ctx.services.share_partition_manager.delete_group(group_id)
         elif consumer_groups.is_consumer_group(group_id):

@@ -53,7 +53,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             # a partition asked twice: the last ask answers, as Kafka's map of them
             offsets[(topic.name, int(p.partition_index))] = int(p.offset)
     refused: DeleteRecordsStatuses = {}
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         names = {topic for topic, _ in offsets}
         allowed = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, names)
         refused = {

@@ -69,7 +69,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     def build() -> Any:
         ctx.services.share_partition_manager.reset_partitions(group_id, deleted)
-        group = ctx.services.share_group_coordinator.group(group_id)
+        group = ctx.services.coordinators.share_group.group(group_id)
         for cell in cells:
             if group is not None and cell["error_code"] is ErrorCode.none:
                 group.subscribed_topics_seen.discard(cell["topic_name"])

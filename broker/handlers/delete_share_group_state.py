@@ -24,7 +24,7 @@ NAMES = ("DeleteShareGroupStateResponse", "DeleteStateResult")
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    coordinator = ctx.services.share_coordinator
+    coordinator = ctx.services.coordinators.share
     return share_state_common.serve_appends(
         ctx, request, API_KEY, NAMES, lambda key, _p, answer: coordinator.delete_state(key, answer)
     )

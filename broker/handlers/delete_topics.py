@@ -25,12 +25,12 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import OFFSETS_TOPIC, MetadataError
 from broker.handlers.base import error_message
-from broker.quota.controller_mutation_quota import (
-    ControllerMutationQuota,
+from broker.handlers.controller_mutation_common import (
     leave_throttle_time,
     mutation_quota,
     take_permits,
 )
+from broker.quota.controller_mutation_quota import ControllerMutationQuota
 from broker.security.authorizer.authorization import AclOperation, ResourceType, authorize
 from broker.server.context import RequestContext
 from protocol.builders import response_builder
@@ -76,7 +76,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _denied(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> bool:
     """DELETE on the topic (named, or known by its id), with an authorizer."""
-    if ctx.services.authorizer is None:
+    if ctx.services.security.authorizer is None:
         return False
     if name is None and topic_id is not None:
         info = ctx.services.metadata.topic_by_id(topic_id)

@@ -27,7 +27,7 @@ MAX_VERSION = 3
 def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
     version = ctx.api_version
-    if services.authorizer is None:
+    if services.security.authorizer is None:
         return acls.describe_acls(API_KEY, version, ErrorCode.security_disabled, acls.NO_AUTHORIZER)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return acls.describe_acls(
@@ -38,7 +38,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return acls.describe_acls(
             API_KEY, version, ErrorCode.invalid_request, "The filter has unknown elements."
         )
-    matching = services.acl_store.describe(acl_filter)
+    matching = services.security.acls.describe(acl_filter)
     return acls.describe_acls(API_KEY, version, ErrorCode.none, None, matching)
 
 

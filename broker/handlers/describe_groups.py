@@ -42,12 +42,12 @@ def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | Non
 
 
 def _is_share_group(ctx: RequestContext, group_id: str) -> bool:
-    return ctx.services.share_group_coordinator.group(group_id) is not None
+    return ctx.services.coordinators.share_group.group(group_id) is not None
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    manager = ctx.services.group_metadata_manager
+    manager = ctx.services.coordinators.group_metadata_manager
     described = []
     for group_id in request.groups:
         if group_denied(ctx, group_id, AclOperation.DESCRIBE):
@@ -57,7 +57,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if error is not ErrorCode.none:
             described.append(_group_error(b, group_id, error, None))
             continue
-        if ctx.services.consumer_group_coordinator.is_consumer_group(group_id) or _is_share_group(
+        if ctx.services.coordinators.consumer_group.is_consumer_group(group_id) or _is_share_group(
             ctx, group_id
         ):
             # Not a classic group (the Empty classic group keeping its offsets aside).

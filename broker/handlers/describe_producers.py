@@ -34,7 +34,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     manager = ctx.services.replica_manager
     denied: set[str] = set()
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         names = {topic.name for topic in request.topics}
         denied = names - filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
     topics = []

@@ -39,7 +39,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     reads: list[tuple[SharePartitionKey, Cell]] = []
     for g in request.groups:
         group_id = str(g.group_id)
-        if ctx.services.share_group_coordinator.group(group_id) is None:
+        if ctx.services.coordinators.share_group.group(group_id) is None:
             groups.append(
                 (group_id, ErrorCode.group_id_not_found, f"Group {group_id} not found.", [])
             )
@@ -81,7 +81,7 @@ def _topics(
 ) -> list[tuple[str, Any, list[Cell]]]:
     metadata = ctx.services.metadata
     if requested is None:
-        group = ctx.services.share_group_coordinator.group(group_id)
+        group = ctx.services.coordinators.share_group.group(group_id)
         names = sorted(group.subscribed_topics_seen) if group is not None else []
         wanted: list[tuple[str, list[int] | None]] = [(n, None) for n in names]
     else:

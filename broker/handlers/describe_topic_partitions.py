@@ -77,7 +77,7 @@ def _describe(ctx: RequestContext, request: Any) -> Any:
     names = cluster.topics.keys() if fetch_all else {t.name for t in request.topics}
     topics = sorted(name for name in names if name >= cursor_topic)
     denied: set[str] = set()
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         allowed = filter_by_authorized(
             ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics, log_if_denied=not fetch_all
         )

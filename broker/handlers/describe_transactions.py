@@ -58,7 +58,7 @@ def _state(b: Builder, ctx: RequestContext, d: TransactionDescription) -> Any:
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    coordinator = ctx.services.txn_coordinator
+    coordinator = ctx.services.coordinators.txn
     return b.DescribeTransactionsResponse(
         throttle_time=0,
         transaction_states=tuple(

@@ -37,7 +37,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if cluster_denied(ctx, AclOperation.DESCRIBE):
         return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
     b = response_builder(API_KEY, ctx.api_version)
-    store = ctx.services.scram_credentials
+    store = ctx.services.security.scram_credentials
     named = [u.name for u in request.users or ()]
     duplicated: dict[str, bool] = {}
     for name in named or store.users():

@@ -44,7 +44,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
 
     def start(callback: Callable[[ErrorCode], None]) -> None:
-        ctx.services.txn_coordinator.handle_end_transaction(
+        ctx.services.coordinators.txn.handle_end_transaction(
             request.transactional_id,
             int(request.producer_id),
             int(request.producer_epoch),

@@ -80,7 +80,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         isolation_level=int(getattr(request, "isolation_level", 0)),
     )
     if (
-        ctx.services.authorizer is not None
+        ctx.services.security.authorizer is not None
         and params.is_from_follower
         and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
     ):
@@ -126,7 +126,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
 
-    if ctx.services.authorizer is not None and not params.is_from_follower:
+    if ctx.services.security.authorizer is not None and not params.is_from_follower:
         statuses, unknown = _without_denied(ctx, statuses, unknown)
     answer = _FetchAnswer(ctx, unknown, topic_ids)
     ctx.services.replica_manager.fetch_messages(params, statuses, answer, ctx)
@@ -148,7 +148,7 @@ def _handle_in_session(
     if context.error is not ErrorCode.none:
         return _session_error(ctx, context.error, INVALID_SESSION_ID)
     statuses, unknown = context.statuses, context.unknown
-    if ctx.services.authorizer is not None and not params.is_from_follower:
+    if ctx.services.security.authorizer is not None and not params.is_from_follower:
         statuses, unknown = _without_denied(ctx, statuses, unknown)
     answer = _FetchAnswer(ctx, unknown, context.topic_ids, context)
     ctx.services.replica_manager.fetch_messages(params, statuses, answer, ctx)

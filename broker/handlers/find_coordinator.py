@@ -41,12 +41,12 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
             return ErrorCode.invalid_request, "empty transactional id", None
         if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
             return ErrorCode.transactional_id_authorization_failed, TXN_ID_DENIED, None
-        error, endpoint = ctx.services.txn_coordinator.coordinator_endpoint(key)
+        error, endpoint = ctx.services.coordinators.txn.coordinator_endpoint(key)
         return error, None, endpoint
     if key_type == SHARE_KEY_TYPE:
         if not _valid_share_key(key):
             return ErrorCode.invalid_request, f"Invalid share coordinator key: {key}", None
-        error, endpoint = ctx.services.share_coordinator.coordinator_endpoint(key)
+        error, endpoint = ctx.services.coordinators.share.coordinator_endpoint(key)
         return error, None, endpoint
     if key_type != GROUP_KEY_TYPE:
         return ErrorCode.invalid_request, f"unknown coordinator key type {key_type}", None
@@ -54,7 +54,7 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
         return ErrorCode.invalid_request, "empty group id", None
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
         return ErrorCode.group_authorization_failed, GROUP_DENIED, None
-    error, endpoint = ctx.services.group_metadata_manager.coordinator_endpoint(key)
+    error, endpoint = ctx.services.coordinators.group_metadata_manager.coordinator_endpoint(key)
     return error, None, endpoint
 
 

@@ -45,6 +45,6 @@ def group_denied(
 ) -> bool:
     """Whether an authorizer refuses ``operation`` (READ: the membership APIs) on the group:
     the handler then answers GROUP_AUTHORIZATION_FAILED, as ``KafkaApis``."""
-    if ctx.services.authorizer is None:
+    if ctx.services.security.authorizer is None:
         return False
     return not authorize(ctx, operation, ResourceType.GROUP, group_id)

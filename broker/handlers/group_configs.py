@@ -26,7 +26,7 @@ GROUP_RESOURCE = 32
 def group_config_entries(ctx: RequestContext, group_id: str) -> list[ConfigEntry]:
     if not group_id:
         raise MetadataError(ErrorCode.invalid_request, "Group name must not be empty")
-    manager = ctx.services.consumer_group_coordinator.group_configs
+    manager = ctx.services.coordinators.consumer_group.group_configs
     entries = []
     for name, value, overridden in manager.describe(group_id):
         source = ConfigSource.GROUP_CONFIG if overridden else ConfigSource.DEFAULT_CONFIG
@@ -42,5 +42,5 @@ def alter_group_configs(
     changes: list[tuple[str, str | None, int]],
     validate_only: bool,
 ) -> None:
-    manager = ctx.services.consumer_group_coordinator.group_configs
+    manager = ctx.services.coordinators.consumer_group.group_configs
     manager.alter(group_id, changes, validate_only)

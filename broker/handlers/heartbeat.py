@@ -27,11 +27,11 @@ MAX_VERSION = 4
 def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, request.group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
-    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)
     if error is ErrorCode.coordinator_load_in_progress:
         error = ErrorCode.none
     elif error is ErrorCode.none:
-        error = ctx.services.group_coordinator.handle_heartbeat(
+        error = ctx.services.coordinators.group.handle_heartbeat(
             request.group_id,
             request.member_id,
             getattr(request, "group_instance_id", None),

@@ -70,7 +70,7 @@ def _response(ctx: RequestContext, result: InitProducerIdResult) -> Any:
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     transactional_id = request.transactional_id
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         refused = _authorization_error(ctx, transactional_id)
         if refused is not None:
             return error_response(ctx, request, refused)
@@ -88,7 +88,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
 
     def start(callback: Callable[[InitProducerIdResult], None]) -> None:
-        ctx.services.txn_coordinator.handle_init_producer_id(
+        ctx.services.coordinators.txn.handle_init_producer_id(
             transactional_id, timeout_ms, expected, callback, parked_request=ctx
         )
 

@@ -29,7 +29,7 @@ NAMES = ("InitializeShareGroupStateResponse", "InitializeStateResult")
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    coordinator = ctx.services.share_coordinator
+    coordinator = ctx.services.coordinators.share
 
     def initialize(key: SharePartitionKey, p: Any, answer: Answer) -> None:
         coordinator.initialize_state(key, int(p.state_epoch), int(p.start_offset), answer)

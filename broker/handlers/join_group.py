@@ -72,13 +72,13 @@ def join_group_params(ctx: RequestContext, request: Any) -> JoinGroupParams:
 def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, request.group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
-    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
     params = join_group_params(ctx, request)
 
     def start(callback: Callable[[JoinGroupResult], None]) -> None:
-        ctx.services.group_coordinator.handle_join_group(params, callback, ctx)
+        ctx.services.coordinators.group.handle_join_group(params, callback, ctx)
 
     def build(result: JoinGroupResult) -> Any:
         return _response(ctx, result)

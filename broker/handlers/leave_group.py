@@ -39,10 +39,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         members = [(request.member_id, None)]
-    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
-    outcome = ctx.services.group_coordinator.handle_leave_group(request.group_id, members)
+    outcome = ctx.services.coordinators.group.handle_leave_group(request.group_id, members)
     error = outcome.error
     if ctx.api_version < 3 and error is ErrorCode.none and outcome.members:
         error = outcome.members[0].error

@@ -54,8 +54,10 @@ def _response(
 def handle(ctx: RequestContext, request: Any) -> Any:
     states = tuple(getattr(request, "states_filter", ()) or ())
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
-    consumer_groups = ctx.services.consumer_group_coordinator
-    error, classic = group_admin.handle_list_groups(ctx.services.group_metadata_manager, states)
+    consumer_groups = ctx.services.coordinators.consumer_group
+    error, classic = group_admin.handle_list_groups(
+        ctx.services.coordinators.group_metadata_manager, states
+    )
     listed: list[tuple[GroupOverview, str]] = []
     if not types or "classic" in types:
         listed += [
@@ -72,10 +74,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         wanted = {s.lower() for s in states}
         listed += [
             (GroupOverview(g.group_id, "share", g.state.value), "share")
-            for g in ctx.services.share_group_coordinator.groups()
+            for g in ctx.services.coordinators.share_group.groups()
             if not wanted or g.state.value.lower() in wanted
         ]
-    if ctx.services.authorizer is not None and not authorize_cluster(ctx, AclOperation.DESCRIBE):
+    if ctx.services.security.authorizer is not None and not authorize_cluster(
+        ctx, AclOperation.DESCRIBE
+    ):
         allowed = filter_by_authorized(
             ctx,
             AclOperation.DESCRIBE,

@@ -44,7 +44,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     read_committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     topics = []
     denied: set[str] = set()
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         names = {topic.name for topic in request.topics}
         denied = names - filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for topic in request.topics:

@@ -40,13 +40,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             re.compile(pattern)
         except re.error:
             return error_response(ctx, request, ErrorCode.invalid_request)
-    error, listed, unknown = ctx.services.txn_coordinator.handle_list_transactions(
+    error, listed, unknown = ctx.services.coordinators.txn.handle_list_transactions(
         [int(p) for p in request.producer_id_filters],
         list(request.state_filters),
         int(getattr(request, "duration_filter", -1)),
         pattern or None,
     )
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         allowed = filter_by_authorized(
             ctx,
             AclOperation.DESCRIBE,

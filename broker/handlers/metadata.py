@@ -79,10 +79,10 @@ def _authorization_key(ctx: RequestContext) -> tuple[object, ...]:
     """With an authorizer the answer also depends on who asks, from where, and the ACLs
     (their version moves on every change)."""
     services = ctx.services
-    if services.authorizer is None:
+    if services.security.authorizer is None:
         return ()
     connection = ctx.connection
-    return (str(connection.principal), connection.client_host, services.acl_store.version)
+    return (str(connection.principal), connection.client_host, services.security.acls.version)
 
 
 def _answer(ctx: RequestContext, request: Any) -> Any:
@@ -94,7 +94,7 @@ def _answer(ctx: RequestContext, request: Any) -> Any:
         topics = [
             _topic(b, cluster_topic)
             for cluster_topic in cluster.topics.values()
-            if services.authorizer is None or _may_describe(ctx, cluster_topic.name, False)
+            if services.security.authorizer is None or _may_describe(ctx, cluster_topic.name, False)
         ]
     else:
         auto_create = bool(getattr(request, "allow_auto_topic_creation", True))

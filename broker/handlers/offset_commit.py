@@ -64,9 +64,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, request.group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
     refused: dict[TopicPartition, ErrorCode] = {}
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         offsets, refused = _without_denied_topics(ctx, offsets)
-    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return _response(ctx, {**refused, **{TopicPartition(*tp): error for tp in offsets}})
     expire: int | None = None
@@ -76,7 +76,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         expire = ctx.services.clock.now_ms() + retention
 
     def start(callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
-        ctx.services.group_coordinator.handle_commit_offsets(
+        ctx.services.coordinators.group.handle_commit_offsets(
             request.group_id,
             request.member_id,
             getattr(request, "group_instance_id", None),

@@ -27,7 +27,7 @@ MAX_VERSION = 0
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     wanted = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
-    manager = ctx.services.group_metadata_manager
+    manager = ctx.services.coordinators.group_metadata_manager
     if group_denied(ctx, request.group_id, AclOperation.DELETE):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
     error = manager.check_coordinator(request.group_id)

@@ -56,10 +56,10 @@ def _fetch(
     wanted = None
     if topics is not None:
         wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
-    manager = ctx.services.group_metadata_manager
+    manager = ctx.services.coordinators.group_metadata_manager
     error = manager.check_coordinator(group_id)
     if error is ErrorCode.none and member is not None:
-        refused = ctx.services.consumer_group_coordinator.validate_offset_fetch(group_id, *member)
+        refused = ctx.services.coordinators.consumer_group.validate_offset_fetch(group_id, *member)
         error = refused if refused is not None else ErrorCode.none
     if error is not ErrorCode.none:
         return error, {tp: OffsetFetchPartition(-1, -1, "", error) for tp in wanted or []}
@@ -67,7 +67,7 @@ def _fetch(
     result = {(tp[0], tp[1]): value for tp, value in found.items()}
     for tp in wanted or []:
         result.setdefault(tp, _NONE)
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         result = _authorized_topics(ctx, result, all_topics=wanted is None)
     return ErrorCode.none, result
 

@@ -66,7 +66,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 def _denied_topics(ctx: RequestContext, request: Any) -> set[str] | None:
     """With an authorizer: a follower (replica id >= 0) needs CLUSTER_ACTION (None: the
     whole request refused), a consumer DESCRIBE on each topic (the topics refused)."""
-    if ctx.services.authorizer is None:
+    if ctx.services.security.authorizer is None:
         return set()
     if int(getattr(request, "replica_id", -1)) >= 0:
         return None if cluster_denied(ctx, AclOperation.CLUSTER_ACTION) else set()

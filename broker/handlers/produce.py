@@ -58,7 +58,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     entries: dict[tuple[str, int], bytes] = {}
     refused: ProduceStatuses = {}
     denied = _NOBODY_DENIED
-    if ctx.services.authorizer is not None:
+    if ctx.services.security.authorizer is not None:
         if not _transactional_id_authorized(ctx, request):
             return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
         denied = _denied_topics(ctx, request)

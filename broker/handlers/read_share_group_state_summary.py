@@ -33,7 +33,7 @@ def _fields(b: Any, state: Any) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    coordinator = ctx.services.share_coordinator
+    coordinator = ctx.services.coordinators.share
     return share_state_common.serve_reads(
         ctx,
         request,

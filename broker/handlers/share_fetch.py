@@ -62,7 +62,7 @@ _MAX_RECORDS = 2**31 - 1
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
-    if not services.share_group_coordinator.config.group_share_enable:
+    if not services.coordinators.share_group.config.group_share_enable:
         return error_response(ctx, request, ErrorCode.unsupported_version)
     if group_denied(ctx, str(request.group_id)):
         denied = ErrorCode.group_authorization_failed

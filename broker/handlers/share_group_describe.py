@@ -91,8 +91,8 @@ GROUP_AUTHORIZATION_FAILED = AUTHORIZATION_MESSAGES[ErrorCode.group_authorizatio
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
-    coordinator = ctx.services.share_group_coordinator
-    manager = ctx.services.group_metadata_manager
+    coordinator = ctx.services.coordinators.share_group
+    manager = ctx.services.coordinators.group_metadata_manager
     groups = []
     for group_id in request.group_ids:
         if group_denied(ctx, group_id, AclOperation.DESCRIBE):

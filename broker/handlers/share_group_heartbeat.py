@@ -33,11 +33,11 @@ MAX_VERSION = 1
 def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, request.group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
-    coordinator = ctx.services.share_group_coordinator
+    coordinator = ctx.services.coordinators.share_group
     if not coordinator.config.group_share_enable:
         return error_response(ctx, request, ErrorCode.unsupported_version)
     if request.group_id:
-        error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+        error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)
         if error is not ErrorCode.none:
             return error_response(ctx, request, error)
     names = request.subscribed_topic_names

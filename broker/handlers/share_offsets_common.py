@@ -27,10 +27,10 @@ def group_error(
     with members (offsets change only while nobody consumes)."""
     if group_denied(ctx, group_id, operation):
         return ErrorCode.group_authorization_failed, None
-    placement = ctx.services.group_metadata_manager.check_coordinator(group_id)
+    placement = ctx.services.coordinators.group_metadata_manager.check_coordinator(group_id)
     if placement is not ErrorCode.none:
         return placement, None
-    coordinator = ctx.services.share_group_coordinator
+    coordinator = ctx.services.coordinators.share_group
     group = coordinator.get_or_create_group(group_id) if create else coordinator.group(group_id)
     if group is None:
         return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."

@@ -33,7 +33,7 @@ Keyed = tuple[uuid.UUID, int]
 def cluster_action_denied(ctx: RequestContext) -> bool:
     """With an authorizer, these inter-broker APIs need CLUSTER_ACTION on the cluster, as
     Kafka's KafkaApis checks (else CLUSTER_AUTHORIZATION_FAILED for every partition)."""
-    return ctx.services.authorizer is not None and not authorize_cluster(
+    return ctx.services.security.authorizer is not None and not authorize_cluster(
         ctx, AclOperation.CLUSTER_ACTION
     )
 

@@ -44,7 +44,7 @@ def _response(ctx: RequestContext, result: SyncGroupResult) -> Any:
 def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, request.group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
-    error = ctx.services.group_metadata_manager.check_coordinator(request.group_id)
+    error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)
     if error is ErrorCode.coordinator_load_in_progress:
         return error_response(ctx, request, ErrorCode.rebalance_in_progress)
     if error is not ErrorCode.none:
@@ -52,7 +52,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
 
     def start(callback: Callable[[SyncGroupResult], None]) -> None:
-        ctx.services.group_coordinator.handle_sync_group(
+        ctx.services.coordinators.group.handle_sync_group(
             request.group_id,
             int(request.generation_id),
             request.member_id,

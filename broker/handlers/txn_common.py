@@ -27,6 +27,6 @@ def fenced_error_for_version(
 def txn_id_denied(ctx: RequestContext, transactional_id: str) -> bool:
     """Whether an authorizer refuses WRITE on the transactional id: the transactional
     APIs then answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as ``KafkaApis``."""
-    if ctx.services.authorizer is None:
+    if ctx.services.security.authorizer is None:
         return False
     return not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)

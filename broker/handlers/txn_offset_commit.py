@@ -66,7 +66,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
     denied = _denied_topics(ctx, request)
-    error = ctx.services.group_metadata_manager.check_coordinator(group_id)
+    error = ctx.services.coordinators.group_metadata_manager.check_coordinator(group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
     metadata = ctx.services.metadata
@@ -90,7 +90,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     def start(callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
         handle_txn_commit_offsets(
-            ctx.services.group_coordinator,
+            ctx.services.coordinators.group,
             group_id,
             int(request.producer_id),
             int(request.producer_epoch),
@@ -110,7 +110,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _denied_topics(ctx: RequestContext, request: Any) -> set[str]:
     """The topics the principal may not READ (TOPIC_AUTHORIZATION_FAILED, not committed)."""
-    if ctx.services.authorizer is None:
+    if ctx.services.security.authorizer is None:
         return set()
     names = {topic.name for topic in request.topics}
     return names - filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)

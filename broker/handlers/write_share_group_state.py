@@ -31,7 +31,7 @@ NAMES = ("WriteShareGroupStateResponse", "WriteStateResult")
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    coordinator = ctx.services.share_coordinator
+    coordinator = ctx.services.coordinators.share
 
     def write(key: SharePartitionKey, p: Any, answer: Answer) -> None:
         batches = tuple(

@@ -82,7 +82,7 @@ def _response(ctx: RequestContext, results: MarkerResults) -> Any:
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     markers = list(request.markers)
-    if ctx.services.authorizer is not None and not authorize_cluster(
+    if ctx.services.security.authorizer is not None and not authorize_cluster(
         ctx, AclOperation.CLUSTER_ACTION
     ):
         return error_response(ctx, request, ErrorCode.cluster_authorization_failed)
@@ -151,7 +151,10 @@ def _on_appended(
             # transactional offsets in those partitions' groups.
             try:
                 handle_txn_completion(
-                    ctx.services.group_metadata_manager, producer_id, offsets_partitions, commit
+                    ctx.services.coordinators.group_metadata_manager,
+                    producer_id,
+                    offsets_partitions,
+                    commit,
                 )
             except Exception:
                 log.exception(

@@ -15,23 +15,17 @@ Per request, as Kafka's ``newQuotaFor(request, strictSinceVersion)``:
 - **permissive** (older versions): every topic is accepted, the bucket still recorded.
 
 Either way the response carries the throttle time (the larger of this and the Request
-quota's) and the channel is throttled for it.
+quota's) and the channel is throttled for it. What the three handlers call (a request's
+quota, a topic's permits, the throttle time left for the dispatcher) is
+``broker/handlers/controller_mutation_common.py``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from kio.schema.errors import ErrorCode
-
-from broker.cluster.cluster_metadata import MetadataError
 from broker.quota.client_quota_manager import ClientQuotaManager, QuotaType
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.sampled_rate import MetricConfig, QuotaSensor, round_half_up
 from purgatory import Clock
-
-if TYPE_CHECKING:
-    from broker.server.context import RequestContext
 
 THROTTLING_QUOTA_EXCEEDED_MESSAGE = "The throttling quota has been exceeded."
 
@@ -172,32 +166,3 @@ class _RecordingQuota(ControllerMutationQuota):
         if sensor is not None:
             sensor.rate.record(sensor.config, permits, self._clock.now_ms())
             sensor.last_record_ms = self._clock.now_ms()
-
-
-# -- what the three handlers call -----------------------------------------------------------
-
-
-def mutation_quota(ctx: RequestContext, strict_since_version: int) -> ControllerMutationQuota:
-    """The request's quota (unbounded while no ``controller_mutation_rate`` exists)."""
-    quotas = ctx.services.quota_managers
-    if quotas is None:
-        return ControllerMutationQuota(ctx.services.clock, None, None, False)
-    return quotas.controller_mutation_quota(ctx, strict_since_version)
-
-
-def take_permits(quota: ControllerMutationQuota, permits: int) -> None:
-    """Take a topic's partitions; a strict quota below zero refuses the topic with
-    Kafka's THROTTLING_QUOTA_EXCEEDED."""
-    try:
-        quota.record(float(permits))
-    except ThrottlingQuotaExceeded:
-        raise MetadataError(
-            ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE
-        ) from None
-
-
-def leave_throttle_time(ctx: RequestContext, quota: ControllerMutationQuota) -> None:
-    """The quota's throttle time, for ``QuotaManagers.record_and_throttle`` to answer."""
-    throttle = quota.throttle_time()
-    if throttle > 0:
-        ctx.timing.throttle_time_ms = throttle

@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from broker.config.broker_config import BrokerConfig
 from broker.quota.client_quota_manager import (
     ClientQuotaManager,
     ClientRequestQuotaManager,
@@ -49,18 +50,48 @@ from broker.quota.controller_mutation_quota import (
     ControllerMutationQuota,
     ControllerMutationQuotaManager,
 )
-from broker.quota.throttled_channel import ThrottledChannelReaper
-from protocol.codec import EncodedResponse
+from broker.quota.throttled_channel import ThrottleCallback, ThrottledChannelReaper
+from broker.security.principal import KafkaPrincipal
+from broker.server.request_timing import RequestTiming
+from protocol.codec import EncodedResponse, RequestHeader
 from purgatory import Clock
-
-if TYPE_CHECKING:
-    from broker.server.context import RequestContext
 
 PRODUCE_KEY = 0
 FETCH_KEY = 1
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
 #: Kafka's ClusterAction APIs that minikafka serves: exempt from the Request quota.
 EXEMPT_API_KEYS = frozenset({27})  # WriteTxnMarkers
+
+
+class QuotaConnection(Protocol):
+    """What the managers read of a request's connection: who, and how to mute it."""
+
+    @property
+    def principal(self) -> KafkaPrincipal: ...
+
+    @property
+    def throttle_callback(self) -> ThrottleCallback | None: ...
+
+
+class QuotaRequest(Protocol):
+    """What the managers read of a request (the dispatcher's ``RequestContext`` is one):
+    its header (api key, version, client id), connection, size and timing. The quota
+    package names only this, so it never imports the request path's context."""
+
+    @property
+    def header(self) -> RequestHeader: ...
+
+    @property
+    def connection(self) -> QuotaConnection: ...
+
+    @property
+    def timing(self) -> RequestTiming: ...
+
+    @property
+    def request_size(self) -> int: ...
+
+    @property
+    def api_version(self) -> int: ...
 
 
 class QuotaManagers:
@@ -105,7 +136,7 @@ class QuotaManagers:
         await self.reaper.stop()
 
     def controller_mutation_quota(
-        self, ctx: RequestContext, strict_since_version: int
+        self, ctx: QuotaRequest, strict_since_version: int
     ) -> ControllerMutationQuota:
         """Kafka's ``newQuotaFor(request, strictSinceVersion)``: what CreateTopics,
         CreatePartitions and DeleteTopics take their partitions from."""
@@ -116,7 +147,7 @@ class QuotaManagers:
             strict_since_version,
         )
 
-    def max_fetch_bytes(self, ctx: RequestContext) -> int:
+    def max_fetch_bytes(self, ctx: QuotaRequest) -> int:
         """What a consumer's fetch may return: its quota over the quota window
         (``getMaxValueInQuotaWindow``), for the Fetch handler's ``max_bytes``."""
         window = self.fetch.get_max_value_in_quota_window(
@@ -126,7 +157,7 @@ class QuotaManagers:
 
     # -- the dispatcher's call ------------------------------------------------------------
 
-    def record_and_throttle(self, ctx: RequestContext, request: Any, response: Any) -> Any:
+    def record_and_throttle(self, ctx: QuotaRequest, request: Any, response: Any) -> Any:
         """Record what ``request`` cost; throttle its connection if over a quota.
 
         Returns the response to send (with its throttle time, or Kafka's empty answer
@@ -178,7 +209,7 @@ class QuotaManagers:
     def _record_bandwidth(
         self,
         api_key: int,
-        ctx: RequestContext,
+        ctx: QuotaRequest,
         response: Any,
         user: str,
         client_id: str,
@@ -231,3 +262,17 @@ def _with_throttle(response: Any, throttle_ms: int, empty: bool = False) -> Any:
     if empty:
         changes["responses"] = ()
     return dataclasses.replace(response, **changes) if changes else response
+
+
+def build_quota_managers(
+    config: BrokerConfig, clock: Clock, store: ClientQuotaStore
+) -> QuotaManagers:
+    """Kafka's QuotaManagers over the cluster's quotas (shared, like the metadata), with
+    the ThrottledChannel timer that unmutes throttled connections."""
+    return QuotaManagers(
+        store,
+        clock,
+        ThrottledChannelReaper(clock),
+        config.quota_window_num,
+        config.quota_window_size_seconds,
+    )

@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -430,7 +430,7 @@ class ReplicaFetcherManager:
         config: BrokerConfig,
         metadata: ClusterMetadata,
         clock: Clock,
-        partitions: Mapping[TopicPartition, Partition],
+        partitions: dict[TopicPartition, Partition],
         leader_endpoint: Callable[[str, int, str], LeaderEndpoint] = LeaderEndpoint,
         inter_broker_listener: str = "PLAINTEXT",
         replication_quotas: ReplicationQuotas | None = None,
@@ -450,7 +450,8 @@ class ReplicaFetcherManager:
         # What a fetcher opens to reach its leader (host, port, client id): tests may
         # give a connection that never leaves the process.
         self.leader_endpoint = leader_endpoint
-        # The replica manager's hosted partitions (Kafka's allPartitions), read only here.
+        # The replica manager's hosted partitions (Kafka's allPartitions): the replica
+        # manager takes this table and fills it; read only here.
         self.partitions = partitions
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._paused_all = False

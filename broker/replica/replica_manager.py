@@ -60,9 +60,9 @@ from broker.replica.partition import (
     TopicPartition,
 )
 from broker.replica.replica_fetcher import ReplicaFetcherManager
-from broker.server.purgatories import ParkedRequest, PurgatoryName
+from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatorySet
 from broker.server.scheduler import PeriodicTask
-from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
+from purgatory import Clock, DelayedOperationPurgatory
 
 log = logging.getLogger("broker.replica")
 
@@ -76,19 +76,17 @@ class ReplicaManager:
         metadata: ClusterMetadata,
         config: BrokerConfig,
         clock: Clock,
-        produce_purgatory: DelayedOperationPurgatory[Any],
-        fetch_purgatory: DelayedOperationPurgatory[Any],
+        purgatories: PurgatorySet,
         logs: LogManager,
         controller: Controller,
         fetcher_manager: ReplicaFetcherManager,
-        scheduler_timer: SystemTimer,
-        partitions: dict[TopicPartition, Partition],
         wall_clock_ms: Callable[[], int] = real_clock.wall_clock_ms,
         *,
-        delete_records_purgatory: DelayedOperationPurgatory[Any],
-        share_fetch_purgatory: DelayedOperationPurgatory[Any] | None = None,
         replication_quotas: ReplicationQuotas | None = None,
     ) -> None:
+        # It parks requests in the Produce, Fetch and DeleteRecords purgatories, wakes the
+        # ShareFetch one, and runs its housekeeping on the scheduler timer.
+        scheduler_timer = purgatories.scheduler_timer
         self.broker_id = broker_id
         # Kafka's quotas.leader (and, through the fetcher manager, quotas.follower).
         self.replication_quotas = replication_quotas
@@ -98,8 +96,9 @@ class ReplicaManager:
         # min.insync.replicas by topic, valid while ``metadata.version`` is this.
         self._min_isr: dict[str, int] = {}
         self._min_isr_version = -1
-        # Kafka's allPartitions: shared with the fetcher manager, which reads it.
-        self.partitions = partitions
+        # Kafka's allPartitions: the table the fetcher manager was built over (it reads
+        # it; this manager fills it).
+        self.partitions = fetcher_manager.partitions
         # A restarted broker without a data dir gets its memory logs back (its "disk").
         self.log_manager = logs
         self.controller = controller
@@ -130,12 +129,12 @@ class ReplicaManager:
         self.isr_expands = 0
         # acks=all produces that really waited in the Produce purgatory.
         self.delayed_produces = 0
-        self.fetch_purgatory = fetch_purgatory
-        self.produce_purgatory = produce_purgatory
-        self.delete_records_purgatory = delete_records_purgatory
+        self.fetch_purgatory = purgatories.fetch
+        self.produce_purgatory = purgatories.produce
+        self.delete_records_purgatory = purgatories.delete_records
         # DelayedShareFetch (KIP-932) waits on the high watermark under the partition's
         # key too (Kafka's DelayedShareFetchPartitionKey).
-        self.share_fetch_purgatory = share_fetch_purgatory
+        self.share_fetch_purgatory: DelayedOperationPurgatory[Any] | None = purgatories.share_fetch
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
         # Epoch milliseconds for LogAppendTime: the broker's ``Clock`` is the loop's
         # monotonic one, right for deadlines but not a date (Kafka: ``time.milliseconds()``).

@@ -1,21 +1,19 @@
-"""What a handler may use besides its request: a small, typed set of a broker's parts.
+"""What a handler may use besides its request: the parts of a broker handlers ask.
 
 The composition root (``broker/app.py``) builds every part whole and hands this to the
-dispatcher, which puts it in each ``RequestContext``. A handler sees its broker's id and
-config, the shared cluster metadata, the replica manager, the group coordinator and its
-group metadata manager (Kafka's pair: membership and rebalances; groups, offsets and
-coordinator placement), the consumer group coordinator (KIP-848's groups), the share
-group coordinator and the share partition manager (KIP-932), the transaction coordinator,
-the client quota managers (and through them the cluster's quotas), the fetch manager (its
-incremental fetch sessions, KIP-227), the authorizer and the cluster's ACLs, the versions
-the broker serves, the cache of its encoded ApiVersions and Metadata answers, and nothing
-else: not the listener, not the other brokers, not the control endpoint.
+dispatcher, which puts it in each ``RequestContext``. Each field is a part some handler
+uses (``grep 'services\\.' broker/handlers``): the broker's id, config and clock, the
+cluster metadata, the replica manager with the fetch sessions (KIP-227) and the share
+partitions it serves (KIP-932), the coordinators (``Coordinators``), the client quota
+managers, the security parts (``BrokerSecurity``: the authorizer, the cluster's ACLs and
+SCRAM credentials), the versions the broker serves and the cache of its encoded
+ApiVersions and Metadata answers. Not the listener, not the other brokers, not the
+control endpoint, not the purgatories (a handler parks through the part that owns one).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.config.broker_config import BrokerConfig
@@ -23,11 +21,10 @@ from broker.group.consumer import ConsumerGroupCoordinator
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupCoordinator
+from broker.quota.quota_managers import QuotaManagers
 from broker.replica.fetch_session import FetchManager
 from broker.replica.replica_manager import ReplicaManager
-from broker.security.authorizer.acl_store import AclStore
-from broker.security.authorizer.standard_authorizer import StandardAuthorizer
-from broker.security.scram_credentials import ScramCredentialStore
+from broker.security.broker_security import BrokerSecurity
 from broker.server.response_cache import ResponseCache
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share_coordinator.share_coordinator import ShareCoordinator
@@ -35,37 +32,46 @@ from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
 
-if TYPE_CHECKING:
-    from broker.quota.quota_managers import QuotaManagers
+
+@dataclass(frozen=True, slots=True)
+class Coordinators:
+    """The broker's coordinators, as ``KafkaApis`` holds them (Kafka names kept).
+
+    ``group`` runs classic groups' membership and rebalances over
+    ``group_metadata_manager`` (groups, offsets and coordinator placement in
+    ``__consumer_offsets``); ``consumer_group`` is KIP-848's consumer groups,
+    ``share_group`` KIP-932's share-group membership, ``txn`` the transaction
+    coordinator, ``share`` KIP-932's share coordinator (durable share-partition state,
+    APIs 83-87).
+    """
+
+    group: GroupCoordinator
+    group_metadata_manager: GroupMetadataManager
+    consumer_group: ConsumerGroupCoordinator
+    share_group: ShareGroupCoordinator
+    txn: TransactionCoordinator
+    share: ShareCoordinator
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
+    """The parts of one broker its handlers use (``ctx.services``)."""
+
     broker_id: int
     config: BrokerConfig
     clock: Clock
     metadata: ClusterMetadata
     replica_manager: ReplicaManager
-    group_coordinator: GroupCoordinator
-    group_metadata_manager: GroupMetadataManager
-    consumer_group_coordinator: ConsumerGroupCoordinator
-    txn_coordinator: TransactionCoordinator
+    #: Kafka's FetchManager over its FetchSessionCache: the Fetch handler's sessions.
     fetch_manager: FetchManager
+    #: The share partitions this broker leads (KIP-932): ShareFetch, ShareAcknowledge.
+    share_partition_manager: SharePartitionManager
+    coordinators: Coordinators
+    #: The client quota managers and the cluster's quotas (``broker/quota/``).
+    quota_managers: QuotaManagers
+    security: BrokerSecurity
     api_specs: tuple[ApiSpec, ...]
     response_cache: ResponseCache
-    # share groups (KIP-932): membership, and the share partitions this broker leads
-    share_group_coordinator: ShareGroupCoordinator
-    share_partition_manager: SharePartitionManager
-    # the share coordinator (KIP-932): durable share-partition state, APIs 83-87
-    share_coordinator: ShareCoordinator
-    #: The client quota managers and the cluster's quotas (``broker/quota/``).
-    quota_managers: QuotaManagers | None = None
-    # The cluster's SCRAM credentials (Describe/AlterUserScramCredentials, SCRAM logins).
-    scram_credentials: ScramCredentialStore = field(default_factory=ScramCredentialStore)
-    #: Kafka's StandardAuthorizer when ``authorizer.class.name`` names it, else None
-    #: (everything allowed); the cluster's ACLs it reads (the ACL APIs change them).
-    authorizer: StandardAuthorizer | None = None
-    acl_store: AclStore = field(default_factory=AclStore)
 
     def auto_create_topic(self, name: str) -> TopicInfo:
         """Create a topic with the broker's defaults (``auto.create.topics.enable``)."""

@@ -1,6 +1,10 @@
 """Builds a broker's share-group parts (KIP-932) for the composition root.
 
-``build_share_groups`` makes the ``SharePartitionManager`` (its share partitions' locks
+``build_share`` makes them all: the share coordinator (the durable share-partition state
+in ``__share_group_state``), the persister the share partitions reach it through
+(Read/WriteShareGroupState requests to the coordinator's broker over TCP, or — a broker
+that never listens — calls on its own), and what ``build_share_groups`` makes: the
+``SharePartitionManager`` (its share partitions' locks
 on the share lock timer, DelayedShareFetch in the ShareFetch purgatory, the share session
 cache of ``group.share.max.share.sessions``, the persister of their durable state) and
 the ``ShareGroupCoordinator`` (session timeouts on the scheduler timer; a member fenced
@@ -11,18 +15,86 @@ share-group members.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.config.broker_config import BrokerConfig
 from broker.group.consumer import ConsumerGroupCoordinator
+from broker.group.group_builder import GroupCoordinators
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupConfig, ShareGroupCoordinator
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.broker_options import BrokerOptions
+from broker.server.cluster_stores import ClusterStores
 from broker.server.purgatories import PurgatorySet
-from broker.share.persister import StatePersister
+from broker.share.network_persister import NetworkStatePersister
+from broker.share.persister import (
+    InProcessStatePersister,
+    PersisterStateManager,
+    StatePersister,
+)
 from broker.share.share_partition import SharePartitionConfig
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share.share_session import ShareSessionCache
+from broker.share_coordinator.share_coordinator import ShareCoordinator, build_share_coordinator
 from purgatory import Clock
+
+
+@dataclass(frozen=True, slots=True)
+class ShareParts:
+    """A broker's KIP-932 parts: durable state, its persister, membership, partitions."""
+
+    coordinator: ShareCoordinator
+    persister: PersisterStateManager
+    group_coordinator: ShareGroupCoordinator
+    partition_manager: SharePartitionManager
+
+
+def build_share(
+    options: BrokerOptions,
+    stores: ClusterStores,
+    purgatories: PurgatorySet,
+    replica_manager: ReplicaManager,
+    groups: GroupCoordinators,
+) -> ShareParts:
+    """The share coordinator, its persister, then the share groups over them."""
+    broker_id = options.broker_id
+    share_coordinator = build_share_coordinator(
+        broker_id,
+        options.config,
+        stores.metadata,
+        replica_manager,
+        options.clock,
+        options.load_scheduler(),
+    )
+    persister: PersisterStateManager
+    if options.in_process_share_state:
+        persister = InProcessStatePersister(
+            share_coordinator,
+            lambda b: share_coordinator if b == broker_id else None,
+            purgatories.scheduler_timer,
+        )
+    else:
+        persister = NetworkStatePersister(
+            broker_id,
+            share_coordinator,
+            stores.metadata,
+            purgatories.scheduler_timer,
+            stores.inter_broker,
+        )
+    share_group_coordinator, share_partition_manager = build_share_groups(
+        options.config,
+        options.clock,
+        stores.metadata,
+        replica_manager,
+        purgatories,
+        groups.group_metadata_manager,
+        groups.consumer_group,
+        persister,
+    )
+    return ShareParts(
+        share_coordinator, persister, share_group_coordinator, share_partition_manager
+    )
 
 
 def build_share_groups(

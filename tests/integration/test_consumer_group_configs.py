@@ -77,7 +77,7 @@ async def test_group_configs_are_altered_and_described_per_group() -> None:
             ("consumer.session.timeout.ms", "55000")
         ]
         # Every broker reads the cluster's store; another group keeps the broker's value.
-        coordinator = app.brokers[0].services.consumer_group_coordinator
+        coordinator = app.brokers[0].services.coordinators.consumer_group
         assert coordinator.group_configs.consumer_session_timeout_ms(group) == 55000
         assert coordinator.group_configs.consumer_session_timeout_ms("other") == 50000
 

@@ -131,14 +131,14 @@ def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 
 
 def _coordinator(app: MiniKafka, group: str) -> int:
-    manager = app.brokers[0].services.group_metadata_manager
+    manager = app.brokers[0].services.coordinators.group_metadata_manager
     state = app.cluster.partition_state(OFFSETS_TOPIC, manager.partition_for(group))
     assert state is not None
     return state.leader
 
 
 def _members(app: MiniKafka, broker_id: int, group: str) -> dict[str, tuple[int, Any]] | None:
-    found = app.brokers[broker_id].services.consumer_group_coordinator.group(group)
+    found = app.brokers[broker_id].services.coordinators.consumer_group.group(group)
     if found is None or found.state is not ConsumerGroupState.STABLE:
         return None
     return {m.member_id: (m.member_epoch, m.assigned_partitions) for m in found.members.values()}
@@ -181,7 +181,9 @@ async def test_a_consumer_group_survives_its_coordinators_broker_stopping() -> N
             await app.stop_broker(old)
             new = _coordinator(app, group)
             assert new not in (old, -1)
-            partition = app.brokers[new].services.group_metadata_manager.partition_for(group)
+            partition = app.brokers[new].services.coordinators.group_metadata_manager.partition_for(
+                group
+            )
             await wait_until(
                 lambda: gate.holding(f"{OFFSETS_TOPIC}-{partition}"), "the held load", **WAIT
             )
@@ -234,7 +236,7 @@ async def test_a_consumer_group_survives_its_coordinators_broker_stopping() -> N
                 assert all(e.code() in CONNECTION_ERRORS for e in m.errors), m.errors
                 assert not any(e.fatal() for e in m.errors)
             # The committed offsets are intact on the new coordinator.
-            manager = app.brokers[new].services.group_metadata_manager
+            manager = app.brokers[new].services.coordinators.group_metadata_manager
             committed = {p: o for c in commits for p, o in c.items()}
             fetched = manager.get_offsets(group, [(topic, p) for p in committed])
             assert {tp.partition: r.offset for tp, r in fetched.items()} == committed

@@ -68,7 +68,7 @@ class RegexMember(Member):
 
 def _group(app: MiniKafka, group: str) -> Any:
     for broker in app.brokers:
-        found = broker.services.consumer_group_coordinator.group(group)
+        found = broker.services.coordinators.consumer_group.group(group)
         if found is not None:
             return found
     return None

@@ -102,9 +102,9 @@ async def test_a_group_moves_from_classic_to_consumer_and_back_keeping_its_offse
         got = await asyncio.to_thread(_consumer_round, app.bootstrap, group, topic, 3)
         assert got == [b"v3", b"v4", b"v5"]
         coordinator = next(
-            b.services.consumer_group_coordinator
+            b.services.coordinators.consumer_group
             for b in app.brokers
-            if b.services.consumer_group_coordinator.is_consumer_group(group)
+            if b.services.coordinators.consumer_group.is_consumer_group(group)
         )
         found = coordinator.group(group)
         assert found is not None

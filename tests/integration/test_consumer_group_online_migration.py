@@ -191,7 +191,7 @@ async def _settled(app: MiniKafka, members: list[Member], seen: Seen, produced: 
 
 def _coordinator_group(app: MiniKafka, group: str) -> Any:
     for broker in app.brokers:
-        found = broker.services.consumer_group_coordinator.group(group)
+        found = broker.services.coordinators.consumer_group.group(group)
         if found is not None:
             return found
     return None

@@ -112,7 +112,7 @@ async def _stop(members: list[Member], tasks: list[asyncio.Task[None]]) -> None:
 
 def _group_state(app: MiniKafka, group: str) -> ConsumerGroupState | None:
     for broker in app.brokers:
-        found = broker.services.consumer_group_coordinator.group(group)
+        found = broker.services.coordinators.consumer_group.group(group)
         if found is not None:
             return found.state
     return None
@@ -275,7 +275,7 @@ def _list_groups(bootstrap: str, group_type: ConsumerGroupType | None) -> list[A
 
 def _offsets(app: MiniKafka, group: str, topic: str) -> dict[int, int]:
     for broker in app.brokers:
-        manager = broker.services.group_metadata_manager
+        manager = broker.services.coordinators.group_metadata_manager
         found = manager.get_offsets(group, [(topic, 0), (topic, 1)])
         offsets = {tp.partition: value.offset for tp, value in found.items() if value.offset >= 0}
         if offsets:
@@ -341,7 +341,7 @@ async def test_api_versions_features_and_describe_errors() -> None:
         )
         assert empty.error_code is ErrorCode.invalid_request
         # As FindCoordinator would: create __consumer_offsets, then wait for its load.
-        app.brokers[0].services.group_metadata_manager.ensure_offsets_topic()
+        app.brokers[0].services.coordinators.group_metadata_manager.ensure_offsets_topic()
         for _ in range(200):
             described = await raw.request(
                 69,
@@ -379,7 +379,7 @@ async def test_a_killed_members_partitions_move_after_its_session_timeout() -> N
         },
     ) as app:
         app.cluster.create_topic(topic, 6, 1, {})
-        app.brokers[0].services.group_metadata_manager.ensure_offsets_topic()
+        app.brokers[0].services.coordinators.group_metadata_manager.ensure_offsets_topic()
         # A member that joins, takes every partition, and then dies without a word.
         raw = await RawClient.connect(app.bootstrap)
         joined = await _raw_heartbeat(
@@ -406,7 +406,7 @@ async def test_a_killed_members_partitions_move_after_its_session_timeout() -> N
                 "the dead member's partitions to move",
                 **WAIT,
             )
-            coordinator = app.brokers[0].services.consumer_group_coordinator
+            coordinator = app.brokers[0].services.coordinators.consumer_group
             found = coordinator.group(group)
             assert found is not None and "doomed" not in found.members
         finally:
@@ -434,7 +434,7 @@ async def test_a_static_member_restarted_within_its_session_keeps_its_partitions
             kept = a.assignment
             a.stop()
             await asyncio.wait_for(tasks[0], 30)
-            coordinator = app.brokers[0].services.consumer_group_coordinator
+            coordinator = app.brokers[0].services.coordinators.consumer_group
 
             def left_with_minus_two() -> bool:
                 found = coordinator.group(group)

@@ -81,20 +81,25 @@ async def commit(raw: RawClient, offset: int) -> ErrorCode:
 
 
 def committed(coordinator: Broker) -> int:
-    offsets = coordinator.services.group_metadata_manager.get_offsets(GROUP, [("events", 0)])
+    offsets = coordinator.services.coordinators.group_metadata_manager.get_offsets(
+        GROUP, [("events", 0)]
+    )
     return next(iter(offsets.values())).offset
 
 
 async def coordinator_and_followers(app: MiniKafka) -> tuple[Broker, list[Broker], Any]:
     """The group's coordinator once it has loaded, its followers in the ISR."""
-    manager = app.brokers[0].services.group_metadata_manager
+    manager = app.brokers[0].services.coordinators.group_metadata_manager
     manager.ensure_offsets_topic()
     tp = (OFFSETS_TOPIC, manager.partition_for(GROUP))
     state = app.cluster.partition_state(*tp)
     assert state is not None and len(state.replicas) == 3
     leader = app.brokers[state.leader]
     await wait_until(
-        lambda: leader.services.group_metadata_manager.check_coordinator(GROUP) is ErrorCode.none,
+        lambda: (
+            leader.services.coordinators.group_metadata_manager.check_coordinator(GROUP)
+            is ErrorCode.none
+        ),
         "coordinator load",
     )
     await wait_until(

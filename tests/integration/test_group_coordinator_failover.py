@@ -40,7 +40,7 @@ async def test_committed_offsets_survive_the_coordinators_broker_stopping() -> N
         await consumer.commit({tp: 7})
         await consumer.stop()
 
-        manager = app.brokers[0].services.group_metadata_manager
+        manager = app.brokers[0].services.coordinators.group_metadata_manager
         offsets_tp = (OFFSETS_TOPIC, manager.partition_for("survivors"))
         coordinator = app.cluster.partition_state(*offsets_tp)
         assert coordinator is not None
@@ -125,7 +125,7 @@ async def test_the_new_coordinator_serves_thousands_of_commits_after_a_failover(
         "log.cleaner.backoff.ms": "50",
     }
     async with running_cluster(brokers=3, **overrides) as app:
-        manager = app.brokers[0].services.group_metadata_manager
+        manager = app.brokers[0].services.coordinators.group_metadata_manager
         manager.ensure_offsets_topic()
         target = manager.partition_for("failover-0")
         groups = [
@@ -136,7 +136,7 @@ async def test_the_new_coordinator_serves_thousands_of_commits_after_a_failover(
         def loaded_with_full_isr() -> bool:
             state = app.cluster.partition_state(*tp)
             assert state is not None
-            coordinator = app.brokers[state.leader].services.group_metadata_manager
+            coordinator = app.brokers[state.leader].services.coordinators.group_metadata_manager
             return len(state.isr) == 3 and coordinator.check_coordinator(groups[0]) is (
                 ErrorCode.none
             )

@@ -174,7 +174,7 @@ def generation(app: MiniKafka, group_id: str) -> int:
     for broker in app.brokers:
         if broker.broker_id in app.stopped_brokers:
             continue
-        group = broker.services.group_coordinator.get_group(group_id)
+        group = broker.services.coordinators.group.get_group(group_id)
         if group is not None:
             return int(group.generation_id)
     return -1

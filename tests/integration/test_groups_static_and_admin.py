@@ -73,7 +73,7 @@ def consumer(app: MiniKafka, group: str, *topics: str, **kw: Any) -> AIOKafkaCon
 
 
 def group_of(app: MiniKafka, group_id: str) -> GroupMetadata:
-    group = app.brokers[0].services.group_coordinator.get_group(group_id)
+    group = app.brokers[0].services.coordinators.group.get_group(group_id)
     assert group is not None, f"the coordinator does not know {group_id}"
     return group
 
@@ -85,7 +85,7 @@ async def wait_settled(
     the consumers' assignments split all ``partitions`` between them."""
     for _ in range(POLLS):
         await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
-        group = app.brokers[0].services.group_coordinator.get_group(group_id)
+        group = app.brokers[0].services.coordinators.group.get_group(group_id)
         if group is None or not group.is_in(GroupState.STABLE):
             continue
         assigned = [c.assignment() for c in consumers]
@@ -467,7 +467,7 @@ async def test_initial_rebalance_delay_gathers_members_joining_within_it() -> No
             for count, member in enumerate(members, start=1):
                 starting.append(asyncio.create_task(member.start()))
                 for _ in range(POLLS):
-                    group = app.brokers[0].services.group_coordinator.get_group("delayed")
+                    group = app.brokers[0].services.coordinators.group.get_group("delayed")
                     if group is not None and group.size >= count:
                         break
                     await asyncio.sleep(0.01)
@@ -498,5 +498,5 @@ async def test_session_timeout_below_the_broker_minimum_is_refused() -> None:
         finally:
             await stop_all([short])
         # Refused before any member was added: the group holds nobody.
-        group = app.brokers[0].services.group_coordinator.get_group("short")
+        group = app.brokers[0].services.coordinators.group.get_group("short")
         assert group is None or group.size == 0

@@ -132,7 +132,7 @@ async def _initialised(app: MiniKafka, group: str, topic: str) -> SharePartition
 
 
 def _members(app: MiniKafka, group: str) -> int:
-    found = app.brokers[0].services.share_group_coordinator.group(group)
+    found = app.brokers[0].services.coordinators.share_group.group(group)
     return len(found.members) if found is not None else 0
 
 
@@ -187,7 +187,7 @@ async def _delete_when_empty(app: MiniKafka, group: str) -> None:
         await wait_until(lambda: _members(app, group) == 0, "every member left", **WAIT)
         deleted = await raw.request(42, 2, "DeleteGroupsRequest", groups_names=(group,))
         assert [r.error_code for r in deleted.results] == [ErrorCode.none]
-        assert app.brokers[0].services.share_group_coordinator.group(group) is None
+        assert app.brokers[0].services.coordinators.share_group.group(group) is None
         assert _share_partition(app, group, "share-split") is None
     finally:
         await raw.close()

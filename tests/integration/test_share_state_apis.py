@@ -78,7 +78,7 @@ async def test_share_state_apis_on_the_coordinator_of_a_share_key() -> None:
                 E.invalid_request,
             ]
             assert "__share_group_state" in app.cluster.topics
-            coordinator = app.brokers[0].services.share_coordinator
+            coordinator = app.brokers[0].services.coordinators.share
             await wait_until(
                 lambda: len(coordinator.owned_partitions) == 3, "the partitions loaded", **WAIT
             )

@@ -91,7 +91,7 @@ async def read_all(
 
 def txn_states(app: MiniKafka, transactional_id: str) -> Iterable[TransactionState]:
     for broker in app.brokers:
-        _error, found = broker.services.txn_coordinator.txn_manager.get_transaction_state(
+        _error, found = broker.services.coordinators.txn.txn_manager.get_transaction_state(
             transactional_id
         )
         if found is not None:
@@ -228,12 +228,12 @@ async def test_a_transaction_left_open_by_a_dead_producer_is_aborted_after_its_t
         "the coordinator to abort the timed-out transaction",
         attempts=100,
     )
-    assert sum(b.services.txn_coordinator.timed_out_aborts for b in cluster.brokers) == 1
+    assert sum(b.services.coordinators.txn.timed_out_aborts for b in cluster.brokers) == 1
     assert await read_all(cluster, expect=2, timeout_s=1.5) == [b"after"]
 
 
 def coordinator_of(app: MiniKafka, transactional_id: str) -> int:
-    manager = app.brokers[0].services.txn_coordinator.txn_manager
+    manager = app.brokers[0].services.coordinators.txn.txn_manager
     topic = app.cluster.topics["__transaction_state"]
     return topic.partitions[manager.partition_for(transactional_id)].leader
 
@@ -260,14 +260,14 @@ async def test_transactional_state_survives_a_restart(tmp_path: Path) -> None:
         async with p.transaction():
             await p.send(TOPIC, b"durable", partition=0)
         await p.stop()
-        before = app.brokers[0].services.txn_coordinator.txn_manager
+        before = app.brokers[0].services.coordinators.txn.txn_manager
         _error, found = before.get_transaction_state("tx-durable")
         assert found is not None
         producer_id = found.transaction_metadata.producer_id
     async with running_cluster(1, tmp_path) as app:
         p = await producer(app, "tx-durable")  # loaded from __transaction_state: next epoch
         await p.stop()
-        after = app.brokers[0].services.txn_coordinator.txn_manager
+        after = app.brokers[0].services.coordinators.txn.txn_manager
         _error, found = after.get_transaction_state("tx-durable")
         assert found is not None
         m = found.transaction_metadata

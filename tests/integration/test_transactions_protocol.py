@@ -204,7 +204,7 @@ async def test_a_whole_transaction_at_the_wire(kafka: MiniKafka, raw: RawClient)
     assert await end(raw, "raw-tx", pid, epoch + 1) is E.producer_fenced
     assert await end(raw, "raw-tx", pid, epoch) is E.none
     # The markers are written behind the answer; then the offset is committed.
-    manager = kafka.brokers[0].services.group_metadata_manager
+    manager = kafka.brokers[0].services.coordinators.group_metadata_manager
     await wait_until(
         lambda: not manager.get_offsets("raw-group", [TP], True)[TP].error,
         "the COMMIT marker to reach __consumer_offsets",

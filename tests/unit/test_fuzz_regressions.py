@@ -30,12 +30,12 @@ async def node() -> AsyncIterator[Node]:
     node = dispatch_node(load_scheduler=lambda: scheduler)
     services = node.dispatcher.services
     await services.replica_manager.start()
-    await services.group_coordinator.start()
+    await services.coordinators.group.start()
     services.metadata.create_topic(TOPIC, 1, 1, {})
-    services.group_metadata_manager.ensure_offsets_topic()
+    services.coordinators.group_metadata_manager.ensure_offsets_topic()
     scheduler.run_all()
     yield node
-    await services.group_coordinator.stop()
+    await services.coordinators.group.stop()
     await services.replica_manager.stop()
 
 

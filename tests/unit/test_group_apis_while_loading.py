@@ -40,12 +40,12 @@ async def loading() -> AsyncIterator[tuple[Node, ManualLoadScheduler]]:
     node = dispatch_node(load_scheduler=lambda: scheduler)
     services = node.dispatcher.services
     await services.replica_manager.start()
-    await services.group_coordinator.start()
+    await services.coordinators.group.start()
     services.metadata.create_topic(TOPIC, 1, 1, {})
-    services.group_metadata_manager.ensure_offsets_topic()
-    assert services.group_metadata_manager.check_coordinator(GROUP) is LOADING
+    services.coordinators.group_metadata_manager.ensure_offsets_topic()
+    assert services.coordinators.group_metadata_manager.check_coordinator(GROUP) is LOADING
     yield node, scheduler
-    await services.group_coordinator.stop()
+    await services.coordinators.group.stop()
     await services.replica_manager.stop()
 
 

@@ -100,15 +100,11 @@ async def offsets_leader(logs: LogManager | None = None) -> AsyncIterator[Node]:
         metadata,
         config,
         clock,
-        purgatories.produce,
-        purgatories.fetch,
+        purgatories,
         logs or LogManager(None),
         Controller(metadata),
         fetchers,
-        purgatories.scheduler_timer,
-        hosted,
         wall_clock_ms=clock.now_ms,
-        delete_records_purgatory=purgatories.delete_records,
     )
     offset_config = OffsetConfig.from_broker_config(config)
     manager = GroupMetadataManager(

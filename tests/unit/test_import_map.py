@@ -26,16 +26,6 @@ PACKAGES = (
     "virtual_time",
 )
 MAX_LINES = 800
-# Temporary: the wiring work (handlers' context by ports, quotas passed whole) removes this
-# circle; delete the exception once it is merged.
-KNOWN_CIRCLES = [
-    [
-        "broker.quota.controller_mutation_quota",
-        "broker.quota.quota_managers",
-        "broker.server.context",
-        "broker.server.services",
-    ],
-]
 
 
 def _modules() -> dict[str, Path]:
@@ -116,7 +106,7 @@ def test_no_import_circle() -> None:
     modules = _modules()
     known = set(modules)
     graph = {name: _imports(name, path, known) for name, path in modules.items()}
-    circles = [c for c in _circles(graph) if c not in KNOWN_CIRCLES]
+    circles = _circles(graph)
     assert circles == [], f"import circles: {circles}"
 
 

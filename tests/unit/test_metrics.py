@@ -10,7 +10,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.app import build_broker
 from broker.cluster.cluster_metadata import ClusterMetadata
-from broker.cluster.controller import Controller
 from broker.config.broker_config import BrokerConfig
 from broker.control.faults import NoFaults
 from broker.log import LogManager
@@ -21,7 +20,9 @@ from broker.observability.metrics import (
     RequestMetrics,
     render_prometheus,
 )
+from broker.server.broker_options import BrokerOptions
 from broker.server.broker_server import Broker
+from broker.server.cluster_stores import ClusterStores
 from broker.server.context import ConnectionInfo, RequestContext
 from broker.server.request_timing import RequestTiming
 from protocol.api_registry import request_class
@@ -148,15 +149,14 @@ class _Parked(DelayedOperation):
 def _broker(broker_id: int, cluster: ClusterMetadata) -> Broker:
     config = BrokerConfig.model_validate({"broker.id": str(broker_id)})
     return build_broker(
-        broker_id=broker_id,
-        config=config,
-        metadata=cluster,
-        controller=Controller(cluster),
-        clock=ManualClock(),
-        logs=LogManager(None),
-        faults=NoFaults(),
-        request_metrics=RequestMetrics(broker_id),
-        port=9092 + broker_id,
+        BrokerOptions(
+            broker_id=broker_id,
+            config=config,
+            clock=ManualClock(),
+            logs=LogManager(None),
+            port=9092 + broker_id,
+        ),
+        ClusterStores.in_memory(cluster, NoFaults()),
     )
 
 

@@ -57,15 +57,11 @@ async def replica_manager(
         metadata,
         config,
         clock,
-        purgatories.produce,
-        purgatories.fetch,
+        purgatories,
         LogManager(None),
         Controller(metadata),
         ReplicaFetcherManager(0, config, metadata, clock, hosted),
-        purgatories.scheduler_timer,
-        hosted,
         wall_clock_ms=clock.now_ms,
-        delete_records_purgatory=purgatories.delete_records,
     )
     await manager.start()
     try:

@@ -26,7 +26,6 @@ from broker.config.broker_config import BrokerConfig
 from broker.control.faults import FaultInjector
 from broker.handlers.registry import build_registry
 from broker.log import LogManager
-from broker.observability.metrics import RequestMetrics
 from broker.replica.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID
 from broker.replica.fetch_session import FetchSession, FetchSessionCache
 from broker.replica.fetch_session_handler import FetchSessionHandler, PartitionData
@@ -34,7 +33,9 @@ from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.partition import Partition, TopicPartition
 from broker.replica.replica_fetcher import ReplicaFetcher, ReplicaFetcherManager
 from broker.replica.replica_manager import ReplicaManager
+from broker.server.broker_options import BrokerOptions
 from broker.server.broker_server import Broker
+from broker.server.cluster_stores import ClusterStores
 from broker.server.context import ConnectionInfo
 from broker.server.purgatories import PurgatorySet
 from protocol.client import ClientConnection
@@ -212,14 +213,10 @@ async def leader_and_follower(partitions: int = 3) -> AsyncIterator[Pair]:
     config = BrokerConfig.model_validate({})
     registry = build_registry()
     leader = build_broker(
-        broker_id=0,
-        config=config,
-        metadata=metadata,
-        controller=controller,
-        clock=clock,
-        logs=LogManager(None),
-        faults=FaultInjector(frozenset(registry), frozenset()),
-        request_metrics=RequestMetrics(0),
+        BrokerOptions(broker_id=0, config=config, clock=clock, logs=LogManager(None)),
+        ClusterStores.in_memory(
+            metadata, FaultInjector(frozenset(registry), frozenset()), controller
+        ),
     )
     sent: list[Any] = []
     endpoints: list[InProcessLeader] = []
@@ -236,8 +233,7 @@ async def leader_and_follower(partitions: int = 3) -> AsyncIterator[Pair]:
         metadata,
         follower_config,
         clock,
-        purgatories.produce,
-        purgatories.fetch,
+        purgatories,
         LogManager(None),
         controller,
         ReplicaFetcherManager(
@@ -248,9 +244,6 @@ async def leader_and_follower(partitions: int = 3) -> AsyncIterator[Pair]:
             hosted,
             leader_endpoint=connect,
         ),
-        purgatories.scheduler_timer,
-        hosted,
-        delete_records_purgatory=purgatories.delete_records,
     )
     await leader.services.replica_manager.start()
     await follower.start()

@@ -211,15 +211,11 @@ async def broker_node(
         metadata,
         config,
         clock,
-        purgatories.produce,
-        purgatories.fetch,
+        purgatories,
         LogManager(None),
         controller,
         fetchers,
-        purgatories.scheduler_timer,
-        hosted,
         wall_clock_ms=clock.now_ms,
-        delete_records_purgatory=purgatories.delete_records,
     )
     await manager.start()
     try:

@@ -183,15 +183,11 @@ async def throttled_leader() -> AsyncIterator[Node]:
         metadata,
         config,
         clock,
-        purgatories.produce,
-        purgatories.fetch,
+        purgatories,
         LogManager(None),
         controller,
         fetchers,
-        purgatories.scheduler_timer,
-        hosted,
         wall_clock_ms=clock.now_ms,
-        delete_records_purgatory=purgatories.delete_records,
         replication_quotas=quotas,
     )
     await manager.start()

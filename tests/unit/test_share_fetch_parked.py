@@ -57,7 +57,7 @@ async def node() -> AsyncIterator[Node]:
     manager = broker.dispatcher.services.replica_manager
     await manager.start()
     # the share coordinator: share partitions read their state from it when first used
-    share_coordinator = broker.dispatcher.services.share_coordinator
+    share_coordinator = broker.dispatcher.services.coordinators.share
     await share_coordinator.start()
     broker.dispatcher.services.metadata.create_topic(TOPIC, 1, 1, {})
     yield node

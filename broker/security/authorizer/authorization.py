@@ -5,7 +5,7 @@ Every function takes the request's context: the principal and the client's host 
 its connection, the authorizer from its services. Without an authorizer
 (``authorizer.class.name`` unset) everything is allowed, after a single ``is None`` check,
 so the hot path costs nothing when security is off. Handlers on the hot path test
-``ctx.services.authorizer is None`` themselves before building anything to ask about.
+``ctx.services.security.authorizer is None`` themselves before building anything to ask about.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def authorize(
     log_if_denied: bool = True,
 ) -> bool:
     """``AuthHelper.authorize``: one resource, one operation."""
-    authorizer = ctx.services.authorizer
+    authorizer = ctx.services.security.authorizer
     if authorizer is None:
         return True
     connection = ctx.connection
@@ -62,7 +62,7 @@ def authorize_by_resource_type(
     ctx: RequestContext, operation: AclOperation, resource_type: ResourceType
 ) -> bool:
     """``AuthHelper.authorizeByResourceType``: some resource of the type."""
-    authorizer = ctx.services.authorizer
+    authorizer = ctx.services.security.authorizer
     if authorizer is None:
         return True
     connection = ctx.connection
@@ -81,7 +81,7 @@ def filter_by_authorized(
 ) -> set[_T]:
     """``AuthHelper.filterByAuthorized``: the names (each asked once) that are allowed."""
     distinct = set(names)
-    if ctx.services.authorizer is None:
+    if ctx.services.security.authorizer is None:
         return distinct
     return {
         name
@@ -101,4 +101,4 @@ def cluster_denied(ctx: RequestContext, operation: AclOperation) -> bool:
     """``AuthHelper.authorizeClusterOperation`` as a question: whether an authorizer
     refuses ``operation`` on the cluster (the handler then answers its request's error
     response with CLUSTER_AUTHORIZATION_FAILED)."""
-    return ctx.services.authorizer is not None and not authorize_cluster(ctx, operation)
+    return ctx.services.security.authorizer is not None and not authorize_cluster(ctx, operation)
