@@ -1,4 +1,12 @@
-"""What a handler is given for one request: who asked, what, the services, the clock on it."""
+"""What a handler is given for one request: who asked, what, the services, the clock on it.
+
+``RequestContext`` carries the request header, the ``ConnectionInfo`` (the principal, which
+client quotas match against the ``user`` entity; the listener's name and security protocol;
+the connection's throttle callback), the handler's ``BrokerServices`` and the request's
+``RequestTiming``. It is also the ``ParkedRequest`` a component that parks an operation
+tells where the request waits (``parked_in``) and how it left (``purgatory_done``), which
+is how the timing breakdown and the capture know a request's remote time and purgatory.
+"""
 
 from __future__ import annotations
 
