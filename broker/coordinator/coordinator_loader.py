@@ -15,7 +15,8 @@ meanwhile; every other partition, group and client is served as usual. Here:
 * A :class:`LoadScheduler` runs jobs one after the other, in the order they came (one
   thread in Kafka), each in slices. The broker's is :class:`EventLoopLoadScheduler`:
   one slice per event-loop iteration (``loop.call_soon``), a slice ending once it has
-  run ``max_slice_ms`` of wall time, so the requests of every other client, and of the
+  run ``max_slice_ms`` (2 ms) on its injected ``clock_s`` (real monotonic time when
+  serving, virtual time in a simulation), so the requests of every other client, and of the
   other brokers of an in-process cluster, are served between two slices. Outside a
   running loop it runs the job at once. :class:`ImmediateLoadScheduler` (the default of
   the managers: unit tests on a manual clock, tools) runs a job to its end on the

@@ -1,7 +1,8 @@
 """The partitions of a coordinator's internal topic, and this broker's place in them.
 
-The group coordinator (``__consumer_offsets``) and the transaction coordinator
-(``__transaction_state``) place their keys the same way, and Kafka writes that part twice
+The group coordinator (``__consumer_offsets``), the transaction coordinator
+(``__transaction_state``) and the share coordinator (``__share_group_state``) place their
+keys the same way, and Kafka writes that part twice
 (``GroupMetadataManager`` and ``TransactionStateManager``); here it is written once:
 
 * **placement**: which partition holds a key (``partition_for``: Java's
