@@ -58,7 +58,7 @@ from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.config.broker_config import BrokerConfig
 from broker.coordinator.partition_hash import partition_for
 from protocol.builders import request_builder
-from tests.helpers.raw_client import RawClient
+from testkit.raw_client import RawClient
 
 API_VERSIONS = 18
 OFFSET_COMMIT = 8

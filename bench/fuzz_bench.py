@@ -26,7 +26,7 @@ from client_io import ClientShell
 from protocol.api_registry import ApiSpec
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
-from tests.helpers.fuzz_frames import fuzzed
+from testkit.fuzz_frames import fuzzed
 
 API_VERSIONS = 18
 PROBE_ID = 0x7FFF_FFF0

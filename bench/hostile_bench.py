@@ -29,7 +29,7 @@ from protocol.client import ClientConnection
 from protocol.compression import compress
 from protocol.record_batch import compute_crc
 from protocol.record_builder import build_record_batch
-from tests.helpers.requests import FETCH, FETCH_V, fetch_fields, produce_fields
+from testkit.requests import FETCH, FETCH_V, fetch_fields, produce_fields
 
 API_VERSIONS, PRODUCE, METADATA, CREATE_TOPICS, CREATE_PARTITIONS = 18, 0, 3, 19, 37
 

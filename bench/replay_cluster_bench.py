@@ -48,9 +48,9 @@ from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # bench.spark_standalone, when run as a script
+sys.path.insert(0, str(ROOT))  # testkit.spark_standalone, when run as a script
 
-from bench.spark_standalone import driver_env, standalone_cluster  # noqa: E402
+from testkit.spark_standalone import driver_env, standalone_cluster  # noqa: E402
 
 
 def capture(directory: Path, duration_s: int, log: Path) -> None:

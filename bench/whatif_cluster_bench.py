@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # bench.spark_standalone, when run as a script
+sys.path.insert(0, str(ROOT))  # testkit.spark_standalone, when run as a script
 
-from bench.spark_standalone import driver_env, standalone_cluster  # noqa: E402
+from testkit.spark_standalone import driver_env, standalone_cluster  # noqa: E402
 
 MINIKAFKA = [sys.executable, "-m", "minikafka"]
 DEFAULT_GRID = "replica.fetch.wait.max.ms=500,100"

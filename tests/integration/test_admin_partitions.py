@@ -20,7 +20,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from protocol.builders import request_builder
-from tests.helpers.raw_client import RawClient
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

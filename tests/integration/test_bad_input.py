@@ -27,15 +27,16 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.record_batch import compute_crc
-from tests.helpers.raw_client import RawClient
-from tests.helpers.requests import (
+from testkit.broker_process import BrokerProcess
+from testkit.raw_client import RawClient
+from testkit.requests import (
     API_VERSIONS_FIELDS,
     batch,
     fetch_fields,
     metadata_fields,
     produce_fields,
 )
-from tests.integration.conftest import BrokerProcess, running_cluster
+from tests.integration.conftest import running_cluster
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 0, 1, 2, 3, 18
 PRODUCE_V, FETCH_V, LIST_OFFSETS_V, METADATA_V, API_VERSIONS_V = 9, 11, 7, 9, 3

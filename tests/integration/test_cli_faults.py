@@ -13,7 +13,8 @@ from aiokafka import AIOKafkaConsumer
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from tests.helpers.cluster import ProduceClient, raw_to_leader, wait_until
+from testkit.polling import wait_until
+from tests.helpers.cluster import ProduceClient, raw_to_leader
 from tests.integration.test_control import Http, control_cluster, poll
 
 # The ISR must not shrink on its own while a test holds a follower: a paused follower

@@ -17,7 +17,7 @@ import pytest
 from broker.app import MiniKafka
 from client_io import ClientShell, PeerClosed
 from protocol.builders import request_builder
-from tests.helpers.requests import (
+from testkit.requests import (
     API_VERSIONS_FIELDS,
     METADATA,
     METADATA_V,

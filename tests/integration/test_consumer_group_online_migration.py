@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaException
 from broker.app import MiniKafka
 from kafka_tools.admin_consumer_groups import ConsumerGroupView, describe_consumer_group
 from kafka_tools.client import KafkaClient
-from tests.helpers.cluster import wait_until
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 from tests.integration.test_consumer_group_protocol import FAST_CONSUMER_GROUPS
 

@@ -31,8 +31,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from broker.group.consumer import ConsumerGroupState
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
-from tests.helpers.raw_client import RawClient
+from testkit.raw_client import RawClient
 from tests.integration.conftest import FAST_GROUPS
 
 TIMEOUT_S = 20.0

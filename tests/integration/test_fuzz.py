@@ -20,8 +20,8 @@ import pytest
 from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
-from tests.helpers.fuzz_frames import fuzzed
-from tests.helpers.raw_client import RawClient
+from testkit.fuzz_frames import fuzzed
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 FRAMES = 4000

@@ -20,7 +20,7 @@ from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.server.broker_server import Broker
 from broker.server.context import RequestContext
 from protocol.builders import request_builder
-from tests.helpers.raw_client import RawClient
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

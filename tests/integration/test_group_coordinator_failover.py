@@ -15,8 +15,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from protocol.builders import request_builder
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 OFFSET_COMMIT = 8

@@ -27,7 +27,7 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
-from tests.helpers.raw_client import RawClient
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 TOPIC = "events"

@@ -24,8 +24,8 @@ from protocol.client import ClientConnection
 from protocol.compression import compress
 from protocol.record_batch import compute_crc
 from protocol.record_builder import build_record_batch
-from tests.helpers.raw_client import RawClient
-from tests.helpers.requests import (
+from testkit.raw_client import RawClient
+from testkit.requests import (
     FETCH,
     FETCH_V,
     PRODUCE,

@@ -20,8 +20,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from protocol.builders import request_builder
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 from tests.integration.test_consumer_group_kip848_clients import _cli, _rows
 from tests.integration.test_share_groups import (

@@ -28,8 +28,8 @@ from broker.share.share_partition import RecordState, SharePartition
 from protocol.builders import request_builder
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import read_capture
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

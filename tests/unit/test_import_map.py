@@ -23,6 +23,7 @@ PACKAGES = (
     "minikafka",
     "simulation",
     "virtual_time",
+    "testkit",
 )
 MAX_CIRCLE = 4
 MAX_LINES = 800

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from protocol.api_registry import ApiSpec
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
-from tests.helpers.kio_samples import sample
+from testkit.kio_samples import sample
 
 MUTATIONS = (
     "intact",

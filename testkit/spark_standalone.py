@@ -1,4 +1,4 @@
-"""A Spark standalone cluster on 127.0.0.1 from PySpark's own scripts, for the benches.
+"""A Spark standalone cluster on 127.0.0.1 from PySpark's own scripts, for benches and tests.
 
     with standalone_cluster(Path(tmp), workers=2, cores=1) as cluster:
         run(["...", "--master", cluster.url], env=cluster.driver_env())
