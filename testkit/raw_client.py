@@ -85,3 +85,24 @@ class RawClient:
 
     async def close(self) -> None:
         await self.shell.close()
+
+
+async def answered_later(host_or_bootstrap: str, port: int | None = None) -> None:
+    """One ApiVersions asked and answered on a fresh connection.
+
+    The positive event a test waits for instead of a fixed sleep when it asserts that
+    something did NOT happen: the broker has read, handled and answered a request sent
+    after the moment in question, so whatever it would have done with what came before
+    (bytes already on its sockets, a follower's fetch) it has had its turn to do.
+    """
+    raw = await RawClient.connect(host_or_bootstrap, port, client_id="answered-later")
+    try:
+        await raw.request(
+            18,
+            3,
+            "ApiVersionsRequest",
+            client_software_name="answered-later",
+            client_software_version="1",
+        )
+    finally:
+        await raw.close()

@@ -28,7 +28,8 @@ from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.record_batch import compute_crc
 from testkit.broker_process import BrokerProcess
-from testkit.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient, answered_later
 from testkit.requests import (
     API_VERSIONS_FIELDS,
     batch,
@@ -421,12 +422,13 @@ async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> N
         # While the fetch waits, nothing behind it runs: the acks=0 record is not in
         # the log (Kafka reads a connection's next request only after answering).
         noack_log = kafka.brokers[0].replica_manager.partitions[("pipe-noack", 0)].log
-        for _ in range(500):
-            if fetch_purgatory.num_delayed() == 1:
-                break
-            await asyncio.sleep(0.01)
-        assert fetch_purgatory.num_delayed() == 1, "the fetch should be parked"
-        await asyncio.sleep(0.2)
+        await wait_until(
+            lambda: fetch_purgatory.num_delayed() == 1, "the fetch parked", step_s=0.01
+        )
+        # A request on another connection, answered after the acks=0 bytes were on this
+        # one's socket: the broker has had its turn to read them, and did not.
+        await answered_later(kafka.bootstrap)
+        assert fetch_purgatory.num_delayed() == 1
         assert noack_log.log_end_offset == 0
 
         # Now a record for the fetch, from another client: it completes the fetch.

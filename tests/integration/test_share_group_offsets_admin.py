@@ -86,11 +86,7 @@ async def _coordinator_ready(raw: RawClient, group: str) -> None:
         answered.append(found)
         return bool(found.coordinators[0].error_code == ErrorCode.none)
 
-    for _ in range(WAIT["attempts"]):
-        if await ask():
-            return
-        await asyncio.sleep(WAIT["step_s"])
-    raise AssertionError(f"no coordinator for {group}: {answered[-1]}")
+    await wait_until(ask, f"a coordinator for {group}", **WAIT)
 
 
 async def _start_offsets(raw: RawClient, group: str, topic: str) -> list[int]:

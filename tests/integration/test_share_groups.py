@@ -160,12 +160,7 @@ async def _check_described(app: MiniKafka, group: str, topic: str) -> None:
                 for m in g.members
             )
 
-        for _ in range(WAIT["attempts"]):
-            if await sharing():
-                break
-            await asyncio.sleep(WAIT["step_s"])
-        else:
-            raise AssertionError("three members sharing partition 0")
+        await wait_until(sharing, "three members sharing partition 0", **WAIT)
         listed = await raw.request(
             16, 5, "ListGroupsRequest", states_filter=(), types_filter=("share",)
         )
