@@ -389,7 +389,7 @@ async def scenario(name: str, args: argparse.Namespace) -> Result:
         result.shutdown_lag_max_ms = max(lags[: failover_from[0]], default=0.0)
         lags = lags[failover_from[0] :]
         result.lag_max_ms = max(lags, default=0.0)
-        result.lag_p99_ms = percentile(lags, 99) if len(lags) >= 100 else result.lag_max_ms
+        result.lag_p99_ms = (percentile(lags, 99) or 0.0) if len(lags) >= 100 else result.lag_max_ms
         result.ping_max_ms = worst[0]
         for raw in [*clients.values(), *pingers]:
             await raw.close()
