@@ -109,7 +109,7 @@ def test_serve_names_a_bad_listener_config(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "broker",
+            "minikafka",
             "serve",
             "--port",
             "0",
