@@ -25,8 +25,8 @@ from broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from broker.group.group_config import GroupConfig, OffsetConfig
 from broker.group.group_configs import GroupConfigManager, GroupConfigStore
 from broker.group.group_coordinator import GroupCoordinator
+from broker.group.group_log import offsets_topic_log
 from broker.group.group_metadata_manager import GroupMetadataManager
-from broker.group.offsets_topic_log import OffsetsTopicLog
 from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
 from broker.ids import IdSource
@@ -166,7 +166,7 @@ def build_broker(
         offset_config,
         clock,
         metadata,
-        OffsetsTopicLog(
+        offsets_topic_log(
             replica_manager,
             clock,
             offset_config.offsets_commit_timeout_ms,

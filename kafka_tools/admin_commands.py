@@ -1,6 +1,11 @@
-"""``minikafka topics`` and ``minikafka groups``: what ``kafka-topics.sh`` and
-``kafka-consumer-groups.sh`` do, with their messages and table columns (see
-``kafka_tools/admin_cli.py``)."""
+"""``minikafka topics``, ``minikafka groups`` and ``minikafka quotas``: what ``kafka-topics.sh``,
+``kafka-consumer-groups.sh`` and ``kafka-configs.sh``'s quota forms do, with their messages and
+table columns (see ``kafka_tools/admin_cli.py``).
+
+``topics create|list|describe|delete``; ``groups list|describe|reset-offsets|delete`` (a
+KIP-848 consumer group is described by ``admin_consumer_groups.py``, a share group by
+``admin_share_groups.py``); ``quotas describe|alter`` with ``--user``/``--client`` entities
+(DescribeClientQuotas, AlterClientQuotas)."""
 
 from __future__ import annotations
 

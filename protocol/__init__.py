@@ -1,7 +1,11 @@
-"""minikafka's wire layer: bytes <-> typed Kafka messages, sans-IO (see ARCHITECTURE.md).
+"""minikafka's wire layer: bytes <-> typed Kafka messages, sans-IO.
 
 Message bodies are kio's generated classes; framing, headers, the version registry and
-the version-agnostic builders are ours.
+the version-agnostic builders are ours, with the generated fast writers and body guards,
+record batches (v2, control batches, compression), the one sans-IO client connection
+(``client``), the capture record shared by the broker and the Spark jobs (``capture``,
+``capture_files``) and the service-time model of a simulated broker (``service_times``).
+It imports none of our packages and never asyncio or socket (import-linter contracts).
 """
 
 from protocol.api_registry import (

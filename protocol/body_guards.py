@@ -40,6 +40,7 @@ length or count; before: in the fixed-width fields folded into that read).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import linecache
 import struct
 import typing
@@ -47,6 +48,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from protocol.fast_writers import VARIABLE_TYPES, is_entity, strip_optional
+from protocol.varint import read_uvarint
 
 __all__ = (
     "FIXED_WIDTH",
@@ -95,28 +97,8 @@ FIXED_WIDTH: Final[dict[str, int]] = {
 # What the generated code calls off its common path.
 
 
-def read_uvarint(
-    buf: bytes | bytearray | memoryview, pos: int, error: type[Exception] = _Short
-) -> tuple[int, int]:
-    """Unsigned LEB128 as Kafka writes it (at most 5 bytes for 32 bits); ``error`` is
-    raised on a truncated or overlong one (``codec`` reads its headers with it too)."""
-    result = 0
-    shift = 0
-    end = len(buf)
-    while True:
-        if pos >= end:
-            raise error("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise error("varint longer than 5 bytes")
-
-
-_uv = read_uvarint  # the generated code's name for it
+# The generated code's name for it: a truncated or overlong varint is a short body.
+_uv = functools.partial(read_uvarint, error=_Short)
 
 
 def _compact_bytes(buf: bytes | memoryview, pos: int) -> int:

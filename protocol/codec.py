@@ -9,6 +9,9 @@ schema for -- so it can answer UNSUPPORTED_VERSION (or log and close) with the r
 correlation id. So the fixed part is read with ``struct`` first, and only the body goes
 through kio's native reader.
 
+``EncodedResponse`` is a response body encoded once and framed per answer (with each
+request's correlation id): the broker's cached ApiVersions and Metadata answers.
+
 Trailing bytes after a request body are tolerated. Kafka's generated message readers
 read the fields a version defines and do not check that the frame is used up, so a real
 broker accepts such frames too; rejecting them here would only make us stricter than

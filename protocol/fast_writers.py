@@ -48,6 +48,8 @@ from typing import Any, Final, TypeVar
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.static.constants import uuid_zero
 
+from protocol.varint import UVARINT
+
 __all__ = (
     "VARIABLE_TYPES",
     "FastWriter",
@@ -63,21 +65,7 @@ FastWriter = Callable[[bytearray, E], None]
 """Appends the encoding of one entity to ``out``."""
 
 
-class _UvarintTable(dict[int, bytes]):
-    """``_UV[n]``: the unsigned varint of ``n``; a table up to 127, computed beyond."""
-
-    def __missing__(self, value: int) -> bytes:
-        if value < 0:
-            raise ValueError(f"unsigned varint of negative {value}")
-        out = bytearray()
-        while value > 0x7F:
-            out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        out.append(value)
-        return bytes(out)
-
-
-_UV: Final = _UvarintTable({n: bytes((n,)) for n in range(128)})
+_UV: Final = UVARINT  # the generated code's name for it
 
 
 class _ArrayPackers(dict[int, Callable[..., bytes]]):

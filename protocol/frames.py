@@ -4,6 +4,10 @@ many bytes.
 ``FrameDecoder`` is sans-IO: the connection hands it whatever the socket produced and
 gets back the complete frames. It never blocks and never reads a socket, so it is the
 same code under asyncio, in tests and in replay tools.
+
+A length above ``max_frame_bytes`` (default 100 MiB, the broker's
+``socket.request.max.bytes``) raises ``FrameTooLarge`` from the 4-byte prefix alone, before
+a byte of the frame is buffered.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ The broker treats a batch as opaque bytes: it reads the 61-byte header, checks m
 and CRC, and rewrites the fields Kafka's broker rewrites (baseOffset,
 partitionLeaderEpoch, and for LogAppendTime the timestamp type and maxTimestamp).
 Records are decoded (and decompressed) only where a feature needs them: timestamp
-lookups, our own internal topics, tests.
+lookups, our own internal topics, tests. The produce path walks the batches once
+(``validate_batches``: magic, CRC-32C, counts) and stamps the validated headers in one
+more pass (``stamp_leader_batches``: baseOffset and the leader epoch, which the CRC does
+not cover; LogAppendTime also recomputes the CRC).
 
 Layout (big-endian), byte positions in brackets::
 
@@ -57,6 +60,7 @@ from protocol.compression import (
     decompress_bounded,
 )
 from protocol.errors import ErrorCode
+from protocol.varint import read_bounded_varint, read_varint
 
 __all__ = [
     "ATTR_COMPRESSION_MASK",
@@ -400,39 +404,8 @@ def stamp_leader_batches(
 _MIN_RECORD_SIZE = 7
 
 
-def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """Zig-zag varint (used for both int32 varint and int64 varlong)."""
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise InvalidRecordError("Found invalid record structure: varint longer than 10 bytes")
-
-
-def _uvarint(buf: Buffer, pos: int, max_len: int) -> tuple[int, int]:
-    """The raw (not yet zig-zag decoded) value of a varint of at most ``max_len`` bytes:
-    5 bytes and 32 bits for a varint, 10 bytes and 64 bits for a varlong, as Java's
-    ByteUtils.readVarint / readVarlong require. The slow path of the walker below."""
-    bits = 32 if max_len == 5 else 64
-    result = 0
-    shift = 0
-    for _ in range(max_len):
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result >> bits:
-                break
-            return result, pos
-        shift += 7
-    kind = "varint" if max_len == 5 else "varlong"
-    raise InvalidRecordError(f"Found invalid record structure: {kind} out of range")
+def _invalid_structure(message: str) -> InvalidRecordError:
+    return InvalidRecordError(f"Found invalid record structure: {message}")
 
 
 def _batch_payload(
@@ -491,7 +464,7 @@ def _check_records(buf: Buffer, pos: int, end: int, header: RecordBatchHeader) -
                 raw = (b & 0x7F) | (b2 << 7)
                 pos += 2
             else:
-                raw, pos = _uvarint(buf, pos, 5)
+                raw, pos = read_bounded_varint(buf, pos, 5, _invalid_structure)
             record_end = pos + ((raw >> 1) ^ -(raw & 1))
             if record_end > end or raw & 1:
                 raise InvalidRecordError(
@@ -504,7 +477,7 @@ def _check_records(buf: Buffer, pos: int, end: int, header: RecordBatchHeader) -
             if buf[pos] < 0x80:
                 pos += 1
             else:
-                pos = _uvarint(buf, pos, 10)[1]
+                pos = read_bounded_varint(buf, pos, 10, _invalid_structure)[1]
             # offsetDelta
             b = buf[pos]
             if b < 0x80:
@@ -514,7 +487,7 @@ def _check_records(buf: Buffer, pos: int, end: int, header: RecordBatchHeader) -
                 raw = (b & 0x7F) | (b2 << 7)
                 pos += 2
             else:
-                raw, pos = _uvarint(buf, pos, 5)
+                raw, pos = read_bounded_varint(buf, pos, 5, _invalid_structure)
             if raw != expected_delta:
                 raise InvalidRecordError(
                     f"{where}: record {index} has offset delta {(raw >> 1) ^ -(raw & 1)}, "
@@ -530,7 +503,7 @@ def _check_records(buf: Buffer, pos: int, end: int, header: RecordBatchHeader) -
                 raw = (b & 0x7F) | (b2 << 7)
                 pos += 2
             else:
-                raw, pos = _uvarint(buf, pos, 5)
+                raw, pos = read_bounded_varint(buf, pos, 5, _invalid_structure)
             if not raw & 1:
                 pos += raw >> 1
             b = buf[pos]
@@ -541,7 +514,7 @@ def _check_records(buf: Buffer, pos: int, end: int, header: RecordBatchHeader) -
                 raw = (b & 0x7F) | (b2 << 7)
                 pos += 2
             else:
-                raw, pos = _uvarint(buf, pos, 5)
+                raw, pos = read_bounded_varint(buf, pos, 5, _invalid_structure)
             if not raw & 1:
                 pos += raw >> 1
             # headers
@@ -553,7 +526,7 @@ def _check_records(buf: Buffer, pos: int, end: int, header: RecordBatchHeader) -
             if buf[pos] == 0:
                 pos += 1
             else:
-                raw, pos = _uvarint(buf, pos, 5)
+                raw, pos = read_bounded_varint(buf, pos, 5, _invalid_structure)
                 header_count = (raw >> 1) ^ -(raw & 1)
                 if header_count < 0 or header_count * 2 > record_end - pos:
                     raise InvalidRecordError(
@@ -561,14 +534,14 @@ def _check_records(buf: Buffer, pos: int, end: int, header: RecordBatchHeader) -
                         f"{header_count}"
                     )
                 for _ in range(header_count):
-                    raw, pos = _uvarint(buf, pos, 5)
+                    raw, pos = read_bounded_varint(buf, pos, 5, _invalid_structure)
                     if raw & 1:
                         raise InvalidRecordError(
                             f"{where}: record {index}: Invalid negative header key size "
                             f"{(raw >> 1) ^ -(raw & 1)}"
                         )
                     pos += raw >> 1
-                    raw, pos = _uvarint(buf, pos, 5)
+                    raw, pos = read_bounded_varint(buf, pos, 5, _invalid_structure)
                     if not raw & 1:
                         pos += raw >> 1
             if pos != record_end:
@@ -671,7 +644,7 @@ def iter_records(
     base_timestamp = header.base_timestamp
     try:
         for _ in range(header.records_count):
-            length, pos = _read_varint(data, pos)
+            length, pos = read_varint(data, pos, _invalid_structure)
             record_end = pos + length
             if record_end > end:
                 raise InvalidRecordError(
@@ -679,19 +652,19 @@ def iter_records(
                     "past the end of the batch"
                 )
             pos += 1  # record attributes: unused in v2
-            ts_delta, pos = _read_varint(data, pos)
-            offset_delta, pos = _read_varint(data, pos)
-            key_len, pos = _read_varint(data, pos)
+            ts_delta, pos = read_varint(data, pos, _invalid_structure)
+            offset_delta, pos = read_varint(data, pos, _invalid_structure)
+            key_len, pos = read_varint(data, pos, _invalid_structure)
             key: bytes | None = None
             if key_len >= 0:
                 key = bytes(data[pos : pos + key_len])
                 pos += key_len
-            value_len, pos = _read_varint(data, pos)
+            value_len, pos = read_varint(data, pos, _invalid_structure)
             value: bytes | None = None
             if value_len >= 0:
                 value = bytes(data[pos : pos + value_len])
                 pos += value_len
-            header_count, pos = _read_varint(data, pos)
+            header_count, pos = read_varint(data, pos, _invalid_structure)
             if header_count < 0 or header_count * 2 > record_end - pos:
                 raise InvalidRecordError(
                     f"record batch at offset {base_offset}: invalid number of record "
@@ -699,12 +672,12 @@ def iter_records(
                 )
             headers: RecordHeaders = []
             for _h in range(header_count):
-                hk_len, pos = _read_varint(data, pos)
+                hk_len, pos = read_varint(data, pos, _invalid_structure)
                 if hk_len < 0:
                     raise InvalidRecordError("record header key is null")
                 hkey = str(data[pos : pos + hk_len], "utf-8", "replace")
                 pos += hk_len
-                hv_len, pos = _read_varint(data, pos)
+                hv_len, pos = read_varint(data, pos, _invalid_structure)
                 hval: bytes | None = None
                 if hv_len >= 0:
                     hval = bytes(data[pos : pos + hv_len])

@@ -24,8 +24,9 @@ from protocol.record_batch import (
     LOG_OVERHEAD,
     MAGIC_V2,
 )
+from protocol.varint import write_varint
 
-__all__ = ["build_record_batch", "write_varint"]
+__all__ = ["build_record_batch"]
 
 
 def build_record_batch(
@@ -107,12 +108,3 @@ def _write_bytes(out: bytearray, data: bytes | None) -> None:
     else:
         write_varint(out, len(data))
         out += data
-
-
-def write_varint(out: bytearray, value: int) -> None:
-    """Append a zig-zag varint (a record's varint or varlong) to ``out``."""
-    value = (value << 1) ^ (value >> 63)
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)

@@ -19,9 +19,10 @@ from protocol.record_batch import (
     InvalidRecordError,
     RecordBatchHeader,
     _batch_payload,
-    _uvarint,
+    _invalid_structure,
     parse_batch_header,
 )
+from protocol.varint import read_bounded_varint
 
 __all__ = ["records_outside_timestamps"]
 
@@ -84,7 +85,7 @@ def records_outside_timestamps(
                 raw = (b & 0x7F) | (b2 << 7)
                 pos += 2
             else:
-                raw, pos = _uvarint(data, pos, 5)
+                raw, pos = read_bounded_varint(data, pos, 5, _invalid_structure)
             record_end = pos + ((raw >> 1) ^ -(raw & 1))
             if record_end > end or raw & 1 or record_end <= pos + 1:
                 raise InvalidRecordError(
@@ -98,7 +99,7 @@ def records_outside_timestamps(
             elif (b2 := data[pos + 2]) < 0x80:
                 raw = (b & 0x7F) | (b2 << 7)
             else:
-                raw = _uvarint(data, pos + 1, 10)[0]
+                raw = read_bounded_varint(data, pos + 1, 10, _invalid_structure)[0]
             delta = (raw >> 1) ^ -(raw & 1)
             if not lower_delta <= delta <= upper_delta:
                 timestamp = fixed if fixed is not None else header.base_timestamp + delta
@@ -119,8 +120,8 @@ def _record_offset(
 ) -> int:
     """The offset of the record whose attributes byte is at ``pos`` (baseOffset + its
     offsetDelta): the slow path of ``records_outside_timestamps``."""
-    after = _uvarint(data, pos + 1, 10)[1]  # past timestampDelta
-    raw, after = _uvarint(data, after, 5)
+    after = read_bounded_varint(data, pos + 1, 10, _invalid_structure)[1]  # past timestampDelta
+    raw, after = read_bounded_varint(data, after, 5, _invalid_structure)
     if after > record_end:
         raise InvalidRecordError(
             f"record batch at offset {header.base_offset}: record {index}: Invalid record "

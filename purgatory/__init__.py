@@ -1,7 +1,10 @@
-"""Kafka's timer and purgatory machinery on one asyncio thread (see ARCHITECTURE.md).
+"""Kafka's timer and purgatory machinery on one asyncio thread.
 
 Generic and clock-injected: nothing here knows the broker, and only ``reaper`` uses
-asyncio.
+asyncio. ``clock`` (the injected clocks), ``timer_task`` and ``timing_wheel`` (Kafka's
+hierarchical wheel), ``system_timer`` (its facade), ``reaper`` (the expiration reaper on
+the loop), ``delayed_operation`` and ``operation_purgatory`` (Kafka's purgatory). Kafka's
+defaults: tick 1 ms, wheel size 20, purge interval 1000.
 """
 
 from purgatory.clock import Clock, LoopClock, ManualClock

@@ -10,12 +10,19 @@ cancel O(1) and re-adding a task safe: nothing ever searches a bucket.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from purgatory.timing_wheel import TimerTaskList
+__all__ = ["Bucket", "TimerTask", "TimerTaskEntry"]
 
-__all__ = ["TimerTask", "TimerTaskEntry"]
+
+class Bucket(Protocol):
+    """What an entry uses of the bucket it sits in: unlinking itself.
+
+    A Protocol so this module need not import the wheel that imports it;
+    ``timing_wheel.TimerTaskList`` is the one implementation.
+    """
+
+    def remove(self, entry: TimerTaskEntry) -> None: ...
 
 
 class TimerTask(ABC):
@@ -72,7 +79,7 @@ class TimerTaskEntry:
     def __init__(self, timer_task: TimerTask, expiration_ms: int) -> None:
         self.timer_task = timer_task
         self.expiration_ms = expiration_ms
-        self.list: TimerTaskList | None = None
+        self.list: Bucket | None = None
         timer_task._set_timer_task_entry(self)
 
     @property

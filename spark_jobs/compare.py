@@ -17,6 +17,9 @@ Like for like: every variant replays the same capture (the page says so, or warn
 when the results name different captures), and each compares the same client
 requests, as ``minikafka report`` does. Variants whose target capture is missing fall
 back to the replay client's send-to-response latency, and the page says which.
+The variants table shows each replay's run kind (real-time, or virtual-time from
+``whatif``). ``run_compare`` reads as named steps: ``read_variant``, ``comparison_tables``,
+``draw_plots``.
 """
 
 from __future__ import annotations

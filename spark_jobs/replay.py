@@ -61,6 +61,16 @@ Output, in ``--out``: Parquet with ``spark_jobs.schema.RESULT_SCHEMA`` (each rep
 request's target connection and correlation id: the key of the target's capture
 record), ``_replay.json`` (``spark_jobs.run_info``), and for a started target its
 capture and log; a summary line on stdout.
+
+What a replayed request keeps and what it changes: client ids are sent as captured (so a
+target's quotas match them), correlation ids, member ids, generations, producer ids and
+share-group epochs are rewritten to what the new broker answered (``replay_rewrite``,
+``replay_share_rewrite``), principals are kept with ``--target-users`` (``replay_sasl``;
+without it, PLAINTEXT and a warning naming the captured users), and each answer's
+``throttle_time_ms`` is in the results. ``run_replay`` reads as its steps by name:
+``ordered_requests``, ``capture_stats``, the run's description and warnings,
+``barrier_partition_replayer``, ``count_reasons``. ``replay_client.replay_rows_in_loop`` is
+the same replay on a loop the caller owns (``whatif``'s virtual-time replay).
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ Inter-broker requests are never mixed into a row of client traffic: each cluster
 own are in a table apart (``spark_jobs.traffic``). Everything is computed with
 DataFrame aggregations; only aggregates come back to the driver, to be written as CSV
 and JSON under ``tables/``, drawn (``spark_jobs.plots``) and rendered into
-``index.html`` from ``templates/report.html.j2`` (``spark_jobs.render``).
+``index.html`` from ``templates/report.html.j2`` (``spark_jobs.render``). With a capture at
+hand the page also has the quota throttle table (``spark_jobs.throttle_report``).
+``run_report`` reads as named steps: ``read_inputs``, ``replay_sides`` or
+``analysis_sides``, the tables, ``draw_plots``.
 """
 
 from __future__ import annotations

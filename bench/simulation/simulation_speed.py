@@ -31,7 +31,7 @@ def run_one(
         [
             sys.executable,
             "-m",
-            "broker",
+            "minikafka",
             "simulate",
             "--seed",
             str(seed),

@@ -6,6 +6,16 @@ source of truth — and subscribe to its changes (a topic created, a leader move
 create or re-role their local partitions. With a data directory it is kept in
 ``cluster-metadata.json``, replaced atomically on every change, so topics and their ids
 survive a restart.
+
+What it holds besides brokers and topics (with their ids): each partition's leader, leader
+epoch, replicas and ISR, an ongoing reassignment's adding and removing replicas
+(``replication_control``), the dynamic broker configs by resource name
+(``broker/config/dynamic_config.py``), and the producer-id blocks. Every mutation is a
+method here, or ends in ``partition_changed``: subscribers are told of every change and
+``version`` moves with each (the response cache and the quorum's log end read it). Each
+``BrokerEndpoint`` also has the addresses of its other listeners (``register_listener``,
+``address(listener_name)``), so Metadata, FindCoordinator and DescribeCluster answer in the
+terms of the listener a request came in on.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ watermark, and each voter's and observer's log end offset and last fetch / caugh
 timestamps (the leader's wall clock, epoch milliseconds).
 
 Here every broker shares one ``ClusterMetadata`` in memory, so the quorum is a view of
-it (Kafka's LeaderState, ReplicaState):
+it (Kafka's LeaderState, ReplicaState), held by the ``Controller`` (``controller.quorum``),
+with the wall clock injected:
 
 - **Voters.** ``controller.quorum.voters`` (``id@host:port,...``, Kafka's static quorum)
   names them. Unset — Kafka 4's default, a dynamic quorum (KIP-853) found through

@@ -1,4 +1,4 @@
-"""Persistence of groups and offsets as ``__consumer_offsets`` records.
+"""``__consumer_offsets`` records of the classic group coordinator: their schemas and codec.
 
 The :class:`~broker.group.group_metadata_manager.GroupMetadataManager` never touches a
 log itself. Whenever Kafka's would append to the offsets topic (an offset commit, a
@@ -6,30 +6,27 @@ group's new generation and assignment, a deletion), ours encodes key/value recor
 hands them to an injected :class:`GroupLog`, naming the offsets-topic partition; when
 this broker becomes the leader of a partition it reads the partition back through the
 same interface and rebuilds the same groups and offsets. The broker's ``GroupLog`` is
-:class:`~broker.group.offsets_topic_log.OffsetsTopicLog` (over the replica manager);
-:class:`InMemoryGroupLog` here serves unit tests.
+the coordinator kit's :class:`~broker.coordinator.state_log.CoordinatorStateLog` over
+``__consumer_offsets`` (:func:`offsets_topic_log`); :class:`InMemoryGroupLog` here
+serves unit tests.
 
-Encoding: Kafka's own record schemas, so a real Kafka tool reading our topic (or our
-replay reading Kafka's) sees familiar bytes. Every key and value starts with an int16
-schema version; strings are int16-length UTF-8 (length -1 for null), bytes are
-int32-length, integers big-endian:
+The schemas are Kafka's (``OffsetCommitKey``/``Value``, ``GroupMetadataKey``/``Value``
+in ``group-coordinator/src/main/resources/common/message``), declared as data below and
+compiled by ``broker/coordinator/record_schema.py``; a key starts with its record type
+(0-1 an offset commit, 2 a group's metadata), a value with its version:
 
-* offset commit key (version 1): ``group: string, topic: string, partition: int32``
-* offset commit value (version 3): ``offset: int64, leader_epoch: int32,
-  metadata: string, commit_timestamp: int64``; version 1 (``offset, metadata,
-  commit_timestamp, expire_timestamp: int64``) when the commit carried an explicit
-  expiry; versions 0-3 are all read back.
-* group metadata key (version 2): ``group: string``
-* group metadata value (version 3): ``protocol_type: string, generation: int32,
-  protocol: nullable string, leader: nullable string, current_state_timestamp: int64,
-  members: [member_id: string, group_instance_id: nullable string, client_id: string,
-  client_host: string, rebalance_timeout: int32, session_timeout: int32,
-  subscription: bytes, assignment: bytes]``; versions 0-3 are read back.
+* an offset commit value is written as version 3 (``offset, leaderEpoch, metadata,
+  commitTimestamp``), or version 1 (``offset, metadata, commitTimestamp,
+  expireTimestamp``) when the commit carried an explicit expiry; versions 0-3 are read.
+* a group metadata value is written as version 3 (``protocolType, generation,
+  protocol, leader, currentStateTimestamp, members``); versions 0-3 are read.
 * a value of ``None`` is a tombstone: the offset, or the whole group, was deleted.
-* key versions 3-8 are a KIP-848 consumer group's records (group epoch, subscription
-  metadata, member subscription, target assignment epoch and members, current member
-  assignment), encoded and decoded by ``consumer/consumer_group_records.py``; the
-  loader and the manager route them there, ``decode_record`` skips them quietly.
+* record types 3-8 are a KIP-848 consumer group's records, declared in
+  ``consumer/consumer_group_records.py``; the loader and the manager route them there,
+  ``decode_record`` skips them quietly.
+
+Where we differ from Kafka: the flexible version 4 of both values (Kafka 4.1+) is
+neither written nor read (a warning, the record skipped).
 
 Records of a group go to partition ``partition_for(group_id)`` of ``__consumer_offsets``;
 the later record for a key wins, which is also what log compaction keeps.
@@ -39,87 +36,126 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
+from broker.coordinator.record_schema import Field, RecordType, Schema, Struct, read_int16
+from broker.coordinator.state_log import (
+    AppendCallback,
+    CoordinatorLog,
+    CoordinatorStateLog,
+    KeyValue,
+    LogEntry,
+    TxnMarker,
+    TxnRecord,
+    transactional_entries,
+)
 from broker.group.offsets import OffsetAndMetadata
 from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
+from purgatory import Clock
+
+if TYPE_CHECKING:
+    from broker.replica.replica_manager import ReplicaManager
+
+__all__ = ("AppendCallback", "KeyValue", "LogEntry", "TxnMarker", "TxnRecord")
 
 log = logging.getLogger("broker.group")
 
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
-
-KeyValue = tuple[bytes, bytes | None]
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 
+GroupLog = CoordinatorLog[LogEntry]
+"""Where the group metadata manager's records go, and where it reads them back.
 
-AppendCallback = Callable[[ErrorCode], None]
-
-
-class GroupLog(Protocol):
-    """Where the group metadata manager's records go, and where it reads them back.
-
-    With ``on_done``, ``append_to_log`` is Kafka's ``appendForGroup``: written with
-    ``offsets.commit.required.acks`` (acks=all) and ``on_done`` is called exactly once
-    with the append's own error — NONE once the in-sync replicas have the records, or
-    e.g. NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER. It may be called
-    before ``append_to_log`` returns (a single replica: the high watermark moves with
-    the append). While it waits, the request it serves (``parked_request``, if any)
-    waits in the Produce purgatory and is told so, and how it left. The manager maps
-    the error to its API's and changes its state only in the callback, which is why a
-    commit is never visible before it is replicated.
-
-    Without ``on_done`` nobody waits: Kafka writes its cleanup tombstones that way.
-
-    With ``producer`` (producer id, epoch) the records are a TxnOffsetCommit's: one
-    transactional batch of that producer, pending until its transaction's marker.
-
-    ``open_log`` reads the partition back for a load: the entries of each record batch
-    from the log start up to the log end it had when it was opened, one list per batch,
-    read when the iterator gets there -- a key/value pair for a plain record, a
-    :class:`TxnRecord` for a record of a transactional batch and a :class:`TxnMarker` for
-    a transaction's COMMIT/ABORT marker; None when this broker has no online replica of
-    the partition (yet).
-    """
-
-    def append_to_log(
-        self,
-        partition: int,
-        records: list[KeyValue],
-        on_done: AppendCallback | None = None,
-        parked_request: ParkedRequest | None = None,
-        *,
-        producer: tuple[int, int] | None = None,
-    ) -> None: ...
-
-    def open_log(self, partition: int) -> Iterator[list[LogEntry]] | None: ...
+``append_to_log`` with ``on_done`` is Kafka's ``appendForGroup`` (acks
+``offsets.commit.required.acks``); the manager maps the append's error to its API's and
+changes its state only in the callback, which is why a commit is never visible before
+it is replicated. Without ``on_done`` nobody waits (Kafka's cleanup tombstones). With
+``producer`` the records are a TxnOffsetCommit's. ``open_log`` hands back plain
+key/values, :class:`TxnRecord` and :class:`TxnMarker` entries, batch by batch.
+"""
 
 
-@dataclass(frozen=True, slots=True)
-class TxnRecord:
-    """A record written by a transaction (a TxnOffsetCommit): pending until its marker."""
+def offsets_topic_log(
+    replica_manager: ReplicaManager,
+    clock: Clock,
+    commit_timeout_ms: int,
+    commit_required_acks: int,
+    load_buffer_size: int = 5242880,
+) -> CoordinatorStateLog[LogEntry]:
+    """The broker's ``GroupLog``: ``__consumer_offsets`` with
+    ``offsets.commit.required.acks``, ``offsets.commit.timeout.ms`` and
+    ``offsets.load.buffer.size``; transactional records and markers read as such."""
+    return CoordinatorStateLog(
+        OFFSETS_TOPIC,
+        replica_manager,
+        clock,
+        required_acks=commit_required_acks,
+        timeout_ms=commit_timeout_ms,
+        load_buffer_size=load_buffer_size,
+        read_entries=transactional_entries,
+        logger=log,
+    )
 
-    producer_id: int
-    key: bytes
-    value: bytes | None
 
-
-@dataclass(frozen=True, slots=True)
-class TxnMarker:
-    """A transaction's COMMIT or ABORT marker."""
-
-    producer_id: int
-    commit: bool
-
-
-LogEntry = KeyValue | TxnRecord | TxnMarker
+# --------------------------------------------------------------------- schemas
+OFFSET_COMMIT_KEY = Schema(
+    "OffsetCommitKey",
+    "0",
+    "none",
+    (Field("group", "string"), Field("topic", "string"), Field("partition", "int32")),
+)
+OFFSET_COMMIT_VALUE = Schema(
+    "OffsetCommitValue",
+    "0-3",
+    "none",
+    (
+        Field("offset", "int64"),
+        Field("leaderEpoch", "int32", "3+", default=-1),
+        Field("metadata", "string"),
+        Field("commitTimestamp", "int64"),
+        Field("expireTimestamp", "int64", "1", default=-1),
+    ),
+)
+GROUP_METADATA_KEY = Schema("GroupMetadataKey", "0", "none", (Field("group", "string"),))
+MEMBER_METADATA = Struct(
+    "MemberMetadata",
+    (
+        Field("memberId", "string"),
+        Field("groupInstanceId", "string", "3+", nullable_versions="3+"),
+        Field("clientId", "string"),
+        Field("clientHost", "string"),
+        Field("rebalanceTimeout", "int32", "1+", default=-1),
+        Field("sessionTimeout", "int32"),
+        Field("subscription", "bytes"),
+        Field("assignment", "bytes"),
+    ),
+)
+GROUP_METADATA_VALUE = Schema(
+    "GroupMetadataValue",
+    "0-3",
+    "none",
+    (
+        Field("protocolType", "string"),
+        Field("generation", "int32"),
+        Field("protocol", "string", nullable_versions="0+"),
+        Field("leader", "string", nullable_versions="0+"),
+        Field("currentStateTimestamp", "int64", "2+", default=-1),
+        Field.of("members", MEMBER_METADATA),
+    ),
+)
+# Record types 0 (Kafka's LegacyOffsetCommit) and 1 share a key; 1 is written.
+LEGACY_OFFSET_COMMIT = RecordType(0, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)
+OFFSET_COMMIT = RecordType(OFFSET_COMMIT_KEY_VERSION, OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE)
+GROUP_METADATA = RecordType(GROUP_METADATA_KEY_VERSION, GROUP_METADATA_KEY, GROUP_METADATA_VALUE)
 
 
 # --------------------------------------------------------------------- records
@@ -170,145 +206,66 @@ class GroupMetadataRecord:
 Record = OffsetCommitRecord | GroupMetadataRecord
 
 
-# ------------------------------------------------------------ primitive codec
-class _Writer:
-    def __init__(self) -> None:
-        self.buf = bytearray()
-
-    def int16(self, v: int) -> None:
-        self.buf += struct.pack(">h", v)
-
-    def int32(self, v: int) -> None:
-        self.buf += struct.pack(">i", v)
-
-    def int64(self, v: int) -> None:
-        self.buf += struct.pack(">q", v)
-
-    def string(self, v: str | None) -> None:
-        if v is None:
-            self.int16(-1)
-            return
-        raw = v.encode("utf-8")
-        self.int16(len(raw))
-        self.buf += raw
-
-    def bytes_(self, v: bytes) -> None:
-        self.int32(len(v))
-        self.buf += v
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def _unpack(self, fmt: str, size: int) -> int:
-        (v,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += size
-        return int(v)
-
-    def int16(self) -> int:
-        return self._unpack(">h", 2)
-
-    def int32(self) -> int:
-        return self._unpack(">i", 4)
-
-    def int64(self) -> int:
-        return self._unpack(">q", 8)
-
-    def nullable_string(self) -> str | None:
-        n = self.int16()
-        if n < 0:
-            return None
-        raw = self.data[self.pos : self.pos + n]
-        if len(raw) != n:
-            raise ValueError("truncated string")
-        self.pos += n
-        return raw.decode("utf-8")
-
-    def string(self) -> str:
-        v = self.nullable_string()
-        if v is None:
-            raise ValueError("null where a string is required")
-        return v
-
-    def bytes_(self) -> bytes:
-        n = self.int32()
-        if n < 0:
-            return b""
-        raw = self.data[self.pos : self.pos + n]
-        if len(raw) != n:
-            raise ValueError("truncated bytes")
-        self.pos += n
-        return bytes(raw)
-
-
 # ------------------------------------------------------------- record codec
 def encode_record(record: Record) -> KeyValue:
     """Key and value bytes of a record (value None for a tombstone)."""
-    key = _Writer()
     if isinstance(record, OffsetCommitRecord):
-        key.int16(OFFSET_COMMIT_KEY_VERSION)
-        key.string(record.group_id)
-        key.string(record.topic)
-        key.int32(record.partition)
-        return bytes(key.buf), None if record.value is None else _encode_offset(record.value)
-    key.int16(GROUP_METADATA_KEY_VERSION)
-    key.string(record.group_id)
-    return bytes(key.buf), None if record.value is None else _encode_group(record.value)
+        key = OFFSET_COMMIT.key_bytes(
+            {"group": record.group_id, "topic": record.topic, "partition": record.partition}
+        )
+        return key, None if record.value is None else _encode_offset(record.value)
+    key = GROUP_METADATA.key_bytes({"group": record.group_id})
+    return key, None if record.value is None else _encode_group(record.value)
 
 
 def _encode_offset(om: OffsetAndMetadata) -> bytes:
-    w = _Writer()
-    if om.expire_timestamp is not None:
-        w.int16(1)
-        w.int64(om.offset)
-        w.string(om.metadata)
-        w.int64(om.commit_timestamp)
-        w.int64(om.expire_timestamp)
-    else:
-        w.int16(OFFSET_COMMIT_VALUE_VERSION)
-        w.int64(om.offset)
-        w.int32(om.leader_epoch)
-        w.string(om.metadata)
-        w.int64(om.commit_timestamp)
-    return bytes(w.buf)
+    values = {
+        "offset": om.offset,
+        "leaderEpoch": om.leader_epoch,
+        "metadata": om.metadata,
+        "commitTimestamp": om.commit_timestamp,
+        "expireTimestamp": om.expire_timestamp,
+    }
+    version = OFFSET_COMMIT_VALUE_VERSION if om.expire_timestamp is None else 1
+    return OFFSET_COMMIT.value_bytes(version, values)
 
 
 def _encode_group(value: GroupMetadataValue) -> bytes:
-    w = _Writer()
-    w.int16(GROUP_METADATA_VALUE_VERSION)
-    w.string(value.protocol_type)
-    w.int32(value.generation)
-    w.string(value.protocol)
-    w.string(value.leader)
-    w.int64(value.current_state_timestamp)
-    w.int32(len(value.members))
-    for m in value.members:
-        w.string(m.member_id)
-        w.string(m.group_instance_id)
-        w.string(m.client_id)
-        w.string(m.client_host)
-        w.int32(m.rebalance_timeout_ms)
-        w.int32(m.session_timeout_ms)
-        w.bytes_(m.subscription)
-        w.bytes_(m.assignment)
-    return bytes(w.buf)
+    members = [
+        {
+            "memberId": m.member_id,
+            "groupInstanceId": m.group_instance_id,
+            "clientId": m.client_id,
+            "clientHost": m.client_host,
+            "rebalanceTimeout": m.rebalance_timeout_ms,
+            "sessionTimeout": m.session_timeout_ms,
+            "subscription": m.subscription,
+            "assignment": m.assignment,
+        }
+        for m in value.members
+    ]
+    values = {
+        "protocolType": value.protocol_type,
+        "generation": value.generation,
+        "protocol": value.protocol,
+        "leader": value.leader,
+        "currentStateTimestamp": value.current_state_timestamp,
+        "members": members,
+    }
+    return GROUP_METADATA.value_bytes(GROUP_METADATA_VALUE_VERSION, values)
 
 
 def decode_record(key: bytes, value: bytes | None) -> Record | None:
     """The record a key/value pair holds; None (with a warning) for an unknown schema."""
     try:
-        r = _Reader(key)
-        key_version = r.int16()
+        key_version = read_int16(key, 0)
         if key_version in (0, 1):
-            group_id, topic, partition = r.string(), r.string(), r.int32()
+            k = OFFSET_COMMIT.read_key(key)
             om = None if value is None else _decode_offset(value)
-            return OffsetCommitRecord(group_id, topic, partition, om)
+            return OffsetCommitRecord(k["group"], k["topic"], k["partition"], om)
         if key_version == 2:
-            group_id = r.string()
-            gv = None if value is None else _decode_group(value)
-            return GroupMetadataRecord(group_id, gv)
+            group_id = GROUP_METADATA.read_key(key)["group"]
+            return GroupMetadataRecord(group_id, None if value is None else _decode_group(value))
         if 3 <= key_version <= 8:
             return None  # a consumer group's (consumer/consumer_group_records.py)
         log.warning(
@@ -319,58 +276,49 @@ def decode_record(key: bytes, value: bytes | None) -> Record | None:
     return None
 
 
+def _value_of(record_type: RecordType, value: bytes, what: str) -> dict[str, Any]:
+    version = read_int16(value, 0)
+    if version not in record_type.value.versions:
+        raise ValueError(f"unknown {what} value version {version}")
+    return record_type.read_value(value)[1]
+
+
 def _decode_offset(value: bytes) -> OffsetAndMetadata:
-    r = _Reader(value)
-    version = r.int16()
-    if version not in (0, 1, 2, 3):
-        raise ValueError(f"unknown offset commit value version {version}")
-    offset = r.int64()
-    leader_epoch = r.int32() if version >= 3 else -1
-    metadata = r.string()
-    commit_ts = r.int64()
-    expire_ts = r.int64() if version == 1 else -1
+    v = _value_of(OFFSET_COMMIT, value, "offset commit")
+    expire_ts = v["expireTimestamp"]
     return OffsetAndMetadata(
-        offset=offset,
-        leader_epoch=leader_epoch,
-        metadata=metadata,
-        commit_timestamp=commit_ts,
+        offset=v["offset"],
+        leader_epoch=v["leaderEpoch"],
+        metadata=v["metadata"],
+        commit_timestamp=v["commitTimestamp"],
         expire_timestamp=None if expire_ts < 0 else expire_ts,
     )
 
 
 def _decode_group(value: bytes) -> GroupMetadataValue:
-    r = _Reader(value)
-    version = r.int16()
-    if version not in (0, 1, 2, 3):
-        raise ValueError(f"unknown group metadata value version {version}")
-    protocol_type = r.string()
-    generation = r.int32()
-    protocol = r.nullable_string()
-    leader = r.nullable_string()
-    state_ts = r.int64() if version >= 2 else -1
-    members = []
-    for _ in range(r.int32()):
-        member_id = r.string()
-        instance_id = r.nullable_string() if version >= 3 else None
-        client_id = r.string()
-        client_host = r.string()
-        rebalance_timeout = r.int32() if version >= 1 else -1
-        session_timeout = r.int32()
-        if rebalance_timeout < 0:
-            rebalance_timeout = session_timeout
-        members.append(
-            MemberRecord(
-                member_id,
-                instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout,
-                session_timeout,
-                r.bytes_(),
-                r.bytes_(),
-            )
+    v = _value_of(GROUP_METADATA, value, "group metadata")
+    members = [
+        MemberRecord(
+            m["memberId"],
+            m["groupInstanceId"],
+            m["clientId"],
+            m["clientHost"],
+            # before version 1 there was one timeout for both
+            m["sessionTimeout"] if m["rebalanceTimeout"] < 0 else m["rebalanceTimeout"],
+            m["sessionTimeout"],
+            m["subscription"],
+            m["assignment"],
         )
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, state_ts, members)
+        for m in v["members"]
+    ]
+    return GroupMetadataValue(
+        v["protocolType"],
+        v["generation"],
+        v["protocol"],
+        v["leader"],
+        v["currentStateTimestamp"],
+        members,
+    )
 
 
 # ------------------------------------------------------------ in-memory log
@@ -400,6 +348,7 @@ class InMemoryGroupLog:
         on_done: AppendCallback | None = None,
         parked_request: ParkedRequest | None = None,
         *,
+        timeout_ms: int | None = None,
         producer: tuple[int, int] | None = None,
     ) -> None:
         failure, self.fail_next = self.fail_next, None

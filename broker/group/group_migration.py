@@ -14,13 +14,15 @@ the group's committed offsets — changes with it:
   assignments at generation = the group epoch, the group is written Stable with them,
   their heartbeats start, and a rebalance begins ("Downgrade group ... from consumer to
   classic.").
+
+Functions over the group coordinator's membership machinery (the ``Membership``
+Protocol of ``membership.py``), as ``group_join.py`` and ``group_sync.py`` are.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -31,17 +33,15 @@ from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
 from broker.group.keys import GroupJoinKey
 from broker.group.member_metadata import MemberMetadata
+from broker.group.membership import Membership
 from broker.group.results import JoinGroupResult, SyncGroupResult
-
-if TYPE_CHECKING:
-    from broker.group.group_coordinator import GroupCoordinator
 
 log = logging.getLogger("broker.group")
 
 E = ErrorCode
 
 
-def hand_over_to_consumer_group(coordinator: GroupCoordinator, group: GroupMetadata) -> None:
+def hand_over_to_consumer_group(coordinator: Membership, group: GroupMetadata) -> None:
     """The classic group's members now belong to a consumer group: empty it."""
     for member in group.all_member_metadata:
         group.maybe_invoke_join_callback(
@@ -64,7 +64,7 @@ def hand_over_to_consumer_group(coordinator: GroupCoordinator, group: GroupMetad
 
 
 def take_back_from_consumer_group(
-    coordinator: GroupCoordinator,
+    coordinator: Membership,
     group_id: str,
     generation_id: int,
     members: Sequence[ClassicMemberSpec],

@@ -18,8 +18,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.handlers.topic_names import NO_UUID
 from broker.server.context import RequestContext
+from broker.share.delayed_share_fetch import ShareFetchPartition
 from broker.share.share_partition import AcknowledgementBatch
-from broker.share.share_partition_manager import ShareFetchPartition
 from broker.share.share_session import SessionPartitions
 from protocol.builders import Builder
 

@@ -48,12 +48,8 @@ from broker.handlers.share_common import (
     read_partitions,
 )
 from broker.server.context import RequestContext
-from broker.share.share_partition_manager import (
-    ShareFetchParams,
-    ShareFetchPartition,
-    ShareFetchResults,
-    SharePartitionResult,
-)
+from broker.share.delayed_share_fetch import ShareFetchParams, ShareFetchPartition
+from broker.share.share_partition_manager import ShareFetchResults, SharePartitionResult
 from broker.share.share_session import FINAL_EPOCH
 from protocol.builders import response_builder
 

@@ -3,6 +3,12 @@
 Offsets are assigned in one place, by the log on `append_as_leader`
 (partition_log.prepare_leader_append). The log cleaner (log_cleaner.py) compacts
 `cleanup.policy=compact` logs. See each module's docstring for the details.
+
+The parts: ``PartitionLog`` (the interface) with ``MemoryLog`` and ``DiskLog`` (segments with
+sparse offset and time indexes, recovery by CRC), ``retention`` (Kafka's three rules),
+``LogManager`` (one broker's log dirs, AlterReplicaLogDirs' moves), ``transaction_index``
+(the aborted transactions a read_committed fetch lists, Kafka's ``.txnindex`` files), and the
+cleaner (``log_cleaner``, ``cleaner``, ``cleaner_batch``, ``cleanable``).
 """
 
 from broker.log.disk_log import DiskLog

@@ -46,7 +46,7 @@ from protocol.record_batch import (
     RecordBatchHeader,
     compute_crc,
 )
-from protocol.record_builder import write_varint
+from protocol.varint import read_varint, write_varint
 
 DELETE_HORIZON_FLAG = 0x40  # attributes bit 6: base timestamp holds the delete horizon
 NO_TIMESTAMP = -1
@@ -96,23 +96,8 @@ class _Record:
         self.has_value = has_value
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zig-zag varint/varlong at ``pos``: (value, position after it)."""
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    value = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint is too long")
+def _too_long(_message: str) -> CorruptRecordError:
+    return CorruptRecordError("varint is too long")
 
 
 def records_section(batch: bytes, header: RecordBatchHeader, max_decompressed_bytes: int) -> bytes:
@@ -134,20 +119,20 @@ def iter_record_positions(data: bytes, count: int) -> Iterator[_Record]:
     end = len(data)
     for _ in range(count):
         start = pos
-        length, pos = _varint(data, pos)
+        length, pos = read_varint(data, pos, _too_long)
         record_end = pos + length
         if length < 0 or record_end > end:
             raise CorruptRecordError("record runs past the end of its batch")
         pos += 1  # attributes
-        ts_delta, pos = _varint(data, pos)
+        ts_delta, pos = read_varint(data, pos, _too_long)
         ts_end = pos
-        offset_delta, pos = _varint(data, pos)
-        key_len, pos = _varint(data, pos)
+        offset_delta, pos = read_varint(data, pos, _too_long)
+        key_len, pos = read_varint(data, pos, _too_long)
         key: bytes | None = None
         if key_len >= 0:
             key = data[pos : pos + key_len]
             pos += key_len
-        value_len, pos = _varint(data, pos)
+        value_len, pos = read_varint(data, pos, _too_long)
         if pos > record_end or (value_len > 0 and pos + value_len > record_end):
             raise CorruptRecordError("record fields run past the record")
         yield _Record(start, record_end, ts_delta, ts_end, offset_delta, key, value_len >= 0)
@@ -177,18 +162,18 @@ def iter_key_values(
     end = len(data)
     try:
         for _ in range(header.records_count):
-            length, pos = _varint(data, pos)
+            length, pos = read_varint(data, pos, _too_long)
             record_end = pos + length
             if length < 0 or record_end > end:
                 raise CorruptRecordError("record runs past the end of its batch")
-            _, pos = _varint(data, pos + 1)  # attributes, timestamp delta
-            _, pos = _varint(data, pos)  # offset delta
-            key_len, pos = _varint(data, pos)
+            _, pos = read_varint(data, pos + 1, _too_long)  # attributes, timestamp delta
+            _, pos = read_varint(data, pos, _too_long)  # offset delta
+            key_len, pos = read_varint(data, pos, _too_long)
             key: bytes | None = None
             if key_len >= 0:
                 key = data[pos : pos + key_len]
                 pos += key_len
-            value_len, pos = _varint(data, pos)
+            value_len, pos = read_varint(data, pos, _too_long)
             value: bytes | None = None
             if value_len >= 0:
                 value = data[pos : pos + value_len]
@@ -266,7 +251,7 @@ def filter_batch(
         if new_base_ts == header.base_timestamp:
             body += data[record.start : record.end]
             continue
-        _, body_start = _varint(data, record.start)
+        _, body_start = read_varint(data, record.start, _too_long)
         rest = bytearray(data[body_start : body_start + 1])  # attributes
         write_varint(rest, timestamp - new_base_ts)
         rest += data[record.ts_end : record.end]

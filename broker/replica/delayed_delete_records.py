@@ -17,16 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
 from broker.replica.partition import TopicPartition
+from broker.replica.ports import OnlinePartitions
 from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
-
-if TYPE_CHECKING:
-    from broker.replica.replica_manager import ReplicaManager
 
 INVALID_LOW_WATERMARK = -1
 
@@ -49,6 +47,13 @@ class DeleteRecordsPartitionStatus:
 DeleteRecordsStatuses = dict[TopicPartition, DeleteRecordsPartitionStatus]
 
 
+class DeleteRecordsReplicas(OnlinePartitions, Protocol):
+    """What a DelayedDeleteRecords reads of the replica manager: the partitions it
+    waits on, and which brokers are alive (the low watermark counts only those)."""
+
+    def is_alive_broker(self, broker_id: int) -> bool: ...
+
+
 class DelayedDeleteRecords(DelayedOperation):
     __slots__ = ("_replica_manager", "_respond", "_statuses", "parked_request")
 
@@ -56,7 +61,7 @@ class DelayedDeleteRecords(DelayedOperation):
         self,
         timeout_ms: int,
         statuses: DeleteRecordsStatuses,
-        replica_manager: ReplicaManager,
+        replica_manager: DeleteRecordsReplicas,
         respond: Callable[[DeleteRecordsStatuses], None],
         parked_request: ParkedRequest | None,
     ) -> None:

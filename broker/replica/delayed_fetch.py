@@ -19,15 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from broker.replica.partition import ReadResult, TopicPartition
+from broker.replica.partition import Partition, ReadResult, TopicPartition
+from broker.replica.ports import OnlinePartitions
 from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
-
-if TYPE_CHECKING:
-    from broker.replica.replica_manager import ReplicaManager
-
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -65,6 +62,17 @@ class FetchPartitionStatus:
 FetchResults = list[tuple[FetchPartitionStatus, ReadResult]]
 
 
+class FetchReplicas(OnlinePartitions, Protocol):
+    """What a DelayedFetch reads of the replica manager: the partitions it watches, the
+    leader's replication throttle, and the read it answers with once complete."""
+
+    def should_leader_throttle(self, partition: Partition, replica_id: int) -> bool: ...
+
+    def read_from_local_log(
+        self, params: FetchParams, statuses: list[FetchPartitionStatus]
+    ) -> FetchResults: ...
+
+
 class DelayedFetch(DelayedOperation):
     __slots__ = ("_params", "_replica_manager", "_respond", "_statuses", "parked_request")
 
@@ -72,7 +80,7 @@ class DelayedFetch(DelayedOperation):
         self,
         params: FetchParams,
         statuses: list[FetchPartitionStatus],
-        replica_manager: ReplicaManager,
+        replica_manager: FetchReplicas,
         respond: Callable[[FetchResults], None],
         parked_request: ParkedRequest | None,
     ) -> None:

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from broker.replica.partition import AppendResult, TopicPartition
+from broker.replica.ports import OnlinePartitions
 from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
-
-if TYPE_CHECKING:
-    from broker.replica.replica_manager import ReplicaManager
 
 
 @dataclass(slots=True)
@@ -42,7 +39,7 @@ class DelayedProduce(DelayedOperation):
         self,
         timeout_ms: int,
         statuses: ProduceStatuses,
-        replica_manager: ReplicaManager,
+        replica_manager: OnlinePartitions,
         min_insync_replicas: Callable[[TopicPartition], int],
         respond: Callable[[ProduceStatuses], None],
         parked_request: ParkedRequest | None,

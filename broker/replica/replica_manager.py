@@ -5,6 +5,21 @@ leader moves, it creates, re-roles or removes its local partitions. It owns the 
 and Produce purgatories' keys — the partitions — and is the one place that calls
 ``check_and_complete`` after a state change: an append, a high-watermark move, a
 follower's fetch, a leadership change.
+
+Kafka's entry points keep their names: ``append_records`` (Kafka's appendRecords: the
+leader's append, then a ``DelayedProduce`` in the Produce purgatory for acks=all, the
+request's context told where it waits) and ``fetch_messages`` (fetchMessages: a read, else
+a ``DelayedFetch`` on every partition read; a fetch with a replica id is a follower's and
+first updates that follower's log end and log start, which moves the high watermark and the
+ISR), ``delete_records`` (the leader's log start, then a ``DelayedDeleteRecords``) and
+``alter_replica_log_dir`` (AlterReplicaLogDirs, through the ``LogManager``). The delayed
+operations read it through the small ports of ``ports.py``. Its housekeeping runs as
+``PeriodicTask``s on the scheduler timer: ISR expiration (``replica.lag.time.max.ms``; the
+change is asked of the controller and comes back as metadata), log retention and producer-id
+expiration. Replication quotas (``quota/replication_quota_manager.py``): an out-of-sync
+follower of a throttled partition gets no records while the leader quota is exceeded
+(``should_leader_throttle``, also asked by ``DelayedFetch``), and what is served of
+throttled partitions is recorded; in-sync replicas are never throttled, as in Kafka.
 """
 
 from __future__ import annotations

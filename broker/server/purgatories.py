@@ -5,7 +5,10 @@ Kafka gives each purgatory (``DelayedOperationPurgatory``) its own ``SystemTimer
 purgatories are the same, one per ``PurgatoryName``, and the scheduler is one more
 timing wheel (``scheduler``) that periodic jobs (ISR expiration, retention, offset
 expiry) put themselves on, so that everything the broker schedules reads the one
-injected clock and a test can drive it with ``ManualClock`` and ``advance_clock()``.
+injected clock and a test can drive it with ``ManualClock`` and ``advance_clock()``. One
+more timer holds the share groups' acquisition locks (``share_lock_timer``, Kafka's
+"share-group-lock-timeout"). The capture's listeners are given to the purgatories at
+construction.
 
 Purgatory names are one enum: capture, metrics and the control endpoint print them, and
 the component that parks an operation records which one it used.

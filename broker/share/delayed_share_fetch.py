@@ -19,14 +19,13 @@ anything can be acquired (Kafka 4.2 also waits for min bytes when it can tell).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
 from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
 from purgatory import DelayedOperation
-
-if TYPE_CHECKING:
-    from broker.share.share_partition_manager import ShareFetchParams, SharePartitionManager
 
 TopicPartition = tuple[str, int]
 
@@ -36,13 +35,46 @@ def group_key(group_id: str, tp: TopicPartition) -> tuple[str, str, str, int]:
     return ("share", group_id, tp[0], tp[1])
 
 
+@dataclass(frozen=True, slots=True)
+class ShareFetchPartition:
+    topic_id: uuid.UUID
+    topic: str
+    partition: int
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+
+@dataclass(slots=True)
+class ShareFetchParams:
+    """What a share fetch asks for (Kafka's ShareFetch), kept here beside the delayed
+    operation that carries it, as ``FetchParams`` is beside ``DelayedFetch``."""
+
+    group_id: str
+    member_id: str
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    partitions: list[ShareFetchPartition]
+
+
+class SharePartitions(Protocol):
+    """What a DelayedShareFetch asks of the share partition manager: whether one of its
+    partitions has something to answer now. A Protocol, so this module need not import
+    the manager that parks it; ``SharePartitionManager`` is the one implementation."""
+
+    def can_complete(self, params: ShareFetchParams) -> bool: ...
+
+
 class DelayedShareFetch(DelayedOperation):
     __slots__ = ("_manager", "_params", "_respond", "parked_request")
 
     def __init__(
         self,
         params: ShareFetchParams,
-        manager: SharePartitionManager,
+        manager: SharePartitions,
         respond: Callable[[ShareFetchParams], None],
         parked_request: ParkedRequest | None,
     ) -> None:

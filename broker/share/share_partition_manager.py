@@ -48,7 +48,13 @@ from broker.group.group_configs import duration_ms
 from broker.replica.partition import Partition
 from broker.replica.replica_manager import ReplicaManager
 from broker.server.purgatories import ParkedRequest, PurgatoryName
-from broker.share.delayed_share_fetch import DelayedShareFetch, TopicPartition, group_key
+from broker.share.delayed_share_fetch import (
+    DelayedShareFetch,
+    ShareFetchParams,
+    ShareFetchPartition,
+    TopicPartition,
+    group_key,
+)
 from broker.share.persister import StatePersister
 from broker.share.share_partition import (
     AcknowledgementBatch,
@@ -73,28 +79,6 @@ from protocol.record_batch import iter_batches
 from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
 
 log = logging.getLogger("broker.share")
-
-
-@dataclass(frozen=True, slots=True)
-class ShareFetchPartition:
-    topic_id: uuid.UUID
-    topic: str
-    partition: int
-
-    @property
-    def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
-
-
-@dataclass(slots=True)
-class ShareFetchParams:
-    group_id: str
-    member_id: str
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int
-    max_records: int
-    partitions: list[ShareFetchPartition]
 
 
 @dataclass(slots=True)

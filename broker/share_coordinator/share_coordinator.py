@@ -52,12 +52,13 @@ from broker.coordinator.coordinator_partitions import (
     CoordinatorPartitions,
 )
 from broker.replica.replica_manager import ReplicaManager
-from broker.share_coordinator.share_state_log import KeyValue, ShareStateLog, ShareStateTopicLog
 from broker.share_coordinator.share_state_records import (
+    KeyValue,
     PersisterStateBatch,
     RecordFormatError,
     ShareGroupOffset,
     SharePartitionKey,
+    ShareStateLog,
     ShareUpdate,
     apply_update,
     combine_state_batches,
@@ -67,6 +68,7 @@ from broker.share_coordinator.share_state_records import (
     encode_key,
     encode_snapshot,
     encode_update,
+    share_state_log,
 )
 from purgatory import Clock
 
@@ -273,7 +275,7 @@ class ShareCoordinator:
             (encode_key(key, update=False), None),
             (encode_key(key, update=True), None),
         ]
-        self._log.append(self.partition_for(key), records, _answering(answer))
+        self._log.append_to_log(self.partition_for(key), records, _answering(answer))
 
     def _snapshot(
         self,
@@ -302,7 +304,7 @@ class ShareCoordinator:
         shard[key] = value
         self._updates[key] = 0
         record = (encode_key(key, update=False), encode_snapshot(value))
-        self._log.append(self.partition_for(key), [record], _answering(answer))
+        self._log.append_to_log(self.partition_for(key), [record], _answering(answer))
 
     def _append(
         self,
@@ -314,7 +316,7 @@ class ShareCoordinator:
         shard[key] = apply_update(shard[key], update)
         self._updates[key] = self._updates.get(key, 0) + 1
         record = (encode_key(key, update=True), encode_update(update))
-        self._log.append(self.partition_for(key), [record], _answering(answer))
+        self._log.append_to_log(self.partition_for(key), [record], _answering(answer))
 
     # ========================================================== load / unload
     @property
@@ -441,7 +443,7 @@ def build_share_coordinator(
         broker_id,
         ShareCoordinatorConfig.from_broker_config(config),
         metadata,
-        ShareStateTopicLog(
+        share_state_log(
             replica_manager,
             clock,
             config.share_coordinator_write_timeout_ms,

@@ -9,27 +9,116 @@ the batches that changed; the coordinator folds them (``combine_state_batches``,
 the start offset is kept) and writes a new snapshot every
 ``share.coordinator.snapshot.update.records.per.snapshot`` updates.
 
-The bytes are Kafka's: a key is its record type as an int16 version (0 ShareSnapshot,
-1 ShareUpdate) then GroupId, TopicId, Partition (not flexible); a value is an int16
-version (0) then the flexible fields (compact array of batches, empty tagged fields).
-A deleted share partition is a tombstone (no value) for both keys. Kafka 4.1's
-CreateTimestamp/WriteTimestamp snapshot fields are not written.
+The schemas are Kafka's (``ShareSnapshotKey/Value.json``, ``ShareUpdateKey/Value.json``),
+declared as data below and compiled by ``broker/coordinator/record_schema.py``: a key
+is its record type as an int16 (0 ShareSnapshot, 1 ShareUpdate) then GroupId, TopicId,
+Partition (not flexible); a value is an int16 version (0) then the flexible fields
+(SnapshotEpoch uint16, ..., a compact array of state batches, tagged fields). A deleted
+share partition is a tombstone (no value) for both keys. The records go to
+``__share_group_state`` through the coordinator kit's
+:class:`~broker.coordinator.state_log.CoordinatorStateLog` (:func:`share_state_log`).
+
+Where we differ from Kafka: Kafka 4.1's CreateTimestamp/WriteTimestamp snapshot fields
+are not written (they are tagged fields: skipped when read), nor is a value version
+other than 0 read.
 """
 
 from __future__ import annotations
 
+import logging
 import struct
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from broker.cluster.cluster_metadata import SHARE_GROUP_STATE_TOPIC
+from broker.coordinator.record_schema import Field, RecordType, Schema, Struct, read_int16
+from broker.coordinator.state_log import (
+    CoordinatorLog,
+    CoordinatorStateLog,
+    KeyValue,
+    plain_records,
+)
+from purgatory import Clock
+
+if TYPE_CHECKING:
+    from broker.replica.replica_manager import ReplicaManager
+
+__all__ = ("KeyValue",)
+
+log = logging.getLogger("broker.share_coordinator")
 
 SNAPSHOT_KEY_VERSION = 0
 UPDATE_KEY_VERSION = 1
 VALUE_VERSION = 0
 
-_KEY_TAIL = struct.Struct(">16si")
-_SNAPSHOT_HEAD = struct.Struct(">hHiiq")  # version, snapshot epoch, state, leader, start
-_UPDATE_HEAD = struct.Struct(">hHiq")  # version, snapshot epoch, leader epoch, start
-_BATCH = struct.Struct(">qqbh")
+ShareStateLog = CoordinatorLog[KeyValue]
+"""What the share coordinator needs of its log (tests hand in one in memory)."""
+
+
+def share_state_log(
+    replica_manager: ReplicaManager, clock: Clock, write_timeout_ms: int, load_buffer_size: int
+) -> CoordinatorStateLog[KeyValue]:
+    """``__share_group_state``: acks=all within ``share.coordinator.write.timeout.ms``,
+    loads ``share.coordinator.load.buffer.size`` bytes (at least 1 KB) a read."""
+    return CoordinatorStateLog(
+        SHARE_GROUP_STATE_TOPIC,
+        replica_manager,
+        clock,
+        required_acks=-1,
+        timeout_ms=write_timeout_ms,
+        load_buffer_size=max(load_buffer_size, 1024),
+        read_entries=plain_records,
+        logger=log,
+    )
+
+
+# ------------------------------------------------------------------- schemas
+def _key(name: str) -> Schema:
+    fields = (Field("GroupId", "string"), Field("TopicId", "uuid"), Field("Partition", "int32"))
+    return Schema(name, "0", "none", fields)
+
+
+STATE_BATCH = Struct(
+    "StateBatch",
+    (
+        Field("FirstOffset", "int64"),
+        Field("LastOffset", "int64"),
+        Field("DeliveryState", "int8"),
+        Field("DeliveryCount", "int16"),
+    ),
+)
+SHARE_SNAPSHOT = RecordType(
+    SNAPSHOT_KEY_VERSION,
+    _key("ShareSnapshotKey"),
+    Schema(
+        "ShareSnapshotValue",
+        "0",
+        "0+",
+        (
+            Field("SnapshotEpoch", "uint16"),
+            Field("StateEpoch", "int32"),
+            Field("LeaderEpoch", "int32"),
+            Field("StartOffset", "int64"),
+            Field.of("StateBatches", STATE_BATCH),
+        ),
+    ),
+)
+SHARE_UPDATE = RecordType(
+    UPDATE_KEY_VERSION,
+    _key("ShareUpdateKey"),
+    Schema(
+        "ShareUpdateValue",
+        "0",
+        "0+",
+        (
+            Field("SnapshotEpoch", "uint16"),
+            Field("LeaderEpoch", "int32"),
+            Field("StartOffset", "int64"),
+            Field.of("StateBatches", STATE_BATCH),
+        ),
+    ),
+)
 
 
 class RecordFormatError(ValueError):
@@ -153,109 +242,92 @@ def apply_update(state: ShareGroupOffset, update: ShareUpdate) -> ShareGroupOffs
 
 
 def encode_key(key: SharePartitionKey, *, update: bool) -> bytes:
-    group = key.group_id.encode()
-    version = UPDATE_KEY_VERSION if update else SNAPSHOT_KEY_VERSION
-    return (
-        struct.pack(">hh", version, len(group))
-        + group
-        + _KEY_TAIL.pack(key.topic_id.bytes, key.partition)
+    record_type = SHARE_UPDATE if update else SHARE_SNAPSHOT
+    return record_type.key_bytes(
+        {"GroupId": key.group_id, "TopicId": key.topic_id, "Partition": key.partition}
     )
 
 
 def decode_key(data: bytes) -> tuple[SharePartitionKey, bool]:
     """(key, is_update)."""
     try:
-        version, length = struct.unpack_from(">hh", data)
-        if version not in (SNAPSHOT_KEY_VERSION, UPDATE_KEY_VERSION) or length < 0:
+        version = read_int16(data, 0)
+        if version not in (SNAPSHOT_KEY_VERSION, UPDATE_KEY_VERSION):
             raise RecordFormatError(f"unknown share state key version {version}")
-        group = data[4 : 4 + length].decode()
-        topic_id, partition = _KEY_TAIL.unpack_from(data, 4 + length)
-    except (struct.error, UnicodeDecodeError) as exc:
+        k = (SHARE_UPDATE if version == UPDATE_KEY_VERSION else SHARE_SNAPSHOT).read_key(data)
+    except RecordFormatError:
+        raise
+    except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise RecordFormatError(str(exc)) from exc
-    return SharePartitionKey(group, uuid.UUID(bytes=topic_id), partition), version == 1
+    return SharePartitionKey(k["GroupId"], k["TopicId"], k["Partition"]), version == 1
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+def _batches(batches: tuple[PersisterStateBatch, ...]) -> list[dict[str, int]]:
+    return [
+        {
+            "FirstOffset": b.first_offset,
+            "LastOffset": b.last_offset,
+            "DeliveryState": b.delivery_state,
+            "DeliveryCount": b.delivery_count,
+        }
+        for b in batches
+    ]
 
 
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data) or shift > 28:
-            raise RecordFormatError("bad varint")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
+def _read_batches(items: list[dict[str, int]]) -> tuple[PersisterStateBatch, ...]:
+    return tuple(
+        PersisterStateBatch(
+            b["FirstOffset"], b["LastOffset"], b["DeliveryState"], b["DeliveryCount"]
+        )
+        for b in items
+    )
 
 
-def _encode_batches(batches: tuple[PersisterStateBatch, ...]) -> bytes:
-    parts = [_uvarint(len(batches) + 1)]
-    for b in batches:
-        parts.append(_BATCH.pack(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count))
-        parts.append(b"\x00")  # the batch's tagged fields
-    parts.append(b"\x00")  # the value's tagged fields
-    return b"".join(parts)
-
-
-def _decode_batches(data: bytes, pos: int) -> tuple[PersisterStateBatch, ...]:
-    count, pos = _read_uvarint(data, pos)
-    if count - 1 > (len(data) - pos) // (_BATCH.size + 1):
-        raise RecordFormatError("state batch count past the record's end")
-    batches = []
-    for _ in range(count - 1):
-        try:
-            first, last, state, delivered = _BATCH.unpack_from(data, pos)
-        except struct.error as exc:
-            raise RecordFormatError(str(exc)) from exc
-        pos += _BATCH.size
-        tags, pos = _read_uvarint(data, pos)
-        if tags:
-            raise RecordFormatError("unexpected tagged fields in a state batch")
-        batches.append(PersisterStateBatch(first, last, state, delivered))
-    return tuple(batches)
+def _read_value(record_type: RecordType, data: bytes) -> dict[str, Any]:
+    try:
+        return record_type.read_value(data)[1]
+    except (struct.error, ValueError, UnicodeDecodeError) as exc:
+        raise RecordFormatError(str(exc)) from exc
 
 
 def encode_snapshot(value: ShareGroupOffset) -> bytes:
-    return _SNAPSHOT_HEAD.pack(
+    return SHARE_SNAPSHOT.value_bytes(
         VALUE_VERSION,
-        value.snapshot_epoch,
-        value.state_epoch,
-        value.leader_epoch,
-        value.start_offset,
-    ) + _encode_batches(value.state_batches)
+        {
+            "SnapshotEpoch": value.snapshot_epoch,
+            "StateEpoch": value.state_epoch,
+            "LeaderEpoch": value.leader_epoch,
+            "StartOffset": value.start_offset,
+            "StateBatches": _batches(value.state_batches),
+        },
+    )
 
 
 def encode_update(value: ShareUpdate) -> bytes:
-    return _UPDATE_HEAD.pack(
-        VALUE_VERSION, value.snapshot_epoch, value.leader_epoch, value.start_offset
-    ) + _encode_batches(value.state_batches)
+    return SHARE_UPDATE.value_bytes(
+        VALUE_VERSION,
+        {
+            "SnapshotEpoch": value.snapshot_epoch,
+            "LeaderEpoch": value.leader_epoch,
+            "StartOffset": value.start_offset,
+            "StateBatches": _batches(value.state_batches),
+        },
+    )
 
 
 def decode_snapshot(data: bytes) -> ShareGroupOffset:
-    try:
-        _version, snapshot_epoch, state_epoch, leader_epoch, start = _SNAPSHOT_HEAD.unpack_from(
-            data
-        )
-    except struct.error as exc:
-        raise RecordFormatError(str(exc)) from exc
-    batches = _decode_batches(data, _SNAPSHOT_HEAD.size)
-    return ShareGroupOffset(snapshot_epoch, state_epoch, leader_epoch, start, batches)
+    v = _read_value(SHARE_SNAPSHOT, data)
+    return ShareGroupOffset(
+        v["SnapshotEpoch"],
+        v["StateEpoch"],
+        v["LeaderEpoch"],
+        v["StartOffset"],
+        _read_batches(v["StateBatches"]),
+    )
 
 
 def decode_update(data: bytes) -> ShareUpdate:
-    try:
-        _version, snapshot_epoch, leader_epoch, start = _UPDATE_HEAD.unpack_from(data)
-    except struct.error as exc:
-        raise RecordFormatError(str(exc)) from exc
+    v = _read_value(SHARE_UPDATE, data)
     return ShareUpdate(
-        snapshot_epoch, leader_epoch, start, _decode_batches(data, _UPDATE_HEAD.size)
+        v["SnapshotEpoch"], v["LeaderEpoch"], v["StartOffset"], _read_batches(v["StateBatches"])
     )

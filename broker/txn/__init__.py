@@ -1,4 +1,4 @@
-"""Kafka's transaction coordinator, split at Kafka's seams (see ARCHITECTURE.md).
+"""Kafka's transaction coordinator, split at Kafka's seams.
 
 ``TransactionCoordinator`` (``transaction_coordinator.py``, with EndTxn and the aborts it
 starts in ``txn_end.py`` and the admin APIs in ``txn_admin.py``) decides;

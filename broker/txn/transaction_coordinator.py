@@ -24,9 +24,10 @@ client's retry then gets the epoch after it. The ``transaction-abort`` job (a
 ``PeriodicTask`` every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``)
 does the same to transactions open longer than their ``transaction.timeout.ms``.
 
-EndTxn and the aborts the coordinator starts itself are in ``txn_end.py`` (functions over
-this class, as the group coordinator's join and sync phases are); DescribeTransactions
-and ListTransactions in ``txn_admin.py``.
+EndTxn and the aborts the coordinator starts itself are in ``txn_end.py`` (``TxnEnd``, a
+class of their own over the state manager, the marker channel and the clock, which this
+one builds and delegates to); DescribeTransactions and ListTransactions in
+``txn_admin.py``.
 
 Calling convention, as the group coordinator's: the request methods take a callback
 called exactly once (during the call when answered at once, later from the log's
@@ -52,11 +53,10 @@ from broker.replica.replica_manager import ReplicaManager
 from broker.security.sasl_client import InterBrokerClient
 from broker.server.purgatories import ParkedRequest
 from broker.server.scheduler import PeriodicTask
-from broker.txn import txn_end
 from broker.txn.marker_sender import InterBrokerMarkerSender
 from broker.txn.transaction_config import TransactionConfig
 from broker.txn.transaction_loader import TransactionToComplete
-from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME
+from broker.txn.transaction_log import TRANSACTION_STATE_TOPIC_NAME, transaction_state_log
 from broker.txn.transaction_marker_channel_manager import (
     MarkerSender,
     TransactionMarkerChannelManager,
@@ -71,7 +71,6 @@ from broker.txn.transaction_metadata import (
     new_transaction_metadata,
 )
 from broker.txn.transaction_state import IllegalTransactionStateTransition, TransactionState
-from broker.txn.transaction_state_log import TransactionStateTopicLog
 from broker.txn.transaction_state_manager import (
     TransactionalIdAndProducerIdEpoch,
     TransactionStateManager,
@@ -82,6 +81,7 @@ from broker.txn.txn_admin import (
     describe_transaction,
     list_transaction_states,
 )
+from broker.txn.txn_end import TxnEnd, on_end_transaction_complete
 from purgatory import Clock, SystemTimer
 
 log = logging.getLogger("broker.txn")
@@ -126,8 +126,7 @@ class TransactionCoordinator:
         self.marker_channel_manager = marker_channel_manager
         self._marker_sender = marker_sender
         self.is_active = False
-        # Transactions aborted because they outlived their timeout (for metrics, tests).
-        self.timed_out_aborts = 0
+        self._txn_end = TxnEnd(clock, txn_manager, marker_channel_manager)
         self._abort_task = PeriodicTask(
             scheduler_timer,
             f"transaction-abort-{broker_id}",
@@ -244,8 +243,7 @@ class TransactionCoordinator:
                     _init_error(error if error is not E.none else E.concurrent_transactions)
                 )
 
-            txn_end.end_transaction(
-                self,
+            self._txn_end.end_transaction(
                 transactional_id,
                 new_metadata.producer_id,
                 new_metadata.producer_epoch,
@@ -418,8 +416,7 @@ class TransactionCoordinator:
         parked_request: ParkedRequest | None = None,
     ) -> None:
         """EndTxn: answered once PrepareCommit/PrepareAbort is written (``txn_end.py``)."""
-        txn_end.end_transaction(
-            self,
+        self._txn_end.end_transaction(
             transactional_id,
             producer_id,
             producer_epoch,
@@ -433,10 +430,15 @@ class TransactionCoordinator:
         self,
         on_complete: Callable[
             [TransactionalIdAndProducerIdEpoch], ErrorCallback
-        ] = txn_end.on_end_transaction_complete,
+        ] = on_end_transaction_complete,
     ) -> int:
         """Kafka's ``transaction-abort`` job (``txn_end.py``); how many aborts started."""
-        return txn_end.abort_timed_out_transactions(self, on_complete)
+        return self._txn_end.abort_timed_out_transactions(on_complete)
+
+    @property
+    def timed_out_aborts(self) -> int:
+        """Transactions aborted because they outlived their timeout (for metrics, tests)."""
+        return self._txn_end.timed_out_aborts
 
     # ===================================================== Describe / List
     def handle_describe_transactions(self, transactional_id: str) -> TransactionDescription:
@@ -485,9 +487,7 @@ def build_transaction_coordinator(
         txn_config,
         clock,
         metadata,
-        TransactionStateTopicLog(
-            replica_manager, clock, txn_config.transaction_log_load_buffer_size
-        ),
+        transaction_state_log(replica_manager, clock, txn_config),
         scheduler_timer,
         load_scheduler,
     )

@@ -4,20 +4,23 @@ The :class:`~broker.txn.transaction_state_manager.TransactionStateManager` never
 a log itself: it encodes a transactional id's new state as one key/value record and
 hands it to an injected :class:`TransactionLog`, naming the partition
 ``partition_for(transactional_id)``; when this broker becomes the leader of a partition
-it reads the partition back through the same interface. The broker's log is
-:class:`~broker.txn.transaction_state_log.TransactionStateTopicLog` (the replica
-manager); :class:`InMemoryTransactionLog` here serves unit tests.
+it reads the partition back through the same interface. The broker's log is the
+coordinator kit's :class:`~broker.coordinator.state_log.CoordinatorStateLog` over
+``__transaction_state`` (:func:`transaction_state_log`); :class:`InMemoryTransactionLog`
+here serves unit tests.
 
-Encoding, as Kafka's (``TransactionLogKey.json``, ``TransactionLogValue.json``); every
-key and value starts with an int16 schema version:
+The schemas are Kafka's (``TransactionLogKey.json``, ``TransactionLogValue.json``),
+declared as data below and compiled by ``broker/coordinator/record_schema.py``:
 
-* key, version 0: ``transactional_id: string``
-* value, version 0 (written): ``producer_id: int64, producer_epoch: int16,
-  transaction_timeout_ms: int32, transaction_status: int8, transaction_partitions:
-  nullable [topic: string, partition_ids: [int32]], last_update_timestamp_ms: int64,
-  start_timestamp_ms: int64``. An Empty transactional id has null partitions.
-* value, version 1 (read): the same fields in the flexible encoding (compact strings
-  and arrays, tagged fields; the tags Kafka 4 adds are skipped).
+* key: record type 0, then ``TransactionalId: string``
+* value, version 0 (written): ``ProducerId: int64, ProducerEpoch: int16,
+  TransactionTimeoutMs: int32, TransactionStatus: int8, TransactionPartitions:
+  nullable [Topic: string, PartitionIds: [int32]], TransactionLastUpdateTimestampMs:
+  int64, TransactionStartTimestampMs: int64``. An Empty transactional id has null
+  partitions.
+* value, version 1 (read): the same fields in the flexible encoding; the tagged fields
+  Kafka 4 adds (previous and next producer ids, the client's transaction version) are
+  skipped.
 * a value of ``None`` is a tombstone: the transactional id expired.
 
 As in Kafka, the last producer id and epoch are not written, so a coordinator that
@@ -28,14 +31,23 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import TRANSACTION_STATE_TOPIC
+from broker.coordinator.record_schema import Field, RecordType, Schema, Struct, read_int16
+from broker.coordinator.state_log import (
+    AppendCallback,
+    CoordinatorLog,
+    CoordinatorStateLog,
+    KeyValue,
+    plain_records,
+)
 from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatoryOutcome
+from broker.txn.transaction_config import TransactionConfig
 from broker.txn.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -44,43 +56,70 @@ from broker.txn.transaction_metadata import (
     TxnTransitMetadata,
 )
 from broker.txn.transaction_state import TransactionState, state_from_id
+from purgatory import Clock
+
+if TYPE_CHECKING:
+    from broker.replica.replica_manager import ReplicaManager
+
+__all__ = ("AppendCallback", "KeyValue")
 
 log = logging.getLogger("broker.txn")
 
 TRANSACTION_STATE_TOPIC_NAME = TRANSACTION_STATE_TOPIC
 
-KeyValue = tuple[bytes, bytes | None]
-AppendCallback = Callable[[ErrorCode], None]
-
 KEY_VERSION = 0
 VALUE_VERSION = 0
+REQUIRED_ACKS = -1  # Kafka's TransactionLog.EnforcedRequiredAcks
+
+TransactionLog = CoordinatorLog[KeyValue]
+"""Where the state manager's records go, and where it reads them back.
+
+``append_to_log`` writes with acks=all within the ``timeout_ms`` it is given (the
+transaction's timeout, as in Kafka) and calls ``on_done`` exactly once with the
+append's own error; meanwhile the request it serves (``parked_request``) waits in the
+Produce purgatory. ``open_log`` hands back the key/values of each batch.
+"""
 
 
-class TransactionLog(Protocol):
-    """Where the state manager's records go, and where it reads them back.
+def transaction_state_log(
+    replica_manager: ReplicaManager, clock: Clock, config: TransactionConfig
+) -> CoordinatorStateLog[KeyValue]:
+    """The broker's ``TransactionLog``: ``__transaction_state``, acks=all, loads in
+    chunks of ``transaction.state.log.load.buffer.size`` (at least 1 KB)."""
+    return CoordinatorStateLog(
+        TRANSACTION_STATE_TOPIC_NAME,
+        replica_manager,
+        clock,
+        required_acks=REQUIRED_ACKS,
+        timeout_ms=config.request_timeout_ms,  # every append names its own
+        load_buffer_size=max(config.transaction_log_load_buffer_size, 1024),
+        read_entries=plain_records,
+        logger=log,
+    )
 
-    ``append_to_log`` writes with acks=all and calls ``on_done`` exactly once with the
-    append's own error: NONE once the in-sync replicas have the records (possibly
-    before it returns), else e.g. NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT (after
-    ``timeout_ms``), NOT_LEADER_OR_FOLLOWER. Meanwhile the request it serves
-    (``parked_request``) waits in the Produce purgatory and is told so.
 
-    ``open_log`` reads the partition back for a load: the key/values of each record
-    batch from the log start up to the log end it had when it was opened, one list per
-    batch, read when the iterator gets there; None when this broker has no online
-    replica of the partition (yet).
-    """
-
-    def append_to_log(
-        self,
-        partition: int,
-        records: list[KeyValue],
-        timeout_ms: int,
-        on_done: AppendCallback,
-        parked_request: ParkedRequest | None = None,
-    ) -> None: ...
-
-    def open_log(self, partition: int) -> Iterator[list[KeyValue]] | None: ...
+# ------------------------------------------------------------------- schemas
+TRANSACTION_LOG_KEY = Schema(
+    "TransactionLogKey", "0", "none", (Field("TransactionalId", "string"),)
+)
+PARTITIONS_SCHEMA = Struct(
+    "PartitionsSchema", (Field("Topic", "string"), Field("PartitionIds", "[]int32"))
+)
+TRANSACTION_LOG_VALUE = Schema(
+    "TransactionLogValue",
+    "0-1",
+    "1+",
+    (
+        Field("ProducerId", "int64"),
+        Field("ProducerEpoch", "int16"),
+        Field("TransactionTimeoutMs", "int32"),
+        Field("TransactionStatus", "int8"),
+        Field.of("TransactionPartitions", PARTITIONS_SCHEMA, nullable_versions="0+"),
+        Field("TransactionLastUpdateTimestampMs", "int64"),
+        Field("TransactionStartTimestampMs", "int64"),
+    ),
+)
+TRANSACTION_LOG = RecordType(KEY_VERSION, TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)
 
 
 # ------------------------------------------------------------------- records
@@ -113,8 +152,7 @@ class TransactionLogValue:
 
 
 def key_to_bytes(transactional_id: str) -> bytes:
-    raw = transactional_id.encode("utf-8")
-    return struct.pack(">hh", KEY_VERSION, len(raw)) + raw
+    return TRANSACTION_LOG.key_bytes({"TransactionalId": transactional_id})
 
 
 def value_to_bytes(transit: TxnTransitMetadata) -> bytes:
@@ -124,108 +162,51 @@ def value_to_bytes(transit: TxnTransitMetadata) -> bytes:
             f"Transaction is not expected to have any partitions since its state is "
             f"{transit.txn_state}: {transit}"
         )
-    out = bytearray(
-        struct.pack(
-            ">hqhib",
-            VALUE_VERSION,
-            transit.producer_id,
-            transit.producer_epoch,
-            transit.txn_timeout_ms,
-            transit.txn_state.id,
-        )
-    )
-    if transit.txn_state is TransactionState.EMPTY:
-        out += struct.pack(">i", -1)
-    else:
+    partitions: list[dict[str, Any]] | None = None
+    if transit.txn_state is not TransactionState.EMPTY:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(transit.topic_partitions):
             by_topic.setdefault(topic, []).append(partition)
-        out += struct.pack(">i", len(by_topic))
-        for topic, partitions in by_topic.items():
-            raw = topic.encode("utf-8")
-            out += struct.pack(">h", len(raw)) + raw
-            out += struct.pack(f">i{len(partitions)}i", len(partitions), *partitions)
-    out += struct.pack(">qq", transit.txn_last_update_timestamp, transit.txn_start_timestamp)
-    return bytes(out)
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def unpack(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(value)
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.data[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise ValueError("varint too long")
-
-    def raw(self, n: int) -> bytes:
-        chunk = self.data[self.pos : self.pos + n]
-        if len(chunk) != n:
-            raise ValueError("truncated record")
-        self.pos += n
-        return bytes(chunk)
-
-    def string(self, compact: bool) -> str:
-        n = self.uvarint() - 1 if compact else self.unpack(">h")
-        if n < 0:
-            raise ValueError("null where a string is required")
-        return self.raw(n).decode("utf-8")
-
-    def array_length(self, compact: bool) -> int:
-        return self.uvarint() - 1 if compact else self.unpack(">i")
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self.raw(self.uvarint())
+        partitions = [{"Topic": t, "PartitionIds": ps} for t, ps in by_topic.items()]
+    values = {
+        "ProducerId": transit.producer_id,
+        "ProducerEpoch": transit.producer_epoch,
+        "TransactionTimeoutMs": transit.txn_timeout_ms,
+        "TransactionStatus": transit.txn_state.id,
+        "TransactionPartitions": partitions,
+        "TransactionLastUpdateTimestampMs": transit.txn_last_update_timestamp,
+        "TransactionStartTimestampMs": transit.txn_start_timestamp,
+    }
+    return TRANSACTION_LOG.value_bytes(VALUE_VERSION, values)
 
 
 def read_txn_record_key(key: bytes) -> str:
     """The transactional id of a key; ValueError for an unknown key version."""
-    reader = _Reader(key)
-    version = reader.unpack(">h")
+    version = read_int16(key, 0)
     if version != KEY_VERSION:
         raise ValueError(f"Unknown version {version} from the transaction log message key")
-    return reader.string(False)
+    return str(TRANSACTION_LOG.read_key(key)["TransactionalId"])
 
 
 def read_txn_record_value(value: bytes) -> TransactionLogValue:
     """A value of version 0 or 1; ValueError for anything else."""
-    reader = _Reader(value)
-    version = reader.unpack(">h")
-    if version not in (0, 1):
+    version = read_int16(value, 0)
+    if version not in TRANSACTION_LOG_VALUE.versions:
         raise ValueError(f"Unknown version {version} from the transaction log message value")
-    compact = version >= 1
-    producer_id = reader.unpack(">q")
-    producer_epoch = reader.unpack(">h")
-    timeout_ms = reader.unpack(">i")
-    state = state_from_id(reader.unpack(">b"))
-    partitions: set[TopicPartition] = set()
-    for _ in range(max(reader.array_length(compact), 0)):
-        topic = reader.string(compact)
-        for _ in range(max(reader.array_length(compact), 0)):
-            partitions.add((topic, reader.unpack(">i")))
-        if compact:
-            reader.skip_tagged_fields()
-    last_update = reader.unpack(">q")
-    start = reader.unpack(">q")
-    if compact:
-        reader.skip_tagged_fields()
+    v = TRANSACTION_LOG.read_value(value)[1]
+    partitions = frozenset(
+        (p["Topic"], partition)
+        for p in v["TransactionPartitions"] or ()
+        for partition in p["PartitionIds"]
+    )
     return TransactionLogValue(
-        producer_id, producer_epoch, timeout_ms, state, frozenset(partitions), last_update, start
+        v["ProducerId"],
+        v["ProducerEpoch"],
+        v["TransactionTimeoutMs"],
+        state_from_id(v["TransactionStatus"]),
+        partitions,
+        v["TransactionLastUpdateTimestampMs"],
+        v["TransactionStartTimestampMs"],
     )
 
 
@@ -266,16 +247,22 @@ class InMemoryTransactionLog:
         self,
         partition: int,
         records: list[KeyValue],
-        timeout_ms: int,
-        on_done: AppendCallback,
+        on_done: AppendCallback | None = None,
         parked_request: ParkedRequest | None = None,
+        *,
+        timeout_ms: int | None = None,
+        producer: tuple[int, int] | None = None,
     ) -> None:
         failure, self.fail_next = self.fail_next, None
+        assert timeout_ms is not None, "the state manager names every append's timeout"
         self.timeouts.append(timeout_ms)
         if failure is not None:
-            on_done(failure)
+            if on_done is not None:
+                on_done(failure)
             return
         self._entries.extend((partition, k, v) for k, v in records)
+        if on_done is None:
+            return
         if self.hold:
             if parked_request is not None:
                 parked_request.parked_in(PurgatoryName.PRODUCE)

@@ -418,7 +418,11 @@ class TransactionStateManager:
 
         try:
             self._log.append_to_log(
-                partition, [record], new_metadata.txn_timeout_ms, on_appended, parked_request
+                partition,
+                [record],
+                on_appended,
+                parked_request,
+                timeout_ms=new_metadata.txn_timeout_ms,
             )
         except Exception:
             log.exception(
@@ -522,8 +526,8 @@ class TransactionStateManager:
             self._log.append_to_log(
                 partition,
                 records,
-                self.config.request_timeout_ms,
                 self._remove_from_cache_callback(partition, entry.coordinator_epoch, expired),
+                timeout_ms=self.config.request_timeout_ms,
             )
         return expiring
 

@@ -13,28 +13,30 @@ A fence (InitProducerId of a new instance, or a timeout) arrives here with the p
 state PrepareEpochFence and the bumped epoch: it becomes PrepareAbort with that epoch,
 so the markers fence the old instance on every partition.
 
-Functions over the coordinator, as ``group_join.py`` is over the group coordinator.
+A class of its own (``TxnEnd``) given what it uses at construction: the state manager,
+the marker channel and the clock; the coordinator builds one and delegates to it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from broker.server.purgatories import ParkedRequest
+from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 from broker.txn.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     TransactionMetadata,
     TxnTransitMetadata,
 )
 from broker.txn.transaction_state import IllegalTransactionStateTransition, TransactionState
-from broker.txn.transaction_state_manager import TransactionalIdAndProducerIdEpoch
-
-if TYPE_CHECKING:
-    from broker.txn.transaction_coordinator import TransactionCoordinator
+from broker.txn.transaction_state_manager import (
+    TransactionalIdAndProducerIdEpoch,
+    TransactionStateManager,
+)
+from purgatory import Clock
 
 log = logging.getLogger("broker.txn")
 
@@ -44,135 +46,252 @@ S = TransactionState
 ErrorCallback = Callable[[ErrorCode], None]
 
 
-def end_transaction(
-    coordinator: TransactionCoordinator,
-    transactional_id: str,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    is_from_client: bool,
-    response_callback: ErrorCallback,
-    parked_request: ParkedRequest | None,
-) -> None:
-    if not transactional_id:
-        response_callback(E.invalid_request)
-        return
-    error, found = coordinator.txn_manager.get_transaction_state(transactional_id)
-    if error is E.none and found is None:
-        error = E.invalid_producer_id_mapping
-    if error is not E.none or found is None:
-        response_callback(error)
-        return
-    metadata = found.transaction_metadata
-    coordinator_epoch = found.coordinator_epoch
-    result = _prepare_end_transit(
-        coordinator, metadata, producer_id, producer_epoch, commit, is_from_client
-    )
-    if isinstance(result, ErrorCode):
-        log.debug(
-            "Aborting append of %s to transaction log with coordinator and returning %s "
-            "error to client for %s's EndTransaction request",
-            "COMMIT" if commit else "ABORT",
-            result.name,
-            transactional_id,
-        )
-        response_callback(result)
-        return
-    new_metadata, is_epoch_fence = result
+class TxnEnd:
+    """The EndTxn path and the aborts the coordinator starts itself, over the state
+    manager (reads and writes ``__transaction_state``), the marker channel (writes the
+    markers) and the clock. Kafka has these as methods of its TransactionCoordinator;
+    here they are a class of their own that the coordinator builds and calls."""
 
-    def send_txn_markers_callback(error: ErrorCode) -> None:
-        if error is not E.none:
-            log.info(
-                "Aborting sending of transaction markers and returning %s error to client "
-                "for %s's EndTransaction request of %s, since appending %s to transaction "
-                "log with coordinator epoch %d failed",
-                error.name,
-                transactional_id,
-                "COMMIT" if commit else "ABORT",
-                new_metadata.txn_state,
-                coordinator_epoch,
-            )
-            if is_epoch_fence:
-                _mark_failed_epoch_fence(coordinator, transactional_id, coordinator_epoch, error)
+    __slots__ = ("_clock", "_marker_channel_manager", "_txn_manager", "timed_out_aborts")
+
+    def __init__(
+        self,
+        clock: Clock,
+        txn_manager: TransactionStateManager,
+        marker_channel_manager: TransactionMarkerChannelManager,
+    ) -> None:
+        self._clock = clock
+        self._txn_manager = txn_manager
+        self._marker_channel_manager = marker_channel_manager
+        # Transactions aborted because they outlived their timeout (for metrics, tests).
+        self.timed_out_aborts = 0
+
+    def end_transaction(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        is_from_client: bool,
+        response_callback: ErrorCallback,
+        parked_request: ParkedRequest | None,
+    ) -> None:
+        if not transactional_id:
+            response_callback(E.invalid_request)
+            return
+        error, found = self._txn_manager.get_transaction_state(transactional_id)
+        if error is E.none and found is None:
+            error = E.invalid_producer_id_mapping
+        if error is not E.none or found is None:
             response_callback(error)
             return
-        pre_send = _prepare_complete_after_append(
-            coordinator, transactional_id, producer_id, producer_epoch, commit, coordinator_epoch
+        metadata = found.transaction_metadata
+        coordinator_epoch = found.coordinator_epoch
+        result = self._prepare_end_transit(
+            metadata, producer_id, producer_epoch, commit, is_from_client
         )
-        if isinstance(pre_send, ErrorCode):
-            log.info(
-                "Aborting sending of transaction markers after appended %s to transaction "
-                "log and returning %s error to client for %s's EndTransaction request",
+        if isinstance(result, ErrorCode):
+            log.debug(
+                "Aborting append of %s to transaction log with coordinator and returning %s "
+                "error to client for %s's EndTransaction request",
                 "COMMIT" if commit else "ABORT",
-                pre_send.name,
+                result.name,
                 transactional_id,
             )
-            response_callback(pre_send)
+            response_callback(result)
             return
-        txn_metadata, complete = pre_send
-        # The prepare is durable: answer now, and write the markers behind it.
-        response_callback(E.none)
-        coordinator.marker_channel_manager.add_txn_markers_to_send(
-            coordinator_epoch, commit, txn_metadata, complete
+        new_metadata, is_epoch_fence = result
+
+        def send_txn_markers_callback(error: ErrorCode) -> None:
+            if error is not E.none:
+                log.info(
+                    "Aborting sending of transaction markers and returning %s error to client "
+                    "for %s's EndTransaction request of %s, since appending %s to transaction "
+                    "log with coordinator epoch %d failed",
+                    error.name,
+                    transactional_id,
+                    "COMMIT" if commit else "ABORT",
+                    new_metadata.txn_state,
+                    coordinator_epoch,
+                )
+                if is_epoch_fence:
+                    self._mark_failed_epoch_fence(transactional_id, coordinator_epoch, error)
+                response_callback(error)
+                return
+            pre_send = self._prepare_complete_after_append(
+                transactional_id, producer_id, producer_epoch, commit, coordinator_epoch
+            )
+            if isinstance(pre_send, ErrorCode):
+                log.info(
+                    "Aborting sending of transaction markers after appended %s to transaction "
+                    "log and returning %s error to client for %s's EndTransaction request",
+                    "COMMIT" if commit else "ABORT",
+                    pre_send.name,
+                    transactional_id,
+                )
+                response_callback(pre_send)
+                return
+            txn_metadata, complete = pre_send
+            # The prepare is durable: answer now, and write the markers behind it.
+            response_callback(E.none)
+            self._marker_channel_manager.add_txn_markers_to_send(
+                coordinator_epoch, commit, txn_metadata, complete
+            )
+
+        self._txn_manager.append_transaction_to_log(
+            transactional_id,
+            coordinator_epoch,
+            new_metadata,
+            send_txn_markers_callback,
+            parked_request=parked_request,
         )
 
-    coordinator.txn_manager.append_transaction_to_log(
-        transactional_id,
-        coordinator_epoch,
-        new_metadata,
-        send_txn_markers_callback,
-        parked_request=parked_request,
-    )
+    def _prepare_end_transit(
+        self,
+        metadata: TransactionMetadata,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        is_from_client: bool,
+    ) -> tuple[TxnTransitMetadata, bool] | ErrorCode:
+        if metadata.producer_id != producer_id:
+            return E.invalid_producer_id_mapping
+        # Clients must send their epoch; the coordinator's own aborts carry a bumped one.
+        if (is_from_client and producer_epoch != metadata.producer_epoch) or (
+            producer_epoch < metadata.producer_epoch
+        ):
+            return E.producer_fenced
+        if (
+            metadata.pending_transition_in_progress
+            and metadata.pending_state is not S.PREPARE_EPOCH_FENCE
+        ):
+            return E.concurrent_transactions
+        state = metadata.state
+        if state is S.ONGOING:
+            next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            is_epoch_fence = False
+            if next_state is S.PREPARE_ABORT and metadata.pending_state is S.PREPARE_EPOCH_FENCE:
+                # Make way for PrepareAbort, carrying the bumped epoch.
+                is_epoch_fence = True
+                metadata.pending_state = None
+                metadata.producer_epoch = producer_epoch
+                metadata.last_producer_epoch = NO_PRODUCER_EPOCH
+            transit = metadata.prepare_abort_or_commit(next_state, self._clock.now_ms())
+            return transit, is_epoch_fence
+        if state is S.COMPLETE_COMMIT:
+            return E.none if commit else _invalid_state(metadata, commit)
+        if state is S.COMPLETE_ABORT:
+            return E.none if not commit else _invalid_state(metadata, commit)
+        if state is S.PREPARE_COMMIT:
+            return E.concurrent_transactions if commit else _invalid_state(metadata, commit)
+        if state is S.PREPARE_ABORT:
+            return E.concurrent_transactions if not commit else _invalid_state(metadata, commit)
+        if state is S.EMPTY:
+            return _invalid_state(metadata, commit)
+        message = (
+            f"Found transactionalId {metadata.transactional_id} with state {state}. This is "
+            "illegal as we should never have transitioned to this state."
+        )
+        log.critical(message)
+        raise IllegalTransactionStateTransition(message)
 
-
-def _prepare_end_transit(
-    coordinator: TransactionCoordinator,
-    metadata: TransactionMetadata,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    is_from_client: bool,
-) -> tuple[TxnTransitMetadata, bool] | ErrorCode:
-    if metadata.producer_id != producer_id:
-        return E.invalid_producer_id_mapping
-    # Clients must send their epoch; the coordinator's own aborts carry a bumped one.
-    if (is_from_client and producer_epoch != metadata.producer_epoch) or (
-        producer_epoch < metadata.producer_epoch
-    ):
-        return E.producer_fenced
-    if (
-        metadata.pending_transition_in_progress
-        and metadata.pending_state is not S.PREPARE_EPOCH_FENCE
-    ):
-        return E.concurrent_transactions
-    state = metadata.state
-    if state is S.ONGOING:
-        next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-        is_epoch_fence = False
-        if next_state is S.PREPARE_ABORT and metadata.pending_state is S.PREPARE_EPOCH_FENCE:
-            # Make way for PrepareAbort, carrying the bumped epoch.
-            is_epoch_fence = True
-            metadata.pending_state = None
-            metadata.producer_epoch = producer_epoch
-            metadata.last_producer_epoch = NO_PRODUCER_EPOCH
-        transit = metadata.prepare_abort_or_commit(next_state, coordinator.clock.now_ms())
-        return transit, is_epoch_fence
-    if state is S.COMPLETE_COMMIT:
-        return E.none if commit else _invalid_state(metadata, commit)
-    if state is S.COMPLETE_ABORT:
-        return E.none if not commit else _invalid_state(metadata, commit)
-    if state is S.PREPARE_COMMIT:
-        return E.concurrent_transactions if commit else _invalid_state(metadata, commit)
-    if state is S.PREPARE_ABORT:
-        return E.concurrent_transactions if not commit else _invalid_state(metadata, commit)
-    if state is S.EMPTY:
+    def _prepare_complete_after_append(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> tuple[TransactionMetadata, TxnTransitMetadata] | ErrorCode:
+        error, found = self._txn_manager.get_transaction_state(transactional_id)
+        if error is not E.none:
+            return error
+        if found is None:
+            message = (
+                f"The coordinator still owns the transaction partition for {transactional_id}, "
+                "but there is no metadata in the cache; this is not expected"
+            )
+            log.critical(message)
+            raise IllegalTransactionStateTransition(message)
+        if found.coordinator_epoch != coordinator_epoch:
+            return E.not_coordinator
+        metadata = found.transaction_metadata
+        if metadata.producer_id != producer_id:
+            return E.invalid_producer_id_mapping
+        if metadata.producer_epoch != producer_epoch:
+            return E.producer_fenced
+        if metadata.pending_transition_in_progress:
+            return E.concurrent_transactions
+        if metadata.state is S.PREPARE_COMMIT and commit:
+            return metadata, metadata.prepare_complete(self._clock.now_ms())
+        if metadata.state is S.PREPARE_ABORT and not commit:
+            return metadata, metadata.prepare_complete(self._clock.now_ms())
         return _invalid_state(metadata, commit)
-    message = (
-        f"Found transactionalId {metadata.transactional_id} with state {state}. This is "
-        "illegal as we should never have transitioned to this state."
-    )
-    log.critical(message)
-    raise IllegalTransactionStateTransition(message)
+
+    def _mark_failed_epoch_fence(
+        self,
+        transactional_id: str,
+        coordinator_epoch: int,
+        error: ErrorCode,
+    ) -> None:
+        _error, found = self._txn_manager.get_transaction_state(transactional_id)
+        if found is not None and found.coordinator_epoch == coordinator_epoch:
+            found.transaction_metadata.has_failed_epoch_fence = True
+            log.warning(
+                "The coordinator failed to write an epoch fence transition for producer %s to "
+                "the transaction log with error %s. The epoch was increased to %d but not "
+                "returned to the client",
+                transactional_id,
+                error.name,
+                found.transaction_metadata.producer_epoch,
+            )
+
+    # ================================================ timed-out transactions
+    def abort_timed_out_transactions(
+        self,
+        on_complete: Callable[[TransactionalIdAndProducerIdEpoch], ErrorCallback],
+    ) -> int:
+        """Kafka's ``transaction-abort`` job: fence and abort every Ongoing transaction
+        open longer than its timeout. Returns how many aborts it started."""
+        started = 0
+        for txn in self._txn_manager.timed_out_transactions():
+            error, found = self._txn_manager.get_transaction_state(txn.transactional_id)
+            if error is not E.none or found is None:
+                log.error(
+                    "Could not find transaction metadata when trying to timeout transaction for %s",
+                    txn,
+                )
+                continue
+            metadata = found.transaction_metadata
+            if metadata.producer_id != txn.producer_id:
+                log.error(
+                    "Found incorrect producerId when expiring transactionalId: %s. Expected "
+                    "producerId: %d. Found producerId: %d",
+                    txn.transactional_id,
+                    txn.producer_id,
+                    metadata.producer_id,
+                )
+                continue
+            if metadata.pending_transition_in_progress:
+                log.debug(
+                    "Skipping abort of timed out transaction %s since there is a pending state "
+                    "transition",
+                    txn,
+                )
+                continue
+            fence = metadata.prepare_fence_producer_epoch()
+            started += 1
+            self.timed_out_aborts += 1
+            self.end_transaction(
+                metadata.transactional_id,
+                fence.producer_id,
+                fence.producer_epoch,
+                False,
+                False,
+                on_complete(txn),
+                None,
+            )
+        return started
 
 
 def _invalid_state(metadata: TransactionMetadata, commit: bool) -> ErrorCode:
@@ -183,108 +302,6 @@ def _invalid_state(metadata: TransactionMetadata, commit: bool) -> ErrorCode:
         "COMMIT" if commit else "ABORT",
     )
     return E.invalid_txn_state
-
-
-def _prepare_complete_after_append(
-    coordinator: TransactionCoordinator,
-    transactional_id: str,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
-) -> tuple[TransactionMetadata, TxnTransitMetadata] | ErrorCode:
-    error, found = coordinator.txn_manager.get_transaction_state(transactional_id)
-    if error is not E.none:
-        return error
-    if found is None:
-        message = (
-            f"The coordinator still owns the transaction partition for {transactional_id}, "
-            "but there is no metadata in the cache; this is not expected"
-        )
-        log.critical(message)
-        raise IllegalTransactionStateTransition(message)
-    if found.coordinator_epoch != coordinator_epoch:
-        return E.not_coordinator
-    metadata = found.transaction_metadata
-    if metadata.producer_id != producer_id:
-        return E.invalid_producer_id_mapping
-    if metadata.producer_epoch != producer_epoch:
-        return E.producer_fenced
-    if metadata.pending_transition_in_progress:
-        return E.concurrent_transactions
-    if metadata.state is S.PREPARE_COMMIT and commit:
-        return metadata, metadata.prepare_complete(coordinator.clock.now_ms())
-    if metadata.state is S.PREPARE_ABORT and not commit:
-        return metadata, metadata.prepare_complete(coordinator.clock.now_ms())
-    return _invalid_state(metadata, commit)
-
-
-def _mark_failed_epoch_fence(
-    coordinator: TransactionCoordinator,
-    transactional_id: str,
-    coordinator_epoch: int,
-    error: ErrorCode,
-) -> None:
-    _error, found = coordinator.txn_manager.get_transaction_state(transactional_id)
-    if found is not None and found.coordinator_epoch == coordinator_epoch:
-        found.transaction_metadata.has_failed_epoch_fence = True
-        log.warning(
-            "The coordinator failed to write an epoch fence transition for producer %s to "
-            "the transaction log with error %s. The epoch was increased to %d but not "
-            "returned to the client",
-            transactional_id,
-            error.name,
-            found.transaction_metadata.producer_epoch,
-        )
-
-
-# ==================================================== timed-out transactions
-def abort_timed_out_transactions(
-    coordinator: TransactionCoordinator,
-    on_complete: Callable[[TransactionalIdAndProducerIdEpoch], ErrorCallback],
-) -> int:
-    """Kafka's ``transaction-abort`` job: fence and abort every Ongoing transaction
-    open longer than its timeout. Returns how many aborts it started."""
-    started = 0
-    for txn in coordinator.txn_manager.timed_out_transactions():
-        error, found = coordinator.txn_manager.get_transaction_state(txn.transactional_id)
-        if error is not E.none or found is None:
-            log.error(
-                "Could not find transaction metadata when trying to timeout transaction for %s",
-                txn,
-            )
-            continue
-        metadata = found.transaction_metadata
-        if metadata.producer_id != txn.producer_id:
-            log.error(
-                "Found incorrect producerId when expiring transactionalId: %s. Expected "
-                "producerId: %d. Found producerId: %d",
-                txn.transactional_id,
-                txn.producer_id,
-                metadata.producer_id,
-            )
-            continue
-        if metadata.pending_transition_in_progress:
-            log.debug(
-                "Skipping abort of timed out transaction %s since there is a pending state "
-                "transition",
-                txn,
-            )
-            continue
-        fence = metadata.prepare_fence_producer_epoch()
-        started += 1
-        coordinator.timed_out_aborts += 1
-        end_transaction(
-            coordinator,
-            metadata.transactional_id,
-            fence.producer_id,
-            fence.producer_epoch,
-            False,
-            False,
-            on_complete(txn),
-            None,
-        )
-    return started
 
 
 def on_end_transaction_complete(

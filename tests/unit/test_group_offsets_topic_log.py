@@ -2,7 +2,7 @@
 
 One broker's ``ReplicaManager`` leads ``__consumer_offsets`` (one partition, replicas
 0 and 1, broker 1 simulated by follower fetches), and the manager writes through
-``OffsetsTopicLog`` as ``build_broker`` wires it. An OffsetCommit waits in the Produce
+``offsets_topic_log`` as ``build_broker`` wires it. An OffsetCommit waits in the Produce
 purgatory until broker 1 has the commit, or until ``offsets.commit.timeout.ms``; the
 leadership of the partition decides what the manager loads and unloads.
 """
@@ -26,7 +26,7 @@ from broker.group import (
     JoinGroupParams,
     OffsetConfig,
 )
-from broker.group.offsets_topic_log import OffsetsTopicLog
+from broker.group.group_log import offsets_topic_log
 from broker.log import LogManager
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus
 from broker.replica.partition import Partition, TopicPartition
@@ -116,7 +116,7 @@ async def offsets_leader(logs: LogManager | None = None) -> AsyncIterator[Node]:
         offset_config,
         clock,
         metadata,
-        OffsetsTopicLog(
+        offsets_topic_log(
             replica_manager,
             clock,
             offset_config.offsets_commit_timeout_ms,

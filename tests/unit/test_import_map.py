@@ -1,9 +1,10 @@
-"""The shape of the code: no import circle over four modules, no source file over 800 lines.
+"""The shape of the code: no import circle at all, no source file over 800 lines.
 
 Imports are read from the source (``ast``), type-only ones included: a type that points
 back up a layer couples the modules all the same. A circle is a strongly connected
-component of the module graph; small ones (a delayed operation and the manager it reads)
-are allowed, a circle through half the broker is what this guards against.
+component of the module graph of more than one module. A module that calls back into its
+owner declares the small Protocol it uses instead (``broker/group/membership.py``,
+``broker/replica/ports.py``), so the owner imports it and not the reverse.
 """
 
 from __future__ import annotations
@@ -25,8 +26,17 @@ PACKAGES = (
     "virtual_time",
     "testkit",
 )
-MAX_CIRCLE = 4
 MAX_LINES = 800
+# Temporary: the wiring work (handlers' context by ports, quotas passed whole) removes this
+# circle; delete the exception once it is merged.
+KNOWN_CIRCLES = [
+    [
+        "broker.quota.controller_mutation_quota",
+        "broker.quota.quota_managers",
+        "broker.server.context",
+        "broker.server.services",
+    ],
+]
 
 
 def _modules() -> dict[str, Path]:
@@ -103,12 +113,12 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_circle_is_longer_than_four_modules() -> None:
+def test_no_import_circle() -> None:
     modules = _modules()
     known = set(modules)
     graph = {name: _imports(name, path, known) for name, path in modules.items()}
-    too_big = [c for c in _circles(graph) if len(c) > MAX_CIRCLE]
-    assert too_big == [], f"import circles over {MAX_CIRCLE} modules: {too_big}"
+    circles = [c for c in _circles(graph) if c not in KNOWN_CIRCLES]
+    assert circles == [], f"import circles: {circles}"
 
 
 def test_no_source_file_is_over_800_lines() -> None:

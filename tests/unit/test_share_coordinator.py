@@ -14,15 +14,16 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import SHARE_GROUP_STATE_TOPIC, ClusterMetadata
 from broker.coordinator.coordinator_loader import ImmediateLoadScheduler, ManualLoadScheduler
+from broker.server.purgatories import ParkedRequest
 from broker.share.persister import InProcessStatePersister
 from broker.share_coordinator.share_coordinator import ShareCoordinator, ShareCoordinatorConfig
-from broker.share_coordinator.share_state_log import KeyValue
-from broker.share_coordinator.share_state_records import PersisterStateBatch as B
 from broker.share_coordinator.share_state_records import (
+    KeyValue,
     ShareGroupOffset,
     SharePartitionKey,
     decode_key,
 )
+from broker.share_coordinator.share_state_records import PersisterStateBatch as B
 from purgatory import ManualClock, SystemTimer
 
 E = ErrorCode
@@ -36,11 +37,19 @@ class MemoryStateLog:
         self.records: dict[int, list[KeyValue]] = defaultdict(list)
         self.error = E.none
 
-    def append(
-        self, partition: int, records: list[KeyValue], on_done: Callable[[ErrorCode], None]
+    def append_to_log(
+        self,
+        partition: int,
+        records: list[KeyValue],
+        on_done: Callable[[ErrorCode], None] | None = None,
+        parked_request: ParkedRequest | None = None,
+        *,
+        timeout_ms: int | None = None,
+        producer: tuple[int, int] | None = None,
     ) -> None:
         if self.error is E.none:
             self.records[partition].extend(records)
+        assert on_done is not None
         on_done(self.error)
 
     def open_log(self, partition: int) -> Iterator[list[KeyValue]] | None:

@@ -20,24 +20,30 @@ timeout fences a member that does not SyncGroup.
 Where this differs from Kafka: a static classic member that replaces the last KIP-848
 member (Kafka downgrades then) is not a downgrade trigger here; the downgrade happens when
 the last KIP-848 member leaves or is fenced (``ConsumerGroupCoordinator``).
+
+Functions over what they use of the consumer group coordinator (the
+``ConsumerMembership`` Protocol below), as ``group_join.py`` is over ``Membership``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.cluster_metadata import TopicInfo
 from broker.group.consumer.consumer_group import ConsumerGroup
+from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
 from broker.group.consumer.consumer_group_member import (
     ClassicMemberMetadata,
     ConsumerGroupMember,
     MemberState,
 )
 from broker.group.consumer.consumer_group_records import ConsumerGroupView
+from broker.group.consumer.consumer_group_timeouts import ConsumerGroupTimeouts
 from broker.group.consumer.current_assignment_builder import OwnedTopicPartitions
 from broker.group.consumer.errors import ApiError
 from broker.group.consumer.group_conversion import topic_partitions_by_name
@@ -58,13 +64,59 @@ from broker.group.results import (
     LeaveMemberResult,
     SyncGroupResult,
 )
-
-if TYPE_CHECKING:
-    from broker.group.consumer.consumer_group_coordinator import ConsumerGroupCoordinator
+from broker.server.purgatories import ParkedRequest
 
 log = logging.getLogger("broker.group.consumer")
 
 E = ErrorCode
+
+
+class ConsumerMembership(Protocol):
+    """What the classic members of a consumer group use of the consumer group
+    coordinator: its limits, timeouts and topics, and its member changes and writes.
+
+    A Protocol, so this module need not import the coordinator that imports it (as
+    ``group/membership.py`` is for the classic coordinator's join and sync phases);
+    ``ConsumerGroupCoordinator`` is the one implementation.
+    """
+
+    config: ConsumerGroupConfig
+    timeouts: ConsumerGroupTimeouts
+
+    @property
+    def topics(self) -> Mapping[str, TopicInfo]: ...
+
+    def new_member_id(self) -> str: ...
+
+    def replace_static_member(
+        self, group: ConsumerGroup, replaced: ConsumerGroupMember, member: ConsumerGroupMember
+    ) -> None:
+        """A static member came back under a new member id: the old one goes."""
+        ...
+
+    def update_member_and_reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        owned: OwnedTopicPartitions | None,
+    ) -> ConsumerGroupMember:
+        """The member ``updated`` (group epoch bumped on a subscription change), a new
+        target assignment when the group epoch is ahead, one reconciliation step; the
+        member as it is now in the group."""
+        ...
+
+    def refresh_subscription_metadata(self, group: ConsumerGroup) -> None: ...
+
+    def write(
+        self,
+        group_id: str,
+        before: ConsumerGroupView,
+        on_done: Callable[[ErrorCode], None] | None = None,
+        parked_request: ParkedRequest | None = None,
+    ) -> None:
+        """Write what changed in the group since ``before`` to ``__consumer_offsets``."""
+        ...
 
 
 # ================================================================== checks
@@ -118,9 +170,7 @@ def waiting_on_unreleased_partition(group: ConsumerGroup, member: ConsumerGroupM
     return False
 
 
-def owned_partitions(
-    coord: ConsumerGroupCoordinator, subscription: Subscription
-) -> OwnedTopicPartitions:
+def owned_partitions(coord: ConsumerMembership, subscription: Subscription) -> OwnedTopicPartitions:
     """The subscription's owned partitions by topic id (unknown topics dropped)."""
     topics = coord.topics
     return [
@@ -130,7 +180,7 @@ def owned_partitions(
 
 # ================================================================ JoinGroup
 def classic_group_join(
-    coord: ConsumerGroupCoordinator,
+    coord: ConsumerMembership,
     group: ConsumerGroup,
     p: JoinGroupParams,
     callback: ResponseCallback[JoinGroupResult],
@@ -187,7 +237,7 @@ def classic_group_join(
 
 
 def _validate_join(
-    coord: ConsumerGroupCoordinator, group: ConsumerGroup, p: JoinGroupParams, member_id: str
+    coord: ConsumerMembership, group: ConsumerGroup, p: JoinGroupParams, member_id: str
 ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None, Subscription]:
     """The JoinGroup's checks, in Kafka's order: the member, the static member it
     replaces, its subscription; ApiError (MEMBER_ID_REQUIRED among them) otherwise."""
@@ -269,7 +319,7 @@ def validate_static(
 
 # ================================================================ SyncGroup
 def classic_group_sync(
-    coord: ConsumerGroupCoordinator,
+    coord: ConsumerMembership,
     group: ConsumerGroup,
     member_id: str,
     instance_id: str | None,
@@ -313,7 +363,7 @@ def classic_group_sync(
 
 # ================================================================ Heartbeat
 def classic_group_heartbeat(
-    coord: ConsumerGroupCoordinator,
+    coord: ConsumerMembership,
     group: ConsumerGroup,
     member_id: str,
     instance_id: str | None,
@@ -347,7 +397,7 @@ def classic_group_heartbeat(
 
 # =============================================================== LeaveGroup
 def classic_group_leave(
-    coord: ConsumerGroupCoordinator,
+    coord: ConsumerMembership,
     group: ConsumerGroup,
     members: Sequence[tuple[str, str | None]],
     reason: str | None,

@@ -21,13 +21,13 @@ key    record                                      value (version 0)
                                                    PartitionsPendingRevocation
 =====  ==========================================  ==================================
 
-Keys are not flexible: int16 version, then int16-length strings. Values are flexible
-(``flexibleVersions: 0+``): int16 version 0, compact strings and arrays (unsigned varint
-length + 1, 0 for null), 16-byte UUIDs, and an empty tagged-field section after every
-struct (tagged fields read back are skipped, but for the member's tag-0
-ClassicMemberMetadata — SessionTimeoutMs, SupportedProtocols [Name, Metadata] — which
-Kafka writes only for a classic member in a consumer group). A value of ``None`` is a
-tombstone.
+The schemas are Kafka's JSON ones, declared as data below and compiled by
+``broker/coordinator/record_schema.py``. Keys are not flexible: int16 record type, then
+int16-length strings. Values are flexible (``flexibleVersions: 0+``): int16 version 0,
+compact strings and arrays, 16-byte UUIDs, and a tagged-field section after every
+struct (tags we do not know are skipped; the member's tag 0 is ClassicMemberMetadata —
+SessionTimeoutMs, SupportedProtocols [Name, Metadata] — which Kafka writes only for a
+classic member in a consumer group). A value of ``None`` is a tombstone.
 
 Kafka 4.0 still writes ConsumerGroupPartitionMetadata (the subscribed topics' ids and
 partition counts, the group's subscription metadata); its per-partition racks are
@@ -48,8 +48,9 @@ import struct
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from broker.coordinator.record_schema import Field, RecordType, Schema, Struct, read_int16
 from broker.group.consumer.consumer_group import ConsumerGroup, TopicMetadata
 from broker.group.consumer.consumer_group_member import (
     Assignment,
@@ -158,338 +159,273 @@ ConsumerGroupRecord = (
 )
 
 
-# ------------------------------------------------------------ primitive codec
-class _Writer:
-    def __init__(self) -> None:
-        self.buf = bytearray()
-
-    def int8(self, v: int) -> None:
-        self.buf += struct.pack(">b", v)
-
-    def int16(self, v: int) -> None:
-        self.buf += struct.pack(">h", v)
-
-    def int32(self, v: int) -> None:
-        self.buf += struct.pack(">i", v)
-
-    def string(self, v: str) -> None:  # non-flexible (keys)
-        raw = v.encode("utf-8")
-        self.int16(len(raw))
-        self.buf += raw
-
-    def uvarint(self, v: int) -> None:
-        while v >= 0x80:
-            self.buf.append((v & 0x7F) | 0x80)
-            v >>= 7
-        self.buf.append(v)
-
-    def compact_string(self, v: str | None) -> None:
-        if v is None:
-            self.uvarint(0)
-            return
-        raw = v.encode("utf-8")
-        self.uvarint(len(raw) + 1)
-        self.buf += raw
-
-    def array_length(self, n: int) -> None:
-        self.uvarint(n + 1)
-
-    def uuid(self, v: uuid.UUID) -> None:
-        self.buf += v.bytes
-
-    def no_tagged_fields(self) -> None:
-        self.uvarint(0)
+# --------------------------------------------------------------------- schemas
+def _key(name: str, *fields: str) -> Schema:
+    return Schema(name, "0", "none", tuple(Field(f, "string") for f in fields))
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
+def _value(name: str, *fields: Field) -> Schema:
+    return Schema(name, "0", "0+", fields)
 
-    def _unpack(self, fmt: str, size: int) -> int:
-        (v,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += size
-        return int(v)
 
-    def int8(self) -> int:
-        return self._unpack(">b", 1)
-
-    def int16(self) -> int:
-        return self._unpack(">h", 2)
-
-    def int32(self) -> int:
-        return self._unpack(">i", 4)
-
-    def _raw(self, n: int) -> bytes:
-        raw = self.data[self.pos : self.pos + n]
-        if len(raw) != n:
-            raise ValueError("truncated record")
-        self.pos += n
-        return bytes(raw)
-
-    def string(self) -> str:
-        n = self.int16()
-        if n < 0:
-            raise ValueError("null where a string is required")
-        return self._raw(n).decode("utf-8")
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            if shift > 28:
-                raise ValueError("varint too long")
-            b = self._raw(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-
-    def compact_nullable_string(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self._raw(n - 1).decode("utf-8")
-
-    def compact_string(self) -> str:
-        v = self.compact_nullable_string()
-        if v is None:
-            raise ValueError("null where a string is required")
-        return v
-
-    def array_length(self) -> int:
-        n = self.uvarint()
-        if n == 0:
-            raise ValueError("null where an array is required")
-        if n - 1 > len(self.data) - self.pos:
-            raise ValueError("array longer than the record")
-        return n - 1
-
-    def uuid(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self._raw(16))
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self._raw(self.uvarint())
+TOPIC_PARTITIONS = Struct(
+    "TopicPartitions", (Field("TopicId", "uuid"), Field("Partitions", "[]int32"))
+)
+PARTITION_METADATA = Struct(
+    "PartitionMetadata", (Field("Partition", "int32"), Field("Racks", "[]string"))
+)
+TOPIC_METADATA = Struct(
+    "TopicMetadata",
+    (
+        Field("TopicId", "uuid"),
+        Field("TopicName", "string"),
+        Field("NumPartitions", "int32"),
+        Field.of("PartitionMetadata", PARTITION_METADATA),
+    ),
+)
+CLASSIC_PROTOCOL = Struct("ClassicProtocol", (Field("Name", "string"), Field("Metadata", "bytes")))
+CLASSIC_MEMBER_METADATA = Struct(
+    "ClassicMemberMetadata",
+    (Field("SessionTimeoutMs", "int32"), Field.of("SupportedProtocols", CLASSIC_PROTOCOL)),
+)
+_N = "0+"  # nullable in every version
+GROUP_METADATA = RecordType(
+    CONSUMER_GROUP_METADATA_KEY_VERSION,
+    _key("ConsumerGroupMetadataKey", "GroupId"),
+    _value("ConsumerGroupMetadataValue", Field("Epoch", "int32")),
+)
+PARTITION_METADATA_RECORD = RecordType(
+    CONSUMER_GROUP_PARTITION_METADATA_KEY_VERSION,
+    _key("ConsumerGroupPartitionMetadataKey", "GroupId"),
+    _value("ConsumerGroupPartitionMetadataValue", Field.of("Topics", TOPIC_METADATA)),
+)
+MEMBER_METADATA = RecordType(
+    CONSUMER_GROUP_MEMBER_METADATA_KEY_VERSION,
+    _key("ConsumerGroupMemberMetadataKey", "GroupId", "MemberId"),
+    _value(
+        "ConsumerGroupMemberMetadataValue",
+        Field("InstanceId", "string", nullable_versions=_N),
+        Field("RackId", "string", nullable_versions=_N),
+        Field("ClientId", "string"),
+        Field("ClientHost", "string"),
+        Field("SubscribedTopicNames", "[]string"),
+        Field("SubscribedTopicRegex", "string", nullable_versions=_N),
+        Field("RebalanceTimeoutMs", "int32", default=-1),
+        Field("ServerAssignor", "string", nullable_versions=_N),
+        Field("ClassicMemberMetadata", CLASSIC_MEMBER_METADATA, nullable_versions=_N, tag=0),
+    ),
+)
+TARGET_ASSIGNMENT_METADATA = RecordType(
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY_VERSION,
+    _key("ConsumerGroupTargetAssignmentMetadataKey", "GroupId"),
+    _value("ConsumerGroupTargetAssignmentMetadataValue", Field("AssignmentEpoch", "int32")),
+)
+TARGET_ASSIGNMENT_MEMBER = RecordType(
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY_VERSION,
+    _key("ConsumerGroupTargetAssignmentMemberKey", "GroupId", "MemberId"),
+    _value(
+        "ConsumerGroupTargetAssignmentMemberValue", Field.of("TopicPartitions", TOPIC_PARTITIONS)
+    ),
+)
+CURRENT_MEMBER_ASSIGNMENT = RecordType(
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY_VERSION,
+    _key("ConsumerGroupCurrentMemberAssignmentKey", "GroupId", "MemberId"),
+    _value(
+        "ConsumerGroupCurrentMemberAssignmentValue",
+        Field("MemberEpoch", "int32"),
+        Field("PreviousMemberEpoch", "int32"),
+        Field("State", "int8"),
+        Field.of("AssignedPartitions", TOPIC_PARTITIONS),
+        Field.of("PartitionsPendingRevocation", TOPIC_PARTITIONS),
+    ),
+)
+RECORD_TYPES = {
+    t.type_id: t
+    for t in (
+        GROUP_METADATA,
+        PARTITION_METADATA_RECORD,
+        MEMBER_METADATA,
+        TARGET_ASSIGNMENT_METADATA,
+        TARGET_ASSIGNMENT_MEMBER,
+        CURRENT_MEMBER_ASSIGNMENT,
+    )
+}
 
 
 # ------------------------------------------------------------------ encoding
-def _sorted_assignment(assignment: Assignment) -> list[tuple[uuid.UUID, list[int]]]:
-    return [(t, sorted(ps)) for t, ps in sorted(assignment.items(), key=lambda e: str(e[0]))]
+def _topic_partitions(assignment: Assignment) -> list[dict[str, Any]]:
+    """An assignment, by topic id (as a string) and partition, sorted."""
+    return [
+        {"TopicId": t, "Partitions": sorted(ps)}
+        for t, ps in sorted(assignment.items(), key=lambda e: str(e[0]))
+    ]
 
 
-def _write_topic_partitions(w: _Writer, assignment: Assignment) -> None:
-    items = _sorted_assignment(assignment)
-    w.array_length(len(items))
-    for topic_id, partitions in items:
-        w.uuid(topic_id)
-        w.array_length(len(partitions))
-        for p in partitions:
-            w.int32(p)
-        w.no_tagged_fields()
+def _read_topic_partitions(items: list[dict[str, Any]]) -> dict[uuid.UUID, frozenset[int]]:
+    """An assignment read back; a topic with no partitions is left out."""
+    return {i["TopicId"]: frozenset(i["Partitions"]) for i in items if i["Partitions"]}
 
 
-def _read_topic_partitions(r: _Reader) -> dict[uuid.UUID, frozenset[int]]:
-    out: dict[uuid.UUID, frozenset[int]] = {}
-    for _ in range(r.array_length()):
-        topic_id = r.uuid()
-        partitions = frozenset(r.int32() for _ in range(r.array_length()))
-        r.skip_tagged_fields()
-        if partitions:
-            out[topic_id] = partitions
-    return out
+def _subscription_values(m: MemberSubscription) -> dict[str, Any]:
+    classic = m.classic_member_metadata
+    return {
+        "InstanceId": m.instance_id,
+        "RackId": m.rack_id,
+        "ClientId": m.client_id,
+        "ClientHost": m.client_host,
+        "SubscribedTopicNames": sorted(m.subscribed_topic_names),
+        "SubscribedTopicRegex": m.subscribed_topic_regex,
+        "RebalanceTimeoutMs": m.rebalance_timeout_ms,
+        "ServerAssignor": m.server_assignor,
+        "ClassicMemberMetadata": None
+        if classic is None
+        else {
+            "SessionTimeoutMs": classic.session_timeout_ms,
+            "SupportedProtocols": [
+                {"Name": name, "Metadata": metadata}
+                for name, metadata in classic.supported_protocols
+            ],
+        },
+    }
+
+
+def _record_values(
+    record: ConsumerGroupRecord,
+) -> tuple[RecordType, dict[str, Any], dict[str, Any] | None]:
+    """(record type, key fields, value fields or None for a tombstone)."""
+    value: dict[str, Any] | None
+    if isinstance(record, ConsumerGroupMetadataRecord):
+        value = None if record.epoch is None else {"Epoch": record.epoch}
+        return GROUP_METADATA, {"GroupId": record.group_id}, value
+    if isinstance(record, ConsumerGroupPartitionMetadataRecord):
+        topics = None
+        if record.topics is not None:
+            topics = {
+                "Topics": [
+                    # PartitionMetadata: deprecated, stored empty
+                    {
+                        "TopicId": t.topic_id,
+                        "TopicName": t.name,
+                        "NumPartitions": t.num_partitions,
+                        "PartitionMetadata": [],
+                    }
+                    for t in sorted(record.topics, key=lambda t: t.name)
+                ]
+            }
+        return PARTITION_METADATA_RECORD, {"GroupId": record.group_id}, topics
+    if isinstance(record, ConsumerGroupTargetAssignmentMetadataRecord):
+        epoch = record.assignment_epoch
+        value = None if epoch is None else {"AssignmentEpoch": epoch}
+        return TARGET_ASSIGNMENT_METADATA, {"GroupId": record.group_id}, value
+    key = {"GroupId": record.group_id, "MemberId": record.member_id}
+    if isinstance(record, ConsumerGroupMemberMetadataRecord):
+        m = record.value
+        return MEMBER_METADATA, key, None if m is None else _subscription_values(m)
+    if isinstance(record, ConsumerGroupTargetAssignmentMemberRecord):
+        ps = record.partitions
+        value = None if ps is None else {"TopicPartitions": _topic_partitions(ps)}
+        return TARGET_ASSIGNMENT_MEMBER, key, value
+    a = record.value
+    if a is None:
+        return CURRENT_MEMBER_ASSIGNMENT, key, None
+    return (
+        CURRENT_MEMBER_ASSIGNMENT,
+        key,
+        {
+            "MemberEpoch": a.member_epoch,
+            "PreviousMemberEpoch": a.previous_member_epoch,
+            "State": MEMBER_STATE_VALUES[a.state],
+            "AssignedPartitions": _topic_partitions(a.assigned_partitions),
+            "PartitionsPendingRevocation": _topic_partitions(a.partitions_pending_revocation),
+        },
+    )
 
 
 def encode_consumer_group_record(record: ConsumerGroupRecord) -> KeyValue:
     """Key and value bytes (value None for a tombstone), Kafka's versions."""
-    key = _Writer()
-    value = _Writer()
-    value.int16(VALUE_VERSION)
-    tombstone = False
-    if isinstance(record, ConsumerGroupMetadataRecord):
-        key.int16(CONSUMER_GROUP_METADATA_KEY_VERSION)
-        key.string(record.group_id)
-        tombstone = record.epoch is None
-        if record.epoch is not None:
-            value.int32(record.epoch)
-    elif isinstance(record, ConsumerGroupPartitionMetadataRecord):
-        key.int16(CONSUMER_GROUP_PARTITION_METADATA_KEY_VERSION)
-        key.string(record.group_id)
-        tombstone = record.topics is None
-        topics = sorted(record.topics or (), key=lambda t: t.name)
-        value.array_length(len(topics))
-        for t in topics:
-            value.uuid(t.topic_id)
-            value.compact_string(t.name)
-            value.int32(t.num_partitions)
-            value.array_length(0)  # PartitionMetadata: deprecated, stored empty
-            value.no_tagged_fields()
-    elif isinstance(record, ConsumerGroupMemberMetadataRecord):
-        key.int16(CONSUMER_GROUP_MEMBER_METADATA_KEY_VERSION)
-        key.string(record.group_id)
-        key.string(record.member_id)
-        m = record.value
-        tombstone = m is None
-        if m is not None:
-            value.compact_string(m.instance_id)
-            value.compact_string(m.rack_id)
-            value.compact_string(m.client_id)
-            value.compact_string(m.client_host)
-            names = sorted(m.subscribed_topic_names)
-            value.array_length(len(names))
-            for name in names:
-                value.compact_string(name)
-            value.compact_string(m.subscribed_topic_regex)
-            value.int32(m.rebalance_timeout_ms)
-            value.compact_string(m.server_assignor)
-            if m.classic_member_metadata is not None:
-                _write_classic_member_metadata(value, m.classic_member_metadata)
-                return bytes(key.buf), bytes(value.buf)
-    elif isinstance(record, ConsumerGroupTargetAssignmentMetadataRecord):
-        key.int16(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY_VERSION)
-        key.string(record.group_id)
-        tombstone = record.assignment_epoch is None
-        if record.assignment_epoch is not None:
-            value.int32(record.assignment_epoch)
-    elif isinstance(record, ConsumerGroupTargetAssignmentMemberRecord):
-        key.int16(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY_VERSION)
-        key.string(record.group_id)
-        key.string(record.member_id)
-        tombstone = record.partitions is None
-        _write_topic_partitions(value, record.partitions or {})
-    else:
-        key.int16(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY_VERSION)
-        key.string(record.group_id)
-        key.string(record.member_id)
-        a = record.value
-        tombstone = a is None
-        if a is not None:
-            value.int32(a.member_epoch)
-            value.int32(a.previous_member_epoch)
-            value.int8(MEMBER_STATE_VALUES[a.state])
-            _write_topic_partitions(value, a.assigned_partitions)
-            _write_topic_partitions(value, a.partitions_pending_revocation)
-    value.no_tagged_fields()
-    return bytes(key.buf), None if tombstone else bytes(value.buf)
-
-
-def _write_classic_member_metadata(w: _Writer, c: ClassicMemberMetadata) -> None:
-    """The value's tagged fields: one, tag 0, the ClassicMemberMetadata struct."""
-    body = _Writer()
-    body.int32(c.session_timeout_ms)
-    body.array_length(len(c.supported_protocols))
-    for name, metadata in c.supported_protocols:
-        body.compact_string(name)
-        body.uvarint(len(metadata) + 1)
-        body.buf += metadata
-        body.no_tagged_fields()
-    body.no_tagged_fields()
-    w.uvarint(1)  # one tagged field
-    w.uvarint(0)  # tag 0
-    w.uvarint(len(body.buf))
-    w.buf += body.buf
-
-
-def _read_classic_member_metadata(r: _Reader) -> ClassicMemberMetadata | None:
-    """The value's tagged fields: tag 0 read as ClassicMemberMetadata, others skipped."""
-    found = None
-    for _ in range(r.uvarint()):
-        tag, size = r.uvarint(), r.uvarint()
-        if tag != 0:
-            r._raw(size)
-            continue
-        end = r.pos + size
-        timeout = r.int32()
-        protocols = []
-        for _ in range(r.array_length()):
-            name = r.compact_string()
-            n = r.uvarint() - 1
-            protocols.append((name, r._raw(n) if n > 0 else b""))
-            r.skip_tagged_fields()
-        r.skip_tagged_fields()
-        if r.pos != end:
-            raise ValueError("bad ClassicMemberMetadata size")
-        found = ClassicMemberMetadata(timeout, tuple(protocols))
-    return found
+    record_type, key, value = _record_values(record)
+    return record_type.key_bytes(key), (
+        None if value is None else record_type.value_bytes(VALUE_VERSION, value)
+    )
 
 
 # ------------------------------------------------------------------ decoding
 def decode_consumer_group_record(key: bytes, value: bytes | None) -> ConsumerGroupRecord:
     """The record of a key with version 3-8; raises ValueError / struct.error when it
     does not parse (the caller skips it with a warning, as any record)."""
-    k = _Reader(key)
-    version = k.int16()
-    group_id = k.string()
-    v: _Reader | None = None
+    version = read_int16(key, 0)
+    record_type = RECORD_TYPES.get(version)
+    if record_type is None:
+        raise ValueError(f"not a consumer group key version: {version}")
+    k = record_type.read_key(key)
+    v: dict[str, Any] | None = None
     if value is not None:
-        v = _Reader(value)
-        value_version = v.int16()
+        value_version = read_int16(value, 0)
         if value_version != VALUE_VERSION:
             raise ValueError(f"unknown value version {value_version} for key version {version}")
-    record: ConsumerGroupRecord
+        v = record_type.read_value(value)[1]
+    return _record_of(version, k["GroupId"], k.get("MemberId", ""), v)
+
+
+def _record_of(
+    version: int, group_id: str, member_id: str, v: dict[str, Any] | None
+) -> ConsumerGroupRecord:
     if version == CONSUMER_GROUP_METADATA_KEY_VERSION:
-        record = ConsumerGroupMetadataRecord(group_id, None if v is None else v.int32())
-    elif version == CONSUMER_GROUP_PARTITION_METADATA_KEY_VERSION:
-        topics: tuple[TopicMetadata, ...] | None = None
+        return ConsumerGroupMetadataRecord(group_id, None if v is None else v["Epoch"])
+    if version == CONSUMER_GROUP_PARTITION_METADATA_KEY_VERSION:
+        topics = None
         if v is not None:
-            found = []
-            for _ in range(v.array_length()):
-                topic_id, name, count = v.uuid(), v.compact_string(), v.int32()
-                for _ in range(v.array_length()):  # deprecated racks: skipped
-                    v.int32()
-                    for _ in range(v.array_length()):
-                        v.compact_string()
-                    v.skip_tagged_fields()
-                v.skip_tagged_fields()
-                found.append(TopicMetadata(topic_id, name, count))
-            topics = tuple(found)
-        record = ConsumerGroupPartitionMetadataRecord(group_id, topics)
-    elif version == CONSUMER_GROUP_MEMBER_METADATA_KEY_VERSION:
-        member_id = k.string()
-        sub = None
-        if v is not None:
-            sub = MemberSubscription(
-                instance_id=v.compact_nullable_string(),
-                rack_id=v.compact_nullable_string(),
-                client_id=v.compact_string(),
-                client_host=v.compact_string(),
-                subscribed_topic_names=tuple(v.compact_string() for _ in range(v.array_length())),
-                subscribed_topic_regex=v.compact_nullable_string(),
-                rebalance_timeout_ms=v.int32(),
-                server_assignor=v.compact_nullable_string(),
-                classic_member_metadata=_read_classic_member_metadata(v),
+            topics = tuple(
+                TopicMetadata(t["TopicId"], t["TopicName"], t["NumPartitions"]) for t in v["Topics"]
             )
-            v = None  # its tagged fields are read
-        record = ConsumerGroupMemberMetadataRecord(group_id, member_id, sub)
-    elif version == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY_VERSION:
-        record = ConsumerGroupTargetAssignmentMetadataRecord(
-            group_id, None if v is None else v.int32()
+        return ConsumerGroupPartitionMetadataRecord(group_id, topics)
+    if version == CONSUMER_GROUP_MEMBER_METADATA_KEY_VERSION:
+        return ConsumerGroupMemberMetadataRecord(
+            group_id, member_id, None if v is None else _subscription(v)
         )
-    elif version == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY_VERSION:
-        member_id = k.string()
-        record = ConsumerGroupTargetAssignmentMemberRecord(
-            group_id, member_id, None if v is None else _read_topic_partitions(v)
+    if version == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY_VERSION:
+        return ConsumerGroupTargetAssignmentMetadataRecord(
+            group_id, None if v is None else v["AssignmentEpoch"]
         )
-    elif version == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY_VERSION:
-        member_id = k.string()
-        current = None
-        if v is not None:
-            current = CurrentAssignment(
-                member_epoch=v.int32(),
-                previous_member_epoch=v.int32(),
-                state=_STATE_OF_VALUE.get(v.int8(), MemberState.UNKNOWN),
-                assigned_partitions=_read_topic_partitions(v),
-                partitions_pending_revocation=_read_topic_partitions(v),
-            )
-        record = ConsumerGroupCurrentMemberAssignmentRecord(group_id, member_id, current)
-    else:
-        raise ValueError(f"not a consumer group key version: {version}")
+    if version == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY_VERSION:
+        return ConsumerGroupTargetAssignmentMemberRecord(
+            group_id, member_id, None if v is None else _read_topic_partitions(v["TopicPartitions"])
+        )
+    current = None
     if v is not None:
-        v.skip_tagged_fields()
-    return record
+        current = CurrentAssignment(
+            member_epoch=v["MemberEpoch"],
+            previous_member_epoch=v["PreviousMemberEpoch"],
+            state=_STATE_OF_VALUE.get(v["State"], MemberState.UNKNOWN),
+            assigned_partitions=_read_topic_partitions(v["AssignedPartitions"]),
+            partitions_pending_revocation=_read_topic_partitions(v["PartitionsPendingRevocation"]),
+        )
+    return ConsumerGroupCurrentMemberAssignmentRecord(group_id, member_id, current)
+
+
+def _subscription(v: dict[str, Any]) -> MemberSubscription:
+    classic = v["ClassicMemberMetadata"]
+    return MemberSubscription(
+        instance_id=v["InstanceId"],
+        rack_id=v["RackId"],
+        client_id=v["ClientId"],
+        client_host=v["ClientHost"],
+        subscribed_topic_names=tuple(v["SubscribedTopicNames"]),
+        subscribed_topic_regex=v["SubscribedTopicRegex"],
+        rebalance_timeout_ms=v["RebalanceTimeoutMs"],
+        server_assignor=v["ServerAssignor"],
+        classic_member_metadata=None
+        if classic is None
+        else ClassicMemberMetadata(
+            classic["SessionTimeoutMs"],
+            tuple((p["Name"], p["Metadata"]) for p in classic["SupportedProtocols"]),
+        ),
+    )
 
 
 def is_consumer_group_key(key: bytes) -> bool:
     """Whether ``key`` is one of a consumer group's records (key version 3-8)."""
-    return len(key) >= 2 and struct.unpack_from(">h", key)[0] in CONSUMER_GROUP_KEY_VERSIONS
+    return len(key) >= 2 and read_int16(key, 0) in CONSUMER_GROUP_KEY_VERSIONS
 
 
 def decode_or_skip(key: bytes, value: bytes | None) -> ConsumerGroupRecord | None:

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+import broker.group.share.simple_assignor as simple_assignor
 from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.errors import ApiError
-from broker.group.share import simple_assignor
 from broker.group.share.share_group import Assignment, ShareGroup, ShareGroupMember
 from broker.group.share.share_group_config import ShareGroupConfig
 from purgatory import SystemTimer
