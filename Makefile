@@ -50,7 +50,7 @@ lint: install-dev
 	$(VENV)/bin/ruff format --check .
 
 typecheck: install-dev
-	$(VENV)/bin/mypy broker purgatory protocol spark_jobs client_io kafka_tools whatif minikafka simulation virtual_time
+	$(VENV)/bin/mypy broker purgatory protocol spark_jobs client_io kafka_tools whatif minikafka simulation virtual_time testkit
 
 imports: install-dev
 	$(VENV)/bin/lint-imports

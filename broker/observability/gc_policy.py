@@ -9,7 +9,7 @@ then run a full collection after every ten middle ones, about once a second with
 fetches parked for 2 s (5,000 a second): each walked everything alive, ~450,000 objects
 (connections, parked requests, and start-up's ~57,000: modules, classes, kio's schemas)
 and took 100-900 ms, 35-55 % of the broker's time, and the fetches were answered up to a
-second late (``bench/request_cost.py --kinds fetch-parked``).
+second late (``bench/request_cost/request_cost.py --kinds fetch-parked``).
 
 :func:`apply_gc_policy` is what long-running Python servers do, measured on that bench
 (10,000 connections, max_wait 2 s, 20-150 s windows on a shared 2-core machine):
@@ -52,7 +52,7 @@ apply it: they run with the interpreter's defaults.
 
 :class:`GcLog` (``MINIKAFKA_GC_LOG=FILE`` in the environment of ``serve``) writes one
 line per full collection, per pause of ``slow_ms`` or more, and at least every quarter
-second, with running totals: ``bench/request_cost.py`` reads it to report collections
+second, with running totals: ``bench/request_cost/request_cost.py`` reads it to report collections
 and their pauses within its measured window.
 """
 

@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.record_builder import build_record_batch
-from tests.helpers.raw_client import RawClient
+from testkit.raw_client import RawClient
 
 PRODUCE = 0
-
-
-async def wait_until(
-    condition: Callable[[], bool], what: str, *, attempts: int = 200, step_s: float = 0.05
-) -> None:
-    """Poll ``condition`` a bounded number of times (state that takes time to settle)."""
-    for _ in range(attempts):
-        if condition():
-            return
-        await asyncio.sleep(step_s)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class ProduceClient(RawClient):

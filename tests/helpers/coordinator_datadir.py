@@ -48,7 +48,8 @@ from confluent_kafka.admin import (
 )
 
 from protocol.builders import request_builder
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 
 _QUIET = {"log_level": 3}
 # Long sessions: the live members are still members when the answers are asked for.
@@ -217,12 +218,14 @@ def write_state(bootstrap: str) -> list[Consumer]:
 # ----------------------------------------------------------------------- answers
 async def _until_loaded(raw: RawClient, ask: Any, errors: Any) -> Any:
     """Ask until no error says the coordinator is still loading (14) or moving (15, 16)."""
-    for _ in range(600):
-        answer = await ask(raw)
-        if not {int(e) for e in errors(answer)} & {14, 15, 16}:
-            return answer
-        await asyncio.sleep(0.05)
-    raise AssertionError("the coordinators did not load")
+    answers: list[Any] = []
+
+    async def loaded() -> bool:
+        answers.append(await ask(raw))
+        return not {int(e) for e in errors(answers[-1])} & {14, 15, 16}
+
+    await wait_until(loaded, "the coordinators' load", attempts=600)
+    return answers[-1]
 
 
 async def _offsets(raw: RawClient) -> dict[str, Any]:

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -16,6 +12,7 @@ from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
 from broker.coordinator.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
 from broker.server.dispatch import RequestObserver
+from testkit.broker_process import BrokerProcess
 
 FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 
@@ -50,39 +47,6 @@ async def running_cluster(
 async def kafka() -> AsyncIterator[MiniKafka]:
     async with running_cluster() as app:
         yield app
-
-
-class BrokerProcess:
-    """``minikafka serve`` in a child process, for tests of the command line itself."""
-
-    def __init__(self, args: list[str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "minikafka", "serve", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith("minikafka ready: bootstrap="):
-            self.proc.kill()
-            _, err = self.proc.communicate(timeout=10)
-            raise RuntimeError(f"broker did not start: {line!r} {err}")
-        self.ready_line = line.strip()
-        self.bootstrap = line.split("bootstrap=", 1)[1].split()[0]
-
-    def terminate(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-
-    def kill9(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
 
 
 @pytest.fixture

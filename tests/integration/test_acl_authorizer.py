@@ -72,9 +72,10 @@ from broker.security.authorizer.acl import (
     ResourceType,
 )
 from broker.security.authorizer.standard_authorizer import STANDARD_AUTHORIZER
-from tests.helpers.cluster import isr, wait_until
-from tests.helpers.raw_client import RawClient
-from tests.helpers.requests import FETCH, FETCH_V, fetch_fields
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
+from testkit.requests import FETCH, FETCH_V, fetch_fields
+from tests.helpers.cluster import isr
 from tests.integration.conftest import running_cluster
 from tests.integration.security_setup import jaas
 from tests.integration.test_share_state_apis import _read as read_share_state

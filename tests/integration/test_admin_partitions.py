@@ -12,7 +12,6 @@ clients on top. (DescribeTopicPartitions, DescribeLogDirs and the ACL APIs:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,19 +19,14 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from protocol.builders import request_builder
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio
 
 ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 43, 45, 46
 PREFERRED, UNCLEAN = 0, 1
-
-
-async def _eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not check():
-            await asyncio.sleep(0.02)
 
 
 async def _reassign(
@@ -120,7 +114,12 @@ async def test_a_reassignment_moves_the_data_and_the_leadership() -> None:
         try:
             assert await _reassign(raw, "moved", (0, [1, 2])) == {0: (ErrorCode.none, None)}
             state = app.cluster.topics["moved"].partitions[0]
-            await _eventually(lambda: state.replicas == [1, 2])
+            await wait_until(
+                lambda: state.replicas == [1, 2],
+                "state.replicas == [1, 2]",
+                attempts=500,
+                step_s=0.02,
+            )
             assert await _ongoing(raw) == {}
         finally:
             await raw.close()
@@ -242,7 +241,12 @@ async def test_kafka_python_alters_and_lists_reassignments() -> None:
             }
         }
         state = app.cluster.topics["kp"].partitions[0]
-        await _eventually(lambda: not state.adding_replicas)
+        await wait_until(
+            lambda: not state.adding_replicas,
+            "not state.adding_replicas",
+            attempts=500,
+            step_s=0.02,
+        )
         assert (state.replicas, sorted(state.isr), state.leader) == ([1, 0], [0, 1], 0)
 
 
@@ -253,7 +257,12 @@ async def test_preferred_elections() -> None:
     async with running_cluster(3) as app:
         app.cluster.create_topic("p", 2, 3, {}, assignment=[[0, 1, 2], [1, 2, 0]])
         state = app.cluster.topics["p"].partitions[0]
-        await _eventually(lambda: sorted(state.isr) == [0, 1, 2])
+        await wait_until(
+            lambda: sorted(state.isr) == [0, 1, 2],
+            "sorted(state.isr) == [0, 1, 2]",
+            attempts=500,
+            step_s=0.02,
+        )
         await app.stop_broker(0)
         assert state.leader == 1
         raw = await RawClient.connect(app.brokers[1].advertised_host, app.brokers[1].port)
@@ -265,7 +274,7 @@ async def test_preferred_elections() -> None:
                 ("nope", 0): ErrorCode.unknown_topic_or_partition,
             }
             await app.start_broker(0)
-            await _eventually(lambda: 0 in state.isr)
+            await wait_until(lambda: 0 in state.isr, "0 in state.isr", attempts=500, step_s=0.02)
             epoch = state.leader_epoch
             assert await _elect(raw, PREFERRED, {"p": [0]}) == {("p", 0): ErrorCode.none}
             assert (state.leader, state.leader_epoch) == (0, epoch + 1)
@@ -283,14 +292,21 @@ async def test_unclean_elections() -> None:
         app.cluster.create_topic("u", 1, 2, {}, assignment=[[1, 2]])
         app.cluster.create_topic("lonely", 1, 1, {}, assignment=[[2]])
         state = app.cluster.topics["u"].partitions[0]
-        await _eventually(lambda: sorted(state.isr) == [1, 2])
+        await wait_until(
+            lambda: sorted(state.isr) == [1, 2],
+            "sorted(state.isr) == [1, 2]",
+            attempts=500,
+            step_s=0.02,
+        )
         raw = await RawClient.connect(app.bootstrap)
         try:
             assert await _elect(raw, UNCLEAN, {"u": [0]}) == {
                 ("u", 0): ErrorCode.election_not_needed  # it has a leader
             }
             app.pause_replication(2)  # broker 2 falls out of the ISR
-            await _eventually(lambda: state.isr == [1])
+            await wait_until(
+                lambda: state.isr == [1], "state.isr == [1]", attempts=500, step_s=0.02
+            )
             await app.stop_broker(1)  # the last ISR member: the partition goes offline
             await app.stop_broker(2)
             await app.start_broker(2)

@@ -8,6 +8,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from broker.app import MiniKafka
+from testkit.polling import wait_until
 
 pytestmark = pytest.mark.asyncio
 
@@ -70,11 +71,9 @@ async def test_waiting_fetch_is_answered_by_a_produce(kafka: MiniKafka) -> None:
         consumer.seek(tp, 1)
         fetch_purgatory = kafka.brokers[0].purgatories["Fetch"]
         getter = asyncio.ensure_future(consumer.getone())
-        for _ in range(200):
-            if fetch_purgatory.num_delayed() > 0:
-                break
-            await asyncio.sleep(0.01)
-        assert fetch_purgatory.num_delayed() > 0, "the consumer's fetch was not parked"
+        await wait_until(
+            lambda: fetch_purgatory.num_delayed() > 0, "the consumer's fetch parked", step_s=0.01
+        )
         await producer.send_and_wait("waiting", b"second", partition=0)
         record = await asyncio.wait_for(getter, timeout=10)
     finally:

@@ -8,9 +8,8 @@ the purgatory and expired there (asserting on elapsed time would be flaky).
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -19,6 +18,7 @@ from aiokafka.errors import InvalidTimestampError, OffsetOutOfRangeError
 from aiokafka.structs import ConsumerRecord
 
 from broker.app import MiniKafka
+from testkit.polling import wait_until
 
 CREATE_TIME, LOG_APPEND_TIME = 0, 1
 
@@ -60,15 +60,6 @@ async def _read(consumer: AIOKafkaConsumer, count: int, rounds: int = 50) -> lis
         for records in batch.values():
             got.extend(records)
     return got
-
-
-async def _until(predicate: Callable[[], Awaitable[bool]], what: str, tries: int = 200) -> None:
-    """Bounded polling: state, not time, decides when the test goes on."""
-    for _ in range(tries):
-        if await predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"never happened: {what}")
 
 
 # --------------------------------------------------------------------- produce, consume
@@ -134,7 +125,7 @@ async def test_every_acks_setting_delivers(kafka: MiniKafka, acks: int | str) ->
         async def all_landed() -> bool:
             return bool((await consumer.end_offsets([tp]))[tp] == 20)
 
-        await _until(all_landed, "20 records at the log end")
+        await wait_until(all_landed, "20 records at the log end", step_s=0.02)
         consumer.assign([tp])
         got = await _read(consumer, 20)
     finally:
@@ -294,7 +285,7 @@ async def test_fetch_past_the_end_is_reset_latest(
             await consumer.getmany(timeout_ms=50)
             return bool(await consumer.position(tp) == 3)
 
-        await _until(reset, "position reset to the log end")
+        await wait_until(reset, "position reset to the log end", step_s=0.02)
         await producer.send_and_wait("oor-latest", b"new", partition=0)
         got = await _read(consumer, 1)
     finally:

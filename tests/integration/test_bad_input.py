@@ -27,15 +27,17 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.record_batch import compute_crc
-from tests.helpers.raw_client import RawClient
-from tests.helpers.requests import (
+from testkit.broker_process import BrokerProcess
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient, answered_later
+from testkit.requests import (
     API_VERSIONS_FIELDS,
     batch,
     fetch_fields,
     metadata_fields,
     produce_fields,
 )
-from tests.integration.conftest import BrokerProcess, running_cluster
+from tests.integration.conftest import running_cluster
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 0, 1, 2, 3, 18
 PRODUCE_V, FETCH_V, LIST_OFFSETS_V, METADATA_V, API_VERSIONS_V = 9, 11, 7, 9, 3
@@ -420,12 +422,13 @@ async def test_pipelined_responses_leave_in_request_order(kafka: MiniKafka) -> N
         # While the fetch waits, nothing behind it runs: the acks=0 record is not in
         # the log (Kafka reads a connection's next request only after answering).
         noack_log = kafka.brokers[0].replica_manager.partitions[("pipe-noack", 0)].log
-        for _ in range(500):
-            if fetch_purgatory.num_delayed() == 1:
-                break
-            await asyncio.sleep(0.01)
-        assert fetch_purgatory.num_delayed() == 1, "the fetch should be parked"
-        await asyncio.sleep(0.2)
+        await wait_until(
+            lambda: fetch_purgatory.num_delayed() == 1, "the fetch parked", step_s=0.01
+        )
+        # A request on another connection, answered after the acks=0 bytes were on this
+        # one's socket: the broker has had its turn to read them, and did not.
+        await answered_later(kafka.bootstrap)
+        assert fetch_purgatory.num_delayed() == 1
         assert noack_log.log_end_offset == 0
 
         # Now a record for the fetch, from another client: it completes the fetch.

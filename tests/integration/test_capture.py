@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import itertools
 import shutil
@@ -16,6 +15,7 @@ from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import CaptureTruncatedWarning, capture_files, read_capture
+from testkit.polling import wait_until
 from tests.integration.conftest import FAST_GROUPS
 
 
@@ -39,8 +39,11 @@ async def _traffic(capture_dir: Path) -> MiniKafka:
         while got < 3:
             batches = await consumer.getmany(timeout_ms=1000)
             got += sum(len(v) for v in batches.values())
-        # Nothing more to read: the next fetches wait in the purgatory for max_wait.
-        await asyncio.sleep(0.8)
+        # Nothing more to read: the next fetches wait in the purgatory for max_wait. Two
+        # expire: the consumer sent the second after it had the first one's answer, so
+        # that answer (and its capture record) is written.
+        fetches = app.brokers[0].purgatories["Fetch"]
+        await wait_until(lambda: fetches.expired_count >= 2, "two fetches expired")
         await consumer.stop()
         await producer.stop()
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from tests.integration.conftest import BrokerProcess
+from testkit.broker_process import BrokerProcess
 
 
 def test_ready_line_and_clean_exit_on_sigterm(broker_process: type[BrokerProcess]) -> None:

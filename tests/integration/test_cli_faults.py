@@ -13,8 +13,9 @@ from aiokafka import AIOKafkaConsumer
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from tests.helpers.cluster import ProduceClient, raw_to_leader, wait_until
-from tests.integration.test_control import Http, control_cluster, poll
+from testkit.polling import wait_until
+from tests.helpers.cluster import ProduceClient, raw_to_leader
+from tests.integration.test_control import POLL, Http, control_cluster
 
 # The ISR must not shrink on its own while a test holds a follower: a paused follower
 # then blocks an acks=all produce until it fetches again (or the produce times out).
@@ -143,7 +144,7 @@ async def test_status_names_every_problem_and_is_ok_only_when_healed() -> None:
         async def ok_again() -> bool:
             return (await status(http))["status"] == "ok"
 
-        await poll(ok_again, "the restarted broker to rejoin every ISR")
+        await wait_until(ok_again, "the restarted broker to rejoin every ISR", **POLL)
 
         for broker_id in (0, 1, 2):
             await http.ok("POST", f"/brokers/{broker_id}/stop")
@@ -173,7 +174,7 @@ async def test_the_purgatory_page_is_indented_and_names_partitions_as_kafka() ->
             async def parked() -> bool:
                 return '"idle-0"' in await page()
 
-            await poll(parked, "a parked fetch on idle-0")
+            await wait_until(parked, "a parked fetch on idle-0", **POLL)
             text = await page()
             assert text.startswith("{\n  ")  # indented, not one 4 KB line
             assert "('idle', 0)" not in text

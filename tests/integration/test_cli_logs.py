@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -18,8 +17,9 @@ from broker.control.pretty import dumps
 from broker.server.watch_keys import watch_key_name
 from protocol.capture import DelayedOperationEvent
 from protocol.capture_files import read_capture
+from testkit.polling import wait_until
 from tests.integration.conftest import FAST_GROUPS, running_cluster
-from tests.integration.test_control import poll
+from tests.integration.test_control import POLL
 
 
 def _lines(caplog: pytest.LogCaptureFixture, level: int = logging.INFO) -> list[str]:
@@ -37,16 +37,22 @@ async def test_a_broker_stop_and_start_is_a_few_lines_not_one_per_partition(
         async def in_sync() -> bool:
             return all(len(s.isr) == 3 for t in app.cluster.topics.values() for s in t.partitions)
 
-        await poll(in_sync, "every ISR full")
+        await wait_until(in_sync, "every ISR full", **POLL)
         caplog.clear()
         with caplog.at_level(logging.INFO):
             await app.stop_broker(1)
-            await asyncio.sleep(0.1)
+            await wait_until(
+                lambda: any("Broker 1 is down" in line for line in _lines(caplog)),
+                "the broker-down line",
+            )
             stop_lines = _lines(caplog)
             caplog.clear()
             await app.start_broker(1)
-            await poll(in_sync, "broker 1 back in every ISR")
-            await asyncio.sleep(0.1)
+            await wait_until(in_sync, "broker 1 back in every ISR", **POLL)
+            await wait_until(
+                lambda: any(line.startswith("Expanding ISR: broker 1") for line in _lines(caplog)),
+                "the ISR-expansion line",
+            )
             start_lines = _lines(caplog)
     (down,) = [line for line in stop_lines if "Broker 1 is down" in line]
     assert "leadership of 9 partitions moved" in down

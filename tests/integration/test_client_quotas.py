@@ -5,7 +5,7 @@ same broker is not throttled; ``minikafka quotas alter/describe`` set and show t
 The achieved rates are only bounded from above (what Kafka's windows allow: the burst of
 ``quota.window.num - 1`` windows, then the quota, plus a request in flight), never from
 below: a loaded machine makes a client slower, never faster. The rates themselves are
-figures in ``bench/quota_bench.py``. Each test pumps for ``PUMP_S`` seconds, and on until
+figures in ``bench/quotas/quota_bench.py``. Each test pumps for ``PUMP_S`` seconds, and on until
 the throttled client has had a throttled answer (a state, with a generous deadline:
 a loaded machine may take longer to send the burst).
 """

@@ -17,7 +17,8 @@ import pytest
 from broker.app import MiniKafka
 from client_io import ClientShell, PeerClosed
 from protocol.builders import request_builder
-from tests.helpers.requests import (
+from testkit.polling import wait_until
+from testkit.requests import (
     API_VERSIONS_FIELDS,
     METADATA,
     METADATA_V,
@@ -149,9 +150,7 @@ async def test_a_handler_sees_every_response_and_the_modes_do_not_mix(kafka: Min
             await shell.submit(API_VERSIONS, 3, _api_versions())
         with pytest.raises(RuntimeError):
             await shell.read_responses(TIMEOUT_S)
-        async with asyncio.timeout(TIMEOUT_S):
-            while len(arrivals.ids) < 3:
-                await asyncio.sleep(0.01)
+        await wait_until(lambda: len(arrivals.ids) >= 3, "three answers", step_s=0.01)
         assert arrivals.ids == [1, 2, 3] and not arrivals.lost
     finally:
         await shell.close()

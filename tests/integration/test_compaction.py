@@ -7,8 +7,6 @@ has covered everything it may (its first dirty offset reached the active segment
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from broker.app import MiniKafka
 from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.log import PartitionLog
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 
 CLEANER = {"log.cleaner.backoff.ms": "50"}
@@ -49,10 +48,12 @@ def partition_log(app: MiniKafka, topic: str) -> PartitionLog:
 async def wait_until_cleaned(plog: PartitionLog, timeout: float = 20.0) -> None:
     """Until the cleaner's first dirty offset is the active segment's base: all that
     may be cleaned is."""
-    deadline = time.monotonic() + timeout
-    while plog.cleaner_checkpoint.first_dirty_offset < plog.active_segment_base_offset:
-        assert time.monotonic() < deadline, "the log cleaner did not clean the log"
-        await asyncio.sleep(0.02)
+    await wait_until(
+        lambda: plog.cleaner_checkpoint.first_dirty_offset >= plog.active_segment_base_offset,
+        "the log cleaner to clean the log",
+        attempts=int(timeout / 0.02),
+        step_s=0.02,
+    )
 
 
 async def consume_all(app: MiniKafka, topic: str) -> list[Rec]:
@@ -126,10 +127,11 @@ async def test_tombstones_are_kept_for_delete_retention_ms_then_removed() -> Non
         await wait_until_cleaned(partition_log(app, "tombs"))
         consumed = await consume_all(app, "tombs")
         assert [r for r in consumed if r[1] == b"dead"] == [(1, b"dead", None)]
-        deadline = time.monotonic() + 20
-        while any(r[1] == b"dead" for r in await consume_all(app, "tombs")):
-            assert time.monotonic() < deadline, "the tombstone was never removed"
-            await asyncio.sleep(0.2)
+
+        async def tombstone_gone() -> bool:
+            return not any(r[1] == b"dead" for r in await consume_all(app, "tombs"))
+
+        await wait_until(tombstone_gone, "the tombstone's removal", attempts=100, step_s=0.2)
         remaining = await consume_all(app, "tombs")
         assert [r[1] for r in remaining] == [b"k%d" % i for i in range(100)]
 

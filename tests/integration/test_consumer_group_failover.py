@@ -31,9 +31,9 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.group.consumer import ConsumerGroupState
-from tests.helpers.cluster import wait_until
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.helpers.load_gate import LoadGate
-from tests.helpers.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

@@ -24,7 +24,7 @@ from broker.app import MiniKafka
 from broker.group.consumer import ConsumerGroupState
 from kafka_tools.admin_cli import add_admin_parsers
 from kafka_tools.admin_commands import groups_describe, groups_list
-from tests.helpers.cluster import wait_until
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 from tests.integration.test_consumer_group_protocol import (
     FAST_CONSUMER_GROUPS,

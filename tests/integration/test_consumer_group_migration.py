@@ -15,7 +15,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from broker.app import MiniKafka
-from tests.helpers.cluster import wait_until
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 from tests.integration.test_consumer_group_protocol import FAST_CONSUMER_GROUPS
 

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, KafkaException
 from broker.app import MiniKafka
 from kafka_tools.admin_consumer_groups import ConsumerGroupView, describe_consumer_group
 from kafka_tools.client import KafkaClient
-from tests.helpers.cluster import wait_until
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 from tests.integration.test_consumer_group_protocol import FAST_CONSUMER_GROUPS
 
@@ -212,11 +212,9 @@ async def _check_describe(app: MiniKafka, group: str, classic: int, consumer: in
         types = Counter(m.member_type for m in view.members)
         return types == Counter({0: classic, 1: consumer}) if classic else types[1] == consumer
 
-    for _ in range(int(WAIT["attempts"])):
-        if await matches():
-            return
-        await asyncio.sleep(WAIT["step_s"])
-    raise AssertionError(f"ConsumerGroupDescribe never showed {classic} classic, {consumer}")
+    await wait_until(
+        matches, f"ConsumerGroupDescribe showing {classic} classic, {consumer} consumer", **WAIT
+    )
 
 
 async def test_a_rolling_upgrade_and_downgrade_lose_no_record() -> None:
@@ -270,9 +268,8 @@ async def test_a_rolling_upgrade_and_downgrade_lose_no_record() -> None:
 
 
 async def wait_until_committed(app: MiniKafka, group: str, topic: str, end: int) -> None:
-    for _ in range(int(WAIT["attempts"])):
+    async def reached() -> bool:
         committed = await _committed(app, group, topic)
-        if all(committed.get(p, -1) == end for p in range(PARTITIONS)):
-            return
-        await asyncio.sleep(WAIT["step_s"])
-    raise AssertionError(f"committed offsets {committed} never reached {end}")
+        return all(committed.get(p, -1) == end for p in range(PARTITIONS))
+
+    await wait_until(reached, f"committed offsets at {end}", **WAIT)

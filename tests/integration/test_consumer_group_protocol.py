@@ -31,8 +31,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from broker.group.consumer import ConsumerGroupState
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio
@@ -342,7 +342,9 @@ async def test_api_versions_features_and_describe_errors() -> None:
         assert empty.error_code is ErrorCode.invalid_request
         # As FindCoordinator would: create __consumer_offsets, then wait for its load.
         app.brokers[0].services.coordinators.group_metadata_manager.ensure_offsets_topic()
-        for _ in range(200):
+        answers: list[Any] = []
+
+        async def loaded() -> bool:
             described = await raw.request(
                 69,
                 1,
@@ -350,23 +352,26 @@ async def test_api_versions_features_and_describe_errors() -> None:
                 group_ids=("nobody",),
                 include_authorized_operations=False,
             )
-            if described.groups[0].error_code is not ErrorCode.coordinator_load_in_progress:
-                break
-            await asyncio.sleep(0.05)
-        assert described.groups[0].error_code is ErrorCode.group_id_not_found
+            answers.append(described)
+            return described.groups[0].error_code is not ErrorCode.coordinator_load_in_progress
+
+        await wait_until(loaded, "the offsets topic's load")
+        assert answers[-1].groups[0].error_code is ErrorCode.group_id_not_found
 
 
 async def _raw_heartbeat(raw: RawClient, **fields: Any) -> Any:
     """A ConsumerGroupHeartbeat v1, retried while the coordinator is not ready yet."""
-    for _ in range(200):
-        answer = await raw.request(68, 1, "ConsumerGroupHeartbeatRequest", **fields)
-        if answer.error_code not in (
+    answers: list[Any] = []
+
+    async def ready() -> bool:
+        answers.append(await raw.request(68, 1, "ConsumerGroupHeartbeatRequest", **fields))
+        return answers[-1].error_code not in (
             ErrorCode.coordinator_load_in_progress,
             ErrorCode.coordinator_not_available,
-        ):
-            return answer
-        await asyncio.sleep(0.05)
-    raise AssertionError("the coordinator never became ready")
+        )
+
+    await wait_until(ready, "the coordinator ready")
+    return answers[-1]
 
 
 async def test_a_killed_members_partitions_move_after_its_session_timeout() -> None:

@@ -13,7 +13,7 @@ import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -24,10 +24,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import FAST_GROUPS
 
 TIMEOUT_S = 20.0
+POLL = {"attempts": 1000, "step_s": 0.02}  # 20 s at most
 
 
 @contextlib.asynccontextmanager
@@ -65,16 +67,6 @@ class Http:
         status, answer = await self.call(method, path, body)
         assert status < 300, (status, answer)
         return answer
-
-
-async def poll(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Wait until ``check()`` holds, bounded (a hang fails, it does not time the test)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT_S
-    while not await check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def end_offset(app: MiniKafka, topic: str) -> int:
@@ -285,7 +277,7 @@ async def test_purgatory_lists_a_parked_fetch_until_a_produce_completes_it() -> 
             async def parked() -> bool:
                 return any(op["kind"] == "DelayedFetch" for op in await fetch_ops())
 
-            await poll(parked, "a parked fetch in /purgatory")
+            await wait_until(parked, "a parked fetch in /purgatory", **POLL)
             (op,) = [op for op in await fetch_ops() if op["kind"] == "DelayedFetch"]
             assert "waiting-0" in op["keys"]
             assert 0 < op["remaining_ms"] <= 10_000
@@ -306,7 +298,7 @@ async def test_purgatory_lists_a_parked_fetch_until_a_produce_completes_it() -> 
             async def first_gone() -> bool:
                 return all(o["deadline_ms"] != op["deadline_ms"] for o in await fetch_ops())
 
-            await poll(first_gone, "the completed fetch to leave /purgatory")
+            await wait_until(first_gone, "the completed fetch to leave /purgatory", **POLL)
         finally:
             await consumer.stop()
             await producer.stop()
@@ -409,7 +401,7 @@ async def test_paused_replication_shrinks_the_isr_and_resume_expands_it() -> Non
             async def full() -> bool:
                 return sorted(await isr()) == [0, 1]
 
-            await poll(full, "both replicas in the ISR")
+            await wait_until(full, "both replicas in the ISR", **POLL)
             answer = await http.ok("POST", f"/brokers/{follower}/replication", {"action": "pause"})
             assert answer == {"broker": follower, "action": "pause"}
             await producer.send_and_wait("replicated", b"1")
@@ -423,7 +415,7 @@ async def test_paused_replication_shrinks_the_isr_and_resume_expands_it() -> Non
                     await _metrics_value(http, under, under, leader) == 1
                 )
 
-            await poll(shrunk, "the paused follower to leave the ISR")
+            await wait_until(shrunk, "the paused follower to leave the ISR", **POLL)
             assert await _metrics_value(http, shrinks, shrinks + "_total", leader) >= 1
 
             await http.ok("POST", f"/brokers/{follower}/replication", {"action": "resume"})
@@ -433,7 +425,7 @@ async def test_paused_replication_shrinks_the_isr_and_resume_expands_it() -> Non
                 # can drop the follower again between two separate reads.
                 return await full() and await _metrics_value(http, under, under, leader) == 0
 
-            await poll(healed, "the resumed follower to rejoin the ISR")
+            await wait_until(healed, "the resumed follower to rejoin the ISR", **POLL)
             assert await _metrics_value(http, expands, expands + "_total", leader) >= 1
 
             answer = await http.ok(

@@ -24,7 +24,8 @@ from broker.config.broker_config import BrokerConfig
 from broker.server.purgatories import PurgatoryName
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import read_capture
-from tests.helpers.cluster import leader_of, raw_to_leader, wait_until
+from testkit.polling import wait_until
+from tests.helpers.cluster import leader_of, raw_to_leader
 from tests.integration.conftest import FAST_GROUPS
 
 pytestmark = pytest.mark.asyncio

@@ -15,7 +15,7 @@ from kafka.admin import KafkaAdminClient
 from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
-from tests.helpers.raw_client import RawClient
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 DESCRIBE_CLUSTER = 60

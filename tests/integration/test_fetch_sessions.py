@@ -13,7 +13,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from broker.app import MiniKafka
-from tests.helpers.cluster import wait_until
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

@@ -4,7 +4,7 @@ Seeded and bounded (``FRAMES`` frames, a few seconds): each mutated frame goes t
 broker on a raw connection followed by an ApiVersions probe; the probe's answer (or the
 connection's close) must come within ``HANG_S``. At the end the broker answers a fresh
 client, logged no traceback, and its memory grew by less than ``MAX_GROWTH_MB``.
-``bench/fuzz_bench.py`` runs the same generator for a million frames.
+``bench/hostile/fuzz_bench.py`` runs the same generator for a million frames.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pytest
 from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
-from tests.helpers.fuzz_frames import fuzzed
-from tests.helpers.raw_client import RawClient
+from testkit.fuzz_frames import fuzzed
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 FRAMES = 4000

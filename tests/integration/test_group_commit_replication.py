@@ -20,21 +20,14 @@ from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.server.broker_server import Broker
 from broker.server.context import RequestContext
 from protocol.builders import request_builder
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient, answered_later
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio
 
 OFFSET_COMMIT = 8
 GROUP = "replicated-commits"
-
-
-async def wait_until(condition: Any, what: str, attempts: int = 200) -> None:
-    for _ in range(attempts):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class CommitObserver:
@@ -124,7 +117,15 @@ async def test_a_commit_is_answered_only_once_both_followers_have_it() -> None:
             await wait_until(
                 lambda: leader.replica_manager.delayed_produces > parked_before, "a parked commit"
             )
-            await asyncio.sleep(0.2)  # the other follower has it by now; still unanswered
+            # The leader has heard from the other follower that it has the commit, and has
+            # answered a later request since: the commit still waits for the lagging one.
+            partition = leader.replica_manager.partitions[tp]
+            other = followers[1].broker_id
+            await wait_until(
+                lambda: partition.followers[other].log_end_offset >= partition.log_end_offset,
+                "the other follower's fetch past the commit",
+            )
+            await answered_later(leader.advertised_host, leader.port)
             assert not pending.done()
             assert committed(leader) == 3  # not visible before it is replicated
 

@@ -15,8 +15,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from protocol.builders import request_builder
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 OFFSET_COMMIT = 8
@@ -179,12 +179,15 @@ async def test_the_new_coordinator_serves_thousands_of_commits_after_a_failover(
         new_leader = app.brokers[state.leader]
         raw = await RawClient.connect(new_leader.advertised_host, new_leader.port)
         try:
+            answers: list[tuple[ErrorCode, list[int]]] = []
             for group in groups:
-                for _ in range(400):
-                    error, offsets = await fetch_offsets(raw, group, partitions)
-                    if error is not ErrorCode.coordinator_load_in_progress:
-                        break
-                    await asyncio.sleep(0.01)
+
+                async def loaded(group: str = group) -> bool:
+                    answers.append(await fetch_offsets(raw, group, partitions))
+                    return answers[-1][0] is not ErrorCode.coordinator_load_in_progress
+
+                await wait_until(loaded, f"{group}'s offsets loaded", attempts=400, step_s=0.01)
+                error, offsets = answers[-1]
                 assert error is ErrorCode.none
                 assert offsets == [last[group] + p for p in range(partitions)]
         finally:

@@ -32,7 +32,7 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.server.context import RequestContext
-from tests.helpers.cluster import wait_until
+from testkit.polling import wait_until
 from tests.helpers.load_gate import LoadGate
 from tests.integration.conftest import running_cluster
 

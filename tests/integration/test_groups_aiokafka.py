@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from broker.app import MiniKafka
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 
 TOPIC = "orders"
@@ -48,17 +49,21 @@ async def wait_for_assignments(consumers: list[AIOKafkaConsumer], total: int) ->
     Returns the values consumed while polling, so that no record is lost to the wait.
     """
     values: list[bytes] = []
-    for _ in range(300):
+
+    async def settled() -> bool:
         batches = await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
         for batch in batches:
             for records in batch.values():
                 values.extend(r.value for r in records if r.value is not None)
         sizes = [len(c.assignment()) for c in consumers]
-        if sum(sizes) == total and all(sizes):
-            all_tps = set().union(*(c.assignment() for c in consumers))
-            if len(all_tps) == total:
-                return values
-    raise AssertionError(f"group did not settle: {[c.assignment() for c in consumers]}")
+        all_tps = set().union(*(c.assignment() for c in consumers))
+        return sum(sizes) == total and all(sizes) and len(all_tps) == total
+
+    # The consumers' own polls (50 ms each) pace the attempts.
+    await wait_until(
+        settled, f"the group to settle with {total} partitions", attempts=300, step_s=0
+    )
+    return values
 
 
 async def produce(app: MiniKafka, count: int, prefix: str = "m") -> None:

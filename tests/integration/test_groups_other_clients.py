@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from broker.app import MiniKafka
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 
 
@@ -24,8 +25,11 @@ async def create_topic(app: MiniKafka, name: str, partitions: int) -> None:
         await admin.close()
 
 
-def run_group_members(make_member, count: int, stop: threading.Event) -> list[set[int]]:  # type: ignore[no-untyped-def]
-    """Run ``count`` blocking consumers in threads until every one holds partitions."""
+def run_group_members(
+    make_member, count: int, stop: threading.Event
+) -> tuple[list[set[int]], list[threading.Thread]]:  # type: ignore[no-untyped-def]
+    """Run ``count`` blocking consumers in threads until ``stop``; their assignments, and
+    the threads (gone once each has closed its consumer)."""
     assignments: list[set[int]] = [set() for _ in range(count)]
     threads = [
         threading.Thread(target=make_member, args=(i, assignments, stop), daemon=True)
@@ -33,19 +37,19 @@ def run_group_members(make_member, count: int, stop: threading.Event) -> list[se
     ]
     for t in threads:
         t.start()
-    return assignments
+    return assignments, threads
 
 
 async def wait_split(assignments: list[set[int]], total: int) -> None:
-    for _ in range(1200):  # 60 s: members in their own processes start slowly on a busy machine
-        if (
+    await wait_until(
+        lambda: (
             all(assignments)
             and sum(len(a) for a in assignments) == total
             and len(set().union(*assignments)) == total
-        ):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no split: {assignments}")
+        ),
+        f"{total} partitions split between the members",
+        attempts=1200,  # 60 s: members in their own processes start slowly on a busy machine
+    )
 
 
 async def test_two_confluent_consumers_split_partitions() -> None:
@@ -73,13 +77,15 @@ async def test_two_confluent_consumers_split_partitions() -> None:
             finally:
                 c.close()
 
-        assignments = run_group_members(member, 2, stop)
+        assignments, threads = run_group_members(member, 2, stop)
         try:
             await wait_split(assignments, 4)
             assert sorted(len(a) for a in assignments) == [2, 2]
         finally:
-            stop.set()
-            await asyncio.sleep(0.5)
+            stop.set()  # each member closes its consumer (LeaveGroup) before the cluster stops
+            await wait_until(
+                lambda: not any(t.is_alive() for t in threads), "the members' threads to end"
+            )
 
 
 async def test_two_kafka_python_consumers_split_partitions() -> None:

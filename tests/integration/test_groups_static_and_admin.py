@@ -27,7 +27,8 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 TOPIC = "events"
@@ -83,20 +84,25 @@ async def wait_settled(
 ) -> GroupMetadata:
     """Poll (bounded) until the group is Stable, every consumer is in its generation, and
     the consumers' assignments split all ``partitions`` between them."""
-    for _ in range(POLLS):
+
+    async def settled() -> bool:
         await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
         group = app.brokers[0].services.coordinators.group.get_group(group_id)
         if group is None or not group.is_in(GroupState.STABLE):
-            continue
+            return False
         assigned = [c.assignment() for c in consumers]
-        if (
+        return (
             all(assigned)
             and sum(len(a) for a in assigned) == partitions
             and len(set().union(*assigned)) == partitions
             and all(c._coordinator.generation == group.generation_id for c in consumers)
-        ):
-            return group
-    raise AssertionError(f"group {group_id} did not settle: {[c.assignment() for c in consumers]}")
+        )
+
+    # The consumers' own polls (50 ms each) pace the attempts.
+    await wait_until(settled, f"group {group_id} to settle", attempts=POLLS, step_s=0)
+    group = app.brokers[0].services.coordinators.group.get_group(group_id)
+    assert group is not None
+    return group
 
 
 async def stop_all(consumers: list[AIOKafkaConsumer]) -> None:
@@ -211,10 +217,9 @@ async def test_second_static_member_with_the_same_instance_id_fences_the_first()
         second = threading.Thread(target=member, args=(2,), daemon=True)
         first.start()
         try:
-            for _ in range(POLLS):
-                if len(assignments[1]) == 4:
-                    break
-                await asyncio.sleep(0.05)
+            await wait_until(
+                lambda: len(assignments[1]) == 4, "member 1's four partitions", attempts=POLLS
+            )
             assert assignments[1] == {0, 1, 2, 3}
             group = group_of(app, "fence")
             generation = group.generation_id
@@ -226,10 +231,11 @@ async def test_second_static_member_with_the_same_instance_id_fences_the_first()
                     e.code() == KafkaError._FATAL and "fenced" in e.str().lower() for e in errors[1]
                 )
 
-            for _ in range(POLLS):
-                if fenced() and assignments[2] == {0, 1, 2, 3}:
-                    break
-                await asyncio.sleep(0.05)
+            await wait_until(
+                lambda: fenced() and assignments[2] == {0, 1, 2, 3},
+                f"member 1 fenced and member 2 assigned: {errors[1]}",
+                attempts=POLLS,
+            )
             assert fenced(), errors[1]
             assert assignments[2] == {0, 1, 2, 3}
             assert not errors[2]
@@ -466,13 +472,12 @@ async def test_initial_rebalance_delay_gathers_members_joining_within_it() -> No
             # members whose KIP-394 id is pending), joins spread out do not.
             for count, member in enumerate(members, start=1):
                 starting.append(asyncio.create_task(member.start()))
-                for _ in range(POLLS):
+
+                def joined(count: int = count) -> bool:
                     group = app.brokers[0].services.coordinators.group.get_group("delayed")
-                    if group is not None and group.size >= count:
-                        break
-                    await asyncio.sleep(0.01)
-                else:
-                    raise AssertionError(f"member {count} never joined")
+                    return group is not None and group.size >= count
+
+                await wait_until(joined, f"member {count} joined", attempts=POLLS, step_s=0.01)
             await asyncio.gather(*starting)
             group = await wait_settled(app, "delayed", members, 6)
             # Without the delay the first joiner would have had a generation to itself.

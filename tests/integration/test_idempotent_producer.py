@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from protocol.builders import request_builder
 from protocol.record_builder import build_record_batch
-from tests.helpers.raw_client import RawClient
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

@@ -31,8 +31,9 @@ from broker.replica.delayed_produce import ProduceStatuses
 from protocol.builders import request_builder
 from protocol.control_batch import build_control_batch
 from protocol.record_builder import build_record_batch
-from tests.helpers.cluster import leader_of, wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
+from tests.helpers.cluster import leader_of
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

@@ -141,6 +141,8 @@ class Server:
         process of the group (make and the broker under it) is gone."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGINT)
+        # A synchronous teardown (no event loop here): the one poll outside
+        # testkit.polling, for the process group's end (no event to wait on for a group).
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             self.proc.poll()

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +23,7 @@ import pytest
 
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import read_capture
+from testkit.broker_process import BrokerProcess
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,46 +40,25 @@ def is_follower(request: CaptureRequest) -> bool:
 
 
 class Cluster:
-    """``minikafka serve`` in a child process; stderr to a file (never a full pipe)."""
+    """``minikafka serve --brokers 3`` in a child process; stderr to a file (never a full
+    pipe)."""
 
     def __init__(self, log: Path, *args: str) -> None:
         self.log = open(log, "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "minikafka",
-                "--log-level",
-                "WARNING",
-                "serve",
-                "--port",
-                "0",
-                "--brokers",
-                "3",
-                "--override",
-                "group.initial.rebalance.delay.ms=0",
-                *args,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if "bootstrap=" not in line:
-            self.stop()
-            raise RuntimeError(f"cluster did not start: {line!r}, see {log}")
-        self.bootstrap = line.split("bootstrap=", 1)[1].split()[0]
+        try:
+            self.broker = BrokerProcess(
+                ["--brokers", "3", "--override", "group.initial.rebalance.delay.ms=0", *args],
+                stderr=self.log,
+                log_level="WARNING",
+            )
+        except RuntimeError as exc:
+            self.log.close()
+            raise RuntimeError(f"cluster did not start: {exc}, see {log}") from exc
+        self.bootstrap = self.broker.bootstrap
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.broker.proc.poll() is None:
+            self.broker.terminate()
         self.log.close()
 
 

@@ -29,7 +29,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from broker.quota.replication_quota_manager import ReplicationQuotas
-from tests.helpers.cluster import isr, leader_of, raw_to_leader, wait_until
+from testkit.polling import wait_until
+from tests.helpers.cluster import isr, leader_of, raw_to_leader
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio

@@ -9,6 +9,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 
 
@@ -48,13 +49,11 @@ async def test_retention_ms_deletes_old_records(tmp_path: Path, on_disk: bool) -
         consumer = AIOKafkaConsumer(bootstrap_servers=app.bootstrap, enable_auto_commit=False)
         await consumer.start()
         try:
-            start = 0
-            for _ in range(200):
-                start = (await consumer.beginning_offsets([tp]))[tp]
-                if start > 0:
-                    break
-                await asyncio.sleep(0.05)
-            assert start > 0, "retention deleted nothing"
+
+            async def deleted() -> bool:
+                return bool((await consumer.beginning_offsets([tp]))[tp] > 0)
+
+            await wait_until(deleted, "retention to delete the old segments")
             assert (await consumer.end_offsets([tp]))[tp] == 21
             consumer.assign([tp])
             consumer.seek(tp, 20)

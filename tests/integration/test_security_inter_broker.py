@@ -12,6 +12,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from broker.server.context import RequestContext
+from testkit.polling import wait_until
 from tests.integration.conftest import running_cluster
 from tests.integration.security_setup import make_pki, security_overrides
 
@@ -83,9 +84,11 @@ async def test_three_brokers_replicate_elect_and_commit_over_sasl_ssl(tmp_path: 
         finally:
             await again.stop()
         await app.start_broker(old_leader)
-        async with asyncio.timeout(60):  # the state: back in the ISR, fetching over SASL_SSL
-            while old_leader not in app.cluster.topics["secure-rf3"].partitions[0].isr:
-                await asyncio.sleep(0.05)
+        await wait_until(  # the state: back in the ISR, fetching over SASL_SSL
+            lambda: old_leader in app.cluster.topics["secure-rf3"].partitions[0].isr,
+            "the old leader back in the ISR",
+            attempts=1200,
+        )
         consumer = AIOKafkaConsumer(
             "secure-rf3",
             bootstrap_servers=app.bootstrap,

@@ -20,8 +20,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from protocol.builders import request_builder
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 from tests.integration.test_consumer_group_kip848_clients import _cli, _rows
 from tests.integration.test_share_groups import (
@@ -86,11 +86,7 @@ async def _coordinator_ready(raw: RawClient, group: str) -> None:
         answered.append(found)
         return bool(found.coordinators[0].error_code == ErrorCode.none)
 
-    for _ in range(WAIT["attempts"]):
-        if await ask():
-            return
-        await asyncio.sleep(WAIT["step_s"])
-    raise AssertionError(f"no coordinator for {group}: {answered[-1]}")
+    await wait_until(ask, f"a coordinator for {group}", **WAIT)
 
 
 async def _start_offsets(raw: RawClient, group: str, topic: str) -> list[int]:

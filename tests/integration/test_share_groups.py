@@ -28,8 +28,8 @@ from broker.share.share_partition import RecordState, SharePartition
 from protocol.builders import request_builder
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import read_capture
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 pytestmark = pytest.mark.asyncio
@@ -160,12 +160,7 @@ async def _check_described(app: MiniKafka, group: str, topic: str) -> None:
                 for m in g.members
             )
 
-        for _ in range(WAIT["attempts"]):
-            if await sharing():
-                break
-            await asyncio.sleep(WAIT["step_s"])
-        else:
-            raise AssertionError("three members sharing partition 0")
+        await wait_until(sharing, "three members sharing partition 0", **WAIT)
         listed = await raw.request(
             16, 5, "ListGroupsRequest", states_filter=(), types_filter=("share",)
         )

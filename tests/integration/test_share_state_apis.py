@@ -12,8 +12,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from protocol.builders import request_builder
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 from tests.integration.test_share_groups import WAIT
 

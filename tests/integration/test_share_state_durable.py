@@ -25,8 +25,9 @@ from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
 from broker.share.share_partition import RecordState, SharePartition
 from protocol.builders import request_builder
-from tests.helpers.cluster import leader_of, wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
+from tests.helpers.cluster import leader_of
 from tests.integration.conftest import FAST_GROUPS, running_cluster
 from tests.integration.test_consumer_group_configs import _alter
 from tests.integration.test_share_groups import WAIT, ShareMember, _produce, _start, _stop

@@ -27,7 +27,7 @@ from broker.config.broker_config import BrokerConfig
 from broker.txn.transaction_state import TransactionState
 from protocol.capture import CaptureRequest, DelayedOperationEvent
 from protocol.capture_files import read_capture
-from tests.helpers.cluster import wait_until
+from testkit.polling import wait_until
 from tests.integration.conftest import FAST_GROUPS, running_cluster
 
 pytestmark = pytest.mark.asyncio

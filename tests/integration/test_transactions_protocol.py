@@ -14,8 +14,8 @@ from kio.schema.errors import ErrorCode
 from broker.app import MiniKafka
 from broker.group import TopicPartition
 from protocol.builders import request_builder
-from tests.helpers.cluster import wait_until
-from tests.helpers.raw_client import RawClient
+from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 
 pytestmark = pytest.mark.asyncio
 

@@ -3,7 +3,7 @@
 A tiny capture (4 virtual seconds on three simulated brokers), a grid of 2 configs x 2 seeds
 run by the real command (``minikafka simulate --capture ... --master URL``) on a master and
 two one-core workers started by PySpark's own ``sbin/spark-daemon.sh``
-(`bench.spark_standalone`, stopped whatever happens). What is checked is the outcome: every
+(`testkit.spark_standalone`, stopped whatever happens). What is checked is the outcome: every
 cell answered every client request, each (config, seed) cell has the digest it has locally,
 and the executors' Python workers ran this interpreter with ``PYTHONHASHSEED=0`` -- the two
 things a digest that repeats across machines needs.
@@ -71,7 +71,7 @@ def test_a_grid_on_two_standalone_workers_answers_every_cell_with_local_modes_di
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("no Java runtime")
-    from bench.spark_standalone import driver_env, standalone_cluster
+    from testkit.spark_standalone import driver_env, standalone_cluster
 
     capture = tmp_path / "capture"
     simulate(SimulationConfig(brokers=3, seed=5, duration_s=4.0, out=capture))

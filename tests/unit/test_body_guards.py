@@ -31,7 +31,7 @@ from kio.serial import entity_reader
 from protocol import KIO_VERSIONS, request_builder, response_builder
 from protocol.body_guards import FIXED_WIDTH, check_body, guard_for, guard_source
 from protocol.fast_writers import encode
-from tests.helpers.kio_samples import sample
+from testkit.kio_samples import sample
 
 ALL_VERSIONS = [
     (key, version)

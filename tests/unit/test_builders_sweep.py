@@ -34,7 +34,7 @@ from protocol.builders import (
     request_builder,
     response_builder,
 )
-from tests.helpers.kio_samples import sample
+from testkit.kio_samples import sample
 
 # One case per API (every version, both directions inside): some 90 cases, not 700.
 APIS = [pytest.param(key, id=spec.name) for key, spec in KIO_VERSIONS.items()]

@@ -9,7 +9,7 @@ import asyncio
 from broker.app import MiniKafka
 from client_io import ClientShell
 from protocol.builders import request_builder
-from tests.helpers.requests import API_VERSIONS_FIELDS, METADATA, METADATA_V, metadata_fields
+from testkit.requests import API_VERSIONS_FIELDS, METADATA, METADATA_V, metadata_fields
 from virtual_time.loop import SimulatedEventLoop, run_simulated
 
 API_VERSIONS = 18

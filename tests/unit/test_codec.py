@@ -37,7 +37,7 @@ from protocol import (
     response_builder,
     unsupported_version_api_versions_response,
 )
-from tests.helpers.kio_samples import sample as _sample
+from testkit.kio_samples import sample as _sample
 
 # --------------------------------------------------------------------------- golden bytes
 

@@ -36,7 +36,7 @@ from protocol import (
     request_builder,
     response_builder,
 )
-from tests.helpers.kio_samples import sample as _sample
+from testkit.kio_samples import sample as _sample
 
 ALL_VERSIONS = [
     (key, version)

@@ -41,7 +41,7 @@ from protocol.api_registry import (
 from protocol.builders import request_builder, response_builder
 from protocol.codec import encode_request, encode_response
 from protocol.fast_writers import encode, writer_for, writer_source
-from tests.helpers.kio_samples import sample
+from testkit.kio_samples import sample
 
 CASES = [
     pytest.param(kind, key, version, id=f"{kind}-{spec.name}-v{version}")

@@ -21,8 +21,8 @@ from broker.replica.delayed_fetch import DelayedFetch
 from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
 from protocol.builders import request_builder
 from protocol.record_builder import build_record_batch
+from testkit.requests import fetch_fields
 from tests.helpers.dispatch_node import Node, dispatch_node
-from tests.helpers.requests import fetch_fields
 
 FETCH, PRODUCE = 1, 0
 TOPIC = "parked"

@@ -1,4 +1,4 @@
-"""Handler failures ``bench/fuzz_bench.py`` found, each replayed through the dispatcher.
+"""Handler failures ``bench/hostile/fuzz_bench.py`` found, each replayed through the dispatcher.
 
 A handler that raises is answered UNKNOWN_SERVER_ERROR with a traceback in the log (the
 dispatcher's exception policy); each test here sends the request that did it and expects

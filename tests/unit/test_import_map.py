@@ -24,6 +24,7 @@ PACKAGES = (
     "minikafka",
     "simulation",
     "virtual_time",
+    "testkit",
 )
 MAX_LINES = 800
 

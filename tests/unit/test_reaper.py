@@ -11,6 +11,7 @@ from purgatory.clock import LoopClock
 from purgatory.reaper import ExpirationReaper
 from purgatory.system_timer import SystemTimer
 from purgatory.timer_task import TimerTask
+from testkit.polling import wait_until
 
 
 class Signal(TimerTask):
@@ -49,7 +50,9 @@ async def test_earlier_task_wakes_a_sleeping_reaper() -> None:
     fired: list[str] = []
     late_done, early_done = asyncio.Event(), asyncio.Event()
     timer.add(Signal(1000, "late", fired, late_done))
-    await asyncio.sleep(0.005)  # the reaper is now asleep until the late deadline
+    await wait_until(
+        lambda: reaper._waiter is not None, "the reaper asleep until the late deadline", step_s=0
+    )
     timer.add(Signal(10, "early", fired, early_done))
     await asyncio.wait_for(early_done.wait(), timeout=5)
     assert fired == ["early"]  # fired while the late one still waits

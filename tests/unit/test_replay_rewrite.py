@@ -29,7 +29,7 @@ from spark_jobs.replay_rewrite import (
     ReplayRewriter,
     rewrite_producer_in_batches,
 )
-from tests.helpers.requests import fetch_fields
+from testkit.requests import fetch_fields
 
 CONN = "c1"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ from broker.server.purgatories import PurgatorySet
 from protocol.client import ClientConnection
 from protocol.record_builder import build_record_batch
 from purgatory import ManualClock
+from testkit.polling import wait_until
 
 TOPIC = "followed"
 A, B, C = (TOPIC, 0), (TOPIC, 1), (TOPIC, 2)
@@ -193,15 +194,6 @@ class Pair:
         return self.follower.partitions[tp].log_end_offset
 
 
-async def until(condition: Callable[[], bool], what: str) -> None:
-    """Let the event loop run until ``condition`` holds (a few hundred turns at most)."""
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError(f"never happened: {what}")
-
-
 @contextlib.asynccontextmanager
 async def leader_and_follower(partitions: int = 3) -> AsyncIterator[Pair]:
     """Broker 0 leads ``TOPIC``; broker 1 follows every partition, fetching in process."""
@@ -257,14 +249,18 @@ async def leader_and_follower(partitions: int = 3) -> AsyncIterator[Pair]:
 
 async def test_the_follower_opens_a_session_then_sends_only_what_changed() -> None:
     async with leader_and_follower() as pair:
-        await until(lambda: len(pair.fetches()) == 1, "a full fetch, parked")
+        await wait_until(
+            lambda: len(pair.fetches()) == 1, "a full fetch, parked", attempts=500, step_s=0
+        )
         (full,) = pair.fetches()
         assert (full.session_id, full.session_epoch) == (INVALID_SESSION_ID, INITIAL_EPOCH)
         assert [(t.topic, len(t.partitions)) for t in full.topics] == [(TOPIC, 3)]
         assert pair.sessions.size == 0  # opened when the full fetch is answered
 
         pair.append(B, 2)
-        await until(lambda: len(pair.fetches()) == 2, "an incremental fetch")
+        await wait_until(
+            lambda: len(pair.fetches()) == 2, "an incremental fetch", attempts=500, step_s=0
+        )
         (session,) = pair.sessions.sessions.values()
         assert session.privileged and session.size == 3
         incremental = pair.fetches()[1]
@@ -276,7 +272,7 @@ async def test_the_follower_opens_a_session_then_sends_only_what_changed() -> No
         # and B's new HW; the next one names A alone.
         assert pair.leader.services.replica_manager.partitions[B].high_watermark == 2
         pair.append(A)
-        await until(lambda: len(pair.fetches()) == 3, "the next fetch")
+        await wait_until(lambda: len(pair.fetches()) == 3, "the next fetch", attempts=500, step_s=0)
         assert pair.follower.partitions[B].high_watermark == 2
         assert pair.log_end(A) == 1
         following = pair.fetches()[2]
@@ -292,9 +288,13 @@ def named(request: Any) -> list[tuple[int, int]]:
 async def opened(pair: Pair) -> FetchSession:
     """Let the follower open its session (an append answers its full fetch) and park an
     incremental fetch; the session."""
-    await until(lambda: len(pair.fetches()) == 1, "a full fetch, parked")
+    await wait_until(
+        lambda: len(pair.fetches()) == 1, "a full fetch, parked", attempts=500, step_s=0
+    )
     pair.append(A)
-    await until(lambda: len(pair.fetches()) == 2, "an incremental fetch, parked")
+    await wait_until(
+        lambda: len(pair.fetches()) == 2, "an incremental fetch, parked", attempts=500, step_s=0
+    )
     (session,) = pair.sessions.sessions.values()
     assert pair.fetcher.session.session_id == session.id
     return session
@@ -305,7 +305,12 @@ async def test_the_follower_recovers_a_lost_session_with_a_full_fetch() -> None:
         session = await opened(pair)
         pair.sessions.remove(session)  # as a leader restart or an eviction would
         pair.append(B)
-        await until(lambda: len(pair.fetches()) == 4, "the session's loss, then a new one")
+        await wait_until(
+            lambda: len(pair.fetches()) == 4,
+            "the session's loss, then a new one",
+            attempts=500,
+            step_s=0,
+        )
         lost, restart = pair.fetches()[2:4]
         # The parked fetch was answered (its session object lives on); the next one
         # names a session the leader no longer has: FETCH_SESSION_ID_NOT_FOUND, and the
@@ -314,7 +319,9 @@ async def test_the_follower_recovers_a_lost_session_with_a_full_fetch() -> None:
         assert (restart.session_id, restart.session_epoch) == (INVALID_SESSION_ID, INITIAL_EPOCH)
         assert sorted(named(restart)) == [(0, 1), (1, 1), (2, 0)]
         pair.append(C, 3)
-        await until(lambda: pair.log_end(C) == 3, "replication goes on")
+        await wait_until(
+            lambda: pair.log_end(C) == 3, "replication goes on", attempts=500, step_s=0
+        )
         (renewed,) = pair.sessions.sessions.values()
         assert renewed.id != session.id and pair.fetcher.session.session_id == renewed.id
 
@@ -323,9 +330,14 @@ async def test_a_new_connection_starts_the_session_over() -> None:
     async with leader_and_follower() as pair:
         session = await opened(pair)
         pair.endpoints[-1].fail()  # the connection is lost while the fetch waits
-        await until(lambda: pair.fetcher.session.epoch == INITIAL_EPOCH, "the failure")
+        await wait_until(
+            lambda: pair.fetcher.session.epoch == INITIAL_EPOCH,
+            "the failure",
+            attempts=500,
+            step_s=0,
+        )
         pair.fetcher.wake()  # end the backoff
-        await until(lambda: len(pair.fetches()) == 3, "the next fetch")
+        await wait_until(lambda: len(pair.fetches()) == 3, "the next fetch", attempts=500, step_s=0)
         again = pair.fetches()[2]
         # A full fetch on a new connection naming the old session: the leader closes it
         # and opens another when it answers.
@@ -334,7 +346,9 @@ async def test_a_new_connection_starts_the_session_over() -> None:
         assert sorted(named(again)) == [(0, 1), (1, 0), (2, 0)]
         assert pair.sessions.size == 0
         pair.append(B)
-        await until(lambda: pair.fetcher.session.epoch == 1, "a new session")
+        await wait_until(
+            lambda: pair.fetcher.session.epoch == 1, "a new session", attempts=500, step_s=0
+        )
         (renewed,) = pair.sessions.sessions.values()
         assert renewed.id != session.id and pair.fetcher.session.session_id == renewed.id
 
@@ -344,7 +358,7 @@ async def test_a_partition_no_longer_fetched_is_forgotten() -> None:
         session = await opened(pair)
         pair.follower.fetcher_manager.pause_replication(C)
         pair.append(B)
-        await until(lambda: len(pair.fetches()) == 3, "the next fetch")
+        await wait_until(lambda: len(pair.fetches()) == 3, "the next fetch", attempts=500, step_s=0)
         forgot = pair.fetches()[2]
         assert forgot.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH)
         assert named(forgot) == [(1, 1)]

@@ -23,9 +23,9 @@ from broker.server.request_timing import RequestClock
 from protocol.capture_files import CaptureWriter
 from protocol.service_times import ServiceTimeModel
 from simulation.request_handlers import SimulatedRequestHandlers, load_service_times
+from testkit.raw_client import RawClient
+from testkit.requests import API_VERSIONS_FIELDS, FETCH, FETCH_V, fetch_fields
 from tests.helpers.captures import make_request
-from tests.helpers.raw_client import RawClient
-from tests.helpers.requests import API_VERSIONS_FIELDS, FETCH, FETCH_V, fetch_fields
 from virtual_time.loop import run_simulated
 from virtual_time.network import LatencyModel
 

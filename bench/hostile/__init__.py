@@ -1,0 +1,1 @@
+"""Hostile clients and fuzzed frames against a broker process: memory, others' latency."""

@@ -1,0 +1,1 @@
+"""The purgatory's timing wheel: Kafka's TestPurgatoryPerformance, share-group locks."""

@@ -1,0 +1,1 @@
+"""Client and replication quotas: achieved rates, Kafka's window algorithm alone."""

@@ -1,0 +1,1 @@
+"""Capture, replay and the what-if: overhead, speed, fidelity, on Spark clusters."""

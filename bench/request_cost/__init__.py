@@ -1,0 +1,2 @@
+"""What one request costs: over sockets (``request_cost``), in-process (``dispatch_cost``),
+and encoding a response body (``encode_bench``)."""

@@ -1,0 +1,1 @@
+"""TLS and SASL: throughput beside PLAINTEXT, hostile clients on the secured listeners."""

@@ -1,0 +1,1 @@
+"""``minikafka simulate``: how much faster than real time it runs."""

@@ -1,0 +1,1 @@
+"""Produce, consume and delivery latency with real clients: plain, transactional, share."""
