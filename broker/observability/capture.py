@@ -21,8 +21,8 @@ generated from the pydantic model: no model instance per record), and the batch 
 into one call of the writer, which compresses 256 KiB at a time. Every response of the
 batch was written before its record is made. About 5 us of CPU for a small request,
 against about 60 us when each record was a pydantic model serialised and compressed on
-its own (``bench/replay_whatif/capture_bench.py``; ``bench/request_cost/request_cost.py --broker-args
-'--capture-dir DIR'``).
+its own (``bench/replay_whatif/capture_bench.py``;
+``bench/request_cost/request_cost.py --broker-args '--capture-dir DIR'``).
 
 Why not a thread, although zlib and file writes release the GIL: the loop under load
 (uvloop) releases and retakes the GIL around every poll, so a thread waiting for it
