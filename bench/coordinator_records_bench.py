@@ -88,7 +88,9 @@ def _group_cases() -> dict[str, Case]:
     ]
     group = GroupMetadataRecord(
         "orders-service",
-        GroupMetadataValue("consumer", 12, "range", members[0].member_id, 1_700_000_000_000, members),
+        GroupMetadataValue(
+            "consumer", 12, "range", members[0].member_id, 1_700_000_000_000, members
+        ),
     )
     return {
         ROWS[0]: _case(encode_record, decode_record, offset),
@@ -276,14 +278,18 @@ def _check_same_bytes(best: dict[str, dict[str, dict[str, Any]]]) -> None:
 
 def _print(best: dict[str, dict[str, dict[str, Any]]], *, as_json: bool) -> None:
     names = list(best)
-    header = ["record type"] + [f"{what} {name} µs" for what in ("encode", "decode") for name in names]
+    header = ["record type"] + [
+        f"{what} {name} µs" for what in ("encode", "decode") for name in names
+    ]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in ROWS:
         cells = [f"{best[name][row][what]:.2f}" for what in ("encode", "decode") for name in names]
         print(f"| {row} | " + " | ".join(cells) + " |")
         if as_json:
-            figures = {name: {w: best[name][row][w] for w in ("encode", "decode")} for name in names}
+            figures = {
+                name: {w: best[name][row][w] for w in ("encode", "decode")} for name in names
+            }
             print(json.dumps({"row": row, **figures}))
 
 

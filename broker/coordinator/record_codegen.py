@@ -64,7 +64,9 @@ def _uv(data: bytes, pos: int) -> tuple[int, int]:
     return read_uvarint(data, pos, ValueError)
 
 
-def _read_tagged(data: bytes, pos: int, values: Values, tags: dict[int, tuple[str, TagDecoder]]) -> int:
+def _read_tagged(
+    data: bytes, pos: int, values: Values, tags: dict[int, tuple[str, TagDecoder]]
+) -> int:
     """The tagged-field section at ``pos`` (its count first): known tags into ``values``,
     the others skipped. The slow path: most structs have none."""
     count, pos = _uv(data, pos)
@@ -184,7 +186,9 @@ class _Source:
         name = self._structs.get(key)
         if name is None:
             packer = struct.Struct(fmt)
-            name = self._structs[key] = self.constant(getattr(packer, attr), "_P" if attr == "pack" else "_U")
+            name = self._structs[key] = self.constant(
+                getattr(packer, attr), "_P" if attr == "pack" else "_U"
+            )
         return name
 
 
@@ -219,10 +223,32 @@ class _Block:
 
 
 class _Writer(_Block):
-    """A block of an encoder: pending values are packed onto ``out``."""
+    """A block of an encoder: pending values are packed onto ``out``.
+
+    With ``parts`` (a struct without arrays or tagged fields: a key, an offset commit)
+    nothing is appended: each piece is an expression kept in ``parts``, and the function
+    returns their concatenation, which for a few short pieces costs half of a
+    ``bytearray`` and its copy."""
+
+    def __init__(
+        self, src: _Source, indent: int, out: str = "out", parts: list[str] | None = None
+    ) -> None:
+        super().__init__(src, indent, out)
+        self.parts = parts
 
     def fixed(self, code: str, value: str | None) -> None:
         self.pending.append((code, value))
+
+    def emit(self, expr: str) -> None:
+        """Append the bytes ``expr`` (after the pending values)."""
+        self.flush()
+        self._emit(expr)
+
+    def _emit(self, expr: str) -> None:
+        if self.parts is None:
+            self.line(f"{self.out} += {expr}")
+        else:
+            self.parts.append(expr)
 
     def flush(self) -> None:
         if not self.pending:
@@ -231,11 +257,12 @@ class _Writer(_Block):
         args = [value for _, value in self.pending if value is not None]
         self.pending.clear()
         if args:
-            self.line(f"{self.out} += {self.src.packer(fmt, 'pack')}({', '.join(args)})")
+            self._emit(f"{self.src.packer(fmt, 'pack')}({', '.join(args)})")
         else:
-            self.line(f"{self.out} += {self.src.constant(struct.pack(fmt), '_K')}")
+            self._emit(self.src.constant(struct.pack(fmt), "_K"))
 
     def nested(self, header: str, out: str | None = None) -> _Writer:
+        assert self.parts is None, "a concatenation has no branches"
         self.statement(header)
         return _Writer(self.src, self.indent + 1, self.out if out is None else out)
 
@@ -303,7 +330,9 @@ def _tagged(fields: tuple[Field, ...], version: int, flexible: bool) -> list[Fie
 
 
 # ------------------------------------------------------------------ encoding
-def _write_struct(block: _Writer, fields: tuple[Field, ...], version: int, flexible: bool, obj: str) -> None:
+def _write_struct(
+    block: _Writer, fields: tuple[Field, ...], version: int, flexible: bool, obj: str
+) -> None:
     for f in _present(fields, version):
         if f.tag is None:
             _write_field(block, f, f"{obj}[{f.name!r}]", version, flexible)
@@ -344,7 +373,6 @@ def _write_field(block: _Writer, f: Field, expr: str, version: int, flexible: bo
 
 
 def _write_primitive(block: _Writer, type_name: str, expr: str, flexible: bool) -> None:
-    out = block.out
     code = FIXED_CODES.get(type_name)
     if code is not None:
         block.fixed(code, expr)
@@ -353,29 +381,33 @@ def _write_primitive(block: _Writer, type_name: str, expr: str, flexible: bool) 
     elif type_name not in ("string", "bytes"):
         raise ValueError(f"unknown field type {type_name}")
     else:  # null is written as null whatever the schema allows, as Kafka's writers do
-        s = block.src.name("s")
+        src = block.src
+        s, n = src.name("s"), src.name("n")
+        encode = f"{s} = {s}.encode('utf-8'); " if type_name == "string" else ""
         block.line(f"{s} = {expr}")
-        if type_name == "string":
-            block.line(f"if {s} is not None: {s} = {s}.encode('utf-8')")
         if flexible:
-            block.statement(f"if {s} is None: {out} += b'\\x00'")
-            present = block.nested("else:")
-            present.line(f"{out} += _UV[len({s}) + 1]")
-            present.line(f"{out} += {s}")
+            block.line(f"if {s} is None: {n} = b'\\x00'; {s} = b''")
+            block.line(f"else: {encode}{n} = _UV[len({s}) + 1]")
+            block.emit(n)
         else:
-            block.fixed("h" if type_name == "string" else "i", f"-1 if {s} is None else len({s})")
-            block.statement(f"if {s} is not None: {out} += {s}")
+            block.line(f"if {s} is None: {n} = -1; {s} = b''")
+            block.line(f"else: {encode}{n} = len({s})")
+            block.fixed("h" if type_name == "string" else "i", n)
+        block.emit(s)
 
 
-def _write_array(block: _Writer, item: str | Struct, expr: str, version: int, flexible: bool) -> None:
+def _write_array(
+    block: _Writer, item: str | Struct, expr: str, version: int, flexible: bool
+) -> None:
     out = block.out
     a = block.local(expr, "a")
     code = FIXED_CODES.get(item) if isinstance(item, str) else None
     if code is not None:  # ints: count and items in one pack
         packers = block.src.constant(_ArrayPackers(code, flexible), "_A")
         null = "b'\\x00'" if flexible else "b'\\xff\\xff\\xff\\xff'"
-        block.statement(f"if {a} is None: {out} += {null}")
-        block.nested("else:").line(f"{out} += {packers}[len({a})](*{a})")
+        packed = block.src.name("p")
+        block.line(f"{packed} = {null} if {a} is None else {packers}[len({a})](*{a})")
+        block.emit(packed)
         return
     if flexible:
         block.statement(f"if {a} is None: {out} += b'\\x00'")
@@ -392,6 +424,20 @@ def _write_array(block: _Writer, item: str | Struct, expr: str, version: int, fl
         _write_primitive(loop, item, e, flexible)
     loop.close()
     body.close()
+
+
+def _branch_free(fields: tuple[Field, ...], version: int, flexible: bool) -> bool:
+    """Whether a struct's encoding is a fixed sequence of pieces: no array of structs or
+    strings (a loop), no tagged field (a branch)."""
+    for f in _present(fields, version):
+        if f.tag is not None and flexible:
+            return False
+        if isinstance(f.type, Struct):
+            if f.array or not _branch_free(f.type.fields, version, flexible):
+                return False
+        elif f.type.startswith("[]") and f.type[2:] not in FIXED_CODES:
+            return False
+    return True
 
 
 # ------------------------------------------------------------------ decoding
@@ -520,15 +566,28 @@ def generate(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[s
     _write_struct(encode, fields, version, flexible, "v")
     encode.close()
     src.lines.append("def framed(head, v):")
-    framed = _Writer(src, 1)
-    framed.line("out = bytearray()")
-    framed.fixed("h", "head")
-    _write_struct(framed, fields, version, flexible, "v")
-    framed.statement("return bytes(out)")
+    _write_framed(src, fields, version, flexible)
     src.functions.append("\n".join(src.lines))
     read = functools.partial(_read_struct, fields=fields, version=version, flexible=flexible)
     _function(src, "def decode(data, pos):", read)
     return "\n".join([*src.functions, *src.tail]) + "\n", src.namespace
+
+
+def _write_framed(src: _Source, fields: tuple[Field, ...], version: int, flexible: bool) -> None:
+    """The body of ``framed(head, v)``: a concatenation when the struct allows one."""
+    parts: list[str] | None = [] if _branch_free(fields, version, flexible) else None
+    framed = _Writer(src, 1, parts=parts)
+    if parts is None:
+        framed.line("out = bytearray()")
+    framed.fixed("h", "head")
+    _write_struct(framed, fields, version, flexible, "v")
+    framed.flush()
+    if parts is None:
+        framed.line("return bytes(out)")
+    elif len(parts) <= 4:
+        framed.line(f"return {' + '.join(parts)}")
+    else:
+        framed.line(f"return b''.join(({', '.join(parts)}))")
 
 
 def compile_codec(name: str, fields: tuple[Field, ...], version: int, flexible: bool) -> Compiled:
