@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -276,17 +275,3 @@ def test_long_compact_lengths_and_arrays_use_multi_byte_varints() -> None:
     long_id = "c" * 500
     key = member.key_bytes({"GroupId": long_id, "MemberId": "m"})
     assert member.read_key(key) == {"GroupId": long_id, "MemberId": "m"}
-
-
-def test_uuids_read_are_equal_and_shared() -> None:
-    key = share_state_records.SharePartitionKey("g", uuid.uuid4(), 1)
-    raw = share_state_records.encode_key(key, update=False)
-    first, second = share_state_records.decode_key(raw)[0], share_state_records.decode_key(raw)[0]
-    assert first == second == key
-    assert first.topic_id is second.topic_id
-
-
-def test_generated_source_is_kept_for_reading() -> None:
-    source = group_log.OFFSET_COMMIT.value.codec(3).source
-    assert "def encode(out, v):" in source
-    assert "def decode(data, pos):" in source
