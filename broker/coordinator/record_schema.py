@@ -6,9 +6,13 @@ Kafka generates its coordinator record classes (``OffsetCommitKey``,
 which they may be null, tagged fields, and the versions that use the flexible encoding.
 Here a coordinator declares the same facts as :class:`Schema` and :class:`Field`
 values, and :meth:`Schema.codec` compiles them, once per version, into a
-:class:`Codec` (an encoder and a decoder made of closures, one per field, cached).
-Values are plain dicts keyed by the schema's field names; arrays are lists, structs
-dicts. The coordinator maps them to and from its own dataclasses.
+:class:`Codec`: ``record_codegen`` writes the straight-line Python source of its
+encoder and decoder (every nested struct inlined, runs of fixed-width fields packed by
+one ``struct``), as ``protocol.fast_writers`` does for kio's messages, and the result
+is cached. The declared schema stays the only statement of the format; ``Codec.source``
+shows what was generated from it. Values are plain dicts keyed by the schema's field
+names; arrays are lists, structs dicts. The coordinator maps them to and from its own
+dataclasses.
 
 The encoding is Kafka's ``MessageUtil`` / generated ``write``/``read``:
 
@@ -28,8 +32,9 @@ struct at that version; no value is a tombstone.
 
 Where we differ from Kafka: a null where a non-nullable ``bytes`` is declared reads as
 empty bytes (the classic group's subscription and assignment always read that way
-here); any other null where none is allowed, a truncated record and an array longer
-than its record are a ``ValueError`` (Kafka: its own exceptions). Field defaults are
+here); any other null where none is allowed and an array longer than its record are a
+``ValueError``, a truncated record a ``ValueError`` or a ``struct.error`` (Kafka: its
+own exceptions). Field defaults are
 only used for fields absent from a version, and a tagged field is written whenever it
 is not None (Kafka: whenever it differs from its default, which for every tagged field
 we declare is null).
