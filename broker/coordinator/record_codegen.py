@@ -14,19 +14,25 @@ What the generated code does:
   ``struct.Struct``: ints, uuids (``16s``), legacy string, bytes and array lengths and,
   in a flexible version, the first byte of a compact length or of a tagged-field count
   (a decoder reads a longer varint again with ``protocol.varint`` when that byte says
-  more follow). A run ends where a variable-length value starts (a decoder needs the
-  length before it reads on) or at a loop;
+  more follow; a first byte with no run to join is read by indexing). A run ends where
+  a variable-length value starts (a decoder needs the length before it reads on) or at
+  a loop;
 - arrays of ints are packed, or unpacked, whole by a ``struct.Struct`` per length;
+- ``framed`` of a struct with no loop and no tagged field (every key, an offset commit)
+  returns one concatenation of its pieces; the others append to a ``bytearray``;
 - a decoder builds each struct as one dict literal (fields a version lacks and tagged
   fields hold their defaults); when a flexible struct's tagged-field count is not 0, it
   reads the tagged fields it knows (each by a generated function of its own, on the
-  bytes up to the field's end) and skips the others.
+  bytes up to the field's end) and skips the others. The UUIDs it reads come from a
+  bounded table (:data:`UUIDS`): the same topic ids recur in every record of a load.
 
 The bytes are those of the closures this replaced (``tests/unit/test_coordinator_records.py``
-pins them against the hand-written codecs before those). A truncated record, or a null
-where none is allowed, raises ``struct.error`` or ``ValueError``, as before; where a
-truncation is found may differ (a ``struct.error`` of a merged run rather than a
-varint's ``ValueError``): every caller catches both.
+pins them against the hand-written codecs before those; ``tests/unit/test_record_codegen.py``
+against a plain reference encoder for drawn values). A truncated record, or a null
+where none is allowed, raises ``struct.error`` or ``ValueError`` (an ``IndexError`` of a
+byte read past the end is turned into a ``ValueError``), as before; where a truncation
+is found may differ (a ``struct.error`` of a merged run rather than a varint's
+``ValueError``): every caller catches both.
 """
 
 from __future__ import annotations
