@@ -121,13 +121,9 @@ class _ArrayPackers(dict[int, Callable[..., bytes]]):
 
     def __missing__(self, count: int) -> Callable[..., bytes]:
         packer: Callable[..., bytes]
-        if not self.compact or count < 127:
+        if not self.compact or count < 127:  # the count fits a struct code: one pack
             pack = struct.Struct(f">{'B' if self.compact else 'i'}{count}{self.code}").pack
-            head = count + 1 if self.compact else count
-
-            def packer(*items: Any) -> bytes:
-                return pack(head, *items)
-
+            packer = functools.partial(pack, count + 1 if self.compact else count)
         else:
             prefix = UVARINT[count + 1]
             body = struct.Struct(f">{count}{self.code}").pack

@@ -69,8 +69,9 @@ class Schema:
     fields: tuple[Field, ...]
     _codecs: dict[int, Codec] = field(default_factory=dict, init=False, compare=False, repr=False)
 
-    @property
+    @functools.cached_property
     def versions(self) -> range:
+        """The versions declared (parsed once: every value a coordinator reads asks)."""
         return parse_versions(self.valid_versions)
 
     def codec(self, version: int) -> Codec:
@@ -144,4 +145,5 @@ class RecordType:
 
 def read_int16(data: bytes, pos: int) -> int:
     """The int16 at ``pos`` (a key's record type, a value's version)."""
-    return int(_read_int16(data, pos)[0])
+    value: int = _read_int16(data, pos)[0]
+    return value
