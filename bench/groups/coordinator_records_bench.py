@@ -23,8 +23,11 @@ and the ``--repeat`` timings within a round. Before timing, each checkout's enco
 decoded back and compared, and the script checks that every checkout writes the same
 bytes::
 
-    PYTHONPATH=. .venv/bin/python bench/coordinator_records_bench.py \
+    .venv/bin/python -m bench.groups.coordinator_records_bench \
         [--tree old=/work/baseline] [--tree closures=/tmp/closures] [--rounds 3] [--json]
+
+(the children it starts run this file by its path, so that a checkout without this bench
+can be measured).
 """
 
 from __future__ import annotations
@@ -257,7 +260,7 @@ def main() -> None:
         print(json.dumps(measure(args.repeat)))
         return
     trees = dict(t.split("=", 1) for t in args.tree or ["old=/work/baseline"])
-    trees["new"] = str(Path(__file__).resolve().parents[1])
+    trees["new"] = str(Path(__file__).resolve().parents[2])
     best: dict[str, dict[str, dict[str, Any]]] = {}
     for _ in range(args.rounds):
         for name, path in trees.items():
