@@ -21,8 +21,10 @@ What the generated code does:
 - ``framed`` of a struct with no loop and no tagged field (every key, an offset commit)
   returns one concatenation of its pieces; the others append to a ``bytearray``;
 - a decoder builds each struct as one dict literal (fields a version lacks and tagged
-  fields hold their defaults); when a flexible struct's tagged-field count is not 0, it
-  reads the tagged fields it knows (each by a generated function of its own, on the
+  fields hold their defaults) or, for a struct declared with a ``make``, one call of it
+  (by position when its parameters are the fields in order, else by keyword; arrays
+  as tuples; its encoder reads attributes); when a flexible struct's tagged-field
+  count is not 0, it reads the tagged fields it knows (each by a generated function of its own, on the
   bytes up to the field's end) and skips the others. The UUIDs it reads come from a
   bounded table (:data:`UUIDS`): the same topic ids recur in every record of a load.
 
@@ -38,10 +40,11 @@ is found may differ (a ``struct.error`` of a merged run rather than a varint's
 from __future__ import annotations
 
 import functools
+import inspect
 import linecache
 import struct
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +62,9 @@ _INLINE = (type(None), bool, int, str)  # defaults written as literals
 class Compiled:
     """The generated functions of one (schema, version) and their source."""
 
-    encode: Callable[[bytearray, Mapping[str, Any]], None]
-    framed: Callable[[int, Mapping[str, Any]], bytes]
-    decode: Callable[[bytes, int], tuple[Values, int]]
+    encode: Callable[[bytearray, Any], None]
+    framed: Callable[[int, Any], bytes]
+    decode: Callable[[bytes, int], tuple[Any, int]]
     source: str
 
 
@@ -333,11 +336,22 @@ def _tagged(fields: tuple[Field, ...], version: int, flexible: bool) -> list[Fie
 
 # ------------------------------------------------------------------ encoding
 def _write_struct(
-    block: _Writer, fields: tuple[Field, ...], version: int, flexible: bool, obj: str
+    block: _Writer,
+    fields: tuple[Field, ...],
+    version: int,
+    flexible: bool,
+    obj: str,
+    objects: bool = False,
 ) -> None:
+    """Write the struct ``obj``: a dict, or an object (``objects``: its ``Struct.make``
+    is set) whose fields are attributes."""
+
+    def get(f: Field) -> str:
+        return f"{obj}.{f.attribute}" if objects else f"{obj}[{f.name!r}]"
+
     for f in _present(fields, version):
         if f.tag is None:
-            _write_field(block, f, f"{obj}[{f.name!r}]", version, flexible)
+            _write_field(block, f, get(f), version, flexible)
     if not flexible:
         return
     tagged = _tagged(fields, version, flexible)
@@ -348,7 +362,7 @@ def _write_struct(
     values = []
     for f in tagged:
         value = src.name("t")
-        block.line(f"{value} = {obj}.get({f.name!r})")
+        block.line(f"{value} = {get(f) if objects else f'{obj}.get({f.name!r})'}")
         values.append(value)
     block.statement(f"{block.out} += _UV[{' + '.join(f'({v} is not None)' for v in values)}]")
     for f, value in zip(tagged, values, strict=True):
@@ -367,7 +381,8 @@ def _write_field(block: _Writer, f: Field, expr: str, version: int, flexible: bo
         if f.array:
             _write_array(block, f.type, expr, version, flexible)
         else:
-            _write_struct(block, f.type.fields, version, flexible, block.local(expr))
+            objects = f.type.make is not None
+            _write_struct(block, f.type.fields, version, flexible, block.local(expr), objects)
     elif f.type.startswith("[]"):
         _write_array(block, f.type[2:], expr, version, flexible)
     else:
@@ -421,7 +436,7 @@ def _write_array(
     e = block.src.name("e")
     loop = body.nested(f"for {e} in {a}:")
     if isinstance(item, Struct):
-        _write_struct(loop, item.fields, version, flexible, e)
+        _write_struct(loop, item.fields, version, flexible, e, item.make is not None)
     else:
         _write_primitive(loop, item, e, flexible)
     loop.close()
@@ -443,53 +458,95 @@ def _branch_free(fields: tuple[Field, ...], version: int, flexible: bool) -> boo
 
 
 # ------------------------------------------------------------------ decoding
-def _read_struct(block: _Reader, fields: tuple[Field, ...], version: int, flexible: bool) -> str:
-    """Read a struct; returns the expression of its dict (valid once flushed)."""
+def _read_struct(
+    block: _Reader,
+    fields: tuple[Field, ...],
+    version: int,
+    flexible: bool,
+    make: Callable[..., Any] | None = None,
+) -> str:
+    """Read a struct; returns the expression of its dict, or of ``make(...)`` when the
+    struct is made into an object (valid once flushed)."""
     items = []
     for f in fields:
         if f.in_version(version) and f.tag is None:
-            value = _read_field(block, f, version, flexible)
+            value = _read_field(block, f, version, flexible, tuples=make is not None)
         else:  # absent from this version, or tagged: the default until read
             value = block.src.literal(f.default)
-        items.append(f"{f.name!r}: {value}")
-    literal = "{" + ", ".join(items) + "}"
+        items.append((f.attribute if make else f.name, value))
+    if make is None:
+        literal = "{" + ", ".join(f"{key!r}: {value}" for key, value in items) + "}"
+    else:
+        maker = block.src.constant(make, "_M")
+        if _positional(make, [key for key, _ in items]):
+            literal = f"{maker}({', '.join(value for _, value in items)})"
+        else:
+            literal = f"{maker}({', '.join(f'{key}={value}' for key, value in items)})"
     if not flexible:
         return literal
     count = block.first_byte()  # the tagged fields' count: 0 unless some follow
-    tags = _tag_table(block.src, _tagged(fields, version, flexible), version, flexible)
+    tagged = _tagged(fields, version, flexible)
+    tags = _tag_table(block.src, tagged, version, flexible, make is not None)
     if tags is None:
         block.line(f"if {count}: pos = _read_tagged(data, pos - 1, {{}}, {{}})")
         return literal
     r = block.src.name("r")
-    block.line(f"{r} = {literal}")
+    if make is None:
+        block.line(f"{r} = {literal}")
+        block.line(f"if {count}: pos = _read_tagged(data, pos - 1, {r}, {tags})")
+        return r
+    # An object is made once its tagged fields are read: they go to a dict first.
+    block.line(f"{r} = {{{', '.join(f'{key!r}: {value}' for key, value in items)}}}")
     block.line(f"if {count}: pos = _read_tagged(data, pos - 1, {r}, {tags})")
-    return r
+    return f"{maker}(**{r})"
 
 
-def _tag_table(src: _Source, tagged: list[Field], version: int, flexible: bool) -> str | None:
+def _positional(make: Callable[..., Any], attributes: list[str]) -> bool:
+    """Whether ``make`` takes ``attributes`` as its first positional parameters, in
+    that order (a dataclass whose fields are declared as the schema's are): a call by
+    position costs a frozen dataclass a fifth less than one by keyword."""
+    try:
+        parameters = list(inspect.signature(make).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: call by keyword
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    leading = [p.name for p in parameters[: len(attributes)] if p.kind in kinds]
+    rest = parameters[len(attributes) :]
+    return leading == attributes and all(p.default is not p.empty for p in rest)
+
+
+def _tag_table(
+    src: _Source, tagged: list[Field], version: int, flexible: bool, objects: bool
+) -> str | None:
     """The name of a ``{tag: (field name, decoder)}`` table, each decoder a generated
-    function of its own (None without tagged fields)."""
+    function of its own (None without tagged fields); in an object struct (``objects``)
+    the field's attribute name, and its arrays read as tuples."""
     if not tagged:
         return None
     entries = []
     for f in tagged:
         function = src.name("_tag")
-        read = functools.partial(_read_field, f=f, version=version, flexible=flexible)
+        read = functools.partial(
+            _read_field, f=f, version=version, flexible=flexible, tuples=objects
+        )
         _function(src, f"def {function}(data, pos):", read)
-        entries.append(f"{f.tag}: ({f.name!r}, {function})")
+        entries.append(f"{f.tag}: ({(f.attribute if objects else f.name)!r}, {function})")
     table = src.name("_TAGS")
     src.tail.append(f"{table} = {{{', '.join(entries)}}}")
     return table
 
 
-def _read_field(block: _Reader, f: Field, version: int, flexible: bool) -> str:
+def _read_field(
+    block: _Reader, f: Field, version: int, flexible: bool, tuples: bool = False
+) -> str:
+    """Read one field; an array as a tuple when ``tuples`` (a field of an object)."""
     nullable = f.nullable_in(version)
     if isinstance(f.type, Struct):
         if not f.array:
-            return _read_struct(block, f.type.fields, version, flexible)
-        return _read_array(block, f.name, f.type, version, flexible, nullable)
+            return _read_struct(block, f.type.fields, version, flexible, f.type.make)
+        return _read_array(block, f.name, f.type, version, flexible, nullable, tuples)
     if f.type.startswith("[]"):
-        return _read_array(block, f.name, f.type[2:], version, flexible, nullable)
+        return _read_array(block, f.name, f.type[2:], version, flexible, nullable, tuples)
     return _read_primitive(block, f.type, flexible, nullable)
 
 
@@ -518,7 +575,13 @@ def _read_primitive(block: _Reader, type_name: str, flexible: bool, nullable: bo
 
 
 def _read_array(
-    block: _Reader, name: str, item: str | Struct, version: int, flexible: bool, nullable: bool
+    block: _Reader,
+    name: str,
+    item: str | Struct,
+    version: int,
+    flexible: bool,
+    nullable: bool,
+    as_tuple: bool,
 ) -> str:
     n = block.length(flexible, "i")
     a = block.src.name("a")
@@ -532,16 +595,19 @@ def _read_array(
     code = FIXED_CODES.get(item) if isinstance(item, str) else None
     if code is not None:  # ints: all of them in one unpack
         unpackers = block.src.constant(_ArrayUnpackers(code), "_A")
-        body.line(f"{a} = list({unpackers}[{n}](data, pos))")
+        unpacked = f"{unpackers}[{n}](data, pos)"
+        body.line(f"{a} = {unpacked}" if as_tuple else f"{a} = list({unpacked})")
         body.line(f"pos += {n} * {struct.calcsize('>' + code)}")
         return a
     body.line(f"{a} = []")
     loop = body.nested(f"for _ in range({n}):")
     if isinstance(item, Struct):
-        value = _read_struct(loop, item.fields, version, flexible)
+        value = _read_struct(loop, item.fields, version, flexible, item.make)
     else:
         value = _read_primitive(loop, item, flexible, nullable=False)
     loop.statement(f"{a}.append({value})")
+    if as_tuple:
+        body.line(f"{a} = tuple({a})")
     return a
 
 
@@ -559,30 +625,39 @@ def _function(src: _Source, header: str, read: Callable[[_Reader], str]) -> None
 
 
 # ------------------------------------------------------------------ compiling
-def generate(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[str, dict[str, Any]]:
+def generate(
+    fields: tuple[Field, ...],
+    version: int,
+    flexible: bool,
+    make: Callable[..., Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
     """The source of ``encode``, ``framed`` and ``decode`` of one struct version, and
-    the constants it names."""
+    the constants it names; ``make`` as :attr:`Struct.make` (values are objects)."""
     src = _Source()
     src.lines = ["def encode(out, v):"]
     encode = _Writer(src, 1)
-    _write_struct(encode, fields, version, flexible, "v")
+    _write_struct(encode, fields, version, flexible, "v", make is not None)
     encode.close()
     src.lines.append("def framed(head, v):")
-    _write_framed(src, fields, version, flexible)
+    _write_framed(src, fields, version, flexible, make is not None)
     src.functions.append("\n".join(src.lines))
-    read = functools.partial(_read_struct, fields=fields, version=version, flexible=flexible)
+    read = functools.partial(
+        _read_struct, fields=fields, version=version, flexible=flexible, make=make
+    )
     _function(src, "def decode(data, pos):", read)
     return "\n".join([*src.functions, *src.tail]) + "\n", src.namespace
 
 
-def _write_framed(src: _Source, fields: tuple[Field, ...], version: int, flexible: bool) -> None:
+def _write_framed(
+    src: _Source, fields: tuple[Field, ...], version: int, flexible: bool, objects: bool
+) -> None:
     """The body of ``framed(head, v)``: a concatenation when the struct allows one."""
     parts: list[str] | None = [] if _branch_free(fields, version, flexible) else None
     framed = _Writer(src, 1, parts=parts)
     if parts is None:
         framed.line("out = bytearray()")
     framed.fixed("h", "head")
-    _write_struct(framed, fields, version, flexible, "v")
+    _write_struct(framed, fields, version, flexible, "v", objects)
     framed.flush()
     if parts is None:
         framed.line("return bytes(out)")
@@ -592,9 +667,15 @@ def _write_framed(src: _Source, fields: tuple[Field, ...], version: int, flexibl
         framed.line(f"return b''.join(({', '.join(parts)}))")
 
 
-def compile_codec(name: str, fields: tuple[Field, ...], version: int, flexible: bool) -> Compiled:
+def compile_codec(
+    name: str,
+    fields: tuple[Field, ...],
+    version: int,
+    flexible: bool,
+    make: Callable[..., Any] | None = None,
+) -> Compiled:
     """Generate and compile one struct version (``name`` labels its tracebacks)."""
-    source, constants = generate(fields, version, flexible)
+    source, constants = generate(fields, version, flexible, make)
     namespace = dict(constants)
     filename = f"<coordinator record {name} v{version}>"
     # Registered so that a traceback through generated code shows its lines.

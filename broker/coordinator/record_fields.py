@@ -8,6 +8,8 @@ caller; ``record_schema`` re-exports them, and coordinators import them from the
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +37,20 @@ def parse_versions(spec: str) -> range:
 
 @dataclass(frozen=True)
 class Struct:
-    """A struct type: its name (Kafka's) and fields."""
+    """A struct type: its name (Kafka's) and fields.
+
+    Its values are dicts keyed by the field names, unless ``make`` is given: then they
+    are objects -- the encoder reads each field as the attribute
+    :attr:`Field.attribute`, the decoder builds the struct as ``make(**{attribute:
+    value})`` (every declared field; one a version lacks, or a tagged field not
+    present, at its default) and its arrays as tuples. A coordinator that keeps its
+    records as (frozen) dataclasses names the class, and no dict is built on the way
+    in or out (Kafka's generated classes are the records themselves).
+    """
 
     name: str
     fields: tuple[Field, ...]
+    make: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,14 +69,27 @@ class Field:
     tag: int | None = None
     default: Any = None
     array: bool = False
+    attr: str | None = None
+    """The attribute that holds the field in a struct made by ``Struct.make``
+    (default: the name in snake case, ``FirstOffset`` -> ``first_offset``)."""
 
     @classmethod
     def of(cls, name: str, struct_type: Struct, **kwargs: Any) -> Field:
         """An array of ``struct_type``."""
         return cls(name, struct_type, array=True, **kwargs)
 
+    @property
+    def attribute(self) -> str:
+        """The field's attribute in an object struct (``attr``, else snake case)."""
+        return self.attr or _snake_case(self.name)
+
     def in_version(self, version: int) -> bool:
         return version in parse_versions(self.versions)
 
     def nullable_in(self, version: int) -> bool:
         return version in parse_versions(self.nullable_versions)
+
+
+def _snake_case(name: str) -> str:
+    """``FirstOffset`` -> ``first_offset``, ``TopicId`` -> ``topic_id``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()

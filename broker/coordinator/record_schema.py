@@ -11,8 +11,10 @@ encoder and decoder (every nested struct inlined, runs of fixed-width fields pac
 one ``struct``), as ``protocol.fast_writers`` does for kio's messages, and the result
 is cached. The declared schema stays the only statement of the format; ``Codec.source``
 shows what was generated from it. Values are plain dicts keyed by the schema's field
-names; arrays are lists, structs dicts. The coordinator maps them to and from its own
-dataclasses.
+names; arrays are lists, structs dicts -- or, for a schema or struct declared with a
+``make`` (a class), objects of it, their fields read as attributes and their arrays
+tuples: the coordinator's own dataclasses then go in and come out with no dict between
+(the share coordinator's records do; the others still map dicts to their dataclasses).
 
 The encoding is Kafka's ``MessageUtil`` / generated ``write``/``read``:
 
@@ -54,6 +56,8 @@ from broker.coordinator.record_fields import Field, Struct, parse_versions
 __all__ = ("Codec", "Field", "RecordType", "Schema", "Struct", "parse_versions")
 
 Values = dict[str, Any]
+Record = Mapping[str, Any] | Any
+"""What an encoder takes: a dict of the field names, or an object of the ``make``."""
 
 _read_int16 = struct.Struct(">h").unpack_from
 
@@ -67,6 +71,9 @@ class Schema:
     valid_versions: str
     flexible_versions: str
     fields: tuple[Field, ...]
+    make: Callable[..., Any] | None = None
+    """As :attr:`Struct.make`: the class whose objects are this schema's values
+    (None: dicts)."""
     _codecs: dict[int, Codec] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @functools.cached_property
@@ -81,7 +88,7 @@ class Schema:
             if version not in self.versions:
                 raise ValueError(f"unknown {self.name} version {version}")
             flexible = version in parse_versions(self.flexible_versions)
-            compiled = compile_codec(self.name, self.fields, version, flexible)
+            compiled = compile_codec(self.name, self.fields, version, flexible, self.make)
             found = self._codecs[version] = Codec(
                 self.name,
                 version,
@@ -95,20 +102,21 @@ class Schema:
 
 @dataclass(frozen=True)
 class Codec:
-    """One schema version, compiled: ``encode`` appends a dict's bytes to ``out``,
-    ``decode`` reads a dict at ``pos`` and returns it with the position after it."""
+    """One schema version, compiled: ``encode`` appends a value's bytes to ``out``,
+    ``decode`` reads a value at ``pos`` and returns it with the position after it (a
+    dict, or an object of the schema's ``make``)."""
 
     name: str
     version: int
-    encode: Callable[[bytearray, Mapping[str, Any]], None]
-    decode: Callable[[bytes, int], tuple[Values, int]]
-    framed: Callable[[int, Mapping[str, Any]], bytes]
+    encode: Callable[[bytearray, Record], None]
+    decode: Callable[[bytes, int], tuple[Any, int]]
+    framed: Callable[[int, Record], bytes]
     """``framed(head, values)``: an int16 (a record type, a value version), then the
     encoding, as bytes."""
     source: str = field(default="", compare=False, repr=False)
     """The generated source of ``encode``, ``framed`` and ``decode``."""
 
-    def to_bytes(self, values: Mapping[str, Any]) -> bytes:
+    def to_bytes(self, values: Record) -> bytes:
         out = bytearray()
         self.encode(out, values)
         return bytes(out)
@@ -127,17 +135,18 @@ class RecordType:
     def _key_codec(self) -> Codec:
         return self.key.codec(0)
 
-    def key_bytes(self, values: Mapping[str, Any]) -> bytes:
+    def key_bytes(self, values: Record) -> bytes:
         return self._key_codec.framed(self.type_id, values)
 
-    def value_bytes(self, version: int, values: Mapping[str, Any]) -> bytes:
+    def value_bytes(self, version: int, values: Record) -> bytes:
         return self.value.codec(version).framed(version, values)
 
-    def read_key(self, data: bytes) -> Values:
-        """The key's fields (``data`` starts with this type's int16)."""
+    def read_key(self, data: bytes) -> Any:
+        """The key's fields, a dict or an object of its ``make`` (``data`` starts with
+        this type's int16)."""
         return self._key_codec.decode(data, 2)[0]
 
-    def read_value(self, data: bytes) -> tuple[int, Values]:
+    def read_value(self, data: bytes) -> tuple[int, Any]:
         """(version, fields) of a value; ValueError for a version not declared."""
         version: int = _read_int16(data, 0)[0]
         return version, self.value.codec(version).decode(data, 2)[0]

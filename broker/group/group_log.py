@@ -280,7 +280,8 @@ def _value_of(record_type: RecordType, value: bytes, what: str) -> dict[str, Any
     version = read_int16(value, 0)
     if version not in record_type.value.versions:
         raise ValueError(f"unknown {what} value version {version}")
-    return record_type.read_value(value)[1]
+    values: dict[str, Any] = record_type.read_value(value)[1]  # a dict: no ``make``
+    return values
 
 
 def _decode_offset(value: bytes) -> OffsetAndMetadata:

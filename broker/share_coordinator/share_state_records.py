@@ -10,7 +10,10 @@ the start offset is kept) and writes a new snapshot every
 ``share.coordinator.snapshot.update.records.per.snapshot`` updates.
 
 The schemas are Kafka's (``ShareSnapshotKey/Value.json``, ``ShareUpdateKey/Value.json``),
-declared as data below and compiled by ``broker/coordinator/record_schema.py``: a key
+declared as data below and compiled by ``broker/coordinator/record_schema.py`` straight
+to and from the dataclasses here (each schema and the state batch name its class as
+``make``: no dict is built on the way, which the hand-written codec this replaced did
+not build either): a key
 is its record type as an int16 (0 ShareSnapshot, 1 ShareUpdate) then GroupId, TopicId,
 Partition (not flexible); a value is an int16 version (0) then the flexible fields
 (SnapshotEpoch uint16, ..., a compact array of state batches, tagged fields). A deleted
@@ -32,7 +35,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.cluster_metadata import SHARE_GROUP_STATE_TOPIC
-from broker.coordinator.record_schema import Field, RecordType, Schema, Struct, read_int16
+from broker.coordinator.record_schema import (
+    Codec,
+    Field,
+    RecordType,
+    Schema,
+    Struct,
+    read_int16,
+)
 from broker.coordinator.state_log import (
     CoordinatorLog,
     CoordinatorStateLog,
@@ -71,54 +81,6 @@ def share_state_log(
         read_entries=plain_records,
         logger=log,
     )
-
-
-# ------------------------------------------------------------------- schemas
-def _key(name: str) -> Schema:
-    fields = (Field("GroupId", "string"), Field("TopicId", "uuid"), Field("Partition", "int32"))
-    return Schema(name, "0", "none", fields)
-
-
-STATE_BATCH = Struct(
-    "StateBatch",
-    (
-        Field("FirstOffset", "int64"),
-        Field("LastOffset", "int64"),
-        Field("DeliveryState", "int8"),
-        Field("DeliveryCount", "int16"),
-    ),
-)
-SHARE_SNAPSHOT = RecordType(
-    SNAPSHOT_KEY_VERSION,
-    _key("ShareSnapshotKey"),
-    Schema(
-        "ShareSnapshotValue",
-        "0",
-        "0+",
-        (
-            Field("SnapshotEpoch", "uint16"),
-            Field("StateEpoch", "int32"),
-            Field("LeaderEpoch", "int32"),
-            Field("StartOffset", "int64"),
-            Field.of("StateBatches", STATE_BATCH),
-        ),
-    ),
-)
-SHARE_UPDATE = RecordType(
-    UPDATE_KEY_VERSION,
-    _key("ShareUpdateKey"),
-    Schema(
-        "ShareUpdateValue",
-        "0",
-        "0+",
-        (
-            Field("SnapshotEpoch", "uint16"),
-            Field("LeaderEpoch", "int32"),
-            Field("StartOffset", "int64"),
-            Field.of("StateBatches", STATE_BATCH),
-        ),
-    ),
-)
 
 
 class RecordFormatError(ValueError):
@@ -168,6 +130,57 @@ class ShareUpdate:
     leader_epoch: int
     start_offset: int
     state_batches: tuple[PersisterStateBatch, ...]
+
+
+# ------------------------------------------------------------------- schemas
+def _key(name: str) -> Schema:
+    fields = (Field("GroupId", "string"), Field("TopicId", "uuid"), Field("Partition", "int32"))
+    return Schema(name, "0", "none", fields, make=SharePartitionKey)
+
+
+STATE_BATCH = Struct(
+    "StateBatch",
+    (
+        Field("FirstOffset", "int64"),
+        Field("LastOffset", "int64"),
+        Field("DeliveryState", "int8"),
+        Field("DeliveryCount", "int16"),
+    ),
+    make=PersisterStateBatch,
+)
+SHARE_SNAPSHOT = RecordType(
+    SNAPSHOT_KEY_VERSION,
+    _key("ShareSnapshotKey"),
+    Schema(
+        "ShareSnapshotValue",
+        "0",
+        "0+",
+        (
+            Field("SnapshotEpoch", "uint16"),
+            Field("StateEpoch", "int32"),
+            Field("LeaderEpoch", "int32"),
+            Field("StartOffset", "int64"),
+            Field.of("StateBatches", STATE_BATCH),
+        ),
+        make=ShareGroupOffset,
+    ),
+)
+SHARE_UPDATE = RecordType(
+    UPDATE_KEY_VERSION,
+    _key("ShareUpdateKey"),
+    Schema(
+        "ShareUpdateValue",
+        "0",
+        "0+",
+        (
+            Field("SnapshotEpoch", "uint16"),
+            Field("LeaderEpoch", "int32"),
+            Field("StartOffset", "int64"),
+            Field.of("StateBatches", STATE_BATCH),
+        ),
+        make=ShareUpdate,
+    ),
+)
 
 
 # ------------------------------------------------------------------ combining
@@ -241,93 +254,61 @@ def apply_update(state: ShareGroupOffset, update: ShareUpdate) -> ShareGroupOffs
 # ------------------------------------------------------------------- encoding
 
 
+# The compiled codecs, bound once: a share partition's every write and load goes here.
+_SNAPSHOT_KEY = SHARE_SNAPSHOT.key.codec(0)
+_UPDATE_KEY = SHARE_UPDATE.key.codec(0)
+_SNAPSHOT_VALUE = SHARE_SNAPSHOT.value.codec(VALUE_VERSION)
+_UPDATE_VALUE = SHARE_UPDATE.value.codec(VALUE_VERSION)
+
+
 def encode_key(key: SharePartitionKey, *, update: bool) -> bytes:
-    record_type = SHARE_UPDATE if update else SHARE_SNAPSHOT
-    return record_type.key_bytes(
-        {"GroupId": key.group_id, "TopicId": key.topic_id, "Partition": key.partition}
-    )
+    if update:
+        return _UPDATE_KEY.framed(UPDATE_KEY_VERSION, key)
+    return _SNAPSHOT_KEY.framed(SNAPSHOT_KEY_VERSION, key)
 
 
 def decode_key(data: bytes) -> tuple[SharePartitionKey, bool]:
     """(key, is_update)."""
     try:
         version = read_int16(data, 0)
-        if version not in (SNAPSHOT_KEY_VERSION, UPDATE_KEY_VERSION):
+        if version == SNAPSHOT_KEY_VERSION:
+            key: SharePartitionKey = _SNAPSHOT_KEY.decode(data, 2)[0]
+        elif version == UPDATE_KEY_VERSION:
+            key = _UPDATE_KEY.decode(data, 2)[0]
+        else:
             raise RecordFormatError(f"unknown share state key version {version}")
-        k = (SHARE_UPDATE if version == UPDATE_KEY_VERSION else SHARE_SNAPSHOT).read_key(data)
     except RecordFormatError:
         raise
     except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise RecordFormatError(str(exc)) from exc
-    return SharePartitionKey(k["GroupId"], k["TopicId"], k["Partition"]), version == 1
+    return key, version == UPDATE_KEY_VERSION
 
 
-def _batches(batches: tuple[PersisterStateBatch, ...]) -> list[dict[str, int]]:
-    return [
-        {
-            "FirstOffset": b.first_offset,
-            "LastOffset": b.last_offset,
-            "DeliveryState": b.delivery_state,
-            "DeliveryCount": b.delivery_count,
-        }
-        for b in batches
-    ]
-
-
-def _read_batches(items: list[dict[str, int]]) -> tuple[PersisterStateBatch, ...]:
-    return tuple(
-        PersisterStateBatch(
-            b["FirstOffset"], b["LastOffset"], b["DeliveryState"], b["DeliveryCount"]
-        )
-        for b in items
-    )
-
-
-def _read_value(record_type: RecordType, data: bytes) -> dict[str, Any]:
+def _read_value(codec: Codec, record_type: RecordType, data: bytes) -> Any:
+    """The value's object (the schema's ``make``): by ``codec`` when it is of
+    ``codec``'s version, else by the version it names (an unknown one is an error);
+    RecordFormatError when it does not decode."""
     try:
+        if read_int16(data, 0) == codec.version:
+            return codec.decode(data, 2)[0]
         return record_type.read_value(data)[1]
     except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise RecordFormatError(str(exc)) from exc
 
 
 def encode_snapshot(value: ShareGroupOffset) -> bytes:
-    return SHARE_SNAPSHOT.value_bytes(
-        VALUE_VERSION,
-        {
-            "SnapshotEpoch": value.snapshot_epoch,
-            "StateEpoch": value.state_epoch,
-            "LeaderEpoch": value.leader_epoch,
-            "StartOffset": value.start_offset,
-            "StateBatches": _batches(value.state_batches),
-        },
-    )
+    return _SNAPSHOT_VALUE.framed(VALUE_VERSION, value)
 
 
 def encode_update(value: ShareUpdate) -> bytes:
-    return SHARE_UPDATE.value_bytes(
-        VALUE_VERSION,
-        {
-            "SnapshotEpoch": value.snapshot_epoch,
-            "LeaderEpoch": value.leader_epoch,
-            "StartOffset": value.start_offset,
-            "StateBatches": _batches(value.state_batches),
-        },
-    )
+    return _UPDATE_VALUE.framed(VALUE_VERSION, value)
 
 
 def decode_snapshot(data: bytes) -> ShareGroupOffset:
-    v = _read_value(SHARE_SNAPSHOT, data)
-    return ShareGroupOffset(
-        v["SnapshotEpoch"],
-        v["StateEpoch"],
-        v["LeaderEpoch"],
-        v["StartOffset"],
-        _read_batches(v["StateBatches"]),
-    )
+    snapshot: ShareGroupOffset = _read_value(_SNAPSHOT_VALUE, SHARE_SNAPSHOT, data)
+    return snapshot
 
 
 def decode_update(data: bytes) -> ShareUpdate:
-    v = _read_value(SHARE_UPDATE, data)
-    return ShareUpdate(
-        v["SnapshotEpoch"], v["LeaderEpoch"], v["StartOffset"], _read_batches(v["StateBatches"])
-    )
+    update: ShareUpdate = _read_value(_UPDATE_VALUE, SHARE_UPDATE, data)
+    return update
