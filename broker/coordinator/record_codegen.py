@@ -25,8 +25,9 @@ What the generated code does:
   (by position when its parameters are the fields in order, else by keyword; arrays
   as tuples; its encoder reads attributes); when a flexible struct's tagged-field
   count is not 0, it reads the tagged fields it knows (each by a generated function
-  of its own, on the bytes up to the field's end) and skips the others. The UUIDs it reads come from a
-  bounded table (:data:`UUIDS`): the same topic ids recur in every record of a load.
+  of its own, on the bytes up to the field's end) and skips the others. The UUIDs it
+  reads come from a bounded table (:data:`UUIDS`): the same topic ids recur in every
+  record of a load.
 
 The bytes are those of the closures this replaced (``tests/unit/test_coordinator_records.py``
 pins them against the hand-written codecs before those; ``tests/unit/test_record_codegen.py``
