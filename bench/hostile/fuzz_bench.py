@@ -1,6 +1,6 @@
 """A million fuzzed frames against a broker process: crashes, hangs, tracebacks, memory.
 
-The generator is the test suite's (``tests/helpers/fuzz_frames.py``: every advertised
+The generator is the test kit's (``testkit/fuzz_frames.py``: every advertised
 API and version, well formed then mutated, seeded); here it runs at scale against
 ``python -m minikafka serve`` in a child process, over ``--connections`` raw TCP
 connections at once. Each frame is followed by an ApiVersions probe; a probe neither
