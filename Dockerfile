@@ -30,6 +30,9 @@ COPY spark_jobs ./spark_jobs
 COPY client_io ./client_io
 COPY kafka_tools ./kafka_tools
 COPY whatif ./whatif
+COPY simulation ./simulation
+COPY virtual_time ./virtual_time
+COPY minikafka ./minikafka
 # The spark extra is what every service of docker-compose.yml needs: PySpark (replay,
 # report, the worker's executors) and aiokafka (the workload).
 RUN pip install ".[spark]" "pyspark==${SPARK_VERSION}" \

@@ -198,3 +198,15 @@ def test_the_image_has_what_every_service_runs() -> None:
     s = YAML(typ="safe").load(COMPOSE.read_text())["services"]
     for name in ("workload", "replay", "report"):
         assert command(s[name]).split()[1] in SPARK_JOBS
+
+
+def test_the_image_copies_every_package_the_product_installs() -> None:
+    # `minikafka` (the console script every service runs) lives in minikafka/ and runs
+    # simulation/ and virtual_time/: an image without them starts nothing. testkit is the
+    # test suite's and the benches' kit, not the product's.
+    import tomllib
+
+    include = tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = {pattern.rstrip("*") for pattern in include["include"]} - {"testkit"}
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", DOCKERFILE.read_text(), re.MULTILINE))
+    assert packages - copied == set()
