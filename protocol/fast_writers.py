@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import linecache
 import struct
 import types
 import typing
@@ -48,6 +47,7 @@ from typing import Any, Final, TypeVar
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.static.constants import uuid_zero
 
+from protocol.source_gen import SourceGen, load_source
 from protocol.varint import UVARINT
 
 __all__ = (
@@ -130,30 +130,16 @@ def is_entity(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
-class _Gen:
-    """The source of one writer: lines, unique local names and the constants its
-    namespace holds (packers, defaults)."""
+class _Gen(SourceGen):
+    """The source of one writer: its lines, and (``SourceGen``) unique local names and
+    the constants its namespace holds (packers, defaults)."""
 
     def __init__(self) -> None:
+        super().__init__({"_UV": _UV, "_ZERO": uuid_zero.bytes})
         self.lines: list[str] = []
-        self.namespace: dict[str, Any] = {"_UV": _UV, "_ZERO": uuid_zero.bytes}
-        self._count = 0
-        self._packers: dict[str, str] = {}
-
-    def name(self, prefix: str) -> str:
-        self._count += 1
-        return f"{prefix}{self._count}"
-
-    def constant(self, value: object, prefix: str) -> str:
-        name = self.name(prefix)
-        self.namespace[name] = value
-        return name
 
     def packer(self, fmt: str) -> str:
-        name = self._packers.get(fmt)
-        if name is None:
-            name = self._packers[fmt] = self.constant(struct.Struct(fmt).pack, "_P")
-        return name
+        return self.struct_method(fmt, "pack")
 
 
 class _Block:
@@ -388,12 +374,8 @@ def writer_for(cls: type[E]) -> FastWriter[E]:
     writer = _writers.get(cls)
     if writer is None:
         source, constants = _generate(cls)
-        namespace = dict(constants)
         filename = f"<fast writer {cls.__module__}.{cls.__qualname__}>"
-        # Registered so that a traceback through a writer shows its lines.
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        exec(compile(source, filename, "exec"), namespace)
-        writer = _writers[cls] = namespace["write"]
+        writer = _writers[cls] = load_source(source, filename, constants)["write"]
     return writer
 
 

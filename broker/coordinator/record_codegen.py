@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import linecache
 import struct
 import uuid
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.coordinator.record_fields import FIXED_CODES, Field, Struct
+from protocol.source_gen import SourceGen, load_source
 from protocol.varint import UVARINT, read_uvarint
 
 __all__ = ("Compiled", "compile_codec", "generate")
@@ -155,31 +155,17 @@ class _ArrayUnpackers(dict[int, Callable[[bytes, int], tuple[Any, ...]]]):
 
 
 # ------------------------------------------------------------------- source
-class _Source:
-    """Lines of one module of generated functions, unique local names, and the
-    constants its namespace holds (packers, defaults, tag tables)."""
+class _Source(SourceGen):
+    """Lines of one module of generated functions, and (``SourceGen``) unique local names
+    and the constants its namespace holds (packers, defaults, tag tables)."""
 
     def __init__(self) -> None:
+        super().__init__(
+            {"_UV": UVARINT, "_uv": _uv, "_UUIDS": UUIDS, "_read_tagged": _read_tagged}
+        )
         self.lines: list[str] = []  # the function being written
         self.functions: list[str] = []  # the functions written, then the tag tables
         self.tail: list[str] = []  # tag tables, after the functions they name
-        self.namespace: dict[str, Any] = {
-            "_UV": UVARINT,
-            "_uv": _uv,
-            "_UUIDS": UUIDS,
-            "_read_tagged": _read_tagged,
-        }
-        self._count = 0
-        self._structs: dict[str, str] = {}
-
-    def name(self, prefix: str) -> str:
-        self._count += 1
-        return f"{prefix}{self._count}"
-
-    def constant(self, value: object, prefix: str) -> str:
-        name = self.name(prefix)
-        self.namespace[name] = value
-        return name
 
     def literal(self, value: object) -> str:
         """A value as the generated code names it: a literal, else a constant."""
@@ -188,14 +174,7 @@ class _Source:
         return self.constant(value, "_D")
 
     def packer(self, fmt: str, attr: str) -> str:
-        key = f"{attr}{fmt}"
-        name = self._structs.get(key)
-        if name is None:
-            packer = struct.Struct(fmt)
-            name = self._structs[key] = self.constant(
-                getattr(packer, attr), "_P" if attr == "pack" else "_U"
-            )
-        return name
+        return self.struct_method(fmt, attr)
 
 
 class _Block:
@@ -677,9 +656,5 @@ def compile_codec(
 ) -> Compiled:
     """Generate and compile one struct version (``name`` labels its tracebacks)."""
     source, constants = generate(fields, version, flexible, make)
-    namespace = dict(constants)
-    filename = f"<coordinator record {name} v{version}>"
-    # Registered so that a traceback through generated code shows its lines.
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), namespace)
+    namespace = load_source(source, f"<coordinator record {name} v{version}>", constants)
     return Compiled(namespace["encode"], namespace["framed"], namespace["decode"], source)
