@@ -54,7 +54,7 @@ from simulation.command import add_simulate_parser
 if TYPE_CHECKING:
     from broker.app import MiniKafka
 
-log = logging.getLogger("minikafka.cli")
+log = logging.getLogger("broker.cli")  # the name its log lines have always carried
 
 #: ``--brokers`` above this is refused: each broker is a listener, purgatories with their
 #: reapers and a fetcher per leader in one process; beyond a few dozen it only thrashes.

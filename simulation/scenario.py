@@ -41,7 +41,7 @@ from simulation.request_handlers import (
 from virtual_time.determinism import DEFAULT_EPOCH_S
 from virtual_time.loop import SimulatedEventLoop, run_simulated
 
-log = logging.getLogger("simulation")
+log = logging.getLogger("broker.simulation")  # the name its log lines have always carried
 
 
 @dataclass(frozen=True, slots=True)

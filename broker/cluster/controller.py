@@ -31,7 +31,7 @@ from broker.cluster.cluster_metadata import ClusterMetadata, PartitionState
 from broker.cluster.kraft_quorum import KRaftQuorum
 from broker.cluster.replication_control import maybe_complete_reassignment
 
-log = logging.getLogger("broker.cluster.controller")
+log = logging.getLogger("broker.controller")  # the name its log lines have always carried
 
 NO_LEADER = -1
 #: Partitions named in one summary line before "+N more".

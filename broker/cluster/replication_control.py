@@ -42,7 +42,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import ClusterMetadata, MetadataError, PartitionState
 
-log = logging.getLogger("broker.cluster.controller")
+log = logging.getLogger("broker.controller")  # the name its log lines have always carried
 
 NO_LEADER = -1
 PREFERRED, UNCLEAN = 0, 1

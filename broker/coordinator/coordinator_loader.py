@@ -58,7 +58,7 @@ from broker.log.errors import OffsetOutOfRangeError
 from broker.log.partition_log import PartitionLog
 from protocol.record_batch import RecordBatchHeader, iter_batches
 
-log = logging.getLogger("broker.coordinator.coordinator_loader")
+log = logging.getLogger("broker.coordinator_loader")  # the name its log lines have always carried
 
 # A slice of the broker's load scheduler: the loop's lag a load adds is about this much.
 DEFAULT_MAX_SLICE_MS = 2.0

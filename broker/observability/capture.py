@@ -90,7 +90,7 @@ __all__ = [
     "replica_id",
 ]
 
-log = logging.getLogger("broker.observability.capture")
+log = logging.getLogger("broker.capture")  # the name its log lines have always carried
 
 
 #: Records formatted and handed to the writer together ...

@@ -59,7 +59,7 @@ from protocol.frames import FrameDecoder
 from protocol.service_times import service_key_of
 from purgatory import Clock
 
-log = logging.getLogger("broker.server.connection")
+log = logging.getLogger("broker.connection")  # the name its log lines have always carried
 
 SASL_HANDSHAKE_KEY = (17).to_bytes(2, "big")  # a request frame starts with its API key
 

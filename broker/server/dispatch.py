@@ -50,7 +50,7 @@ from protocol.errors import ProtocolError
 from protocol.service_times import service_key_of
 from purgatory import SystemTimer, TimerTask
 
-log = logging.getLogger("broker.server.dispatch")
+log = logging.getLogger("broker.dispatch")  # the name its log lines have always carried
 
 API_VERSIONS_KEY = 18
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from purgatory import SystemTimer, TimerTask
 
-log = logging.getLogger("broker.server.scheduler")
+log = logging.getLogger("broker.scheduler")  # the name its log lines have always carried
 
 
 class PeriodicTask(TimerTask):
