@@ -18,7 +18,8 @@ users from ``listener.name.<listener>.plain.sasl.jaas.config`` (Kafka's PlainLog
 
 ``ChannelBuilder`` is Kafka's channel builder: for each new connection on its listener, the
 principal TLS gives (``ssl_context.py``) and, on SASL listeners, a
-``SaslServerAuthenticator`` (``sasl_server.py``) with the listener's mechanisms.
+``SaslServerAuthenticator`` (``sasl_server.py``) with the listener's mechanisms (SCRAM
+also logs delegation tokens in, ``delegation_token_manager.py``).
 
 ``inter.broker.listener.name`` may name a TLS/SASL listener: followers and the
 transaction marker sender then connect to it and authenticate like any client
@@ -42,6 +43,7 @@ from broker.config.broker_config import (
     parse_listeners,
     security_protocol_map,
 )
+from broker.security.delegation_token_manager import DelegationTokenManager
 from broker.security.jaas import JaasConfigError, parse_jaas_config, plain_users
 from broker.security.oauthbearer import (
     DEFAULT_OPTIONS,
@@ -285,9 +287,11 @@ class ChannelBuilder:
         credentials: ScramCredentialStore,
         wall_clock: Clock,
         random_bytes: Callable[[int], bytes],
+        tokens: DelegationTokenManager | None = None,
     ) -> None:
         self.listener = listener
         self._credentials = credentials
+        self._tokens = tokens  # delegation tokens' SCRAM logins (tokenauth=true)
         self._wall_clock = wall_clock  # OAUTHBEARER's exp is epoch time
         self._random_bytes = random_bytes
 
@@ -323,7 +327,10 @@ class ChannelBuilder:
         if mechanism == PLAIN:
             return PlainSaslServer(self.listener.plain_users)
         if mechanism in SCRAM_MECHANISMS:
-            return ScramSaslServer(mechanism, self._credentials.credential, self._random_bytes)
+            tokens = self._tokens.login if self._tokens is not None else None
+            return ScramSaslServer(
+                mechanism, self._credentials.credential, self._random_bytes, tokens
+            )
         if mechanism == OAUTHBEARER:
             return OAuthBearerSaslServer(self._wall_clock.now_ms, self.listener.oauthbearer)
         raise ValueError(f"unserved mechanism {mechanism}")  # checked at start
