@@ -339,3 +339,37 @@ def test_expire_handler_answers_kafkas_timestamps() -> None:
     assert int(later.expiry_timestamp.timestamp() * 1000) == T0 + HOUR
     assert expire(-1).error_code is ErrorCode.none
     assert expire(-1).error_code is ErrorCode.delegation_token_not_found
+
+
+def test_fuzzed_token_requests_reach_the_manager_without_a_handler_failure() -> None:
+    """testkit.fuzz_frames' frames of 38-41, decoded as the dispatcher decodes them, handled
+    on an authenticated channel with tokens on (the integration fuzz runs over PLAINTEXT,
+    where the handlers stop at DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)."""
+    from broker.handlers.registry import api_specs, build_registry
+    from protocol.codec import decode_request, encode_response, parse_request_header
+    from protocol.errors import ProtocolError
+    from testkit.fuzz_frames import fuzzed
+
+    modules = (
+        create_delegation_token,
+        renew_delegation_token,
+        expire_delegation_token,
+        describe_delegation_token,
+    )
+    registry = build_registry(modules)
+    tokens = manager(ManualClock(T0))
+    handled = 0
+    for _how, frame in fuzzed(api_specs(registry), 31, 2000):
+        try:
+            header, offset = parse_request_header(frame[4:])
+            request = decode_request(header, frame[4:], offset)
+        except (ProtocolError, ValueError):
+            continue
+        handler = registry.get(header.api_key)
+        if handler is None or not handler.min_version <= header.api_version <= handler.max_version:
+            continue
+        ctx = _ctx(header.api_key, header.api_version, tokens, acls=())
+        answer = handler.handle(ctx, request)
+        assert encode_response(header.api_key, header.api_version, 1, answer)
+        handled += 1
+    assert handled > 100
