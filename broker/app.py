@@ -41,10 +41,15 @@ from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.replica.replication_faults import ReplicationFaults
 from broker.security.authorizer.acl_store import AclStore
 from broker.security.broker_security import build_security
+from broker.security.delegation_token_manager import (
+    DelegationTokenExpiry,
+    DelegationTokenManager,
+)
+from broker.security.delegation_token_store import DelegationTokenStore
 from broker.security.listeners import ChannelBuilder, inter_broker_client, security_listeners
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.server.broker_options import BrokerOptions
-from broker.server.broker_server import Broker
+from broker.server.broker_server import Broker, Component
 from broker.server.cluster_stores import ClusterStores
 from broker.server.dispatch import FaultPolicy, HandlerPool, RequestObserver
 from broker.server.purgatories import PurgatorySet
@@ -111,12 +116,14 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
             share=share.coordinator,
         ),
         quota_managers=quotas,
-        security=build_security(options.config, stores.acls, stores.scram_credentials),
+        security=build_security(
+            options.config, stores.acls, stores.scram_credentials, stores.delegation_tokens
+        ),
         api_specs=api_specs(handlers),
         response_cache=ResponseCache(stores.metadata),
     )
     dispatcher = build_dispatcher(options, stores, handlers, services, purgatories)
-    components = (
+    components: tuple[Component, ...] = (
         replica_manager,
         log_cleaner,
         groups.group,
@@ -124,8 +131,20 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         share.coordinator,
         share.persister,
         quotas,
+        *token_expiry(options.config, stores.delegation_tokens, purgatories),
     )
     return build_server(options, stores, dispatcher, purgatories, components)
+
+
+def token_expiry(
+    config: BrokerConfig, tokens: DelegationTokenManager | None, purgatories: PurgatorySet
+) -> tuple[Component, ...]:
+    """The sweep of expired delegation tokens, when tokens are on (none otherwise, so a
+    cluster without them schedules nothing more)."""
+    if tokens is None or not tokens.enabled:
+        return ()
+    interval = config.delegation_token_expiry_check_interval_ms
+    return (DelegationTokenExpiry(purgatories.scheduler_timer, tokens, interval),)
 
 
 def fault_injector(handlers: Mapping[int, ApiHandler]) -> FaultInjector:
@@ -225,6 +244,9 @@ class MiniKafka:
         self.capture_dir = options.get("capture_dir")
         # The clocks requests are timed with: the system's, or a simulation's virtual ones.
         self._clocks = self._request_clock or RequestClock()
+        # SASL's session lifetimes and delegation tokens are dates: the wall clock, in
+        # seconds for LoopClock.
+        self._wall_clock = LoopClock(lambda: self._clocks.wall_ms() / 1000)
         self.stores = self._build_stores(options.get("ids") or IdSource.system())
         self.brokers: list[Broker] = []
         self.stopped_brokers: set[int] = set()
@@ -240,8 +262,6 @@ class MiniKafka:
         self.replication = ReplicationFaults(
             lambda: len(self.brokers), self._fetchers, self.config.replica_lag_time_max_ms
         )
-        # SASL's session lifetimes are dates: the wall clock, in seconds for LoopClock.
-        self._wall_clock = LoopClock(lambda: self._clocks.wall_ms() / 1000)
 
     def _build_stores(self, ids: IdSource) -> ClusterStores:
         """The cluster's stores, each durable beside the metadata when there is a data
@@ -255,6 +275,15 @@ class MiniKafka:
         # Security (broker/security/): the TLS/SASL listeners beside the PLAINTEXT one.
         self.listeners = security_listeners(self.config)
         scram_credentials = ScramCredentialStore(self.data_dir)
+        # Delegation tokens (KIP-48): kept beside the credentials, timed on the wall clock.
+        delegation_tokens = DelegationTokenManager(
+            DelegationTokenStore(self.data_dir),
+            self.config.delegation_token_secret_key,
+            self.config.delegation_token_max_lifetime_ms,
+            self.config.delegation_token_expiry_time_ms,
+            self._wall_clock,
+            os.urandom,
+        )
         acls = AclStore(self.data_dir)
         # How brokers reach each other (inter.broker.listener.name): None for PLAINTEXT.
         inter_broker = inter_broker_client(self.config, self.listeners, os.urandom)
@@ -286,6 +315,7 @@ class MiniKafka:
             client_quotas=client_quotas,
             acls=acls,
             scram_credentials=scram_credentials,
+            delegation_tokens=delegation_tokens,
             inter_broker=inter_broker,
             capture=self.captures,
         )
@@ -366,7 +396,11 @@ class MiniKafka:
             advertised_host=self.advertised_host,
             channels=[
                 ChannelBuilder(
-                    listener, self.stores.scram_credentials, self._wall_clock, os.urandom
+                    listener,
+                    self.stores.scram_credentials,
+                    self._wall_clock,
+                    os.urandom,
+                    self.stores.delegation_tokens,
                 )
                 for listener in self.listeners
             ],

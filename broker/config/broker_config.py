@@ -64,6 +64,19 @@ class BrokerConfig(BaseModel):
     authorizer_class_name: str = Field("", alias="authorizer.class.name")
     super_users: str = Field("", alias="super.users")
     allow_everyone_if_no_acl_found: bool = Field(False, alias="allow.everyone.if.no.acl.found")
+    # Delegation tokens (KIP-48, broker/security/delegation_token_manager.py): off until
+    # delegation.token.secret.key is set, as in Kafka; the expiry check runs on the
+    # scheduler's clock.
+    delegation_token_secret_key: str | None = Field(None, alias="delegation.token.secret.key")
+    delegation_token_max_lifetime_ms: int = Field(
+        604800000, alias="delegation.token.max.lifetime.ms", ge=1
+    )
+    delegation_token_expiry_time_ms: int = Field(
+        86400000, alias="delegation.token.expiry.time.ms", ge=1
+    )
+    delegation_token_expiry_check_interval_ms: int = Field(
+        3600000, alias="delegation.token.expiry.check.interval.ms", ge=1
+    )
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
     # Kafka's request handler and network threads: one event loop serves everything in
     # real time; a simulation's request handlers (simulation/request_handlers.py)
@@ -670,6 +683,7 @@ _NOT_REPLAYABLE: Final = frozenset(
         "security.configs",
         "authorizer.class.name",
         "super.users",
+        "delegation.token.secret.key",
         "allow.everyone.if.no.acl.found",
     }
 )

@@ -24,6 +24,7 @@ from broker.handlers import (
     consumer_group_describe,
     consumer_group_heartbeat,
     create_acls,
+    create_delegation_token,
     create_partitions,
     create_topics,
     delete_acls,
@@ -36,6 +37,7 @@ from broker.handlers import (
     describe_client_quotas,
     describe_cluster,
     describe_configs,
+    describe_delegation_token,
     describe_groups,
     describe_log_dirs,
     describe_producers,
@@ -46,6 +48,7 @@ from broker.handlers import (
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
+    expire_delegation_token,
     fetch,
     find_coordinator,
     heartbeat,
@@ -66,6 +69,7 @@ from broker.handlers import (
     produce,
     read_share_group_state,
     read_share_group_state_summary,
+    renew_delegation_token,
     sasl_authenticate,
     sasl_handshake,
     share_acknowledge,
@@ -156,6 +160,11 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     sasl_authenticate,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    # delegation tokens (issue 31, KIP-48): broker/security/delegation_token_manager.py
+    create_delegation_token,
+    renew_delegation_token,
+    expire_delegation_token,
+    describe_delegation_token,
 )
 
 

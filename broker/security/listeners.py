@@ -10,7 +10,8 @@ followers and the transaction marker sender connect to it. Every other broker li
 ``port + broker id``, as ``--port`` gives brokers theirs).
 
 Per-listener configs use Kafka's prefixes: ``listener.name.<listener>.<key>`` wins over
-``<key>`` (listener name in lower case), e.g. ``listener.name.sasl_ssl.ssl.keystore.location``;
+``<key>`` (listener name in lower case), e.g. ``listener.name.sasl_ssl.ssl.keystore.location``
+(``ssl.client.auth`` on a SASL_SSL listener: the prefixed key only, KIP-684);
 the SASL mechanisms of a listener come from ``sasl.enabled.mechanisms`` (Kafka's default:
 GSSAPI, which minikafka does not serve: a SASL listener must name its mechanisms), PLAIN's
 users from ``listener.name.<listener>.plain.sasl.jaas.config`` (Kafka's PlainLoginModule
@@ -18,7 +19,8 @@ users from ``listener.name.<listener>.plain.sasl.jaas.config`` (Kafka's PlainLog
 
 ``ChannelBuilder`` is Kafka's channel builder: for each new connection on its listener, the
 principal TLS gives (``ssl_context.py``) and, on SASL listeners, a
-``SaslServerAuthenticator`` (``sasl_server.py``) with the listener's mechanisms.
+``SaslServerAuthenticator`` (``sasl_server.py``) with the listener's mechanisms (SCRAM
+also logs delegation tokens in, ``delegation_token_manager.py``).
 
 ``inter.broker.listener.name`` may name a TLS/SASL listener: followers and the
 transaction marker sender then connect to it and authenticate like any client
@@ -42,6 +44,7 @@ from broker.config.broker_config import (
     parse_listeners,
     security_protocol_map,
 )
+from broker.security.delegation_token_manager import DelegationTokenManager
 from broker.security.jaas import JaasConfigError, parse_jaas_config, plain_users
 from broker.security.oauthbearer import (
     DEFAULT_OPTIONS,
@@ -73,6 +76,7 @@ PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 MAX_REAUTH = "connections.max.reauth.ms"
 INTER_BROKER_MECHANISM = "sasl.mechanism.inter.broker.protocol"
 MAX_RECEIVE = "sasl.server.max.receive.size"
+CLIENT_AUTH = "ssl.client.auth"
 DEFAULT_SASL_MAX_RECEIVE_SIZE = 524288
 
 
@@ -118,6 +122,23 @@ def listener_lookup(configs: Mapping[str, str], listener: str) -> Callable[[str]
     return get
 
 
+def _tls_lookup(
+    configs: Mapping[str, str], listener: str, protocol: str
+) -> Callable[[str], str | None]:
+    """The listener's lookup for its TLS context. On SASL_SSL, ``ssl.client.auth`` counts
+    only with the listener's prefix (KIP-684): the broker-wide one is for SSL listeners,
+    so SASL clients without a certificate are not cut off in the handshake."""
+    get = listener_lookup(configs, listener)
+    if protocol != "SASL_SSL":
+        return get
+    prefixed = f"listener.name.{listener.lower()}.{CLIENT_AUTH}"
+
+    def lookup(key: str) -> str | None:
+        return configs.get(prefixed) if key == CLIENT_AUTH else get(key)
+
+    return lookup
+
+
 def security_listeners(config: BrokerConfig) -> list[ListenerConfig]:
     """The broker's listeners other than the primary PLAINTEXT one, checked whole."""
     if not config.listeners:
@@ -153,7 +174,7 @@ def _listener(
     context = None
     if protocol in ("SSL", "SASL_SSL"):
         try:
-            context = build_server_ssl_context(get)
+            context = build_server_ssl_context(_tls_lookup(configs, entry.name, protocol))
         except SslConfigError as exc:
             raise ListenerConfigError(f"listener {entry.name}: {exc}") from None
     mechanisms: tuple[str, ...] = ()
@@ -285,9 +306,11 @@ class ChannelBuilder:
         credentials: ScramCredentialStore,
         wall_clock: Clock,
         random_bytes: Callable[[int], bytes],
+        tokens: DelegationTokenManager | None = None,
     ) -> None:
         self.listener = listener
         self._credentials = credentials
+        self._tokens = tokens  # delegation tokens' SCRAM logins (tokenauth=true)
         self._wall_clock = wall_clock  # OAUTHBEARER's exp is epoch time
         self._random_bytes = random_bytes
 
@@ -323,7 +346,10 @@ class ChannelBuilder:
         if mechanism == PLAIN:
             return PlainSaslServer(self.listener.plain_users)
         if mechanism in SCRAM_MECHANISMS:
-            return ScramSaslServer(mechanism, self._credentials.credential, self._random_bytes)
+            tokens = self._tokens.login if self._tokens is not None else None
+            return ScramSaslServer(
+                mechanism, self._credentials.credential, self._random_bytes, tokens
+            )
         if mechanism == OAUTHBEARER:
             return OAuthBearerSaslServer(self._wall_clock.now_ms, self.listener.oauthbearer)
         raise ValueError(f"unserved mechanism {mechanism}")  # checked at start

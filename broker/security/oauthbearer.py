@@ -197,3 +197,6 @@ class OAuthBearerSaslServer:
 
     def credential_expiration_ms(self) -> int | None:
         return self._expiration_ms
+
+    def token_authenticated(self) -> bool:
+        return False

@@ -58,3 +58,6 @@ class PlainSaslServer:
 
     def credential_expiration_ms(self) -> int | None:
         return None
+
+    def token_authenticated(self) -> bool:
+        return False

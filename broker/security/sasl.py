@@ -50,5 +50,10 @@ class SaslServer(Protocol):
         ...
 
     def credential_expiration_ms(self) -> int | None:
-        """When the credential expires (OAUTHBEARER's ``exp``), None when it does not."""
+        """When the credential expires (OAUTHBEARER's ``exp``, a delegation token's expiry),
+        None when it does not."""
+        ...
+
+    def token_authenticated(self) -> bool:
+        """Whether the client logged in with a delegation token (SCRAM's ``tokenauth``)."""
         ...

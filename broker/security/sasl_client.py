@@ -7,7 +7,9 @@ for one), then SaslHandshake v1 + SaslAuthenticate v2 with
 ``sasl.mechanism.inter.broker.protocol`` (PLAIN, SCRAM-SHA-256/512) as the user of the
 listener's JAAS entry for that mechanism (``username``/``password`` options, Kafka's
 broker-side login). ``InterBrokerClient.authenticate`` runs the exchange over any
-request function, so the connection code stays one (``broker/replica/leader_endpoint.py``).
+request function, so the connection code stays one (``broker/replica/leader_endpoint.py``);
+``scram_exchange`` is SCRAM's client side alone, which the tests and tools also use to log
+in with a delegation token (``tokenauth=true``).
 """
 
 from __future__ import annotations
@@ -69,25 +71,42 @@ class InterBrokerClient:
         return bytes(response.auth_bytes)
 
     async def _scram(self, request: Request, mechanism: str, nonce: str) -> None:
-        """RFC 5802's client side."""
-        hash_name = SCRAM_MECHANISMS[mechanism]
-        user = self.username.replace("=", "=3D").replace(",", "=2C")
-        first_bare = f"n={user},r={nonce}"
-        server_first = (await self._token(request, f"n,,{first_bare}".encode())).decode()
-        fields = dict(item.split("=", 1) for item in server_first.split(","))
-        if not fields.get("r", "").startswith(nonce):
-            raise InterBrokerAuthenticationError("SCRAM: the server changed the client nonce")
-        salt, iterations = base64.b64decode(fields["s"]), int(fields["i"])
-        salted = salted_password(mechanism, self.password.encode(), salt, iterations)
-        client_key = hmac.new(salted, b"Client Key", hash_name).digest()
-        stored_key = hashlib.new(hash_name, client_key).digest()
-        without_proof = f"c=biws,r={fields['r']}"
-        auth_message = f"{first_bare},{server_first},{without_proof}".encode()
-        signature = hmac.new(stored_key, auth_message, hash_name).digest()
-        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-        final = f"{without_proof},p={base64.b64encode(proof).decode()}"
-        server_final = (await self._token(request, final.encode())).decode()
-        server_key = hmac.new(salted, b"Server Key", hash_name).digest()
-        expected = base64.b64encode(hmac.new(server_key, auth_message, hash_name).digest())
-        if server_final != f"v={expected.decode()}":
-            raise InterBrokerAuthenticationError("SCRAM: the server's signature does not verify")
+        async def send(token: bytes) -> bytes:
+            return await self._token(request, token)
+
+        await scram_exchange(send, mechanism, self.username, self.password, nonce)
+
+
+async def scram_exchange(
+    send: Callable[[bytes], Awaitable[bytes]],
+    mechanism: str,
+    username: str,
+    password: str,
+    nonce: str,
+    extensions: str = "",
+) -> None:
+    """RFC 5802's client side over ``send`` (one token out, the server's challenge back);
+    ``extensions`` (``tokenauth=true`` for a delegation token, KIP-48) go after the nonce
+    of the client-first message. Raises ``InterBrokerAuthenticationError`` when the server
+    does not prove it knows the credential."""
+    hash_name = SCRAM_MECHANISMS[mechanism]
+    user = username.replace("=", "=3D").replace(",", "=2C")
+    first_bare = f"n={user},r={nonce}" + (f",{extensions}" if extensions else "")
+    server_first = (await send(f"n,,{first_bare}".encode())).decode()
+    fields = dict(item.split("=", 1) for item in server_first.split(","))
+    if not fields.get("r", "").startswith(nonce):
+        raise InterBrokerAuthenticationError("SCRAM: the server changed the client nonce")
+    salt, iterations = base64.b64decode(fields["s"]), int(fields["i"])
+    salted = salted_password(mechanism, password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", hash_name).digest()
+    stored_key = hashlib.new(hash_name, client_key).digest()
+    without_proof = f"c=biws,r={fields['r']}"
+    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(stored_key, auth_message, hash_name).digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    final = f"{without_proof},p={base64.b64encode(proof).decode()}"
+    server_final = (await send(final.encode())).decode()
+    server_key = hmac.new(salted, b"Server Key", hash_name).digest()
+    expected = base64.b64encode(hmac.new(server_key, auth_message, hash_name).digest())
+    if server_final != f"v={expected.decode()}":
+        raise InterBrokerAuthenticationError("SCRAM: the server's signature does not verify")

@@ -17,7 +17,8 @@ ready. States as Kafka's:
   during authentication due to invalid credentials with SASL mechanism M"
   (``SaslException``), then the connection is closed; on the raw path it is closed with no
   answer, as in Kafka. Any other request closes the connection.
-* ``COMPLETE``: the principal is ``User:<authorization id>``; frames go to the dispatcher,
+* ``COMPLETE``: the principal is ``User:<authorization id>`` (a delegation token's owner,
+  marked token-authenticated, after SCRAM with ``tokenauth=true``); frames go to the dispatcher,
   whose SaslHandshake/SaslAuthenticate handlers answer ILLEGAL_SASL_STATE.
 
 Re-authentication (KIP-368), as Kafka: the session lasts ``connections.max.reauth.ms``
@@ -186,7 +187,9 @@ class SaslServerAuthenticator:
         assert server is not None
         challenge = server.evaluate_response(token)
         if server.is_complete():
-            principal = KafkaPrincipal(USER_TYPE, server.authorization_id())
+            principal = KafkaPrincipal(
+                USER_TYPE, server.authorization_id(), server.token_authenticated()
+            )
             previous = self._previous
             if previous is not None and previous.principal != principal:
                 old = previous.principal

@@ -11,7 +11,12 @@ password with ``c=<gs2 header>,r=<nonce>,p=<ClientProof>``, and the server check
 with fewer than 4096 iterations is refused. Unknown users and wrong proofs are
 ``SaslException`` (the client learns only "invalid credentials").
 
-Differences from Kafka: delegation tokens (``tokenauth=true``) are not served.
+A delegation token (KIP-48) logs in with the ``tokenauth=true`` extension: the user name
+is the token id, the password the token's HMAC in base64; the credential and owner come
+from ``token_lookup`` (Kafka's DelegationTokenCredentialCallback), the authorization id is
+the owner's name, the session ends when the token expires and the principal is marked
+token-authenticated. An unknown (or expired) token id is "Token Authentication failed:
+Invalid tokenId : <id>".
 """
 
 from __future__ import annotations
@@ -57,6 +62,19 @@ class ScramCredential:
     iterations: int
 
 
+@dataclass(frozen=True, slots=True)
+class TokenLogin:
+    """What a SCRAM login with a token needs (Kafka's DelegationTokenCredentialCallback):
+    the token's credential, its owner's name and its expiry (epoch ms)."""
+
+    credential: ScramCredential
+    owner_name: str
+    expiry_timestamp_ms: int
+
+
+TokenLookup = Callable[[str, str], TokenLogin | None]
+
+
 def _hmac(hash_name: str, key: bytes, data: bytes) -> bytes:
     return hmac.new(key, data, hash_name).digest()
 
@@ -99,6 +117,7 @@ class ScramSaslServer:
         mechanism: str,
         lookup: Callable[[str, str], ScramCredential | None],
         random_bytes: Callable[[int], bytes],
+        token_lookup: TokenLookup | None = None,
     ) -> None:
         if mechanism not in SCRAM_MECHANISMS:
             raise ValueError(f"not a SCRAM mechanism: {mechanism}")
@@ -106,6 +125,8 @@ class ScramSaslServer:
         self._hash = SCRAM_MECHANISMS[mechanism]
         self._lookup = lookup
         self._random_bytes = random_bytes
+        self._token_lookup = token_lookup
+        self._token: TokenLogin | None = None
         self._state = "RECEIVE_CLIENT_FIRST_MESSAGE"
         self._username = ""
         self._credential: ScramCredential | None = None
@@ -128,10 +149,17 @@ class ScramSaslServer:
         match = _CLIENT_FIRST.match(text)
         if match is None:
             raise SaslException(f"Invalid SCRAM client first message {text[:100]!r}")
-        if re.search(r"(^|,)tokenauth=true(,|$)", match["ext"] or ""):
-            raise SaslException("Token Authentication failed: delegation tokens are not served")
         username = username_from_sasl_name(match["user"])
-        credential = self._lookup(username, self.mechanism_name)
+        if re.search(r"(?i)(^|,)tokenauth=true(,|$)", match["ext"] or ""):
+            token = (
+                self._token_lookup(username, self.mechanism_name) if self._token_lookup else None
+            )
+            if token is None:
+                raise SaslException(f"Token Authentication failed: Invalid tokenId : {username}")
+            self._token = token
+            credential: ScramCredential | None = token.credential
+        else:
+            credential = self._lookup(username, self.mechanism_name)
         if credential is None:
             raise SaslException("Authentication failed: Invalid user credentials")
         authzid = match["authzid"] or ""
@@ -145,7 +173,7 @@ class ScramSaslServer:
                 f"Iterations {credential.iterations} is less than the minimum "
                 f"{MIN_ITERATIONS} for {self.mechanism_name}"
             )
-        self._username = username
+        self._username = username if self._token is None else self._token.owner_name
         self._credential = credential
         self._client_first_bare = text[len(match["gs2"]) :]
         server_nonce = base64.b64encode(self._random_bytes(18)).decode().replace(",", "_")
@@ -192,4 +220,7 @@ class ScramSaslServer:
         return self._username
 
     def credential_expiration_ms(self) -> int | None:
-        return None
+        return self._token.expiry_timestamp_ms if self._token is not None else None
+
+    def token_authenticated(self) -> bool:
+        return self._token is not None

@@ -21,6 +21,12 @@ The principal of an SSL connection is Kafka's default principal builder's:
 PKCS12 keystores and truststores (``ssl.keystore.type=PKCS12``, ``ssl.keystore.password``)
 are read with the cryptography library.
 
+A keystore certificate signed with SHA-1 (or MD5) is served, as Kafka (Java) serves it:
+OpenSSL's default security level refuses to load such a certificate (CA_MD_TOO_WEAK), so
+the context is put at security level 0 (``@SECLEVEL=0``, also after ``ssl.cipher.suites``)
+and a warning names the certificate and its signature algorithm. A self-signed
+certificate's own signature is not checked by OpenSSL and changes nothing.
+
 Differences from Kafka: JKS (Kafka's default type) is refused at start with a message
 saying to use PEM or PKCS12 (no maintained Python library reads JKS);
 ``ssl.principal.mapping.rules`` is not read (Kafka's DEFAULT rule only).
@@ -28,6 +34,8 @@ saying to use PEM or PKCS12 (no maintained Python library reads JKS);
 
 from __future__ import annotations
 
+import logging
+import re
 import ssl
 import tempfile
 from collections.abc import Callable
@@ -37,7 +45,15 @@ from cryptography import x509
 
 from broker.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 
+log = logging.getLogger("broker.security.ssl_context")
+
 ConfigLookup = Callable[[str], str | None]
+#: Signature hashes OpenSSL 3 refuses at its default security level (1 and above).
+WEAK_SIGNATURE_HASHES = frozenset({"sha1", "md5"})
+LOW_SECURITY_LEVEL = "@SECLEVEL=0"
+_PEM_CERTIFICATE = re.compile(
+    rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL
+)
 
 _PROTOCOLS = {
     "TLSv1.2": ssl.TLSVersion.TLSv1_2,
@@ -87,7 +103,44 @@ def _pkcs12(location: str, password: str | None) -> tuple[bytes | None, list[byt
     return key_pem, certs
 
 
-def _load_keystore(context: ssl.SSLContext, get: ConfigLookup) -> None:
+def weak_signatures(chain_pem: bytes) -> list[str]:
+    """The keystore's certificates OpenSSL would refuse as signed too weakly, as
+    ``"<subject> (<signature algorithm>)"``; self-signed ones are not checked (OpenSSL
+    does not check a self-signed certificate's signature either)."""
+    weak = []
+    for block in _PEM_CERTIFICATE.findall(chain_pem):
+        try:
+            cert = x509.load_pem_x509_certificate(block)
+            algorithm = cert.signature_hash_algorithm
+        except Exception:  # unreadable or unusual: OpenSSL's load reports it
+            continue
+        if algorithm is None or algorithm.name not in WEAK_SIGNATURE_HASHES:
+            continue
+        if cert.issuer == cert.subject:
+            continue
+        name = getattr(cert.signature_algorithm_oid, "_name", algorithm.name)
+        weak.append(f"{cert.subject.rfc4514_string()} ({name})")
+    return weak
+
+
+def _allow_weak_signatures(context: ssl.SSLContext, chain_pem: bytes) -> bool:
+    """Lower the context's security level when the chain needs it (with the warning)."""
+    weak = weak_signatures(chain_pem)
+    if not weak:
+        return False
+    log.warning(
+        "the keystore's certificate %s is signed with a weak signature algorithm that "
+        "OpenSSL's default security level refuses (CA_MD_TOO_WEAK); serving it at %s as "
+        "Kafka does",
+        ", ".join(weak),
+        LOW_SECURITY_LEVEL,
+    )
+    context.set_ciphers(f"DEFAULT:{LOW_SECURITY_LEVEL}")
+    return True
+
+
+def _load_keystore(context: ssl.SSLContext, get: ConfigLookup) -> bool:
+    """Load the keystore; True when its chain needed a lower security level."""
     location = get("ssl.keystore.location")
     chain = get("ssl.keystore.certificate.chain")
     key = get("ssl.keystore.key")
@@ -105,15 +158,18 @@ def _load_keystore(context: ssl.SSLContext, get: ConfigLookup) -> None:
                 raise SslConfigError(f"the PKCS12 keystore {location} has no key entry")
             chain, key, password = b"".join(certs).decode(), key_pem.decode(), None
         elif location is not None:
+            weak = _allow_weak_signatures(context, Path(location).read_bytes())
             context.load_cert_chain(location, password=password)
-            return
+            return weak
         if key is None:
             raise SslConfigError("ssl.keystore.certificate.chain needs ssl.keystore.key")
+        weak = _allow_weak_signatures(context, (chain or "").encode())
         with tempfile.TemporaryDirectory() as tmp:
             cert_file, key_file = Path(tmp) / "chain.pem", Path(tmp) / "key.pem"
             cert_file.write_text(chain or "")
             key_file.write_text(key)
             context.load_cert_chain(cert_file, key_file, password=password)
+        return weak
     except (OSError, ssl.SSLError) as exc:
         raise SslConfigError(f"cannot load the keystore: {exc}") from None
 
@@ -140,7 +196,7 @@ def _load_truststore(context: ssl.SSLContext, get: ConfigLookup) -> bool:
 def build_server_ssl_context(get: ConfigLookup) -> ssl.SSLContext:
     """The server context of one TLS listener; ``SslConfigError`` names what is wrong."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    _load_keystore(context, get)
+    weak = _load_keystore(context, get)
     has_truststore = _load_truststore(context, get)
     client_auth = (get("ssl.client.auth") or "none").strip().lower()
     if client_auth not in _CLIENT_AUTH:
@@ -165,7 +221,8 @@ def build_server_ssl_context(get: ConfigLookup) -> ssl.SSLContext:
     ciphers = get("ssl.cipher.suites")
     if ciphers:
         try:
-            context.set_ciphers(":".join(c.strip() for c in ciphers.split(",") if c.strip()))
+            suites = [c.strip() for c in ciphers.split(",") if c.strip()]
+            context.set_ciphers(":".join(suites + ([LOW_SECURITY_LEVEL] if weak else [])))
         except ssl.SSLError as exc:
             raise SslConfigError(f"ssl.cipher.suites={ciphers}: {exc}") from None
     return context

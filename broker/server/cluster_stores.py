@@ -1,13 +1,13 @@
 """What every broker of the in-process cluster shares, built once and passed whole.
 
-Kafka keeps these in the controller's metadata image (topics, configs, quotas, ACLs,
-SCRAM credentials) and each broker reads its copy; minikafka's brokers share one process,
-so they share the stores themselves. ``MiniKafka`` builds one ``ClusterStores`` and hands
-it to every broker it builds (and builds again at a restart); a broker's builders take
-from it what they use. Besides the stores proper it carries what else outlives one
-broker: the id source (every random id of the cluster), the fault injector and the
-request metrics (kept by broker id, so a restart keeps them), the capture set and the
-inter-broker client (how brokers reach each other).
+Kafka keeps these in the controller's metadata image (topics, configs, quotas, ACLs, SCRAM
+credentials, delegation tokens) and each broker reads its copy; minikafka's brokers share
+one process, so they share the stores themselves. ``MiniKafka`` builds one ``ClusterStores``
+and hands it to every broker it builds (and builds again at a restart); a broker's builders
+take from it what they use. Besides the stores proper it carries what else outlives one
+broker: the id source (every random id of the cluster), the fault injector and the request
+metrics (kept by broker id, so a restart keeps them), the capture set and the inter-broker
+client (how brokers reach each other).
 
 Adding a cluster-wide store: a field here, built in ``MiniKafka`` (and in
 ``ClusterStores.in_memory``), read by the builder of the package that uses it.
@@ -25,6 +25,7 @@ from broker.ids import IdSource
 from broker.observability.metrics import RequestMetrics
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.security.authorizer.acl_store import AclStore
+from broker.security.delegation_token_manager import DelegationTokenManager
 from broker.security.sasl_client import InterBrokerClient
 from broker.security.scram_credentials import ScramCredentialStore
 from broker.server.dispatch import FaultPolicy
@@ -53,6 +54,8 @@ class ClusterStores:
     acls: AclStore = field(default_factory=AclStore)
     #: The SCRAM credentials (Describe/AlterUserScramCredentials, SCRAM logins).
     scram_credentials: ScramCredentialStore = field(default_factory=ScramCredentialStore)
+    #: The delegation tokens (KIP-48: the token APIs, token logins); None: in memory, off.
+    delegation_tokens: DelegationTokenManager | None = None
     #: How brokers reach each other (inter.broker.listener.name): None for PLAINTEXT.
     inter_broker: InterBrokerClient | None = None
     #: Each broker's request metrics by id: they outlive a broker's restart.

@@ -73,3 +73,79 @@ def unsecured_jws(sub: str, lifetime_s: float) -> str:
     now = time.time()
     claims = {"sub": sub, "iat": int(now) - 1, "exp": now + lifetime_s}
     return f"{part({'alg': 'none'})}.{part(claims)}."
+
+
+def _der(tag: int, body: bytes) -> bytes:
+    """One DER TLV."""
+    size = len(body)
+    if size < 0x80:
+        return bytes([tag, size]) + body
+    length = size.to_bytes((size.bit_length() + 7) // 8, "big")
+    return bytes([tag, 0x80 | len(length)]) + length + body
+
+
+#: The DER of the OIDs sha256WithRSAEncryption and sha1WithRSAEncryption (same length).
+_SHA256_RSA_OID = bytes.fromhex("06092a864886f70d01010b")
+_SHA1_RSA_OID = bytes.fromhex("06092a864886f70d010105")
+
+
+def sha1_signed_keystore(directory: Path) -> tuple[Path, Path]:
+    """(keystore PEM: key + a leaf for 127.0.0.1 that a SHA-256 CA signed with SHA-1, the
+    CA PEM): the kind of certificate OpenSSL's default security level refuses to load.
+
+    cryptography no longer signs certificates with SHA-1, so the leaf is made with
+    SHA-256, its to-be-signed part given SHA-1's algorithm id, and signed again by hand."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+    from cryptography.x509.oid import NameOID
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("sha1 test CA"))
+        .issuer_name(name("sha1 test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(name("localhost"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    tbs = leaf.tbs_certificate_bytes.replace(_SHA256_RSA_OID, _SHA1_RSA_OID, 1)
+    signature = ca_key.sign(tbs, padding.PKCS1v15(), hashes.SHA1())
+    algorithm = _der(0x30, _SHA1_RSA_OID + b"\x05\x00")
+    der = _der(0x30, tbs + algorithm + _der(0x03, b"\x00" + signature))
+    sha1_leaf = x509.load_der_x509_certificate(der)
+    pem = serialization.Encoding.PEM
+    key_pem = key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    keystore, ca_file = directory / "sha1-server.pem", directory / "sha1-ca.pem"
+    keystore.write_bytes(key_pem + sha1_leaf.public_bytes(pem))
+    ca_file.write_bytes(ca.public_bytes(pem))
+    return keystore, ca_file

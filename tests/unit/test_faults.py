@@ -29,7 +29,7 @@ from broker.control.faults import (
 )
 from broker.handlers.registry import build_registry
 from broker.server.context import ConnectionInfo, RequestContext
-from protocol.api_registry import KIO_VERSIONS, request_class
+from protocol.api_registry import KIO_VERSIONS, request_class, response_header_version
 from protocol.codec import RequestHeader, decode_response, encode_response
 
 TOPIC = "orders"
@@ -135,6 +135,11 @@ def _errors_in(obj: Any) -> list[ErrorCode]:
     return found
 
 
+#: Error answers carrying Kafka's -1 timestamps (the delegation-token APIs), which kio's
+#: reader refuses as out of range where a Java client reads them: checked on the frame.
+NEGATIVE_TIMESTAMPS = frozenset({38, 39, 40})
+
+
 @pytest.mark.parametrize(("api_key", "version"), list(_versions()))
 def test_error_response_round_trips_for_every_version(api_key: int, version: int) -> None:
     request = _fill(request_class(api_key, version))
@@ -142,6 +147,10 @@ def test_error_response_round_trips_for_every_version(api_key: int, version: int
     ctx.services.metadata.create_topic(TOPIC, 3, 1, {})
     response = _error_response(ctx, request, ErrorCode.not_coordinator)
     frame = encode_response(api_key, version, 7, response)
+    if api_key in NEGATIVE_TIMESTAMPS:  # the error code first, after the header
+        at = 8 + (1 if response_header_version(api_key, version) else 0)
+        assert int.from_bytes(frame[at : at + 2], "big") == ErrorCode.not_coordinator
+        return
     correlation_id, decoded = decode_response(api_key, version, frame[4:])
     assert correlation_id == 7
     assert ErrorCode.not_coordinator in _errors_in(decoded)

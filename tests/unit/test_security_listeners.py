@@ -243,3 +243,46 @@ def test_inter_broker_listener_login() -> None:
         _inter_broker({**base, key: f"{module} required;"})
     with pytest.raises(ListenerConfigError, match="must enable it"):
         _inter_broker({**base, "sasl.mechanism.inter.broker.protocol": "PLAIN"})
+
+
+def test_broker_wide_client_auth_is_for_ssl_listeners_only_kip_684(pem: dict[str, str]) -> None:
+    base = {
+        "listeners": "PLAINTEXT://:1,SSL://:2,SASL_SSL://:3",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+        "ssl.client.auth": "required",
+        **pem,
+    }
+    tls, sasl_ssl = _listeners(base)
+    assert tls.ssl_context is not None and sasl_ssl.ssl_context is not None
+    assert tls.ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert sasl_ssl.ssl_context.verify_mode == ssl.CERT_NONE  # the unprefixed one is not its
+    prefixed = {**base, "listener.name.sasl_ssl.ssl.client.auth": "requested"}
+    _, sasl_ssl = _listeners(prefixed)
+    assert sasl_ssl.ssl_context is not None
+    assert sasl_ssl.ssl_context.verify_mode == ssl.CERT_OPTIONAL
+
+
+def test_a_sha1_signed_keystore_is_served_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, pem: dict[str, str]
+) -> None:
+    from tests.integration.security_setup import sha1_signed_keystore
+
+    keystore, _ca = sha1_signed_keystore(tmp_path)
+    with pytest.raises(ssl.SSLError, match="too weak"):  # what OpenSSL does by default
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(keystore)
+    base = {
+        "listeners": "PLAINTEXT://:1,SSL://:2",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+    }
+    with caplog.at_level("WARNING", "broker.security.ssl_context"):
+        (tls,) = _listeners(base)
+        (with_suites,) = _listeners({**base, "ssl.cipher.suites": "ECDHE-RSA-AES128-GCM-SHA256"})
+    assert tls.ssl_context is not None and with_suites.ssl_context is not None
+    assert "CN=localhost (sha1WithRSAEncryption)" in caplog.text
+    assert "CA_MD_TOO_WEAK" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", "broker.security.ssl_context"):
+        _listeners({**base, "ssl.keystore.location": pem["ssl.keystore.location"]})
+    assert "weak signature" not in caplog.text  # a SHA-256 one: nothing lowered
