@@ -336,9 +336,7 @@ class Controller:
         old_isr = list(state.isr)
         target = [r for r in state.isr if r != broker_id and r in alive]
         excluded = (broker_id,) if unregister else ()
-        decided = self.partition_change(
-            topic, state, target, alive.__contains__, excluded=excluded
-        )
+        decided = self.partition_change(topic, state, target, alive.__contains__, excluded=excluded)
         if unregister and state.last_known_elr == [broker_id] and decided.last_known_elr is None:
             decided = replace(decided, last_known_elr=[])
         self._apply(topic, state, decided)
