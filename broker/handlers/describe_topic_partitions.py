@@ -12,8 +12,8 @@ topics cannot occur. A cursor whose topic is not among the named topics, or with
 negative partition, fails the request (INVALID_REQUEST for every named topic).
 Each partition has its leader, leader epoch, replicas, ISR, offline replicas (on
 brokers that are down), its eligible leader replicas and last known ELR (KIP-966, on by
-default as in Kafka 4.1+: ``broker/cluster/partition_change.py``); every topic has Kafka's authorized operations without an
-authorizer (all the topic operations).
+default as in Kafka 4.1+: ``broker/cluster/partition_change.py``); every topic has
+Kafka's authorized operations without an authorizer (all the topic operations).
 
 With an authorizer, topics the principal may not DESCRIBE are left out of an all-topics
 answer and TOPIC_AUTHORIZATION_FAILED when named.
