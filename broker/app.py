@@ -290,7 +290,9 @@ class MiniKafka:
         # The in-process controller (leader election, ISR changes) of every broker.
         quorum_voters = parse_quorum_voters(self.config.controller_quorum_voters)
         controller = Controller(
-            metadata, KRaftQuorum(metadata, quorum_voters, clocks.wall_clock_ms)
+            metadata,
+            KRaftQuorum(metadata, quorum_voters, clocks.wall_clock_ms),
+            static_min_insync_replicas=self.config.min_insync_replicas,
         )
         self.faults = fault_injector(build_registry())  # what can be failed, and limited
         # Capture (broker/observability/capture.py): every request and delayed-operation

@@ -40,6 +40,7 @@ TRANSACTION_STATE_TOPIC = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
+_MIN_ISR = "min.insync.replicas"
 
 
 #: Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: one CreateTopics or
@@ -86,6 +87,10 @@ class PartitionState:
     # target followed by the replicas being removed, as in Kafka's PartitionRecord.
     adding_replicas: list[int] = field(default_factory=list)
     removing_replicas: list[int] = field(default_factory=list)
+    # KIP-966 (``broker/cluster/partition_change.py``): replicas out of the ISR that still
+    # have every committed record, and the last leader of a partition whose ISR emptied.
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -97,6 +102,8 @@ class PartitionState:
             "partition_epoch": self.partition_epoch,
             "adding_replicas": self.adding_replicas,
             "removing_replicas": self.removing_replicas,
+            "elr": self.elr,
+            "last_known_elr": self.last_known_elr,
         }
 
 
@@ -201,6 +208,11 @@ class ClusterMetadata:
         endpoint = self.brokers.get(broker_id)
         if endpoint is not None:
             endpoint.alive = False
+            self._version += 1
+
+    def unregister_broker(self, broker_id: int) -> None:
+        """The registration is gone (UnregisterBroker): no longer listed anywhere."""
+        if self.brokers.pop(broker_id, None) is not None:
             self._version += 1
 
     def alive_brokers(self) -> list[BrokerEndpoint]:
@@ -359,6 +371,9 @@ class ClusterMetadata:
         Persisted, then every topic is announced: a broker default reaches the logs of
         topics without an override as a topic config change does.
         """
+        old = self.broker_configs.get(resource_name, {})
+        if resource_name == "" and _MIN_ISR in old.keys() | configs.keys():
+            self._clear_elr(self.topics.values())  # KIP-966: even to the same value
         if configs:
             self.broker_configs[resource_name] = dict(configs)
         else:
@@ -371,14 +386,29 @@ class ClusterMetadata:
 
     def update_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self.topics[name]
+        if _MIN_ISR in configs:
+            self._clear_elr([topic])
         topic.configs.update(configs)
         self._notify(name, topic)
 
     def replace_configs(self, name: str, configs: dict[str, str]) -> None:
         """Make ``configs`` a topic's only overrides (AlterConfigs' whole-set semantics)."""
         topic = self.topics[name]
+        if topic.configs.get(_MIN_ISR) != configs.get(_MIN_ISR):
+            self._clear_elr([topic])
         topic.configs = dict(configs)
         self._notify(name, topic)
+
+    @staticmethod
+    def _clear_elr(topics: Iterable[TopicInfo]) -> None:
+        """KIP-966's ClearElrRecord: a new ``min.insync.replicas`` voids what the ELR
+        promised (its members were safe under the old minimum only)."""
+        for topic in topics:
+            for state in topic.partitions:
+                if state.elr or state.last_known_elr:
+                    state.elr = []
+                    state.last_known_elr = []
+                    state.partition_epoch += 1
 
     def change_partition(
         self,
@@ -387,6 +417,8 @@ class ClusterMetadata:
         *,
         leader: int | None = None,
         isr: list[int] | None = None,
+        elr: list[int] | None = None,
+        last_known_elr: list[int] | None = None,
         notify: bool = True,
     ) -> PartitionState:
         """The controller's write of a partition's leader and/or ISR.
@@ -402,6 +434,10 @@ class ClusterMetadata:
             state.leader_epoch += 1
         if isr is not None:
             state.isr = list(isr)
+        if elr is not None:
+            state.elr = list(elr)
+        if last_known_elr is not None:
+            state.last_known_elr = list(last_known_elr)
         state.partition_epoch += 1
         self._version += 1
         if notify:
@@ -456,6 +492,8 @@ class ClusterMetadata:
                     partition_epoch=p.get("partition_epoch", 0),
                     adding_replicas=list(p.get("adding_replicas", [])),
                     removing_replicas=list(p.get("removing_replicas", [])),
+                    elr=list(p.get("elr", [])),
+                    last_known_elr=list(p.get("last_known_elr", [])),
                 )
                 for p in raw["partitions"]
             ]

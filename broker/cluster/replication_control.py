@@ -22,8 +22,9 @@ refused with INVALID_REPLICA_ASSIGNMENT when that would need an unclean election
 
 Elections (ElectLeaders): PREFERRED makes the first replica leader when it is alive and
 in the ISR (ELECTION_NOT_NEEDED when it already leads, PREFERRED_LEADER_NOT_AVAILABLE
-otherwise); UNCLEAN gives a leaderless partition a leader -- an alive ISR member if any,
-else any alive replica, whose ISR is then itself (ELECTION_NOT_NEEDED when the partition
+otherwise); UNCLEAN gives a leaderless partition a leader -- an alive ISR member if any (with
+KIP-966, an alive ELR member when the ISR is empty, which makes the ISR itself), else any
+alive replica, whose ISR is then itself (ELECTION_NOT_NEEDED when the partition
 has a leader, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is alive). A new leader
 bumps the leader epoch.
 
@@ -273,13 +274,13 @@ def elect_leader(
         preferred = state.replicas[0]
         if state.leader == preferred:
             return ErrorCode.election_not_needed, None
-        if preferred not in state.isr or preferred not in alive:
+        if preferred not in _electable(state) or preferred not in alive:
             return ErrorCode.preferred_leader_not_available, None
         _set_leader(state, preferred)
         return ErrorCode.none, None
     if state.leader != NO_LEADER and state.leader in alive:
         return ErrorCode.election_not_needed, None
-    clean = [r for r in state.replicas if r in state.isr and r in alive]
+    clean = [r for r in state.replicas if r in _electable(state) and r in alive]
     if clean:
         _set_leader(state, clean[0])
         return ErrorCode.none, None
@@ -288,6 +289,8 @@ def elect_leader(
         return ErrorCode.eligible_leaders_not_available, None
     _set_leader(state, unclean[0])
     state.isr = [unclean[0]]
+    state.elr = []
+    state.last_known_elr = []
     log.warning(
         "Unclean election of %s-%d: broker %d leads, records only its ISR predecessors "
         "had are lost",
@@ -298,7 +301,18 @@ def elect_leader(
     return ErrorCode.none, None
 
 
+def _electable(state: PartitionState) -> list[int]:
+    """Clean leaders: the ISR, or (KIP-966) the ELR when the ISR is empty."""
+    return state.isr if state.isr else state.elr
+
+
 def _set_leader(state: PartitionState, leader: int) -> None:
+    """A new leader; one taken from the ELR makes the ISR itself (PartitionChangeBuilder)."""
+    if leader in state.elr:
+        state.isr = [leader]
+        state.elr = [r for r in state.elr if r != leader]
+    if state.last_known_elr:
+        state.last_known_elr = []
     state.leader = leader
     state.leader_epoch += 1
     state.partition_epoch += 1

@@ -14,6 +14,8 @@ set is validated (``dynamic_config.validate_dynamic_configs``) and, unless
 ``validate_only``, stored in the cluster metadata. AlterConfigs replaces the whole
 dynamic set of the resource; IncrementalAlterConfigs applies SET / DELETE / APPEND /
 SUBTRACT to it (APPEND and SUBTRACT only on LIST configs, starting from Kafka's default).
+With eligible leader replicas on (KIP-966), ``min.insync.replicas`` may not be set or
+removed per broker, nor removed cluster-wide (INVALID_CONFIG, Kafka's messages).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from broker.server.context import RequestContext
 from broker.server.services import BrokerServices
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_MIN_ISR = "min.insync.replicas"
 _OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
@@ -103,9 +106,29 @@ def alter_broker_configs(
 ) -> None:
     """Make ``configs`` the whole dynamic set of BROKER ``name``, if Kafka would."""
     check_broker_resource(ctx, name)
+    _check_elr_min_isr(ctx, name, configs)
     validate_dynamic_configs(name, configs, ctx.services.config)
     if not validate_only:
         ctx.services.metadata.set_broker_configs(name, configs)
+
+
+def _check_elr_min_isr(ctx: RequestContext, name: str, configs: dict[str, str]) -> None:
+    """KIP-966 (Kafka's ConfigurationControlManager): with eligible leader replicas on,
+    ``min.insync.replicas`` is a cluster-level config only, and it stays set."""
+    if not ctx.services.replica_manager.controller.elr_enabled:
+        return
+    current = ctx.services.metadata.broker_configs.get(name, {})
+    if name != DEFAULT_RESOURCE:
+        if _MIN_ISR in configs or _MIN_ISR in current:
+            raise MetadataError(
+                ErrorCode.invalid_config,
+                "Broker-level min.insync.replicas cannot be altered while ELR is enabled.",
+            )
+    elif _MIN_ISR in current and _MIN_ISR not in configs:
+        raise MetadataError(
+            ErrorCode.invalid_config,
+            "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.",
+        )
 
 
 def incremental_broker_configs(

@@ -8,9 +8,13 @@ last caught-up timestamps (the leader's own are "now"), and from v2 the voters' 
 and their listeners. The quorum is the simulated one of ``broker/cluster/kraft_quorum.py``
 (its docstring says how it follows the shared metadata and which voters there are).
 
+Voter changes (AddRaftVoter, RemoveRaftVoter) show here at once: the voters, the
+observers, the nodes.
+
 Differences from Kafka: a broker answers itself where Kafka's broker forwards the
-request to the active controller; v2's replica directory ids are zero UUIDs and each
-voter's one listener is named CONTROLLER with the broker's address. No ACLs.
+request to the active controller; v2's replica directory ids are derived from the cluster
+and node ids (``KRaftQuorum.directory_id``) and each voter's one listener is named
+CONTROLLER with the broker's address (or the address AddRaftVoter gave). No ACLs.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return tuple(
             b.ReplicaState(
                 replica_id=r.replica_id,
-                replica_directory_id=_NO_DIRECTORY,
+                replica_directory_id=quorum.directory_ids.get(r.replica_id, _NO_DIRECTORY),
                 log_end_offset=r.log_end_offset,
                 last_fetch_timestamp=r.last_fetch_timestamp,
                 last_caught_up_timestamp=r.last_caught_up_timestamp,

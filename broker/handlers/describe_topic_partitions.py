@@ -11,9 +11,9 @@ illegal name INVALID_TOPIC_EXCEPTION), with no partitions; with an empty list su
 topics cannot occur. A cursor whose topic is not among the named topics, or with a
 negative partition, fails the request (INVALID_REQUEST for every named topic).
 Each partition has its leader, leader epoch, replicas, ISR, offline replicas (on
-brokers that are down) and empty eligible-leader-replica lists (KIP-966 is off, as
-by default in Kafka); every topic has Kafka's authorized operations without an
-authorizer (all the topic operations).
+brokers that are down), its eligible leader replicas and last known ELR (KIP-966, on by
+default as in Kafka 4.1+: ``broker/cluster/partition_change.py``); every topic has
+Kafka's authorized operations without an authorizer (all the topic operations).
 
 With an authorizer, topics the principal may not DESCRIBE are left out of an all-topics
 answer and TOPIC_AUTHORIZATION_FAILED when named.
@@ -156,8 +156,8 @@ def _partition(b: Builder, state: PartitionState, alive: set[int]) -> Any:
         leader_epoch=state.leader_epoch,
         replica_nodes=tuple(state.replicas),
         isr_nodes=tuple(state.isr),
-        eligible_leader_replicas=(),
-        last_known_elr=(),
+        eligible_leader_replicas=tuple(state.elr),
+        last_known_elr=tuple(state.last_known_elr),
         offline_replicas=tuple(r for r in state.replicas if r not in alive),
     )
 

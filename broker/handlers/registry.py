@@ -14,6 +14,7 @@ from types import ModuleType
 from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    add_raft_voter,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -69,6 +70,7 @@ from broker.handlers import (
     produce,
     read_share_group_state,
     read_share_group_state_summary,
+    remove_raft_voter,
     renew_delegation_token,
     sasl_authenticate,
     sasl_handshake,
@@ -78,6 +80,7 @@ from broker.handlers import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    unregister_broker,
     write_share_group_state,
     write_txn_markers,
 )
@@ -136,6 +139,10 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     consumer_group_describe,
     # the KRaft controller quorum (issue 22): broker/cluster/kraft_quorum.py
     describe_quorum,
+    # the control plane of Kafka 4.2 (issue 31): unregistering brokers, KIP-853 voters
+    unregister_broker,
+    add_raft_voter,
+    remove_raft_voter,
     # several log.dirs per broker (issue 22): broker/log/log_manager.py
     alter_replica_log_dirs,
     # client quotas (issue 22): broker/quota/

@@ -115,6 +115,9 @@ class Partition:
     replicas: list[int] = field(default_factory=list)
     isr: list[int] = field(default_factory=list)
     high_watermark: int = 0
+    # KIP-966's strict min ISR: the HW stays while the ISR is smaller than this (capped
+    # by the replica count); 0 when eligible leader replicas are off.
+    min_isr: int = 0
     followers: dict[int, FollowerState] = field(default_factory=dict)
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     epoch_cache: LeaderEpochCache = field(default_factory=LeaderEpochCache)
@@ -310,8 +313,11 @@ class Partition:
             self._apply_producer_state(analysis)
 
     def maybe_increment_high_watermark(self) -> bool:
-        """HW = min log-end offset over the ISR; it only moves forward."""
+        """HW = min log-end offset over the ISR; it only moves forward, and not at all
+        while the ISR is under min ISR (Kafka 4's ``maybeIncrementLeaderHW``)."""
         if not self.is_leader:
+            return False
+        if self.min_isr and len(self.isr) < min(self.min_isr, len(self.replicas) or 1):
             return False
         candidate = self.log_end_offset
         for replica in self.isr:

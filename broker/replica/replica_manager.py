@@ -191,6 +191,12 @@ class ReplicaManager:
                 partition = self._create_partition(topic, state.partition)
             else:
                 self._apply_topic_config(partition, topic)
+            # KIP-966: with ELR on, the HW waits for min ISR (what makes the ELR safe).
+            min_isr = self.min_insync_replicas(tp) if self.controller.elr_enabled else 0
+            if partition.min_isr != min_isr:
+                partition.min_isr = min_isr
+                if partition.is_leader and partition.maybe_increment_high_watermark():
+                    self.complete_delayed_requests(tp)
             if state.leader == self.broker_id:
                 if not partition.is_leader or partition.leader_epoch != state.leader_epoch:
                     self.fetcher_manager.remove_partitions([tp])

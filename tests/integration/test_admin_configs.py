@@ -176,9 +176,9 @@ async def test_dynamic_broker_configs_take_kafkas_sources_and_synonyms() -> None
                 ("log.retention.hours", "168", DEFAULT),
             ]
             # The cluster-wide resource lists only the dynamic defaults, with only their
-            # own synonyms.
+            # own synonyms (min.insync.replicas: KIP-966's cluster-level record).
             _, defaults = await _describe(raw, BROKER, "")
-            assert list(defaults) == ["log.retention.ms"]
+            assert list(defaults) == ["log.retention.ms", "min.insync.replicas"]
             assert defaults["log.retention.ms"].value == "2000"
             assert defaults["log.retention.ms"].config_source == DYNAMIC_DEFAULT
             assert _synonyms(defaults["log.retention.ms"]) == [
@@ -202,7 +202,9 @@ async def test_dynamic_broker_configs_take_kafkas_sources_and_synonyms() -> None
             # DELETE goes back to the layer below.
             await _incremental(raw, BROKER, "0", ("log.retention.ms", DELETE, None))
             assert partition.log.config.retention_ms == 2000
-            assert app.cluster.broker_configs == {"": {"log.retention.ms": "2000"}}
+            assert app.cluster.broker_configs == {
+                "": {"log.retention.ms": "2000", "min.insync.replicas": "1"}
+            }
         finally:
             await raw.close()
 
@@ -265,7 +267,8 @@ async def test_broker_config_changes_are_refused_as_kafka_refuses_them(kafka: Mi
             raw, BROKER, "0", ("log.retention.ms", SET, "5"), validate_only=True
         )
         assert error is ErrorCode.none
-        assert kafka.cluster.broker_configs == {}  # validate_only changes nothing
+        # validate_only changes nothing (the cluster-level min.insync.replicas is KIP-966's)
+        assert kafka.cluster.broker_configs == {"": {"min.insync.replicas": "1"}}
 
         # APPEND to a LIST starts from Kafka's default; a name Kafka does not know is
         # stored (as Kafka does) and described as an unknown, sensitive config.
@@ -276,7 +279,7 @@ async def test_broker_config_changes_are_refused_as_kafka_refuses_them(kafka: Mi
             0
         ] is ErrorCode.none
         assert kafka.cluster.broker_configs == {
-            "": {"log.cleanup.policy": "delete,compact"},
+            "": {"log.cleanup.policy": "delete,compact", "min.insync.replicas": "1"},
             "0": {"custom.plugin.setting": "on"},
         }
         _, configs = await _describe(raw, BROKER, "0")
@@ -326,7 +329,7 @@ async def test_dynamic_broker_configs_survive_a_restart(tmp_path: Path) -> None:
             await raw.close()
     async with running_cluster(1, tmp_path) as app:
         assert app.cluster.broker_configs == {
-            "": {"log.segment.bytes": "2097152"},
+            "": {"log.segment.bytes": "2097152", "min.insync.replicas": "1"},
             "0": {"log.retention.bytes": "65536"},
         }
         raw = await RawClient.connect(app.bootstrap)
@@ -371,7 +374,10 @@ async def test_kafka_python_describes_and_alters_broker_configs(kafka: MiniKafka
     assert retention["value"] == "5000"
     assert retention["config_source"] == "DYNAMIC_BROKER_CONFIG"
     assert retention["synonyms"][0]["source"] == "DYNAMIC_BROKER_CONFIG"
-    assert kafka.cluster.broker_configs == {"0": {"log.retention.ms": "5000"}}
+    assert kafka.cluster.broker_configs == {
+        "": {"min.insync.replicas": "1"},  # KIP-966's cluster-level record
+        "0": {"log.retention.ms": "5000"},
+    }
 
 
 def _confluent_round_trip(bootstrap: str) -> tuple[Any, Any, Any]:

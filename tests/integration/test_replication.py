@@ -136,12 +136,13 @@ async def test_not_enough_replicas_with_followers_stopped_or_dropping_out() -> N
         raw = await raw_to_leader(app, "shrinking", 0)
         try:
             # Both followers stop fetching while an acks=all produce waits: once the ISR
-            # shrinks to the leader alone the HW passes the batch, but the ISR is below
-            # min.insync.replicas — the batch is written, the answer says so.
+            # shrinks to the leader alone it is below min.insync.replicas and, as in Kafka 4
+            # (KIP-966's strict min ISR), the HW no longer moves: the batch is written but
+            # never committed, and the produce times out.
             for follower in followers:
                 follower.replica_manager.fetcher_manager.pause_replication()
-            error, _ = await raw.produce("shrinking", 0, b"alone", timeout_ms=20000)
-            assert error is ErrorCode.not_enough_replicas_after_append
+            error, _ = await raw.produce("shrinking", 0, b"alone", timeout_ms=3000)
+            assert error is ErrorCode.request_timed_out
             assert isr(app, "shrinking") == [leader_id]
             # Now the ISR is too small before the append: refused at once, not written.
             error, _ = await raw.produce("shrinking", 0, b"refused")

@@ -190,15 +190,17 @@ async def broker_node(
     *,
     isr: list[int] | None = None,
     topic_configs: dict[str, str] | None = None,
+    elr_level: int = 1,
 ) -> AsyncIterator[Node]:
-    """Broker 0 started over a one-partition topic placed on ``replicas``."""
+    """Broker 0 started over a one-partition topic placed on ``replicas``
+    (``elr_level``: the ``eligible.leader.replicas.version`` feature)."""
     clock = ManualClock(START_MS)
     config = BrokerConfig.model_validate({"broker.id": BROKER, "replica.lag.time.max.ms": LAG_MS})
     metadata = ClusterMetadata(cluster_id="test-cluster")
     for broker_id in (0, 1, 2):
         # Never dialled: broker 0's fetchers are paused below.
         metadata.register_broker(broker_id, "127.0.0.1", 1)
-    controller = Controller(metadata)
+    controller = Controller(metadata, eligible_leader_replicas_level=lambda: elr_level)
     metadata.create_topic(TOPIC, 1, len(replicas), topic_configs or {}, assignment=[replicas])
     if isr is not None:
         metadata.change_partition(TOPIC, 0, isr=isr)
@@ -457,7 +459,10 @@ async def test_a_changed_min_insync_replicas_binds_the_next_produce() -> None:
 async def test_an_acks_all_produce_waiting_when_the_isr_shrinks_below_min_fails_after_append() -> (
     None
 ):
-    async with broker_node([0, 1, 2], topic_configs={"min.insync.replicas": "2"}) as node:
+    # Before KIP-966's strict min ISR (eligible.leader.replicas.version=0).
+    async with broker_node(
+        [0, 1, 2], topic_configs={"min.insync.replicas": "2"}, elr_level=0
+    ) as node:
         answer = node.produce(1)
         assert not answer.answered
         # Neither follower fetches: the isr-expiration task drops both.
@@ -465,6 +470,25 @@ async def test_an_acks_all_produce_waiting_when_the_isr_shrinks_below_min_fails_
         assert node.isr() == [0]
         assert answer.error() is ErrorCode.not_enough_replicas_after_append
         assert node.partition.high_watermark == 1
+
+
+async def test_under_min_isr_the_high_watermark_stays_and_the_followers_join_the_elr() -> None:
+    # Kafka 4.1+ (ELR on): below min ISR nothing commits, so who left keeps every
+    # committed record and is an eligible leader.
+    async with broker_node([0, 1, 2], topic_configs={"min.insync.replicas": "2"}) as node:
+        answer = node.produce(1)
+        node.tick(LAG_MS + LAG_MS // 2)
+        assert node.isr() == [0]
+        assert node.partition.high_watermark == 0
+        assert not answer.answered
+        state = node.metadata.partition_state(TOPIC, 0)
+        assert state is not None and sorted(state.elr) == [1, 2]
+        # One follower catches up: the ISR is back at min ISR, the HW moves, the ELR empties.
+        node.follower_fetch(1, node.partition.log_end_offset)
+        assert node.isr() == [0, 1]
+        assert node.partition.high_watermark == 1
+        assert state.elr == [] and state.last_known_elr == []
+        assert answer.error() is ErrorCode.none
 
 
 # -- the ISR -----------------------------------------------------------------------------

@@ -138,12 +138,12 @@ def test_last_offset_for_leader_epoch_fences_stale_and_unknown_epochs() -> None:
 # -- controller ------------------------------------------------------------------------
 
 
-def _cluster() -> tuple[ClusterMetadata, Controller]:
+def _cluster(elr_level: int = 1) -> tuple[ClusterMetadata, Controller]:
     cluster = ClusterMetadata()
     for broker_id in range(3):
         cluster.register_broker(broker_id, "127.0.0.1", 9092 + broker_id)
     cluster.create_topic("t", 1, 3, {})
-    return cluster, Controller(cluster)
+    return cluster, Controller(cluster, eligible_leader_replicas_level=lambda: elr_level)
 
 
 def test_controller_elects_from_the_isr_and_bumps_the_epoch_on_failure() -> None:
@@ -159,7 +159,8 @@ def test_controller_elects_from_the_isr_and_bumps_the_epoch_on_failure() -> None
 
 
 def test_controller_keeps_a_partition_offline_until_its_last_isr_member_returns() -> None:
-    cluster, controller = _cluster()
+    # Before KIP-966 (eligible.leader.replicas.version=0): the last member stays in the ISR.
+    cluster, controller = _cluster(elr_level=0)
     assert controller.alter_partition_isr("t", 0, 0, 0, [0]).name == "none"
     controller.on_broker_failure(0)
     state = cluster.topics["t"].partitions[0]
@@ -168,6 +169,18 @@ def test_controller_keeps_a_partition_offline_until_its_last_isr_member_returns(
     cluster.register_broker(0, "127.0.0.1", 9092)
     controller.on_broker_startup(0)
     assert (state.leader, state.isr) == (0, [0])
+
+
+def test_with_elr_the_isr_empties_and_the_last_member_leads_again_from_the_elr() -> None:
+    cluster, controller = _cluster()
+    assert controller.alter_partition_isr("t", 0, 0, 0, [0]).name == "none"
+    controller.on_broker_failure(0)
+    state = cluster.topics["t"].partitions[0]
+    assert state.leader == NO_LEADER  # 1 and 2 are alive but neither ISR nor ELR
+    assert (state.isr, state.elr, state.last_known_elr) == ([], [0], [0])
+    cluster.register_broker(0, "127.0.0.1", 9092)
+    controller.on_broker_startup(0)
+    assert (state.leader, state.isr, state.elr, state.last_known_elr) == (0, [0], [], [])
 
 
 def test_controller_refuses_isr_changes_from_stale_leaders_and_dead_brokers() -> None:
