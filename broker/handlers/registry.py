@@ -54,6 +54,7 @@ from broker.handlers import (
     initialize_share_group_state,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_partition_reassignments,
@@ -156,6 +157,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     sasl_authenticate,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    # the config resources of a type (issue 31, KIP-1142)
+    list_config_resources,
 )
 
 
