@@ -73,14 +73,10 @@ def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     """``error`` and no resources."""
     del request
     b = response_builder(API_KEY, ctx.api_version)
-    return b.ListConfigResourcesResponse(
-        throttle_time=0, error_code=error, config_resources=()
-    )
+    return b.ListConfigResourcesResponse(throttle_time=0, error_code=error, config_resources=())
 
 
-def _response(
-    ctx: RequestContext, error: ErrorCode, found: list[tuple[int, Iterable[str]]]
-) -> Any:
+def _response(ctx: RequestContext, error: ErrorCode, found: list[tuple[int, Iterable[str]]]) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     return b.ListConfigResourcesResponse(
         throttle_time=0,
