@@ -1,8 +1,9 @@
-"""What ApiVersions advertises, against Kafka 4.2's table (``tests/data/kafka_4_2_api_versions.json``,
-from Kafka 4.2's message definitions): every key we serve is one a Kafka 4.2 broker
-serves, at its max version or above. The keys Kafka 4.2 serves and we do not yet are
-printed (``-s`` shows them); issue 31 closes them key by key, and the lead tightens this
-test to "none missing" (but 71/72 and 88/89, another issue's) once they are merged.
+"""What ApiVersions advertises, against Kafka 4.2's table
+(``tests/data/kafka_4_2_api_versions.json``, from Kafka 4.2's message definitions):
+every key we serve is one a Kafka 4.2 broker serves, at its max version or above. The
+keys Kafka 4.2 serves and we do not yet are printed (``-s`` shows them); issue 31 closes
+them key by key, and the lead tightens this test to "none missing" (but 71/72 and
+88/89, another issue's) once they are merged.
 """
 
 from __future__ import annotations
