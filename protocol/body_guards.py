@@ -13,6 +13,16 @@ buffer before it copies (and refuses a null where the schema has none), and the 
 final "body needs N bytes" check catches them too. Known tagged fields are walked as
 well and must fill exactly the size their tag gives.
 
+Kafka 4.4's decoder limits. Kafka's readers refuse an array of more than
+``MAX_ARRAY_ELEMENTS`` (1,000,000) elements and a tagged-field section of more than
+``MAX_TAGGED_FIELDS`` (10,000) fields before they allocate anything, whatever the frame's
+size, so that a large frame (``socket.request.max.bytes`` is 100 MiB) cannot claim a
+hundred million one-byte elements either. The guard refuses the same counts, as the
+first thing it does with them: so the storage kio reserves for an array (8 bytes per
+element, sized from the count) is at most 8 MB, and never more than the frame's bytes
+allow. A refused body is a malformed request, and Kafka closes the connection on one
+(``RequestContext.parseRequest``'s InvalidRequestException); the dispatcher does the same.
+
 Null arrays. kio reads an array count of -1 as ``None`` whatever the schema says, so a
 peer could hand a handler ``topic_data=None`` where Kafka's schema has no
 ``nullableVersions``. Kafka's generated readers refuse that ("non-nullable field ... was
@@ -52,6 +62,8 @@ from protocol.varint import read_uvarint
 
 __all__ = (
     "FIXED_WIDTH",
+    "MAX_ARRAY_ELEMENTS",
+    "MAX_TAGGED_FIELDS",
     "BodyGuard",
     "check_body",
     "guard_for",
@@ -63,6 +75,9 @@ BodyGuard = Callable[[bytes | memoryview, int], int]
 """``guard(buf, offset) -> end``: walks one body or raises."""
 
 _FILENAME_PREFIX: Final = "<body guard "
+#: Kafka 4.4's limits on what one count on the wire may claim.
+MAX_ARRAY_ELEMENTS: Final = 1_000_000
+MAX_TAGGED_FIELDS: Final = 10_000
 
 
 class _Bad(Exception):
@@ -110,6 +125,8 @@ def _compact_bytes(buf: bytes | memoryview, pos: int) -> int:
 def _unknown_tags(buf: bytes | memoryview, pos: int) -> int:
     """Step over a non-empty tagged-field section of a struct with no known tags."""
     count, pos = _uv(buf, pos)
+    if count > MAX_TAGGED_FIELDS:
+        raise _Bad(_too_many_tags("a struct", count))
     end = len(buf)
     for _ in range(count):
         _tag, pos = _uv(buf, pos)
@@ -122,6 +139,21 @@ def _unknown_tags(buf: bytes | memoryview, pos: int) -> int:
 
 def _fit(name: str, count: int, left: int) -> str:
     return f"array {name} of {count} elements cannot fit in the {max(left, 0)} bytes left"
+
+
+def _over_limit(name: str, count: int) -> str:
+    return f"array {name} of {count} elements is over the limit of {MAX_ARRAY_ELEMENTS}"
+
+
+def _too_many_tags(owner: str, count: int) -> str:
+    return f"{count} tagged fields in {owner} are over the limit of {MAX_TAGGED_FIELDS}"
+
+
+def check_tagged_field_count(count: int, owner: str, error: type[Exception]) -> None:
+    """Kafka 4.4's limit on one tagged-field section, for readers outside the guard (the
+    request header's section): raises ``error``."""
+    if count > MAX_TAGGED_FIELDS:
+        raise error(_too_many_tags(owner, count))
 
 
 def _negative(name: str, count: int) -> str:
@@ -138,6 +170,8 @@ _HELPERS: Final[dict[str, object]] = {
     "_uv": _uv,
     "_cbytes": _compact_bytes,
     "_tags": _unknown_tags,
+    "_over": _over_limit,
+    "_many_tags": _too_many_tags,
     "_fit": _fit,
     "_neg": _negative,
     "_I16": _I16,
@@ -310,6 +344,7 @@ def _array(
     if flexible:
         body.line("x -= 1", name)
     label = repr(name)
+    body.line(f"if x > {MAX_ARRAY_ELEMENTS}: raise _Bad(_over({label}, x))", name)
     if width:  # every element has the same size: one step
         body.line(f"p += x * {width}" if width > 1 else "p += x", name)
         body.line(f"if p > n: raise _Bad(_fit({label}, x, n - p + x * {width}))", name)
@@ -381,6 +416,9 @@ def _entity(block: _Block, cls: type) -> None:
     tag, size, end = gen.name("t"), gen.name("s"), gen.name("e")
     section = block.nested(f"if b[{at}]:", where)
     section.line(f"x, p = _uv(b, {at})", where)
+    section.line(
+        f"if x > {MAX_TAGGED_FIELDS}: raise _Bad(_many_tags({cls.__qualname__!r}, x))", where
+    )
     loop = section.nested("for _ in range(x):", where)
     loop.line(f"{tag}, p = _uv(b, p)", where)
     loop.line(f"{size}, p = _uv(b, p)", where)

@@ -47,7 +47,7 @@ from protocol.api_registry import (
     response_class,
     response_header_version,
 )
-from protocol.body_guards import check_body, read_uvarint
+from protocol.body_guards import check_body, check_tagged_field_count, read_uvarint
 from protocol.errors import MalformedRequest, MalformedResponse, UnsupportedApiKey
 from protocol.fast_writers import writer_for
 
@@ -95,6 +95,7 @@ def _skip_tagged_fields(
     if pos < len(buf) and buf[pos] == 0:  # the usual case: no tags
         return pos + 1
     count, pos = read_uvarint(buf, pos, error)
+    check_tagged_field_count(count, "the header", error)
     for _ in range(count):
         _tag, pos = read_uvarint(buf, pos, error)
         size, pos = read_uvarint(buf, pos, error)

@@ -153,6 +153,10 @@ class GroupConfigStore:
     def get(self, group_id: str) -> dict[str, str]:
         return dict(self._configs.get(group_id, {}))
 
+    def group_ids(self) -> list[str]:
+        """The groups that have overrides (Kafka's ``GroupConfigManager.groupIds``)."""
+        return sorted(self._configs)
+
     def put(self, group_id: str, overrides: Mapping[str, str]) -> None:
         """Replace the group's overrides (none: forget the group) and save."""
         if overrides:

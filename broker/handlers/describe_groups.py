@@ -1,9 +1,18 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
-A KIP-848 consumer group or a KIP-932 share group is not a classic group: as Kafka 4.2
-answers, it is described as unknown (Dead; GROUP_ID_NOT_FOUND from v6).
-ConsumerGroupDescribe and ShareGroupDescribe describe them.
-With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
+Versions 0-6.
+
+Behavior:
+- A KIP-848 consumer group or a KIP-932 share group is not a classic group: as Kafka 4.2
+  answers, it is described as unknown (Dead; GROUP_ID_NOT_FOUND from v6).
+  ConsumerGroupDescribe and ShareGroupDescribe describe them.
+- With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
+
+Version notes:
+- v6 (KIP-1043): a group Kafka does not find is GROUP_ID_NOT_FOUND instead of Dead, with
+  the message of the group coordinator's ``GroupIdNotFoundException`` ("Group g not
+  found.", or "Group g is not a classic group." for a group of another type); an
+  authorization failure carries Kafka's message for it.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.group import GroupSummary, group_admin
-from broker.handlers.base import error_message
+from broker.handlers.base import AUTHORIZATION_MESSAGES, error_message
 from broker.handlers.group_common import group_denied
 from broker.security.authorizer.authorization import AclOperation
 from broker.server.context import RequestContext
@@ -21,7 +30,7 @@ from protocol.builders import Builder, response_builder
 
 API_KEY = 15
 MIN_VERSION = 0
-MAX_VERSION = 5
+MAX_VERSION = 6
 
 # Kafka's AUTHORIZED_OPERATIONS_OMITTED.
 _OPERATIONS_OMITTED = -2147483648
@@ -51,7 +60,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     described = []
     for group_id in request.groups:
         if group_denied(ctx, group_id, AclOperation.DESCRIBE):
-            described.append(_group_error(b, group_id, ErrorCode.group_authorization_failed, None))
+            denied = ErrorCode.group_authorization_failed
+            described.append(_group_error(b, group_id, denied, AUTHORIZATION_MESSAGES[denied]))
             continue
         error = manager.check_coordinator(group_id)
         if error is not ErrorCode.none:
@@ -63,10 +73,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             # Not a classic group (the Empty classic group keeping its offsets aside).
             not_found = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
             summary = GroupSummary(group_id, not_found, "Dead", "", "")
+            message = f"Group {group_id} is not a classic group."
         else:
             (summary,) = group_admin.handle_describe_groups(
                 manager, [group_id], not_found_as_error=ctx.api_version >= 6
             )
+            message = f"Group {group_id} not found."
+        if summary.error is ErrorCode.group_id_not_found:
+            described.append(_group_error(b, group_id, summary.error, message))
+            continue
         described.append(
             b.DescribedGroup(
                 error_code=summary.error,

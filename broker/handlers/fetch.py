@@ -23,6 +23,10 @@ With an authorizer: a follower's fetch needs CLUSTER_ACTION on the cluster (else
 partition is TOPIC_AUTHORIZATION_FAILED); a consumer's partitions of topics it may not
 READ are answered TOPIC_AUTHORIZATION_FAILED and not read.
 
+v18 (KIP-1166) adds the high watermark a follower knows; only Kafka's KRaft leader
+reads it (``KafkaRaftClient``: a fetch from a replica behind the leader's high watermark
+is answered at once), a broker's ``ReplicaManager`` does not, so v18 is v17 here.
+
 Differences from Kafka: those of ``broker/replica/fetch_session.py`` (one cache, not 8 shards;
 an LSO change alone also includes a partition). The aborted transactions listed are
 exactly those overlapping the returned batches (Kafka bounds the range by its offset
@@ -54,7 +58,7 @@ from protocol.builders import response_builder
 
 API_KEY = 1
 MIN_VERSION = 4
-MAX_VERSION = 17
+MAX_VERSION = 18
 
 _NO_UUID = uuid.UUID(int=0)
 

@@ -4,8 +4,11 @@ Special timestamps as Kafka: -2 EARLIEST (log start), -1 LATEST (the last offset
 reader may fetch: the high watermark, the last stable offset for isolation level 1
 read_committed, the log end for a replica), -3 MAX_TIMESTAMP (the record with the
 largest timestamp), -4 EARLIEST_LOCAL (= earliest: there is no tiered storage), -5
-LATEST_TIERED (none: offset -1). A timestamp lookup finds only offsets below that same
-bound.
+LATEST_TIERED (none: offset -1), -6 EARLIEST_PENDING_UPLOAD (v11, KIP-1023: the first
+offset not yet in remote storage; without tiered storage Kafka's
+``UnifiedLog.fetchOffsetByTimestamp`` answers no offset: -1, timestamp -1, leader epoch
+-1, as ``earliest_pending_upload`` does). A timestamp lookup finds only offsets below
+that same bound.
 
 With an authorizer, a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED.
 """
@@ -18,6 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.handlers.base import TopicPartitionPairs
 from broker.replica.delayed_fetch import READ_COMMITTED
+from broker.replica.partition import Partition
 from broker.security.authorizer.authorization import (
     AclOperation,
     ResourceType,
@@ -28,13 +32,25 @@ from protocol.builders import response_builder
 
 API_KEY = 2
 MIN_VERSION = 1
-MAX_VERSION = 10
+MAX_VERSION = 11
 
 EARLIEST = -2
 LATEST = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+
+#: (timestamp, offset, leader epoch): Kafka's ``TimestampAndOffset(NO_TIMESTAMP, -1, -1)``.
+NO_OFFSET = (-1, -1, -1)
+
+
+def earliest_pending_upload(partition: Partition) -> tuple[int, int, int]:
+    """-6 (KIP-1023): the earliest offset of the partition's log not yet uploaded to
+    remote storage, as (timestamp, offset, leader epoch). Only a topic with
+    ``remote.storage.enable`` has one; for any other topic Kafka answers no offset, and
+    with no tiered storage here, so do we (the tiered-storage work fills this in)."""
+    return NO_OFFSET
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -85,6 +101,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                         offset, timestamp = found
                 elif wanted == LATEST_TIERED:
                     offset = -1
+                elif wanted == EARLIEST_PENDING_UPLOAD:
+                    timestamp, offset, epoch = earliest_pending_upload(partition)
                 else:
                     found = partition.log.offset_for_timestamp(wanted)
                     if found is not None and found[0] < fetchable:

@@ -13,6 +13,12 @@ STALE_MEMBER_EPOCH, as Kafka's ``ConsumerGroup.validateOffsetFetch``; an admin c
 With an authorizer: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED for it, no
 offsets); topics the principal may not DESCRIBE are left out of an all-topics answer and
 TOPIC_AUTHORIZATION_FAILED when named.
+
+v10 (KIP-848) names each topic by its id: an id the cluster does not know is
+UNKNOWN_TOPIC_ID for its partitions, and the answer names topics by id; in an
+all-topics answer, a topic the cluster no longer has (its id unknown, offsets not yet
+expired) is left out (``KafkaApis.handleOffsetFetchRequest``). Offsets are kept by name,
+so those committed by name are fetched by id and the other way round.
 """
 
 from __future__ import annotations
@@ -23,7 +29,13 @@ from kio.schema.errors import ErrorCode
 
 from broker.group import OffsetFetchPartition
 from broker.handlers.group_common import group_denied
-from broker.handlers.topic_names import offset_fetch_topic_partitions, topic_id, topic_name
+from broker.handlers.topic_names import (
+    NO_UUID,
+    RequestTopicIds,
+    offset_fetch_topic_partitions,
+    topic_id,
+    topic_name,
+)
 from broker.security.authorizer.authorization import (
     AclOperation,
     ResourceType,
@@ -34,7 +46,9 @@ from protocol.builders import Builder, response_builder
 
 API_KEY = 9
 MIN_VERSION = 1
-MAX_VERSION = 9
+MAX_VERSION = 10
+#: The first version that names topics by id.
+TOPIC_ID_VERSION = 10
 
 topic_partitions = offset_fetch_topic_partitions
 
@@ -50,12 +64,13 @@ def _fetch(
     topics: Any,
     require_stable: bool = False,
     member: tuple[str | None, int] | None = None,
+    ids: RequestTopicIds | None = None,
 ) -> tuple[ErrorCode, dict[tuple[str, int], OffsetFetchPartition]]:
     if group_denied(ctx, group_id, AclOperation.DESCRIBE):
         return ErrorCode.group_authorization_failed, {}
     wanted = None
     if topics is not None:
-        wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
+        wanted = _wanted(ctx, topics, ids)
     manager = ctx.services.coordinators.group_metadata_manager
     error = manager.check_coordinator(group_id)
     if error is ErrorCode.none and member is not None:
@@ -70,6 +85,20 @@ def _fetch(
     if ctx.services.security.authorizer is not None:
         result = _authorized_topics(ctx, result, all_topics=wanted is None)
     return ErrorCode.none, result
+
+
+def _wanted(ctx: RequestContext, topics: Any, ids: RequestTopicIds | None) -> list[tuple[str, int]]:
+    """The (name, partition) pairs asked for; by id (``ids`` given), those of ids the
+    cluster does not know are kept in ``ids.unknown`` instead."""
+    if ids is None:
+        return [(t.name, int(p)) for t in topics for p in t.partition_indexes]
+    wanted: list[tuple[str, int]] = []
+    for topic in topics:
+        indexes = [int(p) for p in topic.partition_indexes]
+        name = ids.resolve(ctx, topic, indexes)
+        if name is not None:
+            wanted.extend((name, index) for index in indexes)
+    return wanted
 
 
 _DENIED = OffsetFetchPartition(-1, -1, "", ErrorCode.topic_authorization_failed)
@@ -89,7 +118,13 @@ def _authorized_topics(
     return {tp: v if tp[0] in allowed else _DENIED for tp, v in offsets.items()}
 
 
-def _topics(b: Builder, names: tuple[str, str], offsets: dict[Any, Any]) -> tuple[Any, ...]:
+def _topics(
+    ctx: RequestContext,
+    b: Builder,
+    names: tuple[str, str],
+    offsets: dict[Any, Any],
+    ids: RequestTopicIds | None = None,
+) -> tuple[Any, ...]:
     topic_cls, partition_cls = names
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), value in offsets.items():
@@ -102,10 +137,41 @@ def _topics(b: Builder, names: tuple[str, str], offsets: dict[Any, Any]) -> tupl
                 error_code=value.error,
             )
         )
-    return tuple(
-        getattr(b, topic_cls)(name=name, partitions=tuple(parts))
-        for name, parts in by_topic.items()
-    )
+    if ids is None:
+        return tuple(
+            getattr(b, topic_cls)(name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        )
+    return _topics_by_id(ctx, b, by_topic, ids)
+
+
+def _topics_by_id(
+    ctx: RequestContext, b: Builder, by_topic: dict[str, list[Any]], ids: RequestTopicIds
+) -> tuple[Any, ...]:
+    """v10+: each topic under its id (a topic without one left out), then the ids the
+    cluster does not know, UNKNOWN_TOPIC_ID."""
+    topics = []
+    for name, parts in by_topic.items():
+        found = ids.id_for(ctx, name)
+        if found != NO_UUID:
+            topics.append(b.OffsetFetchResponseTopics(topic_id=found, partitions=tuple(parts)))
+    for unknown_id, indexes in ids.unknown.items():
+        topics.append(
+            b.OffsetFetchResponseTopics(
+                topic_id=unknown_id,
+                partitions=tuple(
+                    b.OffsetFetchResponsePartitions(
+                        partition_index=index,
+                        committed_offset=-1,
+                        committed_leader_epoch=-1,
+                        metadata="",
+                        error_code=ErrorCode.unknown_topic_id,
+                    )
+                    for index in indexes
+                ),
+            )
+        )
+    return tuple(topics)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -115,16 +181,19 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         groups = []
         for group in request.groups:
             member = (group.member_id, int(group.member_epoch)) if ctx.api_version >= 9 else None
-            error, offsets = _fetch(ctx, group.group_id, group.topics, require_stable, member)
+            ids = RequestTopicIds() if ctx.api_version >= TOPIC_ID_VERSION else None
+            error, offsets = _fetch(ctx, group.group_id, group.topics, require_stable, member, ids)
             groups.append(
                 b.OffsetFetchResponseGroup(
-                    group_id=group.group_id, topics=_topics(b, _GROUPS, offsets), error_code=error
+                    group_id=group.group_id,
+                    topics=_topics(ctx, b, _GROUPS, offsets, ids),
+                    error_code=error,
                 )
             )
         return b.OffsetFetchResponse(throttle_time=0, groups=tuple(groups))
     error, offsets = _fetch(ctx, request.group_id, request.topics, require_stable)
     return b.OffsetFetchResponse(
-        throttle_time=0, topics=_topics(b, _SINGLE, offsets), error_code=error
+        throttle_time=0, topics=_topics(ctx, b, _SINGLE, offsets), error_code=error
     )
 
 

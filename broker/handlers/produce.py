@@ -19,6 +19,10 @@ With an authorizer: a transactional produce without WRITE on its TRANSACTIONAL_I
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED throughout; a topic without WRITE is
 TOPIC_AUTHORIZATION_FAILED (``KafkaApis.handleProduceRequest``).
 
+v13 names each topic by its id (KIP-516): an id the cluster does not know is
+UNKNOWN_TOPIC_ID for its partitions (where a name would be UNKNOWN_TOPIC_OR_PARTITION),
+and the answer names the topics by the ids asked (``KafkaApis.handleProduceRequest``).
+
 Differences from Kafka: Kafka 3.6+ first verifies with the transaction coordinator that
 a transactional batch's partition is in the transaction (KIP-890); we do not.
 """
@@ -32,7 +36,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import MetadataError, validate_topic_name
 from broker.handlers.base import TopicPartitionPairs, error_message
-from broker.handlers.topic_names import topic_id, topic_name
+from broker.handlers.topic_names import RequestTopicIds, topic_id, topic_name
 from broker.replica.delayed_produce import ProducePartitionStatus, ProduceStatuses
 from broker.replica.partition import AppendResult
 from broker.security.authorizer.authorization import (
@@ -46,7 +50,9 @@ from protocol.builders import response_builder
 
 API_KEY = 0
 MIN_VERSION = 3
-MAX_VERSION = 12
+MAX_VERSION = 13
+#: The first version that names topics by id.
+TOPIC_ID_VERSION = 13
 
 _NOBODY_DENIED: frozenset[str] = frozenset()  # no authorizer: nothing made per request
 
@@ -58,17 +64,19 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     entries: dict[tuple[str, int], bytes] = {}
     refused: ProduceStatuses = {}
     denied = _NOBODY_DENIED
+    ids = RequestTopicIds() if ctx.api_version >= TOPIC_ID_VERSION else None
+    topics = _named_topics(ctx, request, ids)
     if ctx.services.security.authorizer is not None:
         if not _transactional_id_authorized(ctx, request):
             return error_response(ctx, request, ErrorCode.transactional_id_authorization_failed)
-        denied = _denied_topics(ctx, request)
-    for topic in request.topic_data:
+        denied = _denied_topics(ctx, topics)
+    for name, topic in topics:
         for data in topic.partition_data:
-            tp = (topic.name, int(data.index))
+            tp = (name, int(data.index))
             error = (
                 ErrorCode.topic_authorization_failed
-                if topic.name in denied
-                else _precheck(ctx, topic.name, acks)
+                if name in denied
+                else _precheck(ctx, name, acks)
             )
             if error is not None:
                 refused[tp] = ProducePartitionStatus(AppendResult(error), -1, False)
@@ -82,7 +90,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 ctx.close_connection("error in a produce with acks=0")
 
         manager.append_records(timeout_ms, acks, entries, done, ctx)
-        if refused:
+        if refused or (ids is not None and ids.unknown):
             ctx.close_connection("error in a produce with acks=0")
         return None
 
@@ -90,7 +98,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     def respond(statuses: ProduceStatuses) -> None:
         if not future.done():
-            future.set_result(_response(ctx, {**refused, **statuses}))
+            future.set_result(_response(ctx, {**refused, **statuses}, ids))
 
     manager.append_records(timeout_ms, acks, entries, respond, ctx)
     if future.done():
@@ -137,6 +145,21 @@ def topic_partitions(ctx: RequestContext, request: Any) -> TopicPartitionPairs:
     return pairs
 
 
+def _named_topics(
+    ctx: RequestContext, request: Any, ids: RequestTopicIds | None
+) -> list[tuple[str, Any]]:
+    """Each topic entry with its name; by id (``ids`` given), the entries of ids the
+    cluster does not know are left out and kept in ``ids.unknown``."""
+    if ids is None:
+        return [(topic.name, topic) for topic in request.topic_data]
+    named: list[tuple[str, Any]] = []
+    for topic in request.topic_data:
+        name = ids.resolve(ctx, topic, [int(data.index) for data in topic.partition_data])
+        if name is not None:
+            named.append((name, topic))
+    return named
+
+
 def _transactional_id_authorized(ctx: RequestContext, request: Any) -> bool:
     """A transactional produce needs WRITE on its TRANSACTIONAL_ID (``handleProduceRequest``)."""
     transactional_id = getattr(request, "transactional_id", None)
@@ -145,9 +168,9 @@ def _transactional_id_authorized(ctx: RequestContext, request: Any) -> bool:
     )
 
 
-def _denied_topics(ctx: RequestContext, request: Any) -> frozenset[str]:
+def _denied_topics(ctx: RequestContext, topics: list[tuple[str, Any]]) -> frozenset[str]:
     """The topics the principal may not WRITE: TOPIC_AUTHORIZATION_FAILED for each."""
-    names = {topic.name for topic in request.topic_data}
+    names = {name for name, _ in topics}
     allowed = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
     return frozenset(names - allowed)
 
@@ -162,7 +185,9 @@ def _precheck(ctx: RequestContext, topic: str, acks: int) -> ErrorCode | None:
     return None
 
 
-def _response(ctx: RequestContext, statuses: ProduceStatuses) -> Any:
+def _response(
+    ctx: RequestContext, statuses: ProduceStatuses, ids: RequestTopicIds | None = None
+) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), status in statuses.items():
@@ -185,13 +210,43 @@ def _response(ctx: RequestContext, statuses: ProduceStatuses) -> Any:
                 error_message=result.error_message,
             )
         )
-    return b.ProduceResponse(
-        responses=tuple(
+    if ids is None:
+        responses = tuple(
             b.TopicProduceResponse(name=topic, partition_responses=tuple(parts))
             for topic, parts in by_topic.items()
-        ),
-        throttle_time=0,
-    )
+        )
+    else:
+        responses = _responses_by_id(ctx, b, by_topic, ids)
+    return b.ProduceResponse(responses=responses, throttle_time=0)
+
+
+def _responses_by_id(
+    ctx: RequestContext, b: Any, by_topic: dict[str, list[Any]], ids: RequestTopicIds
+) -> tuple[Any, ...]:
+    """v13+: each topic under the id it was asked by, and UNKNOWN_TOPIC_ID for the
+    partitions of the ids the cluster does not know."""
+    known = [
+        b.TopicProduceResponse(topic_id=ids.id_for(ctx, name), partition_responses=tuple(parts))
+        for name, parts in by_topic.items()
+    ]
+    unknown = [
+        b.TopicProduceResponse(
+            topic_id=unknown_id,
+            partition_responses=tuple(
+                b.PartitionProduceResponse(
+                    index=index,
+                    error_code=ErrorCode.unknown_topic_id,
+                    base_offset=-1,
+                    log_append_time=None,
+                    log_start_offset=-1,
+                    record_errors=(),
+                )
+                for index in indexes
+            ),
+        )
+        for unknown_id, indexes in ids.unknown.items()
+    ]
+    return (*known, *unknown)
 
 
 def _record_errors(b: Any, api_version: int, errors: tuple[tuple[int, str], ...]) -> Any:

@@ -58,6 +58,7 @@ from broker.handlers import (
     initialize_share_group_state,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_partition_reassignments,
@@ -172,6 +173,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     renew_delegation_token,
     expire_delegation_token,
     describe_delegation_token,
+    # the config resources of a type (issue 31, KIP-1142)
+    list_config_resources,
 )
 
 

@@ -29,7 +29,14 @@ from hypothesis import strategies as st
 from kio.serial import entity_reader
 
 from protocol import KIO_VERSIONS, request_builder, response_builder
-from protocol.body_guards import FIXED_WIDTH, check_body, guard_for, guard_source
+from protocol.body_guards import (
+    FIXED_WIDTH,
+    MAX_ARRAY_ELEMENTS,
+    MAX_TAGGED_FIELDS,
+    check_body,
+    guard_for,
+    guard_source,
+)
 from protocol.fast_writers import encode
 from testkit.kio_samples import sample
 
@@ -157,6 +164,8 @@ class Walk:
                 tagged[f.tag] = f
         if flexible:
             count, pos = self.uvarint(pos)
+            if count > MAX_TAGGED_FIELDS:
+                raise Refused("tag-limit")
             for _ in range(count):
                 tag, pos = self.uvarint(pos)
                 size, pos = self.uvarint(pos)
@@ -206,6 +215,8 @@ class Walk:
             raise Refused("negative", f.name, count)
         if count <= 0:
             return pos
+        if count > MAX_ARRAY_ELEMENTS:
+            raise Refused("limit", f.name, count)
         least = max(
             _min_size(f.inner) if f.inner is not None else _scalar_min(f.kafka_type, flexible),
             1,
@@ -243,6 +254,11 @@ _MESSAGES = [
         re.compile(r"array (\S+) of (\d+) elements cannot fit in the (\d+) bytes left$"),
         lambda m: ("fit", m[1], int(m[2]), int(m[3])),
     ),
+    (
+        re.compile(r"array (\S+) of (\d+) elements is over the limit of \d+$"),
+        lambda m: ("limit", m[1], int(m[2])),
+    ),
+    (re.compile(r"tagged fields in .* are over the limit of \d+$"), lambda m: ("tag-limit",)),
     (
         re.compile(r"tagged field (\d+) of \S+ does not fill its \d+ bytes$"),
         lambda m: ("tag-fill", int(m[1])),
