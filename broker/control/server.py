@@ -26,6 +26,10 @@ Routes::
     GET    /purgatory                operations waiting now, per broker and purgatory (and
                                      the ThrottledChannel timer: connections muted by quotas)
 
+Every request passes ``broker.control.guard`` first: the Host and Origin name this
+endpoint, and a state change (POST, DELETE) carries the token from the ready line as
+``Authorization: Bearer TOKEN`` with a JSON body (``Content-Type: application/json``).
+
 It sees the cluster through ``ClusterControl``, the narrow interface ``MiniKafka``
 implements: the brokers, the shared metadata, the fault injector and the lifecycle and
 replication controls, nothing else. Answers are indented JSON with short values on one
@@ -40,10 +44,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from broker.cluster.controller import NO_LEADER, partition_list
 from broker.control.faults import MAX_LATENCY_MS, FaultError
+from broker.control.guard import RequestGuard
 from broker.control.pretty import dumps
 from broker.observability.metrics import render_prometheus
 from broker.quota.throttled_channel import THROTTLED_CHANNEL, throttled_channels
@@ -115,6 +121,24 @@ def _error(status: int, message: str) -> web.Response:
     return _json({"error": message}, status=status)
 
 
+def _guarded(guard: RequestGuard) -> Middleware:
+    """The middleware refusing what ``guard`` refuses (``broker/control/guard.py``)."""
+
+    @web.middleware
+    async def guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+        refused = guard.refusal(request)
+        if refused is None:
+            return await handler(request)
+        status, reason = refused
+        log.warning("control: refused %s %s: %s", request.method, request.path, reason)
+        response = _error(status, reason)
+        if status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="minikafka control"'
+        return response
+
+    return guarded
+
+
 @web.middleware
 async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every failure answers JSON, aiohttp's own 404/405 included."""
@@ -166,10 +190,13 @@ def _unknown_fields(body: dict[str, Any], allowed: frozenset[str] | set[str]) ->
 class ControlServer:
     """The aiohttp control endpoint of one ``MiniKafka``."""
 
-    def __init__(self, app: ClusterControl, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: ClusterControl, token: str, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self._app = app
         self.host = host
         self.port = port
+        self.guard = RequestGuard(token, host)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -177,7 +204,7 @@ class ControlServer:
         return f"http://{self.host}:{self.port}"
 
     def build_app(self) -> web.Application:
-        web_app = web.Application(middlewares=[_json_errors])
+        web_app = web.Application(middlewares=[_guarded(self.guard), _json_errors])
         web_app.add_routes(
             [
                 web.get("/health", self.health),
