@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from broker.control.guard import is_loopback
 
 if TYPE_CHECKING:
-    from broker.control.server import ClusterControl, ControlServer
+    from broker.control.cluster_control import ClusterControl
+    from broker.control.server import ControlServer
 
 
 class ControlEndpoint:
