@@ -121,11 +121,11 @@ class ConsolePages:
     # -- pages ----------------------------------------------------------------------------
 
     async def entrance(self, request: web.Request) -> web.StreamResponse:
-        response = web.HTTPSeeOther("/console/")
+        redirect = web.HTTPSeeOther("/console/")
         token = request.query.get("token")
         if token is not None and self._guard.token_matches(token):
-            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict", path="/")
-        return response
+            redirect.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict", path="/")
+        raise redirect
 
     def _find(self, path: str) -> tuple[Page, dict[str, str]]:
         for page in _PAGES:
