@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import jinja2
 from aiohttp import web
+from markupsafe import Markup
 from multidict import MultiDict
 
 from broker.control.cluster_control import ClusterControl
@@ -89,7 +90,9 @@ class ConsolePages:
             autoescape=True,
             trim_blocks=True,
             lstrip_blocks=True,
+            auto_reload=False,  # templates are package data: never stat them per render
         )
+        self._env.filters["bucket_strip"] = bucket_strip
         self._contexts: dict[str, Context] = {
             "overview": lambda _m, _q: {"o": view_cluster.overview(self._app)},
             "topics": lambda _m, _q: {"topics": view_cluster.topics(self._app)},
@@ -144,7 +147,7 @@ class ConsolePages:
     ) -> str:
         context = self._contexts[page.name](match, query)
         if live_only:
-            return self._env.get_template(f"{page.name}_live.html").render(context)
+            return self._render_live(page, context)
         return self._env.get_template(f"{page.name}.html").render(
             context,
             page=page,
@@ -206,21 +209,36 @@ class ConsolePages:
         await response.prepare(request)
         self.streams += 1
         try:
-            await self._stream(response, lambda: self._render(page, match, query, True))
+            await self._stream(
+                response,
+                lambda: self._contexts[page.name](match, query),
+                lambda context: self._render_live(page, context),
+            )
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
             self.streams -= 1
         return response
 
-    async def _stream(self, response: web.StreamResponse, render: Callable[[], str]) -> None:
-        last: str | None = None
+    def _render_live(self, page: Page, context: dict[str, Any]) -> str:
+        return self._env.get_template(f"{page.name}_live.html").render(context)
+
+    async def _stream(
+        self,
+        response: web.StreamResponse,
+        context: Callable[[], dict[str, Any]],
+        render: Callable[[dict[str, Any]], str],
+    ) -> None:
+        """Send the fragment when its data changed (rendering only then: the data is
+        cheap to build, the HTML is not), checked ``UPDATES_PER_SECOND`` times a second."""
+        last: dict[str, Any] | None = None
         quiet_s = 0.0
         interval = 1.0 / UPDATES_PER_SECOND
         while not self._closing.is_set():
-            html = render()
-            if html != last:
-                last = html
+            data_now = context()
+            if data_now != last:
+                last = data_now
+                html = render(data_now)
                 data = "".join(f"data: {line}\n" for line in html.splitlines())
                 await response.write(f"event: live\n{data}\n".encode())
                 quiet_s = 0.0
@@ -229,6 +247,17 @@ class ConsolePages:
                 quiet_s = 0.0
             await _wait(self._closing.wait(), interval)
             quiet_s += interval
+
+
+def bucket_strip(buckets: list[int], current: int) -> Markup:
+    """A timing wheel level's buckets as cells (the count when not empty), the current
+    one marked: built here, not in the template, where 20 cells x every level of every
+    timer of every broker made the purgatory page the console's one costly render."""
+    cells = [f"<b>{n}</b>" if n else "<b></b>" for n in buckets]
+    if 0 <= current < len(cells):
+        n = buckets[current]
+        cells[current] = f'<b class="now">{n or ""}</b>'
+    return Markup("".join(cells))
 
 
 async def _wait(event: Awaitable[Any], seconds: float) -> None:
