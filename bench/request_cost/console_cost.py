@@ -10,7 +10,8 @@ partitions, the purgatories with their timing wheels), and in each round runs
 ``bench.request_cost.request_cost`` against it (``--bootstrap``, ``--broker-pid``: the
 broker's own CPU per request from /proc). It prints the broker µs per request and req/s
 of each kind, median over the rounds, with and without consoles, and the updates the
-consoles received.
+consoles received. First, with no load at all, the broker's own CPU per second over
+``--idle-seconds`` with 0 and with the consoles open: what watching costs by itself.
 
     .venv/bin/python -m bench.request_cost.console_cost [--consoles 3] [--rounds 3]
 """
@@ -30,6 +31,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.request_cost.load import proc_cpu_s
 from testkit.broker_process import BrokerProcess
 
 PAGES = ("/console/", "/console/topics/cost-acks1", "/console/purgatory")
@@ -91,18 +93,32 @@ def _request_cost(bootstrap: str, pid: int, args: argparse.Namespace) -> list[di
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
+def _idle_cpu_ms_per_s(pid: int, seconds: float) -> float:
+    before = proc_cpu_s(pid)
+    threading.Event().wait(seconds)  # the broker idles; this process only waits
+    after = proc_cpu_s(pid)
+    assert before is not None and after is not None
+    return (after - before) * 1000 / seconds
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--consoles", type=int, default=3, help="consoles open (3)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each (3)")
     parser.add_argument("--seconds", type=float, default=3.0, help="measured window (3)")
+    parser.add_argument("--idle-seconds", type=float, default=5.0, help="idle window (5)")
     parser.add_argument("--kinds", default="metadata,produce-acks1,fetch", help="request kinds")
     args = parser.parse_args(argv)
     broker = BrokerProcess(["--brokers", "3", "--control-port", "0"])
     control = broker.ready_line.split("control=", 1)[1].split()[0]
     figures: dict[tuple[int, str], list[tuple[float, float]]] = defaultdict(list)
     updates: dict[int, list[float]] = defaultdict(list)
+    idle: dict[int, list[float]] = defaultdict(list)
     try:
+        for _ in range(args.rounds):
+            for count in (0, args.consoles):
+                with Consoles(control, count):
+                    idle[count].append(_idle_cpu_ms_per_s(broker.proc.pid, args.idle_seconds))
         for _ in range(args.rounds):
             for count in (0, args.consoles):
                 with Consoles(control, count) as consoles:
@@ -116,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
     finally:
         broker.stop()
+    for count, values in sorted(idle.items()):
+        print(f"idle, {count} consoles: broker CPU {statistics.median(values):.1f} ms per second")
     print(f"{'kind':<16} {'consoles':>8} {'broker µs/req':>14} {'req/s':>9}")
     for (count, kind), values in sorted(figures.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         us = statistics.median(v[0] for v in values)
