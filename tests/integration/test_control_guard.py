@@ -138,3 +138,14 @@ def test_serve_beyond_loopback_without_a_token_is_refused() -> None:
     )
     assert result.returncode == 2
     assert "--control-token" in result.stderr and "loopback" in result.stderr
+
+
+def test_the_pytest_plugins_control_client_sends_the_token() -> None:
+    from minikafka.pytest_plugin import start_cluster
+
+    cluster = start_cluster(brokers=2, control_port=0)
+    try:
+        assert cluster.control.stop_broker(1) == {"broker": 1, "alive": False}
+        assert cluster.control.start_broker(1) == {"broker": 1, "alive": True}
+    finally:
+        cluster.stop()
