@@ -9,7 +9,7 @@ CONTROL_PORT ?= 9990
 RUN_OVERRIDES ?= --override default.replication.factor=$(BROKERS)
 ARGS ?=
 
-.PHONY: run test install install-dev kcat lint typecheck imports unit integration bench clean
+.PHONY: run test install install-dev kcat chromium axe lint typecheck imports unit integration bench clean
 
 $(VENV)/.base-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,29 @@ kcat:
 		echo "kcat: apt-get could not install it; the kcat tests will skip"; \
 	else echo "kcat: not installed and not installable here (needs root and apt-get); the kcat tests will skip"; fi
 
+## make chromium: install Debian's chromium (the console's browser tests drive it with
+## Playwright; Playwright's own browser download does not work here) as kcat is installed.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "chromium: installing it with apt-get (the console's browser tests use it)"; \
+		(apt-get install -y -qq chromium >/dev/null 2>&1 || \
+		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) || \
+		echo "chromium: apt-get could not install it; the browser tests will skip"; \
+	else echo "chromium: not installed and not installable here (needs root and apt-get); the browser tests will skip"; fi
+
+## make axe: axe-core from npm into .tools/ (gitignored), injected by the browser tests to
+## check each console page's accessibility; without npm those checks skip.
+AXE := .tools/node_modules/axe-core/axe.min.js
+axe: $(AXE)
+$(AXE):
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --silent --no-audit --no-fund --prefix .tools axe-core@4 >/dev/null 2>&1 || \
+		echo "axe: npm could not install axe-core; the accessibility checks will skip"; \
+	else echo "axe: npm is not installed; the accessibility checks will skip"; fi
+
 ## make test: set up everything (dev and Spark extras) and run lint, types, import rules, tests.
-test: install-dev kcat lint typecheck imports
+test: install-dev kcat chromium axe lint typecheck imports
 	$(PY) -m pytest -q
 
 lint: install-dev
@@ -62,4 +83,4 @@ integration: install-dev
 	$(PY) -m pytest -q tests/integration
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info
+	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache build *.egg-info

@@ -193,7 +193,8 @@ class ClusterOptions(TypedDict, total=False):
     ``brokers`` (1), ``host`` (127.0.0.1), ``port`` (0: ephemeral; else broker N listens
     on port + N), ``data_dir`` (None: logs in memory; else durable, as is every store),
     ``advertised_host`` (what Metadata tells clients; by default ``host``),
-    ``control_port``/``control_host`` (the control endpoint; off without a port),
+    ``control_port``/``control_host``/``control_token`` (the control endpoint; off without
+    a port; a token is made when none is given),
     ``capture_dir`` (capture of every request; off when None), ``observers`` (told of
     every request of every broker), and what a simulation replaces: ``request_clock``
     (the clocks requests are timed with), ``handler_pools`` (a broker's request handlers
@@ -207,6 +208,7 @@ class ClusterOptions(TypedDict, total=False):
     data_dir: Path | None
     control_port: int | None
     control_host: str
+    control_token: str | None
     capture_dir: Path | None
     advertised_host: str | None
     observers: Sequence[RequestObserver]
@@ -258,7 +260,9 @@ class MiniKafka:
         # they outlive a broker's restart; the HTTP server runs only with a port.
         self.control_port = options.get("control_port")
         self.control_host = options.get("control_host", "127.0.0.1")
-        self._control = ControlEndpoint(self.control_host, self.control_port)
+        self._control = ControlEndpoint(
+            self.control_host, self.control_port, options.get("control_token")
+        )
         self.replication = ReplicationFaults(
             lambda: len(self.brokers), self._fetchers, self.config.replica_lag_time_max_ms
         )
@@ -517,6 +521,11 @@ class MiniKafka:
     def control_url(self) -> str | None:
         """``http://HOST:PORT`` of the control endpoint, None when it does not run."""
         return self._control.url
+
+    @property
+    def control_token(self) -> str:
+        """What the control endpoint's state changes must carry (guard.py)."""
+        return self._control.token
 
     async def __aenter__(self) -> MiniKafka:
         await self.start()

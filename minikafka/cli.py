@@ -2,7 +2,8 @@
 
 The shape of ``serve`` is relied on by other tools and tests: when every listener is up
 it prints exactly one line ``minikafka ready: bootstrap=HOST:PORT[,HOST:PORT...]`` on
-stdout (followed by `` control=http://HOST:PORT`` when ``--control-port`` is given, and
+stdout (followed by `` control=http://HOST:PORT control_token=TOKEN
+console=http://HOST:PORT/console?token=TOKEN`` when ``--control-port`` is given, and
 by `` <LISTENER>=HOST:PORT[,...] client_config=PATH`` with ``--security``), then serves
 until SIGINT or SIGTERM and exits 0. ``--security sasl_ssl|sasl_plaintext|ssl`` adds a
 secure listener with throwaway certificates and a user (``broker/security/quickstart.py``);
@@ -41,6 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from broker.config.broker_config import BrokerConfig, ConfigError, parse_overrides, read_config
+from broker.control.guard import is_loopback
+from broker.control.token_file import TOKEN_ENV, remove_token, write_token
 from broker.observability.gc_policy import (
     DEFAULT_GC_THRESHOLDS,
     apply_gc_policy,
@@ -294,6 +297,12 @@ def _add_control_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--control-host", default="127.0.0.1", help="control endpoint address (127.0.0.1)"
     )
+    serve.add_argument(
+        "--control-token",
+        default=os.environ.get(TOKEN_ENV) or None,
+        help=f"the token its state changes need (env {TOKEN_ENV}; made at start when not "
+        "given, printed on the ready line; required to bind beyond loopback)",
+    )
 
 
 def _add_fault_parser(sub: Any) -> None:
@@ -302,6 +311,11 @@ def _add_fault_parser(sub: Any) -> None:
         "--control",
         default=os.environ.get("MINIKAFKA_CONTROL", DEFAULT_CONTROL),
         help=f"control endpoint URL (env MINIKAFKA_CONTROL; {DEFAULT_CONTROL}, as make run)",
+    )
+    fault.add_argument(
+        "--control-token",
+        default=None,
+        help=f"its token (env {TOKEN_ENV}; by default the one `serve` wrote for that port)",
     )
     actions = fault.add_subparsers(dest="fault_command", required=True, metavar="ACTION")
     actions.add_parser(
@@ -347,7 +361,7 @@ def _fault(args: argparse.Namespace) -> int:
     from broker.control.client import ControlClient, ControlClientError
     from broker.control.pretty import dumps
 
-    client = ControlClient(args.control)
+    client = ControlClient(args.control, token=args.control_token)
     command = args.fault_command
     calls: dict[str, Callable[[], Any]] = {
         "status": client.status,
@@ -393,6 +407,7 @@ class ServePlan:
     capture_dir: Path | None
     control_port: int | None
     control_host: str
+    control_token: str | None = None
     security: SecuritySetup | None = None
     scram_seeds: tuple[str, ...] = ()
 
@@ -467,6 +482,11 @@ def plan_serve(args: argparse.Namespace) -> ServePlan:
             raise UsageError(
                 f"--control-port {args.control_port} is broker {args.control_port - port}'s port"
             )
+        if args.control_token is None and not is_loopback(args.control_host):
+            raise UsageError(
+                f"--control-host {args.control_host} is not a loopback address: give "
+                f"--control-token (or {TOKEN_ENV}), or anyone who reaches it can stop brokers"
+            )
     data_dir = args.data_dir
     data_what = "--data-dir"
     if data_dir is None and config.log_dirs:
@@ -486,6 +506,7 @@ def plan_serve(args: argparse.Namespace) -> ServePlan:
         capture_dir=args.capture_dir,
         control_port=args.control_port,
         control_host=args.control_host,
+        control_token=args.control_token,
         security=security,
         scram_seeds=seeds,
     )
@@ -533,6 +554,7 @@ async def _serve(
             data_dir=plan.data_dir,
             control_port=plan.control_port,
             control_host=plan.control_host,
+            control_token=plan.control_token,
             capture_dir=plan.capture_dir,
             advertised_host=plan.advertised_host,
         )
@@ -552,13 +574,35 @@ async def _serve(
         await app.stop()
         print(f"minikafka: {_start_error(exc, plan)}", file=sys.stderr)
         return 1
-    control = f" control={app.control_url}" if app.control_url is not None else ""
+    control = _control_settings(app)
     secure = _write_client_settings(app, plan.security) if plan.security is not None else ""
     print(f"minikafka ready: bootstrap={app.bootstrap}{control}{secure}", flush=True)
-    await stop.wait()
-    log.info("shutting down")
-    await app.stop()
+    try:
+        await stop.wait()
+        log.info("shutting down")
+        await app.stop()
+    finally:
+        if app.control_url is not None:
+            remove_token(_port_of(app.control_url), app.control_token)
     return 0
+
+
+def _port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/", 1)[0])
+
+
+def _control_settings(app: MiniKafka) -> str:
+    """The ready line's control part: the endpoint, its token (also written where
+    ``minikafka fault`` finds it, broker/control/token_file.py) and the console."""
+    url = app.control_url
+    if url is None:
+        return ""
+    token = app.control_token
+    try:
+        write_token(_port_of(url), token)
+    except OSError as exc:
+        log.warning("could not write the control token file: %s (pass --control-token)", exc)
+    return f" control={url} control_token={token} console={url}/console?token={token}"
 
 
 def _write_client_settings(app: MiniKafka, security: SecuritySetup) -> str:

@@ -41,6 +41,8 @@ starts in milliseconds and is stopped when the test ends. The fixture's object:
   what a client needs (``security_protocol``, ``bootstrap_servers`` of that listener,
   ``sasl_mechanism``, ``username``, ``password``, ``ca_file``, ``client_cert_file``,
   ``properties()``), else None;
+* ``control_port=0`` (marker, factory) runs the control endpoint and its console:
+  ``control_url``, ``control_token`` and ``control`` (a client sending the token);
 * ``call(fn, *args)`` runs ``fn`` on the cluster's loop (for the ``MiniKafka`` object,
   ``app``, which must only be touched there) and ``run(coroutine)`` awaits one there.
 """
@@ -62,6 +64,7 @@ import pytest
 if TYPE_CHECKING:
     from broker.app import MiniKafka
     from broker.config.broker_config import BrokerConfig
+    from broker.control.client import ControlClient
     from broker.security.quickstart import ClientSettings, SecuritySetup
 
 __all__ = ["MiniKafkaCluster", "start_cluster"]
@@ -90,6 +93,19 @@ class MiniKafkaCluster:
         self.bootstrap_servers: str = app.bootstrap
         self.config: BrokerConfig = app.config
         self.brokers: int = app.num_brokers
+        #: With ``control_port`` (marker or factory): the control endpoint and console
+        #: (``/console``), and the token its state changes need; ``control`` is a client
+        #: that sends it (``control.stop_broker(1)`` as ``minikafka fault`` does).
+        self.control_url: str | None = app.control_url
+        self.control_token: str = app.control_token
+
+    @property
+    def control(self) -> ControlClient:
+        from broker.control.client import ControlClient
+
+        if self.control_url is None:
+            raise RuntimeError("this cluster runs no control endpoint: pass control_port=0")
+        return ControlClient(self.control_url, token=self.control_token)
 
     def __repr__(self) -> str:
         return f"MiniKafkaCluster(brokers={self.brokers}, bootstrap={self.bootstrap_servers!r})"
@@ -217,7 +233,9 @@ def start_cluster(
     from broker.config.broker_config import BrokerConfig
 
     app_args = {
-        k: kwargs.pop(k) for k in ("data_dir", "control_port", "capture_dir") if k in kwargs
+        k: kwargs.pop(k)
+        for k in ("data_dir", "control_port", "control_token", "capture_dir")
+        if k in kwargs
     }
     quotas = list(kwargs.pop("quotas", None) or ())
     setup = _security(kwargs.pop("security", None), brokers)

@@ -46,6 +46,7 @@ class _ExpirationListener(Protocol):
     """What an operation tells its purgatory when it ends (expiry counter, listener)."""
 
     expired_count: int
+    completed_count: int
     listener: OperationListener | None
 
 
@@ -104,6 +105,8 @@ class DelayedOperation(TimerTask):
         if purgatory is not None:
             if expired:
                 purgatory.expired_count += 1
+            else:
+                purgatory.completed_count += 1
             listener = purgatory.listener  # None unless someone listens: one read
             if listener is not None:
                 if expired:

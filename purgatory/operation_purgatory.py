@@ -67,6 +67,8 @@ class DelayedOperationPurgatory(Generic[Op]):
         self._watched_since_purge_check = 0
         self.expired_count = 0
         """Operations that completed by expiring (Kafka's expiration meters)."""
+        self.completed_count = 0
+        """Watched operations completed before their deadline (the console's rate)."""
         self.purged_count = 0
         """Completed watcher entries removed by purges (for tests and metrics)."""
         self.listener = listener

@@ -37,6 +37,12 @@ class ExpirationReaper:
         """Tasks this reaper has run (for metrics)."""
 
     @property
+    def next_tick_ms(self) -> int | None:
+        """When the reaper wakes next to advance its timer (None: asleep until a task
+        is added), on the timer's clock."""
+        return self._deadline_ms
+
+    @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 

@@ -124,6 +124,12 @@ class SystemTimer:
                 bucket.expiration = -1
         return None
 
+    def peek_next_expiration_ms(self) -> int | None:
+        """``next_expiration_ms`` without dropping emptied buckets from the queue: for
+        an observer (the console), which must change nothing the reaper sees."""
+        live = [exp for exp, _, bucket in self._queue.heap if bucket.expiration == exp and bucket]
+        return min(live, default=None)
+
     def __repr__(self) -> str:
         return f"SystemTimer(name={self.name!r}, size={self.size()})"
 

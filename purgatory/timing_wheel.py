@@ -224,6 +224,10 @@ class TimingWheel:
             wheel = wheel._overflow_wheel
         return out
 
+    def bucket_sizes(self) -> list[int]:
+        """Tasks in each bucket of this level, by slot (for inspection: the console)."""
+        return [len(bucket) for bucket in self._buckets]
+
     def bucket_for(self, entry: TimerTaskEntry) -> TimerTaskList | None:
         """The bucket of this level holding ``entry``, if any (for inspection)."""
         lst = entry.list

@@ -1,14 +1,21 @@
 """A tiny client of the control endpoint, for ``minikafka fault ...`` and scripts.
 
 Plain ``urllib``: the command line should not need an event loop to flip a switch.
+State changes carry the endpoint's token (``broker/control/guard.py``): the one given,
+else ``MINIKAFKA_CONTROL_TOKEN``, else the one ``minikafka serve`` wrote for that port
+(``broker/control/token_file.py``), so nobody types it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
+
+from broker.control.token_file import TOKEN_ENV, read_token
 
 __all__ = ["ControlClient", "ControlClientError"]
 
@@ -26,18 +33,24 @@ class ControlClientError(Exception):
 class ControlClient:
     """Calls on one control endpoint; every method returns the decoded JSON answer."""
 
-    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 30.0, token: str | None = None) -> None:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        self.token = token or os.environ.get(TOKEN_ENV) or self._written_token()
+
+    def _written_token(self) -> str | None:
+        port = urllib.parse.urlsplit(self.url).port
+        return read_token(port) if port is not None else None
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(
-            self.url + path,
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json"} if data is not None else {},
-        )
+        headers: dict[str, str] = {}
+        data = None
+        if method not in ("GET", "HEAD"):
+            data = json.dumps(body if body is not None else {}).encode()
+            headers["Content-Type"] = "application/json"
+            if self.token is not None:
+                headers["Authorization"] = f"Bearer {self.token}"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 raw = resp.read()

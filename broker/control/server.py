@@ -23,8 +23,14 @@ Routes::
     DELETE /faults[/{broker}]        clear every fault (of one broker): latency, failures,
                                      and replication pause and delay
     GET    /metrics                  Prometheus text (broker/observability/metrics.py)
+    GET    /console[/...]            the web console (broker/control/console/): pages,
+                                     their live updates (/console/events), static files
     GET    /purgatory                operations waiting now, per broker and purgatory (and
                                      the ThrottledChannel timer: connections muted by quotas)
+
+Every request passes ``broker.control.guard`` first: the Host and Origin name this
+endpoint, and a state change (POST, DELETE) carries the token from the ready line as
+``Authorization: Bearer TOKEN`` with a JSON body (``Content-Type: application/json``).
 
 It sees the cluster through ``ClusterControl``, the narrow interface ``MiniKafka``
 implements: the brokers, the shared metadata, the fault injector and the lifecycle and
@@ -36,66 +42,33 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from broker.cluster.controller import NO_LEADER, partition_list
+from broker.control.cluster_control import ClusterControl, overall_status
+from broker.control.console.pages import ConsolePages
 from broker.control.faults import MAX_LATENCY_MS, FaultError
+from broker.control.guard import RequestGuard
 from broker.control.pretty import dumps
 from broker.observability.metrics import render_prometheus
 from broker.quota.throttled_channel import THROTTLED_CHANNEL, throttled_channels
 from broker.server.watch_keys import watch_key_name
 
 if TYPE_CHECKING:
-    from broker.cluster.cluster_metadata import ClusterMetadata
-    from broker.control.faults import FaultInjector
-    from broker.observability.metrics import RequestMetrics
     from broker.server.broker_server import Broker
 
 log = logging.getLogger("broker.control")
 
-__all__ = ["ControlError", "ControlServer"]
+__all__ = ["ClusterControl", "ControlError", "ControlServer"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _FAULT_FIELDS = frozenset({"broker", "api_key", "error_code", "count", "topic", "partition"})
 _REPLICATION_ACTIONS = ("pause", "resume", "delay")
-
-
-class ClusterControl(Protocol):
-    """What the control endpoint may see and do of a cluster (``MiniKafka``)."""
-
-    @property
-    def brokers(self) -> Sequence[Broker]: ...
-
-    @property
-    def cluster(self) -> ClusterMetadata: ...
-
-    @property
-    def faults(self) -> FaultInjector: ...
-
-    @property
-    def request_metrics(self) -> Mapping[int, RequestMetrics]: ...
-
-    @property
-    def bootstrap(self) -> str: ...
-
-    async def stop_broker(self, broker_id: int) -> None: ...
-
-    async def start_broker(self, broker_id: int) -> None: ...
-
-    def pause_replication(self, broker_id: int) -> None: ...
-
-    def resume_replication(self, broker_id: int) -> None: ...
-
-    def set_replication_delay_ms(self, broker_id: int, ms: int) -> None: ...
-
-    def clear_replication_faults(self, broker_id: int | None = None) -> None: ...
-
-    def replication_faults(self) -> Mapping[int, Mapping[str, object]]: ...
 
 
 class ControlError(Exception):
@@ -113,6 +86,24 @@ def _json(data: object, status: int = 200) -> web.Response:
 
 def _error(status: int, message: str) -> web.Response:
     return _json({"error": message}, status=status)
+
+
+def _guarded(guard: RequestGuard) -> Middleware:
+    """The middleware refusing what ``guard`` refuses (``broker/control/guard.py``)."""
+
+    @web.middleware
+    async def guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+        refused = guard.refusal(request)
+        if refused is None:
+            return await handler(request)
+        status, reason = refused
+        log.warning("control: refused %s %s: %s", request.method, request.path, reason)
+        response = _error(status, reason)
+        if status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="minikafka control"'
+        return response
+
+    return guarded
 
 
 @web.middleware
@@ -166,10 +157,14 @@ def _unknown_fields(body: dict[str, Any], allowed: frozenset[str] | set[str]) ->
 class ControlServer:
     """The aiohttp control endpoint of one ``MiniKafka``."""
 
-    def __init__(self, app: ClusterControl, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: ClusterControl, token: str, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self._app = app
         self.host = host
         self.port = port
+        self.guard = RequestGuard(token, host)
+        self.console = ConsolePages(app, self.guard)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -177,7 +172,9 @@ class ControlServer:
         return f"http://{self.host}:{self.port}"
 
     def build_app(self) -> web.Application:
-        web_app = web.Application(middlewares=[_json_errors])
+        web_app = web.Application(middlewares=[_guarded(self.guard), _json_errors])
+        web_app.add_routes(self.console.routes())
+        web_app.on_shutdown.append(self.console.on_shutdown)
         web_app.add_routes(
             [
                 web.get("/health", self.health),
@@ -249,7 +246,7 @@ class ControlServer:
 
     async def health(self, request: web.Request) -> web.Response:
         cluster = self._app.cluster
-        status, _ = self._overall()
+        status, _ = overall_status(self._app)
         return _json(
             {
                 "status": status,
@@ -259,53 +256,9 @@ class ControlServer:
             }
         )
 
-    def _overall(self) -> tuple[str, list[str]]:
-        """("ok" | "degraded" | "down", the problems): "ok" only when nothing is broken
-        -- every broker up, no fault in force, every partition led and fully in sync."""
-        app, cluster = self._app, self._app.cluster
-        problems: list[str] = []
-        endpoints = sorted(cluster.brokers.values(), key=lambda e: e.broker_id)
-        stopped = [e.broker_id for e in endpoints if not e.alive]
-        for broker_id in stopped:
-            problems.append(f"broker {broker_id} is stopped")
-        for broker_id, fault in sorted(app.replication_faults().items()):
-            if fault.get("paused"):
-                problems.append(f"replication of broker {broker_id} is paused")
-            if fault.get("delay_ms"):
-                problems.append(
-                    f"replication of broker {broker_id} is delayed {fault['delay_ms']} ms per fetch"
-                )
-        for endpoint in endpoints:
-            latency = app.faults.response_delay_ms(endpoint.broker_id)
-            if latency:
-                problems.append(f"broker {endpoint.broker_id} answers {latency} ms late")
-        for rule in app.faults.rules():
-            where = f" naming {rule.topic}" if rule.topic is not None else ""
-            if rule.partition is not None:
-                where += f"-{rule.partition}"
-            problems.append(
-                f"broker {rule.broker_id} fails its next {rule.remaining} "
-                f"{rule.to_json()['api']} requests{where} with {rule.error.name.upper()}"
-            )
-        offline: list[str] = []
-        under: list[str] = []
-        for name, topic in cluster.topics.items():
-            for state in topic.partitions:
-                if state.leader == NO_LEADER:
-                    offline.append(f"{name}-{state.partition}")
-                elif len(state.isr) < len(state.replicas):
-                    under.append(f"{name}-{state.partition}")
-        if offline:
-            problems.append(f"{len(offline)} partitions offline: {partition_list(offline)}")
-        if under:
-            problems.append(f"{len(under)} partitions under-replicated: {partition_list(under)}")
-        if endpoints and len(stopped) == len(endpoints):
-            return "down", problems
-        return ("degraded" if problems else "ok"), problems
-
     async def status(self, request: web.Request) -> web.Response:
         app, cluster = self._app, self._app.cluster
-        overall, problems = self._overall()
+        overall, problems = overall_status(self._app)
         replication = app.replication_faults()
         leads: dict[int, int] = {}
         for topic in cluster.topics.values():

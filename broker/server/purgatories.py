@@ -84,6 +84,11 @@ class PurgatorySet:
         )
 
     @property
+    def reapers(self) -> tuple[ExpirationReaper, ...]:
+        """Every timer's reaper (the purgatories', the scheduler's, the share locks')."""
+        return tuple(self._reapers)
+
+    @property
     def produce(self) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName.PRODUCE]
 

@@ -270,6 +270,20 @@ class SharePartition:
             return None
         return record.state, record.delivery_count, record.member_id
 
+    def in_flight(self) -> list[tuple[int, RecordState, int, str | None, int | None]]:
+        """(offset, state, delivery count, member, lock deadline ms) of every in-flight
+        record, in offset order: what the console shows of a share partition."""
+        return [
+            (
+                offset,
+                record.state,
+                record.delivery_count,
+                record.member_id,
+                record.lock.deadline_ms if record.lock is not None else None,
+            )
+            for offset, record in sorted(self._in_flight.items())
+        ]
+
     def in_flight_count(self) -> int:
         return len(self._in_flight)
 

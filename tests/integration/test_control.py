@@ -41,7 +41,8 @@ async def control_cluster(
     await app.start()
     try:
         assert app.control_url is not None
-        async with aiohttp.ClientSession(app.control_url) as session:
+        headers = {"Authorization": f"Bearer {app.control_token}"}
+        async with aiohttp.ClientSession(app.control_url, headers=headers) as session:
             yield app, Http(session)
     finally:
         await app.stop()
@@ -57,7 +58,8 @@ class Http:
         self, method: str, path: str, body: Any = None, raw: bytes | None = None
     ) -> tuple[int, Any]:
         data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-        async with self.session.request(method, path, data=data) as resp:
+        headers = {"Content-Type": "application/json"} if method != "GET" else {}
+        async with self.session.request(method, path, data=data, headers=headers) as resp:
             text = await resp.text()
             if resp.content_type == "application/json":
                 return resp.status, json.loads(text)
@@ -492,6 +494,8 @@ def test_cli_serves_control_and_drives_faults(broker_process: Any) -> None:
     broker = broker_process(["--control-port", "0"])
     assert " control=http://127.0.0.1:" in broker.ready_line
     url = broker.ready_line.split("control=", 1)[1].split()[0]
+    token = broker.ready_line.split("control_token=", 1)[1].split()[0]
+    assert f" console={url}/console?token={token}" in broker.ready_line
 
     status = _fault_cli(url, "status")
     assert status.returncode == 0, status.stderr

@@ -210,3 +210,24 @@ def test_zero_delay_operation_expires_at_once_after_watch() -> None:
     assert purgatory.try_complete_else_watch(op, ["a"]) is False
     assert op.completions == 1 and op.expirations == 1 and purgatory.expired_count == 1
     assert timer.size() == 0
+
+
+def test_what_the_console_reads_counts_completions_and_changes_no_timer() -> None:
+    """completed_count (the console's completed/s), the wheel's buckets and the next
+    expiration, read without dropping anything the reaper would see."""
+    purgatory, clock, timer = _setup()
+    parked = [FakeOperation(5), FakeOperation(30)]
+    for op in parked:
+        assert purgatory.try_complete_else_watch(op, ["k"]) is False
+    sizes = [level.bucket_sizes() for level in timer.timing_wheel.levels()]
+    assert sum(map(sum, sizes)) == 2
+    assert timer.peek_next_expiration_ms() == 5
+    parked[0].ready = True
+    assert purgatory.check_and_complete("k") == 1
+    assert (purgatory.completed_count, purgatory.expired_count) == (1, 0)
+    # The emptied bucket is skipped; the 30 ms one sits in level 2's bucket of 20 ms.
+    assert timer.peek_next_expiration_ms() == 20
+    assert len(timer._queue.heap) == 2  # ...and the emptied one left for the reaper to drop
+    _tick_to(clock, timer, 31)
+    assert (purgatory.completed_count, purgatory.expired_count) == (1, 1)
+    assert timer.peek_next_expiration_ms() is None
