@@ -152,7 +152,7 @@ def describe_broker_configs(
         resource = b.DescribeConfigsResource(
             resource_type=_BROKER_RESOURCE, resource_name=str(broker_id), configuration_keys=None
         )
-        request = b.DescribeConfigsRequest(resources=(resource,), include_synonyms=False)
+        request = b.DescribeConfigsRequest(resources=(resource,), include_synonyms=True)
         try:
             body = _exchange(
                 address, _DESCRIBE_CONFIGS, _DESCRIBE_CONFIGS_VERSION, request, timeout_s
@@ -167,14 +167,26 @@ def describe_broker_configs(
                     continue
                 name = str(entry.name)
                 per_broker.setdefault(name, {})[broker_id] = str(entry.value)
-                source = int(getattr(entry, "config_source", _DEFAULT_CONFIG_SOURCE))
-                if source != _DEFAULT_CONFIG_SOURCE and name not in _NOT_A_VARIANT:
+                if name not in _NOT_A_VARIANT and not _at_default(entry):
                     non_default.add(name)
     values = {
         name: " | ".join(dict.fromkeys(by_broker.values()))
         for name, by_broker in sorted(per_broker.items())
     }
     return TargetConfig(values, tuple(sorted(non_default)))
+
+
+def _at_default(entry: Any) -> bool:
+    """A config at Kafka's default: its source is the default, or it is set (as Kafka 4.1+
+    sets the cluster-level ``min.insync.replicas`` for eligible leader replicas) to the
+    value of its default synonym -- not a variant either way."""
+    source = int(getattr(entry, "config_source", _DEFAULT_CONFIG_SOURCE))
+    if source == _DEFAULT_CONFIG_SOURCE:
+        return True
+    defaults = [
+        s.value for s in getattr(entry, "synonyms", ()) if int(s.source) == _DEFAULT_CONFIG_SOURCE
+    ]
+    return bool(defaults) and defaults[0] == entry.value
 
 
 def parse_override(text: str) -> tuple[str, str]:
