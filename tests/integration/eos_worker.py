@@ -13,7 +13,9 @@ closes, printing one JSON line of what it did; the test kills one with SIGKILL t
 crash.
 
 A process of its own, as in real deployments (and so that it can die): several librdkafka
-clients sharing the brokers' interpreter would contend for one GIL.
+clients sharing the brokers' interpreter would contend for one GIL. Its producer closes
+connections idle for 3 s: the way around a librdkafka 2.16 hang after the group
+coordinator's broker leaves the cluster (see ``Worker.__init__``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,14 @@ class Worker:
                 # A crashed worker's open transaction blocks the partitions it wrote until
                 # the coordinator aborts it at this timeout.
                 "transaction.timeout.ms": int(timeout_ms),
+                # librdkafka 2.16 keeps a broker that left the cluster metadata (it
+                # "decommissions" it) in its coordinator cache: when that broker was the
+                # group's coordinator, the next send_offsets_to_transaction waits for it
+                # to come back, forever and whatever its timeout (librdkafka issues #5511
+                # and #5456; the same against Kafka). A state change of any other
+                # connection makes it ask FindCoordinator again; closing idle connections
+                # provides one within seconds.
+                "connections.max.idle.ms": 3000,
                 "log_level": 3,
             }
         )

@@ -15,6 +15,10 @@ aborts and rewinds to the committed offsets; the test also plays such zombies at
 wire (the group metadata the workers had before the rebalance, the dead worker's) and
 sees them fenced while the new owners commit. The test waits for the group's committed
 offsets (read at its coordinator) to reach each part's end, never for a time.
+
+After the failover the workers' producers must find the group's new coordinator, which
+librdkafka 2.16 does not always do by itself once the old one left the cluster metadata
+(``eos_worker.py`` says why, and how the workers get around it).
 """
 
 from __future__ import annotations
@@ -109,10 +113,11 @@ def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 
 
 def _coordinator(app: MiniKafka, group: str) -> int:
+    """The group's coordinator; -1 until ``__consumer_offsets`` exists (the workers'
+    first FindCoordinator creates it: under load, after the first poll)."""
     manager = app.brokers[0].services.coordinators.group_metadata_manager
     state = app.cluster.partition_state(OFFSETS_TOPIC, manager.partition_for(group))
-    assert state is not None
-    return state.leader
+    return -1 if state is None else state.leader
 
 
 def _committed(app: MiniKafka, group: str, topic: str) -> int:
@@ -211,13 +216,6 @@ def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
     return values
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="under CPU load (stress-ng --cpu 2) the workers commit nothing more after the "
-    "group coordinator's broker stops, in about half the runs: committed offsets stay at the "
-    "third part's end with both members alive and no open transaction at any coordinator "
-    "(issue 35's closing note); the rebalance phases and the exactly-once check hold",
-)
 async def test_each_input_is_in_the_output_exactly_once_through_rebalances_and_failover() -> None:
     tag = uuid.uuid4().hex[:8]
     group, source, sink = f"eos-{tag}", f"eos-in-{tag}", f"eos-out-{tag}"
