@@ -92,7 +92,12 @@ class ConsumerGroups(Protocol):
     def maybe_delete_empty_group(self, group_id: str) -> bool: ...
 
     def validate_offset_commit(
-        self, group_id: str, member_id: str, member_epoch: int
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        group_instance_id: str | None = None,
+        is_transactional: bool = False,
     ) -> ErrorCode | None: ...
 
     def on_group_loaded(self, group: ConsumerGroup) -> None: ...

@@ -4,9 +4,14 @@ Kafka's ``GroupCoordinator.handleTxnCommitOffsets`` and
 ``GroupMetadataManager.storeOffsets`` for a transactional producer, and
 ``handleTxnCompletion`` (``scheduleHandleTxnCompletion``):
 
-* **TxnOffsetCommit** (``handle_txn_commit_offsets``): validated as an OffsetCommit from
-  a member (generation and member id when the client sends them, v3+; older clients
-  send none and are accepted as Kafka accepts them), the offsets are put *pending* for
+* **TxnOffsetCommit** (``handle_txn_commit_offsets``): validated as Kafka's
+  ``validateTransactionalOffsetCommit`` (``validate_txn_offset_commit``): a KIP-848
+  consumer group's member by member id and member epoch (the request's generation id)
+  beside the consumer group, a classic group's by member id, instance id and generation;
+  older clients (before v3) name nobody and are accepted as Kafka accepts them. A zombie
+  (a member fenced, or whose epoch moved on in a rebalance) gets UNKNOWN_MEMBER_ID or
+  ILLEGAL_GENERATION and its producer aborts. The rule does not depend on the request's
+  version. Accepted, the offsets are put *pending* for
   the producer (``PendingTxnOffsets``), then written to ``__consumer_offsets`` as one
   transactional batch of that producer id and epoch, acks=all — the request waits in the
   Produce purgatory meanwhile. The log checks the epoch: a fenced producer's write is
@@ -74,31 +79,87 @@ def handle_txn_commit_offsets(
 ) -> None:
     """TxnOffsetCommit, to the group coordinator (the handler checked placement).
     ``response_callback`` gets an error per partition, now or when the append is done."""
-    manager = coordinator.group_manager
-    group = manager.get_or_maybe_create_group(group_id, True)
-    assert group is not None
-    error = _validate_txn_offset_commit(
-        coordinator, group, generation_id, member_id, group_instance_id
+    group = validate_txn_offset_commit(
+        coordinator, group_id, member_id, group_instance_id, generation_id
     )
-    if error is not None:
-        response_callback({TopicPartition(*tp): error for tp in offsets})
+    if isinstance(group, ErrorCode):
+        response_callback({TopicPartition(*tp): group for tp in offsets})
         return
     store_txn_offsets(
-        manager, group, producer_id, producer_epoch, offsets, response_callback, parked_request
+        coordinator.group_manager,
+        group,
+        producer_id,
+        producer_epoch,
+        offsets,
+        response_callback,
+        parked_request,
     )
 
 
-def _validate_txn_offset_commit(
+def validate_txn_offset_commit(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    member_id: str,
+    group_instance_id: str | None,
+    generation_id: int,
+) -> GroupMetadata | ErrorCode:
+    """Kafka's ``OffsetMetadataManager.validateTransactionalOffsetCommit``: the group that
+    keeps the offsets when the commit is accepted, else the error.
+
+    A KIP-848 consumer group's commit is checked beside that group
+    (``consumer/offset_validation.py``: member id, and the generation id as the member
+    epoch), STALE_MEMBER_EPOCH answered as ILLEGAL_GENERATION as Kafka answers it; its
+    offsets live in the Empty classic group of its id. An unknown group is created
+    (a "simple" group) for generation -1, and is ILLEGAL_GENERATION otherwise; a classic
+    group's is ``ClassicGroup.validateOffsetCommit(isTransactional = true)``."""
+    manager = coordinator.group_manager
+    consumer_groups = coordinator.consumer_groups
+    if consumer_groups is not None and consumer_groups.is_consumer_group(group_id):
+        error = consumer_groups.validate_offset_commit(
+            group_id, member_id, generation_id, group_instance_id, is_transactional=True
+        )
+        if error is E.stale_member_epoch:
+            error = E.illegal_generation
+        return error if error is not None else _offsets_holder(manager, group_id)
+    group = manager.get_or_maybe_create_group(group_id, False)
+    if group is None:
+        if generation_id >= 0:
+            return E.illegal_generation
+        log.info(
+            "[GroupId %s] Creating a simple consumer group via manual offset commit.", group_id
+        )
+        return _offsets_holder(manager, group_id)
+    error = _validate_classic_txn_offset_commit(
+        coordinator, group, generation_id, member_id, group_instance_id
+    )
+    return error if error is not None else group
+
+
+def _offsets_holder(manager: GroupMetadataManager, group_id: str) -> GroupMetadata:
+    """The classic group of the id (created Empty when there is none), which keeps the
+    offsets of a simple group and of a KIP-848 consumer group."""
+    group = manager.get_or_maybe_create_group(group_id, True)
+    assert group is not None
+    return group
+
+
+def _validate_classic_txn_offset_commit(
     coordinator: GroupCoordinator,
     group: GroupMetadata,
     generation_id: int,
     member_id: str,
     group_instance_id: str | None,
 ) -> ErrorCode | None:
-    """Kafka's ``validateOffsetCommit(isTransactional = true)``: a transactional commit
-    without a member id and generation is accepted whatever the group's state."""
+    """Kafka's ``ClassicGroup.validateOffsetCommit(isTransactional = true)``: generation -1
+    is accepted while the group is Empty; a commit that names a member (member id,
+    generation or instance id, v3+) is checked as a member's (UNKNOWN_MEMBER_ID,
+    FENCED_INSTANCE_ID, ILLEGAL_GENERATION); one that names nobody is accepted whatever
+    the group's state, and CompletingRebalance refuses nothing here (both unlike a plain
+    OffsetCommit)."""
     if group.is_in(GroupState.DEAD):
         return E.coordinator_not_available
+    if generation_id < 0 and group.is_in(GroupState.EMPTY):
+        return None
     if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
         error = coordinator.validate_current_member(
             group, member_id, group_instance_id, "txn-offset-commit"

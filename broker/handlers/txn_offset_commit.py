@@ -1,19 +1,36 @@
 """TxnOffsetCommit (key 28): offsets committed as part of a transaction.
 
-Sent to the group's coordinator (``send_offsets_to_transaction``). As Kafka: partitions
-of unknown topics get UNKNOWN_TOPIC_OR_PARTITION and the others go on; the group
-coordinator (``broker/group/group_txn.py``) validates the member (v3+ clients send
-their generation and member id) and writes the offsets to ``__consumer_offsets`` as a
-transactional batch of the producer, acks=all — the request waits in the Produce
-purgatory meanwhile. The offsets stay pending (OffsetFetch with ``require_stable``
-answers UNSTABLE_OFFSET_COMMIT) until the transaction's marker reaches that partition:
-COMMIT makes them the group's offsets, ABORT drops them.
+Versions 0-4 (v5, KIP-890 part 2, is not served here yet).
 
-With an authorizer: WRITE on the transactional id (else
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
-GROUP_AUTHORIZATION_FAILED), READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
+Behavior:
+- Sent to the group's coordinator (``send_offsets_to_transaction``). Partitions of
+  unknown topics get UNKNOWN_TOPIC_OR_PARTITION and the others go on.
+- The group coordinator validates the sender (``broker/group/group_txn.py``, Kafka's
+  ``validateTransactionalOffsetCommit``): in a KIP-848 consumer group the member id and
+  the member epoch (sent as the generation id), beside the consumer group
+  (``group/consumer/offset_validation.py``); a classic member of a migrated group by its
+  generation; a classic group's members by member id, group instance id
+  (FENCED_INSTANCE_ID) and generation. An unknown member is UNKNOWN_MEMBER_ID, a stale
+  epoch or generation ILLEGAL_GENERATION (Kafka's transactional answer: no
+  STALE_MEMBER_EPOCH here), an unknown group with a generation ILLEGAL_GENERATION; a
+  commit naming nobody (member id "", generation -1) is accepted, creating a simple
+  group when there is none. A share group's id is GROUP_ID_NOT_FOUND ("not a consumer
+  group", Kafka's ``ShareGroup.validateOffsetCommit``).
+- Accepted offsets are written to ``__consumer_offsets`` as a transactional batch of the
+  producer, acks=all — the request waits in the Produce purgatory meanwhile. They stay
+  pending (OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT) until the
+  transaction's marker reaches that partition: COMMIT makes them the group's offsets,
+  ABORT drops them.
+- With an authorizer: WRITE on the transactional id (else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
+  GROUP_AUTHORIZATION_FAILED), READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
+- Differences from Kafka: throttle time 0.
 
-Differences from Kafka: v5 (KIP-890 part 2) is not served; throttle time 0.
+Version notes:
+- v0-v2: no member id, generation id or group instance id: never checked.
+- v3 (KIP-447): member id, generation id, group instance id; the validation above does
+  not look at the version, so v5 will get it unchanged.
+- v4: flexible versions (KIP-482 tagged fields).
 """
 
 from __future__ import annotations
@@ -69,6 +86,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     error = ctx.services.coordinators.group_metadata_manager.check_coordinator(group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
+    if ctx.services.coordinators.share_group.group(group_id) is not None:
+        return error_response(ctx, request, ErrorCode.group_id_not_found)
     metadata = ctx.services.metadata
     unknown: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}

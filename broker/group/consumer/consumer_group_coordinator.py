@@ -10,7 +10,7 @@ owns the consumer groups; the two meet at four seams, each a few lines:
   member's of the consumer group, ``classic_group_*``) and before an OffsetCommit (a
   consumer group's commit is validated by ``validate_offset_commit``: member id and
   member epoch, STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID as Kafka's, ILLEGAL_GENERATION for
-  a classic member);
+  a classic member; a TxnOffsetCommit's the same way, ``is_transactional``);
 * this coordinator asks the classic groups (``ClassicGroups``: the
   ``GroupMetadataManager``) whether an id is taken by a classic group with members
   (GROUP_ID_NOT_FOUND, "not a consumer group", unless it can be upgraded) and whether
@@ -673,10 +673,17 @@ class ConsumerGroupCoordinator:
 
     # ========================================================== offsets checks
     def validate_offset_commit(
-        self, group_id: str, member_id: str, member_epoch: int
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        group_instance_id: str | None = None,
+        is_transactional: bool = False,
     ) -> ErrorCode | None:
         """Kafka's ``ConsumerGroup.validateOffsetCommit`` (None: accepted)."""
-        return validate_offset_commit(self._groups[group_id], member_id, member_epoch)
+        return validate_offset_commit(
+            self._groups[group_id], member_id, member_epoch, group_instance_id, is_transactional
+        )
 
     def validate_offset_fetch(
         self, group_id: str, member_id: str | None, member_epoch: int
