@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator
 from broker.group.group_config import GroupConfig, OffsetConfig
 from broker.group.group_configs import GroupConfigManager
-from broker.group.share.share_group_config import ShareGroupConfig
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_log import offsets_topic_log
 from broker.group.group_metadata_manager import GroupMetadataManager
+from broker.group.share.share_group_config import ShareGroupConfig
 from broker.replica.replica_manager import ReplicaManager
 from broker.server.broker_options import BrokerOptions
 from broker.server.cluster_stores import ClusterStores

@@ -1,4 +1,4 @@
-"""Per-group configs (KIP-848, KIP-932, KIP-1240): Kafka 4's ``GroupConfig`` and ``GroupConfigManager``.
+"""Per-group configs (KIP-848, KIP-932, KIP-1240): Kafka's ``GroupConfig``, ``GroupConfigManager``.
 
 A GROUP config resource (resource type 32 in DescribeConfigs and IncrementalAlterConfigs)
 overrides, for one group id, the broker's group settings. The names, types, lower bounds
@@ -59,7 +59,6 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.atomic_file import read_json, write_json_atomic
 from broker.cluster.cluster_metadata import MetadataError
-
 from broker.group.share.share_group_config import ShareGroupConfig
 
 if TYPE_CHECKING:
@@ -161,6 +160,7 @@ GROUP_CONFIG_DEFS: Mapping[str, GroupConfigDef] = {
     ),
 }
 
+
 def _invalid(message: str) -> MetadataError:
     return MetadataError(ErrorCode.invalid_config, message)
 
@@ -232,6 +232,10 @@ class GroupConfigManager:
         if override is not None:
             return int(override)
         return self._broker[GROUP_CONFIG_DEFS[name].broker_key]
+
+    def overrides(self, group_id: str) -> Mapping[str, str]:
+        """The group's overrides (a new mapping each time they change)."""
+        return self.store.overrides(group_id)
 
     def string_value(self, group_id: str, name: str) -> str:
         """The group's value of a STRING or BOOLEAN config: its override, else the default."""
@@ -305,9 +309,7 @@ class GroupConfigManager:
         ):
             if values[session] <= values[interval]:
                 raise _invalid(f"{session} must be greater than {interval}")
-        return {
-            name: strings[name] if name in strings else str(values[name]) for name in overrides
-        }
+        return {name: strings[name] if name in strings else str(values[name]) for name in overrides}
 
     def alter(
         self, group_id: str, changes: Iterable[tuple[str, str | None, int]], validate_only: bool

@@ -71,6 +71,12 @@ class RecordState(IntEnum):
     ARCHIVED = 4
 
 
+# The kinds of fetched batch ``SharePartition.acquire`` is handed.
+DATA = 0
+CONTROL = 1  # a transaction marker
+ABORTED = 2  # an aborted transaction's records, read by a read_committed share group
+
+
 class AcknowledgeType(IntEnum):
     """The acknowledge types of ShareFetch/ShareAcknowledge (0 GAP; 4 RENEW from v2)."""
 
@@ -276,29 +282,48 @@ class SharePartition:
     # -- acquire ----------------------------------------------------------------------
 
     def acquire(
-        self, member_id: str, batches: Iterable[tuple[int, ...]], max_records: int
+        self,
+        member_id: str,
+        batches: Iterable[tuple[int, ...]],
+        max_records: int,
+        record_limit: bool = False,
     ) -> list[AcquiredRecords]:
         """Acquire for ``member_id`` what it may have of the fetched batches' offset
-        ranges — (base, last), or (base, last, True) for a control batch, whose offsets
-        are never delivered and only move the end offset — at most ``max_records``."""
+        ranges — (base, last, kind): a DATA batch's offsets are acquired; a CONTROL
+        batch's (transaction markers) are never delivered and only move the end offset;
+        an ABORTED batch's (read_committed) are archived, never delivered.
+
+        KIP-1206's acquire modes: batch-optimized (the default) acquires whole batches —
+        once ``max_records`` is reached inside a batch, the rest of that batch is
+        acquired too; record-limit stops at ``max_records`` exactly."""
         acquired: list[AcquiredRecords] = []
         if not self.initialized:
             return acquired
+        start = self.start_offset
+        archived: list[int] = []
         run: list[_InFlightRecord] = []
         run_first = run_count = -1
         budget = max_records
+        full = False
         for batch in batches:
             base, last = batch[0], batch[1]
-            if len(batch) > 2 and batch[2]:
+            kind = batch[2] if len(batch) > 2 else DATA
+            if kind == CONTROL:
                 if last >= self.end_offset and not self.window_full():
                     self.end_offset = last + 1
                 continue
+            if kind == ABORTED:
+                full = self._archive_aborted(base, last, archived)
+            if full or budget <= 0:
+                break
+            if kind == ABORTED:
+                continue
             offset = max(base, self.start_offset)
-            while offset <= last and budget > 0:
+            while offset <= last and (budget > 0 or not record_limit):
                 record = self._acquirable(offset)
                 if record is None:
                     if offset >= self.end_offset and self.window_full():
-                        budget = 0
+                        full = True
                         break
                     offset += 1
                     continue
@@ -315,10 +340,33 @@ class SharePartition:
                 run.append(record)
                 budget -= 1
                 offset += 1
+            if full:
+                break
         if run:
             acquired.append(self._lock_run(member_id, run_first, run, run_count))
         self._maybe_update_start_offset()
+        if archived:
+            self._write(archived, start)
         return acquired
+
+    def _archive_aborted(self, base: int, last: int, archived: list[int]) -> bool:
+        """A read_committed share partition's aborted records (Kafka's
+        ``filterAbortedTransactionalAcquiredRecords``): ARCHIVED, never delivered.
+        True when the record-lock window is full."""
+        for offset in range(max(base, self.start_offset), last + 1):
+            if offset < self.end_offset:
+                record = self._in_flight.get(offset)
+                if record is None or record.state is not RecordState.AVAILABLE:
+                    continue
+                self._available -= 1
+            elif self.window_full():
+                return True
+            else:
+                record = self._in_flight[offset] = _InFlightRecord()
+                self.end_offset = offset + 1
+            record.state = RecordState.ARCHIVED
+            archived.append(offset)
+        return False
 
     def _acquirable(self, offset: int) -> _InFlightRecord | None:
         """The record at ``offset`` if it can be acquired now (a new one past the end
@@ -358,14 +406,26 @@ class SharePartition:
     # -- acknowledge ------------------------------------------------------------------
 
     def acknowledge(
-        self, member_id: str, batches: list[AcknowledgementBatch], allow_renew: bool = False
+        self,
+        member_id: str,
+        batches: list[AcknowledgementBatch],
+        allow_renew: bool = False,
+        renew_enabled: bool = True,
     ) -> tuple[ErrorCode, str | None]:
-        """Apply ``member_id``'s acknowledgements, all or none (Kafka's errors)."""
+        """Apply ``member_id``'s acknowledgements, all or none (Kafka's errors).
+        ``allow_renew``: the request's version has RENEW (v2); ``renew_enabled``: the
+        group's ``share.renew.acknowledge.enable`` (KIP-1222) — off, a RENEW is
+        INVALID_RECORD_STATE, as Kafka 4.3."""
         if not self.initialized:
             return ErrorCode.invalid_record_state, "The share partition is initializing."
         error = self._check_acknowledgements(member_id, batches, allow_renew)
         if error is not None:
             return error
+        if allow_renew and not renew_enabled and _has_renew(batches):
+            return (
+                ErrorCode.invalid_record_state,
+                "Renew acknowledgements are not enabled for the share group.",
+            )
         start = self.start_offset
         released = False
         changed: list[int] | None = [] if self._on_write is not None else None
@@ -555,3 +615,7 @@ class SharePartition:
         """The partition is no longer led here: every lock is cancelled."""
         for record in self._in_flight.values():
             self._unlock(record)
+
+
+def _has_renew(batches: list[AcknowledgementBatch]) -> bool:
+    return any(AcknowledgeType.RENEW in batch.acknowledge_types for batch in batches)

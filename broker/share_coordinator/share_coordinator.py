@@ -38,7 +38,12 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster.cluster_metadata import SHARE_GROUP_STATE_TOPIC, BrokerEndpoint, ClusterMetadata
+from broker.cluster.cluster_metadata import (
+    SHARE_GROUP_STATE_TOPIC,
+    BrokerEndpoint,
+    ClusterMetadata,
+    TopicInfo,
+)
 from broker.config.broker_config import BrokerConfig
 from broker.coordinator.coordinator_loader import (
     ImmediateLoadScheduler,
@@ -152,9 +157,11 @@ class ShareCoordinator:
 
     def startup(self) -> None:
         self.partitions.follow(self._follow_leadership)
+        self._metadata.subscribe(self._on_topic_change)
 
     def shutdown(self) -> None:
         self.partitions.unfollow()
+        self._metadata.unsubscribe(self._on_topic_change)
         for job in self._load_jobs.values():
             job.cancel()
         self._load_jobs.clear()
@@ -276,6 +283,17 @@ class ShareCoordinator:
             (encode_key(key, update=True), None),
         ]
         self._log.append_to_log(self.partition_for(key), records, _answering(answer))
+
+    def _on_topic_change(self, name: str, topic: TopicInfo | None) -> None:
+        """Kafka's ``ShareCoordinatorService.onTopicsDeleted``: the state of a deleted
+        topic's share partitions (keyed by its topic id) is deleted from the shards led
+        here, tombstones written, so that a topic recreated under the name starts fresh."""
+        if topic is not None or name == SHARE_GROUP_STATE_TOPIC:
+            return
+        for shard in self._shards.values():
+            for key in [k for k in shard if self._metadata.topic_by_id(k.topic_id) is None]:
+                log.info("Deleting the share state of %s: its topic %s was deleted", key, name)
+                self.delete_state(key, _ignore)
 
     def _snapshot(
         self,
@@ -418,6 +436,11 @@ def _replay(
             updates[key] = updates.get(key, 0) + 1
     except RecordFormatError as exc:
         log.warning("Skipping a %s record that does not decode: %s", SHARE_GROUP_STATE_TOPIC, exc)
+
+
+def _ignore(error: ErrorCode, message: str | None) -> None:
+    if error is not ErrorCode.none:
+        log.warning("Failed to delete a deleted topic's share state: %s", error.name)
 
 
 def _answering(answer: Answer | None) -> Callable[[ErrorCode], None]:
