@@ -116,10 +116,15 @@ class SharePartitionConfig:
 class _InFlightRecord:
     __slots__ = ("delivery_count", "lock", "member_id", "state")
 
-    def __init__(self) -> None:
-        self.state = RecordState.AVAILABLE
-        self.delivery_count = 0
-        self.member_id: str | None = None
+    def __init__(
+        self,
+        state: RecordState = RecordState.AVAILABLE,
+        delivery_count: int = 0,
+        member_id: str | None = None,
+    ) -> None:
+        self.state = state
+        self.delivery_count = delivery_count
+        self.member_id = member_id
         self.lock: AcquisitionLockTimerTask | None = None
 
 
@@ -320,6 +325,20 @@ class SharePartition:
                 continue
             offset = max(base, self.start_offset)
             while offset <= last and (budget > 0 or not record_limit):
+                if offset >= self.end_offset:
+                    # new records, never delivered: acquired together, in one step
+                    if run and (run_count != 1 or offset != run_first + len(run)):
+                        acquired.append(self._lock_run(member_id, run_first, run, run_count))
+                        run = []
+                    if not run:
+                        run_first, run_count = offset, 1
+                    taken = self._acquire_new(member_id, offset, last, budget, record_limit, run)
+                    if not taken:
+                        full = True
+                        break
+                    budget -= taken
+                    offset += taken
+                    continue
                 record = self._acquirable(offset)
                 if record is None:
                     if offset >= self.end_offset and self.window_full():
@@ -348,6 +367,30 @@ class SharePartition:
         if archived:
             self._write(archived, start)
         return acquired
+
+    def _acquire_new(
+        self,
+        member_id: str,
+        offset: int,
+        last: int,
+        budget: int,
+        record_limit: bool,
+        run: list[_InFlightRecord],
+    ) -> int:
+        """Acquire the new offsets from ``offset`` (the end offset or past it) to
+        ``last``, within the record-lock window (and the budget in record_limit mode),
+        onto ``run``; how many (0: the window is full)."""
+        count = min(last + 1, self.start_offset + self.config.max_record_locks) - offset
+        if record_limit:
+            count = min(count, budget)
+        if count <= 0:
+            return 0
+        acquired = RecordState.ACQUIRED
+        records = [_InFlightRecord(acquired, 1, member_id) for _ in range(count)]
+        self._in_flight.update(zip(range(offset, offset + count), records, strict=True))
+        run.extend(records)
+        self.end_offset = offset + count
+        return count
 
     def _archive_aborted(self, base: int, last: int, archived: list[int]) -> bool:
         """A read_committed share partition's aborted records (Kafka's
@@ -433,6 +476,11 @@ class SharePartition:
         for batch in batches:
             types = batch.acknowledge_types
             single = len(types) == 1
+            if single and types[0] in _DONE_TYPES:  # one ACCEPT/REJECT/GAP for the range
+                self._complete(batch.first_offset, batch.last_offset, _DONE_TYPES[types[0]])
+                if changed is not None:
+                    changed.extend(range(batch.first_offset, batch.last_offset + 1))
+                continue
             for index, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
                 record = self._in_flight[offset]
                 kind = types[0] if single else types[index]
@@ -461,6 +509,21 @@ class SharePartition:
         if released or (self.start_offset != start and self._window_was_full(start)):
             self._on_available()
         return ErrorCode.none, None
+
+    def _complete(self, first: int, last: int, state: RecordState) -> None:
+        """ACQUIRED (checked) -> ``state`` for a range: the hot path of acknowledgements."""
+        in_flight = self._in_flight
+        for offset in range(first, last + 1):
+            record = in_flight[offset]
+            lock = record.lock
+            if lock is not None:
+                record.lock = None
+                self.acquired_count -= 1
+                lock.held -= 1
+                if lock.held <= 0:
+                    lock.cancel()
+            record.member_id = None
+            record.state = state
 
     def _window_was_full(self, start: int) -> bool:
         return self.end_offset - start >= self.config.max_record_locks
@@ -615,6 +678,13 @@ class SharePartition:
         """The partition is no longer led here: every lock is cancelled."""
         for record in self._in_flight.values():
             self._unlock(record)
+
+
+_DONE_TYPES = {
+    AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
+    AcknowledgeType.REJECT: RecordState.ARCHIVED,
+    AcknowledgeType.GAP: RecordState.ARCHIVED,
+}
 
 
 def _has_renew(batches: list[AcknowledgementBatch]) -> bool:
