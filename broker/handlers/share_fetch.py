@@ -13,15 +13,19 @@ acknowledges, closes the session and releases what the member still holds; a v2
 renew-only fetch (``is_renew_ack``) only acknowledges.
 
 The response (v1+) carries ``acquisition_lock_timeout``: the lock duration the records
-were acquired under (``group.share.record.lock.duration.ms``).
+were acquired under (the group's ``share.record.lock.duration.ms``).
+
+Version notes: v2 (KIP-1206, KIP-1222) adds ``ShareAcquireMode`` — 0 batch_optimized
+(the default, and v1's behaviour: the batch that reaches MaxRecords is acquired whole),
+1 record_limit (exactly MaxRecords) — and the RENEW acknowledge type, which the group
+must enable (``share.renew.acknowledge.enable``; INVALID_RECORD_STATE otherwise).
 
 The answer waits until the share state the acknowledgements changed is written to the
 share coordinator (as Kafka's).
 
-Differences from Kafka: those of ``SharePartitionManager`` (no
-``share.auto.offset.reset`` per group); every partition the request names is answered,
-and of the session's other partitions those with records or an error (Kafka leaves out
-unchanged ones the same way); NodeEndpoints are not filled in.
+Differences from Kafka: those of ``SharePartitionManager``; every partition the request
+names is answered, and of the session's other partitions those with records or an error
+(Kafka leaves out unchanged ones the same way); NodeEndpoints are not filled in.
 
 With an authorizer, READ on the group (else GROUP_AUTHORIZATION_FAILED at the top); the
 topics' READ is not checked (Kafka's is).

@@ -9,15 +9,18 @@ SPSO are done; offsets from the SPEO on were never delivered.
 
 - ``acquire`` takes what a share fetch read from the log (its batches' offset ranges)
   and acquires, for one member, the AVAILABLE offsets in flight and the new offsets past
-  the SPEO, each with its delivery count incremented, up to ``max_records`` and within
-  the in-flight window ``group.share.partition.max.record.locks`` (back-pressure: no new
-  offsets past SPSO + that many). Every run of offsets acquired together gets one
+  the SPEO, each with its delivery count incremented, up to ``max_records`` — the
+  batch that reaches it whole in KIP-1206's batch-optimized mode, exactly in
+  record-limit mode — and within the in-flight window ``share.partition.max.record.locks``
+  (back-pressure: no new offsets past SPSO + that many). A read_committed read's aborted
+  batches are archived instead. Every run of offsets acquired together gets one
   acquisition lock, a timer task on the share lock timer (``group.share.record.lock.
   duration.ms``); the answer lists them as Kafka's AcquiredRecords (first, last,
   delivery count).
 - ``acknowledge`` applies a member's ACCEPT (-> ACKNOWLEDGED), RELEASE (-> AVAILABLE),
   REJECT and GAP (-> ARCHIVED) and, from ShareFetch/ShareAcknowledge v2, RENEW (a fresh
-  lock) to offsets it holds. All or nothing: it is checked whole before anything
+  lock, when the group enables it: else INVALID_RECORD_STATE) to offsets it holds. All
+  or nothing: it is checked whole before anything
   changes, with Kafka's errors — INVALID_REQUEST for a malformed batch or an offset past
   the acquired ones, INVALID_RECORD_STATE for offsets not in flight, not acquired, or
   acquired by another member.

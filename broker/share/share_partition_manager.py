@@ -15,9 +15,19 @@ cache, and the ShareFetch purgatory's operations.
 
 A new share partition without durable state starts at the group's
 ``share.auto.offset.reset`` (see below). Reads are read_uncommitted below the high
-watermark; the records returned are the whole batches the acquired offsets are in, cut
-after the last acquired offset's batch (the client keeps only the acquired offsets).
-Control batches (transaction markers) are skipped: their offsets are never acquired.
+watermark — or, for a group whose ``share.isolation.level`` is read_committed, below the
+last stable offset, with the aborted transactions the read overlaps: their batches are
+archived, never delivered (Kafka's ``ShareFetchUtils``/``SharePartition`` filter). The
+records returned are the whole batches the acquired offsets are in, cut after the last
+acquired offset's batch (the client keeps only the acquired offsets). Control batches
+(transaction markers) are skipped: their offsets are never acquired. A fetch acquires
+whole batches past its MaxRecords unless its ShareAcquireMode (v2) is record_limit
+(KIP-1206).
+
+Each share partition runs with its group's GROUP configs (``partition_config``):
+``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
+``share.partition.max.record.locks`` (KIP-1240), else the broker's ``group.share.*``;
+RENEW acknowledgements need ``share.renew.acknowledge.enable`` (KIP-1222).
 
 With a persister (``persister.py``), a new share partition is made initialising and
 reads its durable state from the share coordinator (Kafka's ``maybeInitialize``):
@@ -27,11 +37,14 @@ uninitialised state (start offset -1) starts where the group's
 default; ``earliest``; ``by_duration:``). Each change of durable state is written
 through the persister (``pending_writes`` counts those not answered yet). A share
 partition is dropped when its leadership moves away, and made again (and read again)
-when it comes back with a new leader epoch.
+when it comes back with a new leader epoch; it is dropped with its topic (a metadata
+listener), and one made for a topic id the name no longer has is made again: a topic
+recreated under the name starts fresh (Kafka keys share partitions by topic id; the
+share coordinator deletes the old topic's durable state).
 
 Differences from Kafka: a share partition whose read fails is dropped (the next fetch
-makes it again) rather than kept FAILED; ``BatchSize`` and ``ShareAcquireMode`` (v2) are
-accepted and not used.
+makes it again) rather than kept FAILED; ``BatchSize`` is accepted and not used (one
+acquisition lock per run of offsets acquired together).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ ReadShareGroupStateSummary (87) from it.
 - A read with a newer leader epoch records it (an update record), as Kafka's
   ``readStateAndMaybeUpdateLeaderEpoch``; an unknown key reads as uninitialised
   (start offset -1, state epoch 0), as Kafka 4.1.
+- A deleted topic's share partitions lose their state (Kafka's ``onTopicsDeleted``):
+  each coordinator writes tombstones for its keys of the topic id.
 - On leadership of a partition its records are loaded in slices on the broker's
   ``LoadScheduler`` (COORDINATOR_LOAD_IN_PROGRESS meanwhile); keys of a partition not
   led here are NOT_COORDINATOR. That is what makes the state survive a failover: the
