@@ -683,7 +683,7 @@ class SharePartition:
             self._unlock(record)
 
 
-_DONE_TYPES = {
+_DONE_TYPES: dict[int, RecordState] = {
     AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
     AcknowledgeType.REJECT: RecordState.ARCHIVED,
     AcknowledgeType.GAP: RecordState.ARCHIVED,
