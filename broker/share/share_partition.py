@@ -12,7 +12,8 @@ SPSO are done; offsets from the SPEO on were never delivered.
   the SPEO, each with its delivery count incremented, up to ``max_records`` — the
   batch that reaches it whole in KIP-1206's batch-optimized mode, exactly in
   record-limit mode — and within the in-flight window ``share.partition.max.record.locks``
-  (back-pressure: no new offsets past SPSO + that many). A read_committed read's aborted
+  (back-pressure: no new offsets past SPSO + that many; as Kafka's, a batch-optimized
+  fetch that fits in it takes its last batch whole, even past it). A read_committed read's aborted
   batches are archived instead. Every run of offsets acquired together gets one
   acquisition lock, a timer task on the share lock timer (``group.share.record.lock.
   duration.ms``); the answer lists them as Kafka's AcquiredRecords (first, last,
@@ -313,6 +314,8 @@ class SharePartition:
         run_first = run_count = -1
         budget = max_records
         full = False
+        room = self.config.max_record_locks - (self.end_offset - self.start_offset)
+        soft_window = not record_limit and room >= max_records
         for batch in batches:
             base, last = batch[0], batch[1]
             kind = batch[2] if len(batch) > 2 else DATA
@@ -335,7 +338,9 @@ class SharePartition:
                         run = []
                     if not run:
                         run_first, run_count = offset, 1
-                    taken = self._acquire_new(member_id, offset, last, budget, record_limit, run)
+                    taken = self._acquire_new(
+                        member_id, offset, last, budget, record_limit, soft_window, run
+                    )
                     if not taken:
                         full = True
                         break
@@ -378,16 +383,25 @@ class SharePartition:
         last: int,
         budget: int,
         record_limit: bool,
+        soft_window: bool,
         run: list[_InFlightRecord],
     ) -> int:
         """Acquire the new offsets from ``offset`` (the end offset or past it) to
-        ``last``, within the record-lock window (and the budget in record_limit mode),
-        onto ``run``; how many (0: the window is full)."""
-        count = min(last + 1, self.start_offset + self.config.max_record_locks) - offset
+        ``last`` (the end of their batch), onto ``run``; how many (0: the window is full).
+
+        As Kafka's ``lastOffsetAndMaxRecordsToAcquire``: when the record-lock window had
+        room for the fetch's whole MaxRecords (``soft_window``), a batch-optimized
+        acquisition takes the batch that reaches MaxRecords whole, even past the window;
+        otherwise the window is a hard limit. No new offset starts past the window, and
+        record_limit mode also stops at the budget."""
+        window_end = self.start_offset + self.config.max_record_locks
+        if offset >= window_end:
+            return 0
+        count = last + 1 - offset
+        if not soft_window:
+            count = min(count, window_end - offset)
         if record_limit:
             count = min(count, budget)
-        if count <= 0:
-            return 0
         acquired = RecordState.ACQUIRED
         records = [_InFlightRecord(acquired, 1, member_id) for _ in range(count)]
         self._in_flight.update(zip(range(offset, offset + count), records, strict=True))

@@ -77,9 +77,16 @@ def test_batch_optimized_mode_acquires_whole_batches_past_max_records() -> None:
     sp, *_ = _partition()
     assert sp.acquire("m1", [(0, 1), (2, 9), (10, 12)], 3) == [AcquiredRecords(0, 9, 1)]
     assert sp.acquire("m2", [(10, 12), (13, 20)], 3) == [AcquiredRecords(10, 12, 1)]
-    # the record-lock window still bounds it
+    # the record-lock window: a fetch whose MaxRecords it has room for takes the batch
+    # that reaches MaxRecords whole, even past it (Kafka's); one it has no room for is
+    # cut at the window, as is any in record_limit mode
     sp, *_ = _partition(max_record_locks=100)
-    assert sp.acquire("m1", [(0, 499)], 3) == [AcquiredRecords(0, 99, 1)]
+    assert sp.acquire("m1", [(0, 29), (30, 149), (150, 199)], 50) == [AcquiredRecords(0, 149, 1)]
+    assert sp.window_full() and sp.acquire("m2", [(150, 199)], 50) == []
+    sp, *_ = _partition(max_record_locks=100)
+    assert sp.acquire("m1", [(0, 29), (30, 149)], 500) == [AcquiredRecords(0, 99, 1)]
+    sp, *_ = _partition(max_record_locks=100)
+    assert sp.acquire("m1", [(0, 149)], 500, record_limit=True) == [AcquiredRecords(0, 99, 1)]
 
 
 def test_aborted_records_are_archived_and_control_batches_skipped() -> None:
@@ -176,12 +183,13 @@ def test_renew_is_refused_before_v2() -> None:
 
 def test_max_record_locks_back_pressure() -> None:
     sp, *_ = _partition(max_record_locks=4)
-    assert sp.acquire("m1", [(0, 9)], 100) == [AcquiredRecords(0, 3, 1)]
+    one_per_batch = [(i, i) for i in range(10)]
+    assert sp.acquire("m1", one_per_batch, 100) == [AcquiredRecords(0, 3, 1)]
     assert sp.window_full() and not sp.can_acquire_records(10)
-    assert sp.acquire("m2", [(4, 9)], 100) == []
+    assert sp.acquire("m2", one_per_batch[4:], 100) == []
     sp.acknowledge("m1", [_ack(0, 1, A)])
     assert sp.can_acquire_records(10)
-    assert sp.acquire("m2", [(4, 9)], 100) == [AcquiredRecords(4, 5, 1)]
+    assert sp.acquire("m2", one_per_batch[4:], 100) == [AcquiredRecords(4, 5, 1)]
 
 
 def test_release_acquired_records_of_a_member_that_left() -> None:
@@ -278,7 +286,7 @@ def test_random_operations_keep_the_counts_true() -> None:
 
 def test_an_accept_that_opens_a_full_window_wakes_the_waiting_fetches() -> None:
     sp, _, _, woken = _partition(max_record_locks=2)
-    sp.acquire("m1", [(0, 5)], 100)
+    sp.acquire("m1", [(i, i) for i in range(6)], 100)
     assert sp.window_full() and not woken
     sp.acknowledge("m1", [_ack(1, 1, A)])  # the start offset does not move: no wake
     assert not woken
