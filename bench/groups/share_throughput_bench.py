@@ -24,7 +24,8 @@ pass/fail.
 
 Run: ``.venv/bin/python -m bench.groups.share_throughput_bench [--records 20000]
 [--partitions 6] [--consumers 1,2,4] [--scenarios classic,implicit,explicit]
-[--checkout DIR] [--profile FILE]``; ``--checkout`` runs another checkout's broker (e.g.
+[--reps 3] [--checkout DIR] [--profile FILE]``; ``--reps`` prints each scenario's median
+run (by seconds); ``--checkout`` runs another checkout's broker (e.g.
 ``git archive c0e8167`` unpacked) for a before/after table.
 """
 
@@ -208,6 +209,7 @@ def main() -> None:
     parser.add_argument("--consumers", default="1,2,4")
     parser.add_argument("--scenarios", default="classic,implicit,explicit")
     parser.add_argument("--timeout", type=float, default=120.0, help="per scenario, s")
+    parser.add_argument("--reps", type=int, default=1, help="runs per scenario; the median")
     parser.add_argument("--profile", type=Path, default=None, help="cProfile the broker here")
     parser.add_argument("--override", action="append", default=[], help="a broker config")
     parser.add_argument(
@@ -220,11 +222,15 @@ def main() -> None:
     )
     try:
         _produce(broker.bootstrap, args.records, args.partitions)
-        rows = [
-            _scenario(broker, kind, int(k), args.records, args.timeout)
-            for kind in args.scenarios.split(",")
-            for k in args.consumers.split(",")
-        ]
+        rows = []
+        for kind in args.scenarios.split(","):
+            for k in args.consumers.split(","):
+                runs = [
+                    _scenario(broker, kind, int(k), args.records, args.timeout)
+                    for _ in range(args.reps)
+                ]
+                runs.sort(key=lambda row: float(str(row[2])))
+                rows.append(runs[len(runs) // 2])  # the median run by seconds
     finally:
         broker.stop()
     print(
