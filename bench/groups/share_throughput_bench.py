@@ -24,9 +24,11 @@ pass/fail.
 
 Run: ``.venv/bin/python -m bench.groups.share_throughput_bench [--records 20000]
 [--partitions 6] [--consumers 1,2,4] [--scenarios classic,implicit,explicit]
-[--reps 3] [--checkout DIR] [--profile FILE]``; ``--reps`` prints each scenario's median
-run (by seconds); ``--checkout`` runs another checkout's broker (e.g.
-``git archive c0e8167`` unpacked) for a before/after table.
+[--reps 3] [--sticky] [--checkout DIR] [--profile FILE]``; ``--reps`` prints each scenario's median
+run (by seconds); ``--sticky`` produces with librdkafka's own partitioner and batching (a
+few big batches on a few partitions, as the high-volume test); ``--checkout`` runs
+another checkout's broker (e.g. ``git archive c0e8167`` unpacked) for a before/after
+table.
 """
 
 from __future__ import annotations
@@ -63,17 +65,19 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _produce(bootstrap: str, records: int, partitions: int) -> None:
+def _produce(bootstrap: str, records: int, partitions: int, sticky: bool) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
         future.result()
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 500, **_QUIET}
-    )
+    batching = {} if sticky else {"linger.ms": 5, "batch.num.messages": 500}
+    producer = Producer({"bootstrap.servers": bootstrap, **batching, **_QUIET})
     for i in range(records):
+        # sticky: librdkafka's own partitioner, as confluent-kafka-python's high-volume
+        # test produces (a few big batches on a few partitions); else round-robin
+        where = {} if sticky else {"partition": i % partitions}
         while True:
             try:
-                producer.produce(TOPIC, value=b"v%08d" % i, partition=i % partitions)
+                producer.produce(TOPIC, value=b"v%08d" % i, **where)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -210,6 +214,9 @@ def main() -> None:
     parser.add_argument("--scenarios", default="classic,implicit,explicit")
     parser.add_argument("--timeout", type=float, default=120.0, help="per scenario, s")
     parser.add_argument("--reps", type=int, default=1, help="runs per scenario; the median")
+    parser.add_argument(
+        "--sticky", action="store_true", help="produce with librdkafka's partitioner, defaults"
+    )
     parser.add_argument("--profile", type=Path, default=None, help="cProfile the broker here")
     parser.add_argument("--override", action="append", default=[], help="a broker config")
     parser.add_argument(
@@ -221,7 +228,7 @@ def main() -> None:
         extra, cwd=args.checkout, stderr=None, log_level="WARNING", profile=args.profile
     )
     try:
-        _produce(broker.bootstrap, args.records, args.partitions)
+        _produce(broker.bootstrap, args.records, args.partitions, args.sticky)
         rows = []
         for kind in args.scenarios.split(","):
             for k in args.consumers.split(","):
@@ -234,7 +241,8 @@ def main() -> None:
     finally:
         broker.stop()
     print(
-        f"{args.records} records, {args.partitions} partitions, one broker "
+        f"{args.records} records ({'sticky' if args.sticky else 'round-robin'}), "
+        f"{args.partitions} partitions, one broker "
         f"({'cProfile' if args.profile else 'no profiler'}), "
         f"checkout {args.checkout or 'this one'}"
     )
