@@ -249,8 +249,22 @@ class BrokerConfig(BaseModel):
         60000, alias="group.share.max.record.lock.duration.ms"
     )
     group_share_delivery_count_limit: int = Field(5, alias="group.share.delivery.count.limit")
+    # KIP-1240: the bounds of the per-group share.delivery.count.limit and
+    # share.partition.max.record.locks GROUP configs
+    group_share_min_delivery_count_limit: int = Field(
+        2, alias="group.share.min.delivery.count.limit"
+    )
+    group_share_max_delivery_count_limit: int = Field(
+        10, alias="group.share.max.delivery.count.limit"
+    )
     group_share_partition_max_record_locks: int = Field(
         2000, alias="group.share.partition.max.record.locks"
+    )
+    group_share_min_partition_max_record_locks: int = Field(
+        100, alias="group.share.min.partition.max.record.locks"
+    )
+    group_share_max_partition_max_record_locks: int = Field(
+        10000, alias="group.share.max.partition.max.record.locks"
     )
     group_share_max_share_sessions: int = Field(2000, alias="group.share.max.share.sessions")
     share_fetch_purgatory_purge_interval_requests: int = Field(

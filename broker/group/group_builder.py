@@ -19,6 +19,7 @@ from broker.group.group_configs import GroupConfigManager
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_log import offsets_topic_log
 from broker.group.group_metadata_manager import GroupMetadataManager
+from broker.group.share.share_group_config import ShareGroupConfig
 from broker.replica.replica_manager import ReplicaManager
 from broker.server.broker_options import BrokerOptions
 from broker.server.cluster_stores import ClusterStores
@@ -72,7 +73,9 @@ def build_group_coordinators(
         member_id_factory=stores.ids.member_id,
         # Per-group configs (GROUP resources): the cluster's store, this broker's bounds.
         group_configs=GroupConfigManager(
-            stores.group_configs, ConsumerGroupConfig.from_broker_config(config)
+            stores.group_configs,
+            ConsumerGroupConfig.from_broker_config(config),
+            ShareGroupConfig.from_broker_config(config),
         ),
     )
     group_coordinator = GroupCoordinator(

@@ -1,4 +1,4 @@
-"""Per-group configs (KIP-848): Kafka 4's ``GroupConfig`` and ``GroupConfigManager``.
+"""Per-group configs (KIP-848, KIP-932, KIP-1240): Kafka's ``GroupConfig``, ``GroupConfigManager``.
 
 A GROUP config resource (resource type 32 in DescribeConfigs and IncrementalAlterConfigs)
 overrides, for one group id, the broker's group settings. The names, types, lower bounds
@@ -7,23 +7,32 @@ and checks are Kafka 4's ``GroupConfig``:
 * ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``: INT, at least
   1, within the broker's ``group.consumer.min/max.session.timeout.ms`` and
   ``group.consumer.min/max.heartbeat.interval.ms``;
-* ``share.session.timeout.ms``, ``share.heartbeat.interval.ms`` (INT, at least 1) and
-  ``share.record.lock.duration.ms`` (INT, at least 1000), within the ``group.share.*``
-  bounds;
-
+* ``share.session.timeout.ms``, ``share.heartbeat.interval.ms`` (INT, at least 1),
+  ``share.record.lock.duration.ms`` (INT, at least 1000), and KIP-1240's
+  ``share.delivery.count.limit`` (INT, at least 2) and
+  ``share.partition.max.record.locks`` (INT, at least 100), each within the broker's
+  configured ``group.share.min/max.*`` bounds (``ShareGroupConfig``: a broker started
+  with ``group.share.min.record.lock.duration.ms=1000`` accepts a group's 5000);
 * ``share.auto.offset.reset`` (STRING, default ``latest``): where a share partition of
   the group with no durable state starts — ``latest``, ``earliest`` or
   ``by_duration:<ISO-8601 duration>`` (Kafka's ``ShareGroupAutoOffsetResetStrategy``;
   read by the ``SharePartitionManager`` when it initialises a share partition);
+* ``share.isolation.level`` (STRING, ``read_uncommitted`` or ``read_committed``): a
+  read_committed group's share partitions end at the last stable offset and archive
+  aborted records;
+* ``share.renew.acknowledge.enable`` (BOOLEAN, KIP-1222): whether the group's members
+  may RENEW their acquisition locks; false by default, as Kafka 4.3 (trunk turned it on);
+* ``errors.deadletterqueue.topic.name`` (STRING, not starting with ``__``) and
+  ``errors.deadletterqueue.copy.record.enable`` (BOOLEAN), KIP-1191's dead-letter queue;
 
-and each session timeout must be greater than its heartbeat interval. As Kafka, the whole
-resulting set of a group's overrides is validated, the unset ones at ``GroupConfig``'s
-defaults (45000, 5000, 45000, 5000, 30000); every failure is INVALID_CONFIG with Kafka's
-message ("Unknown group config name: x", "Invalid value x for configuration y: ...",
-"consumer.session.timeout.ms must be greater than or equal to
+and each session timeout must be greater than its heartbeat interval. As Kafka 4.2, the
+whole resulting set of a group's INT overrides is validated, the unset ones at
+``GroupConfig``'s defaults (45000, 5000, 45000, 5000, 30000, 5, 2000); every failure is
+INVALID_CONFIG with Kafka's message ("Unknown group config name: x", "Invalid value x for
+configuration y: ...", "consumer.session.timeout.ms must be greater than or equal to
 group.consumer.min.session.timeout.ms", ...).
 
-DescribeConfigs lists the five, each with its group's override (source GROUP_CONFIG, the
+DescribeConfigs lists them all, each with its group's override (source GROUP_CONFIG, the
 one synonym) or the broker's value of its ``group.*`` key (source DEFAULT_CONFIG, no
 synonym), as Kafka's ``ConfigHelper.createGroupConfigEntry``.
 
@@ -31,18 +40,18 @@ The overrides are cluster state (Kafka keeps them in the metadata log): one
 ``GroupConfigStore`` per cluster, shared by its brokers, durable in ``group-configs.json``
 in the data directory (``atomic_file``). Each broker's ``GroupConfigManager`` reads it
 with that broker's bounds and defaults; the consumer group coordinator asks it for a
-group's session timeout and heartbeat interval.
+group's session timeout and heartbeat interval, the share partition manager for the
+share.* settings of a group's share partitions.
 
-Where this differs from Kafka: the share.* bounds and defaults are Kafka's constants (the
-broker's group.share.* keys are not modelled yet); nothing is removed when a group is
-deleted (neither does Kafka 4.0).
+Where this differs from Kafka: nothing is removed when a group is deleted (neither does
+Kafka 4.0).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,6 +59,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.atomic_file import read_json, write_json_atomic
 from broker.cluster.cluster_metadata import MetadataError
+from broker.group.share.share_group_config import ShareGroupConfig
 
 if TYPE_CHECKING:
     from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
@@ -59,14 +69,31 @@ CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
 SHARE_SESSION_TIMEOUT_MS = "share.session.timeout.ms"
 SHARE_HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
 SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
+SHARE_DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
+SHARE_PARTITION_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
-# The string-valued group configs and their defaults (the others are INTs).
-STRING_GROUP_CONFIGS: Mapping[str, str] = {SHARE_AUTO_OFFSET_RESET: "latest"}
+SHARE_ISOLATION_LEVEL = "share.isolation.level"
+SHARE_RENEW_ACKNOWLEDGE_ENABLE = "share.renew.acknowledge.enable"
+ERRORS_DEADLETTERQUEUE_TOPIC_NAME = "errors.deadletterqueue.topic.name"
+ERRORS_DEADLETTERQUEUE_COPY_RECORD_ENABLE = "errors.deadletterqueue.copy.record.enable"
+# The string-valued group configs and their defaults (the others are INTs or BOOLEANs).
+STRING_GROUP_CONFIGS: Mapping[str, str] = {
+    SHARE_AUTO_OFFSET_RESET: "latest",
+    SHARE_ISOLATION_LEVEL: "read_uncommitted",
+    ERRORS_DEADLETTERQUEUE_TOPIC_NAME: "",
+}
+# The boolean group configs and their defaults.
+BOOLEAN_GROUP_CONFIGS: Mapping[str, str] = {
+    SHARE_RENEW_ACKNOWLEDGE_ENABLE: "false",
+    ERRORS_DEADLETTERQUEUE_COPY_RECORD_ENABLE: "false",
+}
+_ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 _DURATION = re.compile(
     r"P(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE
 )
 
 FILE_NAME = "group-configs.json"
+_NONE: Mapping[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,19 +144,20 @@ GROUP_CONFIG_DEFS: Mapping[str, GroupConfigDef] = {
         "group.share.min.session.timeout.ms",
         "group.share.max.session.timeout.ms",
     ),
-}
-
-# Kafka 4's defaults of the broker's group.share.* keys (not modelled by BrokerConfig).
-_SHARE_BROKER_DEFAULTS = {
-    "group.share.heartbeat.interval.ms": 5000,
-    "group.share.min.heartbeat.interval.ms": 5000,
-    "group.share.max.heartbeat.interval.ms": 15000,
-    "group.share.record.lock.duration.ms": 30000,
-    "group.share.min.record.lock.duration.ms": 15000,
-    "group.share.max.record.lock.duration.ms": 60000,
-    "group.share.session.timeout.ms": 45000,
-    "group.share.min.session.timeout.ms": 45000,
-    "group.share.max.session.timeout.ms": 60000,
+    SHARE_DELIVERY_COUNT_LIMIT: GroupConfigDef(
+        5,
+        2,
+        "group.share.delivery.count.limit",
+        "group.share.min.delivery.count.limit",
+        "group.share.max.delivery.count.limit",
+    ),
+    SHARE_PARTITION_MAX_RECORD_LOCKS: GroupConfigDef(
+        2000,
+        100,
+        "group.share.partition.max.record.locks",
+        "group.share.min.partition.max.record.locks",
+        "group.share.max.partition.max.record.locks",
+    ),
 }
 
 
@@ -157,6 +185,10 @@ class GroupConfigStore:
         """The groups that have overrides (Kafka's ``GroupConfigManager.groupIds``)."""
         return sorted(self._configs)
 
+    def overrides(self, group_id: str) -> Mapping[str, str]:
+        """The group's overrides, read-only and not copied (read on every share fetch)."""
+        return self._configs.get(group_id, _NONE)
+
     def put(self, group_id: str, overrides: Mapping[str, str]) -> None:
         """Replace the group's overrides (none: forget the group) and save."""
         if overrides:
@@ -170,9 +202,22 @@ class GroupConfigStore:
 class GroupConfigManager:
     """One broker's view of the group configs: its bounds and defaults over the store."""
 
-    def __init__(self, store: GroupConfigStore, config: ConsumerGroupConfig) -> None:
+    def __init__(
+        self,
+        store: GroupConfigStore,
+        config: ConsumerGroupConfig,
+        share_config: ShareGroupConfig | None = None,
+    ) -> None:
         self.store = store
-        self._broker: dict[str, int] = dict(_SHARE_BROKER_DEFAULTS)
+        # the broker's group.share.* values and bounds, as configured (Kafka's
+        # ShareGroupConfig and GroupCoordinatorConfig): the bounds a GROUP config is
+        # checked against and the values of the groups without an override
+        share = share_config if share_config is not None else ShareGroupConfig()
+        self._broker: dict[str, int] = {
+            f.name.replace("_", "."): getattr(share, f.name)
+            for f in fields(share)
+            if f.name.startswith("group_share_") and isinstance(getattr(share, f.name), int)
+        }
         for field in (
             "session_timeout_ms",
             "min_session_timeout_ms",
@@ -187,15 +232,35 @@ class GroupConfigManager:
     # ---------------------------------------------------------------- values
     def value(self, group_id: str, name: str) -> int:
         """The group's value of ``name``: its override, else the broker's."""
-        override = self.store.get(group_id).get(name)
+        override = self.store.overrides(group_id).get(name)
         if override is not None:
             return int(override)
         return self._broker[GROUP_CONFIG_DEFS[name].broker_key]
 
+    def overrides(self, group_id: str) -> Mapping[str, str]:
+        """The group's overrides (a new mapping each time they change)."""
+        return self.store.overrides(group_id)
+
+    def string_value(self, group_id: str, name: str) -> str:
+        """The group's value of a STRING or BOOLEAN config: its override, else the default."""
+        override = self.store.overrides(group_id).get(name)
+        if override is not None:
+            return override
+        return STRING_GROUP_CONFIGS.get(name) or BOOLEAN_GROUP_CONFIGS.get(name, "")
+
     def share_auto_offset_reset(self, group_id: str) -> str:
-        return self.store.get(group_id).get(
-            SHARE_AUTO_OFFSET_RESET, STRING_GROUP_CONFIGS[SHARE_AUTO_OFFSET_RESET]
-        )
+        return self.string_value(group_id, SHARE_AUTO_OFFSET_RESET)
+
+    def share_read_committed(self, group_id: str) -> bool:
+        return self.string_value(group_id, SHARE_ISOLATION_LEVEL) == "read_committed"
+
+    def share_renew_acknowledge_enable(self, group_id: str) -> bool:
+        return self.string_value(group_id, SHARE_RENEW_ACKNOWLEDGE_ENABLE) == "true"
+
+    def deadletterqueue_topic(self, group_id: str) -> tuple[str, bool]:
+        """KIP-1191: the group's DLQ topic ("": none) and whether records are copied."""
+        copy = self.string_value(group_id, ERRORS_DEADLETTERQUEUE_COPY_RECORD_ENABLE) == "true"
+        return self.string_value(group_id, ERRORS_DEADLETTERQUEUE_TOPIC_NAME), copy
 
     def consumer_session_timeout_ms(self, group_id: str) -> int:
         return self.value(group_id, CONSUMER_SESSION_TIMEOUT_MS)
@@ -205,16 +270,16 @@ class GroupConfigManager:
 
     def describe(self, group_id: str) -> list[tuple[str, str, bool]]:
         """Every group config: (name, value, overridden), sorted by name."""
-        overrides = self.store.get(group_id)
+        overrides = self.store.overrides(group_id)
         return [
             (
                 name,
-                overrides.get(name, STRING_GROUP_CONFIGS[name])
-                if name in STRING_GROUP_CONFIGS
-                else str(self.value(group_id, name)),
+                str(self.value(group_id, name))
+                if name in GROUP_CONFIG_DEFS
+                else self.string_value(group_id, name),
                 name in overrides,
             )
-            for name in sorted([*GROUP_CONFIG_DEFS, *STRING_GROUP_CONFIGS])
+            for name in sorted([*GROUP_CONFIG_DEFS, *STRING_GROUP_CONFIGS, *BOOLEAN_GROUP_CONFIGS])
         ]
 
     # ---------------------------------------------------------------- changes
@@ -222,11 +287,17 @@ class GroupConfigManager:
         """Kafka's ``GroupConfig.validate``: names, parsing, ``atLeast``, then the
         broker's bounds over the whole set (unset ones at ``GroupConfig``'s defaults)."""
         for name in overrides:
-            if name not in GROUP_CONFIG_DEFS and name not in STRING_GROUP_CONFIGS:
+            if (
+                name not in GROUP_CONFIG_DEFS
+                and name not in STRING_GROUP_CONFIGS
+                and name not in BOOLEAN_GROUP_CONFIGS
+            ):
                 raise _invalid(f"Unknown group config name: {name}")
-        strings = {n: v for n, v in overrides.items() if n in STRING_GROUP_CONFIGS}
-        for name, text in strings.items():
-            _check_reset_strategy(name, text)
+        strings = {
+            n: _check_string(n, v)
+            for n, v in overrides.items()
+            if n in STRING_GROUP_CONFIGS or n in BOOLEAN_GROUP_CONFIGS
+        }
         values = {name: d.default for name, d in GROUP_CONFIG_DEFS.items()}
         for name, text in overrides.items():
             if name not in strings:
@@ -242,7 +313,7 @@ class GroupConfigManager:
         ):
             if values[session] <= values[interval]:
                 raise _invalid(f"{session} must be greater than {interval}")
-        return {name: strings.get(name) or str(values[name]) for name in overrides}
+        return {name: strings[name] if name in strings else str(values[name]) for name in overrides}
 
     def alter(
         self, group_id: str, changes: Iterable[tuple[str, str | None, int]], validate_only: bool
@@ -284,6 +355,27 @@ def _parse_int(name: str, text: str, at_least: int) -> int:
             f"Invalid value {value} for configuration {name}: Value must be at least {at_least}"
         )
     return value
+
+
+def _check_string(name: str, text: str) -> str:
+    """A STRING or BOOLEAN group config's value as stored, or Kafka's INVALID_CONFIG."""
+    if name == SHARE_AUTO_OFFSET_RESET:
+        _check_reset_strategy(name, text)
+    elif name == SHARE_ISOLATION_LEVEL and text not in _ISOLATION_LEVELS:
+        raise _invalid(
+            f"Invalid value {text} for configuration {name}: String must be one of: "
+            + ", ".join(_ISOLATION_LEVELS)
+        )
+    elif name == ERRORS_DEADLETTERQUEUE_TOPIC_NAME and text.startswith("__"):
+        raise _invalid(f"{name}: DLQ topic name must not start with '__'")
+    elif name in BOOLEAN_GROUP_CONFIGS:
+        if text.strip().lower() not in ("true", "false"):
+            raise _invalid(
+                f"Invalid value {text} for configuration {name}: "
+                "Expected value to be either true or false"
+            )
+        return text.strip().lower()
+    return text
 
 
 def _check_reset_strategy(name: str, text: str) -> None:

@@ -63,18 +63,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if epoch == FINAL_EPOCH:
         manager.close_session(key)
     if acks.durable:
-        return _response(ctx, requested, acks)
+        return _response(ctx, key[0], requested, acks)
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     def durable() -> None:
         if not future.done():
-            future.set_result(_response(ctx, requested, acks))
+            future.set_result(_response(ctx, key[0], requested, acks))
 
     acks.when_durable(durable)
     return future
 
 
-def _response(ctx: RequestContext, requested: RequestedPartitions, acks: Acknowledgements) -> Any:
+def _response(
+    ctx: RequestContext, group_id: str, requested: RequestedPartitions, acks: Acknowledgements
+) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     by_topic: dict[Any, list[Any]] = {}
     for fp, (ack_error, message) in acks.results.items():
@@ -99,7 +101,7 @@ def _response(ctx: RequestContext, requested: RequestedPartitions, acks: Acknowl
         throttle_time=0,
         error_code=ErrorCode.none,
         error_message=None,
-        acquisition_lock_timeout=lock_timeout_ms(ctx),
+        acquisition_lock_timeout=lock_timeout_ms(ctx, group_id),
         responses=tuple(
             b.ShareAcknowledgeTopicResponse(topic_id=topic_id, partitions=tuple(parts))
             for topic_id, parts in by_topic.items()

@@ -119,8 +119,12 @@ def current_leader(ctx: RequestContext, b: Builder, topic: str | None, partition
     return b.LeaderIdAndEpoch(leader_id=state.leader, leader_epoch=state.leader_epoch)
 
 
-def lock_timeout_ms(ctx: RequestContext) -> int:
-    return ctx.services.share_partition_manager.config.record_lock_duration_ms
+def lock_timeout_ms(ctx: RequestContext, group_id: str | None = None) -> int:
+    """The AcquisitionLockTimeoutMs answered: the group's share.record.lock.duration.ms."""
+    manager = ctx.services.share_partition_manager
+    if group_id is None:
+        return manager.config.record_lock_duration_ms
+    return manager.partition_config(group_id).record_lock_duration_ms
 
 
 def check_ids(request: Any) -> str | None:

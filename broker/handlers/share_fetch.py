@@ -13,15 +13,19 @@ acknowledges, closes the session and releases what the member still holds; a v2
 renew-only fetch (``is_renew_ack``) only acknowledges.
 
 The response (v1+) carries ``acquisition_lock_timeout``: the lock duration the records
-were acquired under (``group.share.record.lock.duration.ms``).
+were acquired under (the group's ``share.record.lock.duration.ms``).
+
+Version notes: v2 (KIP-1206, KIP-1222) adds ``ShareAcquireMode`` — 0 batch_optimized
+(the default, and v1's behaviour: the batch that reaches MaxRecords is acquired whole),
+1 record_limit (exactly MaxRecords) — and the RENEW acknowledge type, which the group
+must enable (``share.renew.acknowledge.enable``; INVALID_RECORD_STATE otherwise).
 
 The answer waits until the share state the acknowledgements changed is written to the
 share coordinator (as Kafka's).
 
-Differences from Kafka: those of ``SharePartitionManager`` (no
-``share.auto.offset.reset`` per group); every partition the request names is answered,
-and of the session's other partitions those with records or an error (Kafka leaves out
-unchanged ones the same way); NodeEndpoints are not filled in.
+Differences from Kafka: those of ``SharePartitionManager``; every partition the request
+names is answered, and of the session's other partitions those with records or an error
+(Kafka leaves out unchanged ones the same way); NodeEndpoints are not filled in.
 
 With an authorizer, READ on the group (else GROUP_AUTHORIZATION_FAILED at the top); the
 topics' READ is not checked (Kafka's is).
@@ -58,6 +62,7 @@ MIN_VERSION = 1
 MAX_VERSION = 2
 
 _MAX_RECORDS = 2**31 - 1
+_RECORD_LIMIT = 1  # ShareAcquireMode: 0 batch_optimized, 1 record_limit
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -100,8 +105,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         max_bytes=int(request.max_bytes),
         max_records=max_records if max_records > 0 else _MAX_RECORDS,
         partitions=to_fetch,
+        record_limit=int(getattr(request, "share_acquire_mode", 0)) == _RECORD_LIMIT,
     )
-    answer = _ShareFetchAnswer(ctx, requested, acks)
+    answer = _ShareFetchAnswer(ctx, group_id, requested, acks)
     manager.fetch_messages(params, answer, ctx)
     if answer.answered:
         return answer.response
@@ -114,15 +120,26 @@ class _ShareFetchAnswer:
     """The ``respond`` the manager calls once: builds the response; completes the
     handler's future when the fetch was parked."""
 
-    __slots__ = ("acks", "answered", "ctx", "future", "requested", "response", "results")
+    __slots__ = (
+        "acks",
+        "answered",
+        "ctx",
+        "future",
+        "group_id",
+        "requested",
+        "response",
+        "results",
+    )
 
     def __init__(
         self,
         ctx: RequestContext,
+        group_id: str,
         requested: RequestedPartitions,
         acks: Acknowledgements,
     ) -> None:
         self.ctx = ctx
+        self.group_id = group_id
         self.requested = requested
         self.acks = acks
         self.future: asyncio.Future[Any] | None = None
@@ -140,7 +157,9 @@ class _ShareFetchAnswer:
         """Once the fetch has its records and the acknowledgements are written."""
         assert self.results is not None
         self.answered = True
-        response = _response(self.ctx, self.requested, self.acks.results, self.results)
+        response = _response(
+            self.ctx, self.group_id, self.requested, self.acks.results, self.results
+        )
         if self.future is None:
             self.response = response
         elif not self.future.done():
@@ -149,6 +168,7 @@ class _ShareFetchAnswer:
 
 def _response(
     ctx: RequestContext,
+    group_id: str,
     requested: RequestedPartitions,
     acks: dict[ShareFetchPartition, AckResult],
     results: ShareFetchResults,
@@ -191,7 +211,7 @@ def _response(
         throttle_time=0,
         error_code=ErrorCode.none,
         error_message=None,
-        acquisition_lock_timeout=lock_timeout_ms(ctx),
+        acquisition_lock_timeout=lock_timeout_ms(ctx, group_id),
         responses=tuple(
             b.ShareFetchableTopicResponse(topic_id=topic_id, partitions=tuple(parts))
             for topic_id, parts in by_topic.items()

@@ -58,6 +58,9 @@ class ShareFetchParams:
     max_bytes: int
     max_records: int
     partitions: list[ShareFetchPartition]
+    # KIP-1206's ShareAcquireMode (ShareFetch v2): record_limit (1) caps the records
+    # acquired at max_records; batch_optimized (0, the default) acquires whole batches
+    record_limit: bool = False
 
 
 class SharePartitions(Protocol):

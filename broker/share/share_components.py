@@ -121,8 +121,9 @@ def build_share_groups(
         purgatories.share_lock_timer,
         ShareSessionCache(share_config.group_share_max_share_sessions),
         persister,
-        # share.auto.offset.reset: a GROUP config, in the cluster's group config store
-        auto_offset_reset=consumer_group_coordinator.group_configs.share_auto_offset_reset,
+        # share.auto.offset.reset, share.isolation.level, ...: GROUP configs, in the
+        # cluster's group config store
+        group_configs=consumer_group_coordinator.group_configs,
     )
 
     def other_group_exists(group_id: str) -> bool:

@@ -9,15 +9,19 @@ SPSO are done; offsets from the SPEO on were never delivered.
 
 - ``acquire`` takes what a share fetch read from the log (its batches' offset ranges)
   and acquires, for one member, the AVAILABLE offsets in flight and the new offsets past
-  the SPEO, each with its delivery count incremented, up to ``max_records`` and within
-  the in-flight window ``group.share.partition.max.record.locks`` (back-pressure: no new
-  offsets past SPSO + that many). Every run of offsets acquired together gets one
+  the SPEO, each with its delivery count incremented, up to ``max_records`` — the
+  batch that reaches it whole in KIP-1206's batch-optimized mode, exactly in
+  record-limit mode — and within the in-flight window ``share.partition.max.record.locks``
+  (back-pressure: no new offsets past SPSO + that many; as Kafka's, a batch-optimized
+  fetch that fits in it takes its last batch whole, even past it). A read_committed read's aborted
+  batches are archived instead. Every run of offsets acquired together gets one
   acquisition lock, a timer task on the share lock timer (``group.share.record.lock.
   duration.ms``); the answer lists them as Kafka's AcquiredRecords (first, last,
   delivery count).
 - ``acknowledge`` applies a member's ACCEPT (-> ACKNOWLEDGED), RELEASE (-> AVAILABLE),
   REJECT and GAP (-> ARCHIVED) and, from ShareFetch/ShareAcknowledge v2, RENEW (a fresh
-  lock) to offsets it holds. All or nothing: it is checked whole before anything
+  lock, when the group enables it: else INVALID_RECORD_STATE) to offsets it holds. All
+  or nothing: it is checked whole before anything
   changes, with Kafka's errors — INVALID_REQUEST for a malformed batch or an offset past
   the acquired ones, INVALID_RECORD_STATE for offsets not in flight, not acquired, or
   acquired by another member.
@@ -71,6 +75,12 @@ class RecordState(IntEnum):
     ARCHIVED = 4
 
 
+# The kinds of fetched batch ``SharePartition.acquire`` is handed.
+DATA = 0
+CONTROL = 1  # a transaction marker
+ABORTED = 2  # an aborted transaction's records, read by a read_committed share group
+
+
 class AcknowledgeType(IntEnum):
     """The acknowledge types of ShareFetch/ShareAcknowledge (0 GAP; 4 RENEW from v2)."""
 
@@ -110,10 +120,15 @@ class SharePartitionConfig:
 class _InFlightRecord:
     __slots__ = ("delivery_count", "lock", "member_id", "state")
 
-    def __init__(self) -> None:
-        self.state = RecordState.AVAILABLE
-        self.delivery_count = 0
-        self.member_id: str | None = None
+    def __init__(
+        self,
+        state: RecordState = RecordState.AVAILABLE,
+        delivery_count: int = 0,
+        member_id: str | None = None,
+    ) -> None:
+        self.state = state
+        self.delivery_count = delivery_count
+        self.member_id = member_id
         self.lock: AcquisitionLockTimerTask | None = None
 
 
@@ -290,29 +305,66 @@ class SharePartition:
     # -- acquire ----------------------------------------------------------------------
 
     def acquire(
-        self, member_id: str, batches: Iterable[tuple[int, ...]], max_records: int
+        self,
+        member_id: str,
+        batches: Iterable[tuple[int, ...]],
+        max_records: int,
+        record_limit: bool = False,
     ) -> list[AcquiredRecords]:
         """Acquire for ``member_id`` what it may have of the fetched batches' offset
-        ranges — (base, last), or (base, last, True) for a control batch, whose offsets
-        are never delivered and only move the end offset — at most ``max_records``."""
+        ranges — (base, last, kind): a DATA batch's offsets are acquired; a CONTROL
+        batch's (transaction markers) are never delivered and only move the end offset;
+        an ABORTED batch's (read_committed) are archived, never delivered.
+
+        KIP-1206's acquire modes: batch-optimized (the default) acquires whole batches —
+        once ``max_records`` is reached inside a batch, the rest of that batch is
+        acquired too; record-limit stops at ``max_records`` exactly."""
         acquired: list[AcquiredRecords] = []
         if not self.initialized:
             return acquired
+        start = self.start_offset
+        archived: list[int] = []
         run: list[_InFlightRecord] = []
         run_first = run_count = -1
         budget = max_records
+        full = False
+        room = self.config.max_record_locks - (self.end_offset - self.start_offset)
+        soft_window = not record_limit and room >= max_records
         for batch in batches:
             base, last = batch[0], batch[1]
-            if len(batch) > 2 and batch[2]:
+            kind = batch[2] if len(batch) > 2 else DATA
+            if kind == CONTROL:
                 if last >= self.end_offset and not self.window_full():
                     self.end_offset = last + 1
                 continue
+            if kind == ABORTED:
+                full = self._archive_aborted(base, last, archived)
+            if full or budget <= 0:
+                break
+            if kind == ABORTED:
+                continue
             offset = max(base, self.start_offset)
-            while offset <= last and budget > 0:
+            while offset <= last and (budget > 0 or not record_limit):
+                if offset >= self.end_offset:
+                    # new records, never delivered: acquired together, in one step
+                    if run and (run_count != 1 or offset != run_first + len(run)):
+                        acquired.append(self._lock_run(member_id, run_first, run, run_count))
+                        run = []
+                    if not run:
+                        run_first, run_count = offset, 1
+                    taken = self._acquire_new(
+                        member_id, offset, last, budget, record_limit, soft_window, run
+                    )
+                    if not taken:
+                        full = True
+                        break
+                    budget -= taken
+                    offset += taken
+                    continue
                 record = self._acquirable(offset)
                 if record is None:
                     if offset >= self.end_offset and self.window_full():
-                        budget = 0
+                        full = True
                         break
                     offset += 1
                     continue
@@ -329,10 +381,66 @@ class SharePartition:
                 run.append(record)
                 budget -= 1
                 offset += 1
+            if full:
+                break
         if run:
             acquired.append(self._lock_run(member_id, run_first, run, run_count))
         self._maybe_update_start_offset()
+        if archived:
+            self._write(archived, start)
         return acquired
+
+    def _acquire_new(
+        self,
+        member_id: str,
+        offset: int,
+        last: int,
+        budget: int,
+        record_limit: bool,
+        soft_window: bool,
+        run: list[_InFlightRecord],
+    ) -> int:
+        """Acquire the new offsets from ``offset`` (the end offset or past it) to
+        ``last`` (the end of their batch), onto ``run``; how many (0: the window is full).
+
+        As Kafka's ``lastOffsetAndMaxRecordsToAcquire``: when the record-lock window had
+        room for the fetch's whole MaxRecords (``soft_window``), a batch-optimized
+        acquisition takes the batch that reaches MaxRecords whole, even past the window;
+        otherwise the window is a hard limit. No new offset starts past the window, and
+        record_limit mode also stops at the budget."""
+        window_end = self.start_offset + self.config.max_record_locks
+        if offset >= window_end:
+            return 0
+        count = last + 1 - offset
+        if not soft_window:
+            count = min(count, window_end - offset)
+        if record_limit:
+            count = min(count, budget)
+        acquired = RecordState.ACQUIRED
+        records = [_InFlightRecord(acquired, 1, member_id) for _ in range(count)]
+        self._in_flight.update(zip(range(offset, offset + count), records, strict=True))
+        run.extend(records)
+        self.end_offset = offset + count
+        return count
+
+    def _archive_aborted(self, base: int, last: int, archived: list[int]) -> bool:
+        """A read_committed share partition's aborted records (Kafka's
+        ``filterAbortedTransactionalAcquiredRecords``): ARCHIVED, never delivered.
+        True when the record-lock window is full."""
+        for offset in range(max(base, self.start_offset), last + 1):
+            if offset < self.end_offset:
+                record = self._in_flight.get(offset)
+                if record is None or record.state is not RecordState.AVAILABLE:
+                    continue
+                self._available -= 1
+            elif self.window_full():
+                return True
+            else:
+                record = self._in_flight[offset] = _InFlightRecord()
+                self.end_offset = offset + 1
+            record.state = RecordState.ARCHIVED
+            archived.append(offset)
+        return False
 
     def _acquirable(self, offset: int) -> _InFlightRecord | None:
         """The record at ``offset`` if it can be acquired now (a new one past the end
@@ -372,14 +480,26 @@ class SharePartition:
     # -- acknowledge ------------------------------------------------------------------
 
     def acknowledge(
-        self, member_id: str, batches: list[AcknowledgementBatch], allow_renew: bool = False
+        self,
+        member_id: str,
+        batches: list[AcknowledgementBatch],
+        allow_renew: bool = False,
+        renew_enabled: bool = True,
     ) -> tuple[ErrorCode, str | None]:
-        """Apply ``member_id``'s acknowledgements, all or none (Kafka's errors)."""
+        """Apply ``member_id``'s acknowledgements, all or none (Kafka's errors).
+        ``allow_renew``: the request's version has RENEW (v2); ``renew_enabled``: the
+        group's ``share.renew.acknowledge.enable`` (KIP-1222) — off, a RENEW is
+        INVALID_RECORD_STATE, as Kafka 4.3."""
         if not self.initialized:
             return ErrorCode.invalid_record_state, "The share partition is initializing."
         error = self._check_acknowledgements(member_id, batches, allow_renew)
         if error is not None:
             return error
+        if allow_renew and not renew_enabled and _has_renew(batches):
+            return (
+                ErrorCode.invalid_record_state,
+                "Renew acknowledgements are not enabled for the share group.",
+            )
         start = self.start_offset
         released = False
         changed: list[int] | None = [] if self._on_write is not None else None
@@ -387,6 +507,11 @@ class SharePartition:
         for batch in batches:
             types = batch.acknowledge_types
             single = len(types) == 1
+            if single and types[0] in _DONE_TYPES:  # one ACCEPT/REJECT/GAP for the range
+                self._complete(batch.first_offset, batch.last_offset, _DONE_TYPES[types[0]])
+                if changed is not None:
+                    changed.extend(range(batch.first_offset, batch.last_offset + 1))
+                continue
             for index, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
                 record = self._in_flight[offset]
                 kind = types[0] if single else types[index]
@@ -415,6 +540,21 @@ class SharePartition:
         if released or (self.start_offset != start and self._window_was_full(start)):
             self._on_available()
         return ErrorCode.none, None
+
+    def _complete(self, first: int, last: int, state: RecordState) -> None:
+        """ACQUIRED (checked) -> ``state`` for a range: the hot path of acknowledgements."""
+        in_flight = self._in_flight
+        for offset in range(first, last + 1):
+            record = in_flight[offset]
+            lock = record.lock
+            if lock is not None:
+                record.lock = None
+                self.acquired_count -= 1
+                lock.held -= 1
+                if lock.held <= 0:
+                    lock.cancel()
+            record.member_id = None
+            record.state = state
 
     def _window_was_full(self, start: int) -> bool:
         return self.end_offset - start >= self.config.max_record_locks
@@ -569,3 +709,14 @@ class SharePartition:
         """The partition is no longer led here: every lock is cancelled."""
         for record in self._in_flight.values():
             self._unlock(record)
+
+
+_DONE_TYPES: dict[int, RecordState] = {
+    AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
+    AcknowledgeType.REJECT: RecordState.ARCHIVED,
+    AcknowledgeType.GAP: RecordState.ARCHIVED,
+}
+
+
+def _has_renew(batches: list[AcknowledgementBatch]) -> bool:
+    return any(AcknowledgeType.RENEW in batch.acknowledge_types for batch in batches)

@@ -15,9 +15,19 @@ cache, and the ShareFetch purgatory's operations.
 
 A new share partition without durable state starts at the group's
 ``share.auto.offset.reset`` (see below). Reads are read_uncommitted below the high
-watermark; the records returned are the whole batches the acquired offsets are in, cut
-after the last acquired offset's batch (the client keeps only the acquired offsets).
-Control batches (transaction markers) are skipped: their offsets are never acquired.
+watermark — or, for a group whose ``share.isolation.level`` is read_committed, below the
+last stable offset, with the aborted transactions the read overlaps: their batches are
+archived, never delivered (Kafka's ``ShareFetchUtils``/``SharePartition`` filter). The
+records returned are the whole batches the acquired offsets are in, cut after the last
+acquired offset's batch (the client keeps only the acquired offsets). Control batches
+(transaction markers) are skipped: their offsets are never acquired. A fetch acquires
+whole batches past its MaxRecords unless its ShareAcquireMode (v2) is record_limit
+(KIP-1206).
+
+Each share partition runs with its group's GROUP configs (``partition_config``):
+``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
+``share.partition.max.record.locks`` (KIP-1240), else the broker's ``group.share.*``;
+RENEW acknowledgements need ``share.renew.acknowledge.enable`` (KIP-1222).
 
 With a persister (``persister.py``), a new share partition is made initialising and
 reads its durable state from the share coordinator (Kafka's ``maybeInitialize``):
@@ -27,24 +37,34 @@ uninitialised state (start offset -1) starts where the group's
 default; ``earliest``; ``by_duration:``). Each change of durable state is written
 through the persister (``pending_writes`` counts those not answered yet). A share
 partition is dropped when its leadership moves away, and made again (and read again)
-when it comes back with a new leader epoch.
+when it comes back with a new leader epoch; it is dropped with its topic (a metadata
+listener), and one made for a topic id the name no longer has is made again: a topic
+recreated under the name starts fresh (Kafka keys share partitions by topic id; the
+share coordinator deletes the old topic's durable state).
 
 Differences from Kafka: a share partition whose read fails is dropped (the next fetch
-makes it again) rather than kept FAILED; ``BatchSize`` and ``ShareAcquireMode`` (v2) are
-accepted and not used.
+makes it again) rather than kept FAILED; ``BatchSize`` is accepted and not used (one
+acquisition lock per run of offsets acquired together).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster.cluster_metadata import ClusterMetadata
-from broker.group.group_configs import duration_ms
+from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
+from broker.group.group_configs import (
+    SHARE_DELIVERY_COUNT_LIMIT,
+    SHARE_PARTITION_MAX_RECORD_LOCKS,
+    SHARE_RECORD_LOCK_DURATION_MS,
+    duration_ms,
+)
+from broker.log.transaction_index import AbortedTxn
 from broker.replica.partition import Partition
 from broker.replica.replica_manager import ReplicaManager
 from broker.server.purgatories import ParkedRequest, PurgatoryName
@@ -57,6 +77,9 @@ from broker.share.delayed_share_fetch import (
 )
 from broker.share.persister import StatePersister
 from broker.share.share_partition import (
+    ABORTED,
+    CONTROL,
+    DATA,
     AcknowledgementBatch,
     AcquiredRecords,
     SharePartition,
@@ -92,6 +115,24 @@ class SharePartitionResult:
 
 
 ShareFetchResults = dict[ShareFetchPartition, SharePartitionResult]
+
+
+class ShareGroupSettings(Protocol):
+    """What the manager reads of a group's GROUP configs (``GroupConfigManager``, the
+    one implementation; a Protocol so that the group configs need not know this
+    package)."""
+
+    def overrides(self, group_id: str) -> Mapping[str, str]: ...
+
+    def value(self, group_id: str, name: str) -> int: ...
+
+    def share_auto_offset_reset(self, group_id: str) -> str: ...
+
+    def share_read_committed(self, group_id: str) -> bool: ...
+
+    def share_renew_acknowledge_enable(self, group_id: str) -> bool: ...
+
+
 ShareKey = tuple[str, str, int]  # (group id, topic, partition)
 
 
@@ -108,9 +149,9 @@ class SharePartitionManager:
         lock_timer: SystemTimer,
         session_cache: ShareSessionCache,
         persister: StatePersister | None = None,
-        auto_offset_reset: Callable[[str], str] = lambda _group: "latest",
+        group_configs: ShareGroupSettings | None = None,
     ) -> None:
-        self.config = config
+        self.config = config  # the broker's: a group without GROUP configs uses it
         self._clock = clock
         self._metadata = metadata
         self._replica_manager = replica_manager
@@ -120,13 +161,56 @@ class SharePartitionManager:
         self.partitions: dict[ShareKey, SharePartition] = {}
         self._persister = persister
         self.persister = persister  # DescribeShareGroupOffsets reads through it too
-        self._auto_offset_reset = auto_offset_reset  # the group's share.auto.offset.reset
+        self._group_configs = group_configs
+        metadata.subscribe(self.topic_changed)
+        # group -> (the overrides it was made from, its share partitions' config)
+        self._configs: dict[str, tuple[object, SharePartitionConfig]] = {}
         self._leader_epochs: dict[ShareKey, int] = {}  # the epoch each was made at
+        self._topic_ids: dict[ShareKey, uuid.UUID | None] = {}  # the topic each was made of
         self.pending_writes = 0
         # told when the write the acknowledgement being applied makes is answered
         self._write_waiter: Callable[[ErrorCode], None] | None = None
 
+    # -- the group's settings (GROUP configs) ----------------------------------------
+
+    def partition_config(self, group_id: str) -> SharePartitionConfig:
+        """The group's share.record.lock.duration.ms, share.delivery.count.limit and
+        share.partition.max.record.locks (its overrides, else the broker's); made again
+        only when its overrides change (read on every fetch and acknowledgement)."""
+        configs = self._group_configs
+        if configs is None:
+            return self.config
+        overrides = configs.overrides(group_id)
+        cached = self._configs.get(group_id)
+        if cached is not None and cached[0] is overrides:
+            return cached[1]
+        config = SharePartitionConfig(
+            record_lock_duration_ms=configs.value(group_id, SHARE_RECORD_LOCK_DURATION_MS),
+            delivery_count_limit=configs.value(group_id, SHARE_DELIVERY_COUNT_LIMIT),
+            max_record_locks=configs.value(group_id, SHARE_PARTITION_MAX_RECORD_LOCKS),
+        )
+        self._configs[group_id] = (overrides, config)
+        return config
+
+    def read_committed(self, group_id: str) -> bool:
+        """The group's ``share.isolation.level`` is read_committed."""
+        configs = self._group_configs
+        return configs is not None and configs.share_read_committed(group_id)
+
+    def _auto_offset_reset(self, group_id: str) -> str:
+        configs = self._group_configs
+        return "latest" if configs is None else configs.share_auto_offset_reset(group_id)
+
     # -- share partitions ---------------------------------------------------------------
+
+    def topic_changed(self, name: str, topic: TopicInfo | None) -> None:
+        """A metadata listener: a deleted topic's share partitions go with it (Kafka
+        keys them by topic id: a topic recreated under the name is another topic, whose
+        records start at delivery count 1)."""
+        if topic is not None:
+            return
+        for group, topic_name, partition in [k for k in self.partitions if k[1] == name]:
+            self._drop(group, (topic_name, partition))
 
     def share_partition(self, group_id: str, tp: TopicPartition) -> SharePartition | None:
         return self.partitions.get((group_id, tp[0], tp[1]))
@@ -142,14 +226,23 @@ class SharePartitionManager:
     def _get_or_create(self, group_id: str, partition: Partition) -> SharePartition:
         key = (group_id, partition.topic, partition.partition)
         sp = self.partitions.get(key)
-        if sp is not None and self._leader_epochs.get(key) != partition.leader_epoch:
-            self._drop(group_id, partition.tp)  # led again since: read the state again
+        if sp is not None and (
+            self._leader_epochs.get(key) != partition.leader_epoch
+            or self._topic_ids.get(key) != self._topic_id(partition.topic)
+        ):
+            # led again since, or another topic of the name: read the state again
+            self._drop(group_id, partition.tp)
             sp = None
         if sp is None:
             sp = self._create(key, group_id, partition)
         elif sp.start_offset < partition.log_start_offset:
             sp.move_start_offset(partition.log_start_offset)
+        sp.config = self.partition_config(group_id)
         return sp
+
+    def _topic_id(self, topic: str) -> uuid.UUID | None:
+        info = self._metadata.topics.get(topic)
+        return None if info is None else info.topic_id
 
     def _create(self, key: ShareKey, group_id: str, partition: Partition) -> SharePartition:
         wake_key = group_key(group_id, partition.tp)
@@ -173,7 +266,7 @@ class SharePartitionManager:
             partition.topic,
             partition.partition,
             partition.high_watermark,
-            self.config,
+            self.partition_config(group_id),
             self.lock_timer,
             on_available=lambda: self._wake(wake_key),
             initialized=on_write is None,
@@ -181,6 +274,7 @@ class SharePartitionManager:
         )
         self.partitions[key] = sp
         self._leader_epochs[key] = leader_epoch
+        self._topic_ids[key] = None if topic is None else topic.topic_id
         if persister is None or state_key is None:
             return sp
 
@@ -267,6 +361,7 @@ class SharePartitionManager:
     def _drop(self, group_id: str, tp: TopicPartition) -> None:
         sp = self.partitions.pop((group_id, tp[0], tp[1]), None)
         self._leader_epochs.pop((group_id, tp[0], tp[1]), None)
+        self._topic_ids.pop((group_id, tp[0], tp[1]), None)
         if sp is not None:
             sp.release_all_locks()
 
@@ -380,7 +475,10 @@ class SharePartitionManager:
         if sp is None:
             return ErrorCode.invalid_record_state, "No records were acquired on this partition."
         self._write_waiter = on_written
-        return sp.acknowledge(member_id, batches, allow_renew)
+        sp.config = self.partition_config(group_id)
+        configs = self._group_configs
+        renew_enabled = configs is None or configs.share_renew_acknowledge_enable(group_id)
+        return sp.acknowledge(member_id, batches, allow_renew, renew_enabled)
 
     # -- fetch --------------------------------------------------------------------------
 
@@ -412,7 +510,9 @@ class SharePartitionManager:
             if partition is None:
                 return True
             sp = self._get_or_create(params.group_id, partition)
-            if sp.can_acquire_records(partition.high_watermark):
+            committed = self.read_committed(params.group_id)
+            bound = partition.last_stable_offset if committed else partition.high_watermark
+            if sp.can_acquire_records(bound):
                 return True
         return False
 
@@ -420,9 +520,10 @@ class SharePartitionManager:
         results: ShareFetchResults = {}
         remaining_bytes = params.max_bytes
         remaining_records = params.max_records
+        read_committed = self.read_committed(params.group_id)
         for fp in params.partitions:
             result = self._acquire_partition(
-                params.group_id, params.member_id, fp.tp, remaining_bytes, remaining_records
+                params, fp.tp, remaining_bytes, remaining_records, read_committed
             )
             remaining_bytes -= len(result.records)
             remaining_records -= sum(a.last_offset - a.first_offset + 1 for a in result.acquired)
@@ -430,8 +531,14 @@ class SharePartitionManager:
         return results
 
     def _acquire_partition(
-        self, group_id: str, member_id: str, tp: TopicPartition, max_bytes: int, max_records: int
+        self,
+        params: ShareFetchParams,
+        tp: TopicPartition,
+        max_bytes: int,
+        max_records: int,
+        read_committed: bool,
     ) -> SharePartitionResult:
+        group_id = params.group_id
         partition, error = self._leader(tp)
         if partition is None:
             self._drop(group_id, tp)
@@ -440,23 +547,49 @@ class SharePartitionManager:
             leader_id=partition.leader_id, leader_epoch=partition.leader_epoch
         )
         sp = self._get_or_create(group_id, partition)
-        if max_records <= 0 or not sp.can_acquire_records(partition.high_watermark):
+        bound = partition.last_stable_offset if read_committed else partition.high_watermark
+        if max_records <= 0 or not sp.can_acquire_records(bound):
             return result
-        read = partition.read(sp.next_fetch_offset(), max(max_bytes, 0), up_to_log_end=False)
+        read = partition.read(
+            sp.next_fetch_offset(),
+            max(max_bytes, 0),
+            up_to_log_end=False,
+            read_committed=read_committed,
+        )
         if read.error is not ErrorCode.none or not read.records:
             return result
-        batches: list[tuple[int, int, bool]] = []  # base, last, control
-        ends: list[int] = []  # each batch's end position in the records
-        for pos, header in iter_batches(read.records, allow_partial_tail=True):
-            batches.append((header.base_offset, header.last_offset, header.is_control))
-            ends.append(pos + header.size)
-        acquired = sp.acquire(member_id, batches, max_records)
+        batches, ends = _fetched_batches(read.records, read.aborted_transactions)
+        acquired = sp.acquire(params.member_id, batches, max_records, params.record_limit)
         if acquired:
             last_acquired = acquired[-1].last_offset
             cut = next(ends[i] for i, b in enumerate(batches) if b[1] >= last_acquired)
             result.records = bytes(read.records[:cut])
             result.acquired = acquired
         return result
+
+
+def _fetched_batches(
+    records: bytes | memoryview, aborted: list[AbortedTxn] | None
+) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """Each fetched batch's (base, last, kind) and end position in ``records``. With
+    the aborted transactions of a read_committed read, a transactional batch of an
+    aborted producer's transaction (first offset to marker) is ABORTED (Kafka's
+    ``ShareFetchUtils``/``SharePartition`` filter them the same way)."""
+    batches: list[tuple[int, int, int]] = []
+    ends: list[int] = []
+    for pos, header in iter_batches(records, allow_partial_tail=True):
+        kind = DATA
+        if header.is_control:
+            kind = CONTROL
+        elif aborted and header.is_transactional:
+            pid, base = header.producer_id, header.base_offset
+            if any(
+                t.producer_id == pid and t.first_offset <= base <= t.last_offset for t in aborted
+            ):
+                kind = ABORTED
+        batches.append((header.base_offset, header.last_offset, kind))
+        ends.append(pos + header.size)
+    return batches, ends
 
 
 def _fetch_partitions(partitions: SessionPartitions) -> list[ShareFetchPartition]:

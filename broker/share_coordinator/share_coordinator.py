@@ -19,6 +19,8 @@ ReadShareGroupStateSummary (87) from it.
 - A read with a newer leader epoch records it (an update record), as Kafka's
   ``readStateAndMaybeUpdateLeaderEpoch``; an unknown key reads as uninitialised
   (start offset -1, state epoch 0), as Kafka 4.1.
+- A deleted topic's share partitions lose their state (Kafka's ``onTopicsDeleted``):
+  each coordinator writes tombstones for its keys of the topic id.
 - On leadership of a partition its records are loaded in slices on the broker's
   ``LoadScheduler`` (COORDINATOR_LOAD_IN_PROGRESS meanwhile); keys of a partition not
   led here are NOT_COORDINATOR. That is what makes the state survive a failover: the
@@ -38,7 +40,12 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster.cluster_metadata import SHARE_GROUP_STATE_TOPIC, BrokerEndpoint, ClusterMetadata
+from broker.cluster.cluster_metadata import (
+    SHARE_GROUP_STATE_TOPIC,
+    BrokerEndpoint,
+    ClusterMetadata,
+    TopicInfo,
+)
 from broker.config.broker_config import BrokerConfig
 from broker.coordinator.coordinator_loader import (
     ImmediateLoadScheduler,
@@ -152,9 +159,11 @@ class ShareCoordinator:
 
     def startup(self) -> None:
         self.partitions.follow(self._follow_leadership)
+        self._metadata.subscribe(self._on_topic_change)
 
     def shutdown(self) -> None:
         self.partitions.unfollow()
+        self._metadata.unsubscribe(self._on_topic_change)
         for job in self._load_jobs.values():
             job.cancel()
         self._load_jobs.clear()
@@ -276,6 +285,17 @@ class ShareCoordinator:
             (encode_key(key, update=True), None),
         ]
         self._log.append_to_log(self.partition_for(key), records, _answering(answer))
+
+    def _on_topic_change(self, name: str, topic: TopicInfo | None) -> None:
+        """Kafka's ``ShareCoordinatorService.onTopicsDeleted``: the state of a deleted
+        topic's share partitions (keyed by its topic id) is deleted from the shards led
+        here, tombstones written, so that a topic recreated under the name starts fresh."""
+        if topic is not None or name == SHARE_GROUP_STATE_TOPIC:
+            return
+        for shard in self._shards.values():
+            for key in [k for k in shard if self._metadata.topic_by_id(k.topic_id) is None]:
+                log.info("Deleting the share state of %s: its topic %s was deleted", key, name)
+                self.delete_state(key, _ignore)
 
     def _snapshot(
         self,
@@ -418,6 +438,11 @@ def _replay(
             updates[key] = updates.get(key, 0) + 1
     except RecordFormatError as exc:
         log.warning("Skipping a %s record that does not decode: %s", SHARE_GROUP_STATE_TOPIC, exc)
+
+
+def _ignore(error: ErrorCode, message: str | None) -> None:
+    if error is not ErrorCode.none:
+        log.warning("Failed to delete a deleted topic's share state: %s", error.name)
 
 
 def _answering(answer: Answer | None) -> Callable[[ErrorCode], None]:

@@ -63,7 +63,15 @@ async def test_group_configs_are_altered_and_described_per_group() -> None:
             "share.heartbeat.interval.ms",
             "share.record.lock.duration.ms",
             "share.auto.offset.reset",
+            "share.delivery.count.limit",
+            "share.partition.max.record.locks",
+            "share.isolation.level",
+            "share.renew.acknowledge.enable",
+            "errors.deadletterqueue.topic.name",
+            "errors.deadletterqueue.copy.record.enable",
         }
+        renew = described["share.renew.acknowledge.enable"]
+        assert (renew.value, renew.source) == ("false", ConfigSource.DEFAULT_CONFIG.value)
         session = described["consumer.session.timeout.ms"]
         assert (session.value, session.source) == ("50000", ConfigSource.DEFAULT_CONFIG.value)
 

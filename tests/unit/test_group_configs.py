@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 from broker.cluster.cluster_metadata import MetadataError
 from broker.group.consumer import ConsumerGroupConfig
 from broker.group.group_configs import GroupConfigManager, GroupConfigStore
+from broker.group.share.share_group_config import ShareGroupConfig
 from tests.unit.test_consumer_group_coordinator import INTERVAL_MS, SESSION_MS, World
 
 E = ErrorCode
@@ -28,14 +29,20 @@ def refused(m: GroupConfigManager, changes: list[tuple[str, str | None, int]]) -
     return info.value
 
 
-def test_describe_lists_the_six_with_the_brokers_values_as_defaults() -> None:
+def test_describe_lists_them_all_with_the_brokers_values_as_defaults() -> None:
     m = manager(group_consumer_session_timeout_ms=50000)
     assert m.describe("any-group") == [
         ("consumer.heartbeat.interval.ms", "5000", False),
         ("consumer.session.timeout.ms", "50000", False),
+        ("errors.deadletterqueue.copy.record.enable", "false", False),
+        ("errors.deadletterqueue.topic.name", "", False),
         ("share.auto.offset.reset", "latest", False),
+        ("share.delivery.count.limit", "5", False),
         ("share.heartbeat.interval.ms", "5000", False),
+        ("share.isolation.level", "read_uncommitted", False),
+        ("share.partition.max.record.locks", "2000", False),
         ("share.record.lock.duration.ms", "30000", False),
+        ("share.renew.acknowledge.enable", "false", False),
         ("share.session.timeout.ms", "45000", False),
     ]
 
@@ -179,3 +186,97 @@ def test_share_auto_offset_reset_takes_kafkas_strategies_only() -> None:
     assert m.share_auto_offset_reset("g") == "by_duration:P1DT0.5S"
     m.alter("g", [("share.auto.offset.reset", None, DELETE)], validate_only=False)
     assert m.share_auto_offset_reset("g") == "latest"
+
+
+def share_manager(**share: int) -> GroupConfigManager:
+    return GroupConfigManager(GroupConfigStore(), ConsumerGroupConfig(), ShareGroupConfig(**share))
+
+
+def test_lock_duration_is_bounded_by_the_brokers_configured_minimum() -> None:
+    """The bug of issue 32: the broker's group.share.min.record.lock.duration.ms=1000
+    (confluent-kafka-python's test broker) lets a group set 5000; the default 15000
+    does not."""
+    m = share_manager(
+        group_share_record_lock_duration_ms=1000, group_share_min_record_lock_duration_ms=1000
+    )
+    m.alter("g", [("share.record.lock.duration.ms", "5000", SET)], validate_only=False)
+    assert m.value("g", "share.record.lock.duration.ms") == 5000
+    assert m.value("other", "share.record.lock.duration.ms") == 1000
+    error = refused(share_manager(), [("share.record.lock.duration.ms", "5000", SET)])
+    assert error.error is E.invalid_config
+    assert error.message == (
+        "share.record.lock.duration.ms must be greater than or equal to "
+        "group.share.min.record.lock.duration.ms"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (
+            "share.delivery.count.limit",
+            "1",
+            "Invalid value 1 for configuration share.delivery.count.limit: "
+            "Value must be at least 2",
+        ),
+        (
+            "share.delivery.count.limit",
+            "11",
+            "share.delivery.count.limit must be less than or equal to "
+            "group.share.max.delivery.count.limit",
+        ),
+        (
+            "share.partition.max.record.locks",
+            "99",
+            "Invalid value 99 for configuration share.partition.max.record.locks: "
+            "Value must be at least 100",
+        ),
+        (
+            "share.partition.max.record.locks",
+            "10001",
+            "share.partition.max.record.locks must be less than or equal to "
+            "group.share.max.partition.max.record.locks",
+        ),
+        (
+            "share.isolation.level",
+            "serializable",
+            "Invalid value serializable for configuration share.isolation.level: "
+            "String must be one of: read_committed, read_uncommitted",
+        ),
+        (
+            "share.renew.acknowledge.enable",
+            "yes",
+            "Invalid value yes for configuration share.renew.acknowledge.enable: "
+            "Expected value to be either true or false",
+        ),
+        (
+            "errors.deadletterqueue.topic.name",
+            "__dlq",
+            "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'",
+        ),
+    ],
+)
+def test_share_configs_of_kafka_4_3_are_checked(name: str, value: str, message: str) -> None:
+    error = refused(share_manager(), [(name, value, SET)])
+    assert error.error is E.invalid_config
+    assert error.message == message
+
+
+def test_share_configs_of_kafka_4_3_are_read_per_group() -> None:
+    m = share_manager(group_share_max_delivery_count_limit=8)
+    m.alter(
+        "g",
+        [
+            ("share.delivery.count.limit", "8", SET),
+            ("share.partition.max.record.locks", "100", SET),
+            ("share.isolation.level", "read_committed", SET),
+            ("share.renew.acknowledge.enable", "TRUE", SET),
+        ],
+        validate_only=False,
+    )
+    assert m.value("g", "share.delivery.count.limit") == 8
+    assert m.value("g", "share.partition.max.record.locks") == 100
+    assert m.share_read_committed("g") and not m.share_read_committed("other")
+    assert m.share_renew_acknowledge_enable("g")
+    assert not m.share_renew_acknowledge_enable("other")
+    assert ("share.renew.acknowledge.enable", "true", True) in m.describe("g")

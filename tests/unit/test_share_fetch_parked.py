@@ -72,8 +72,11 @@ def _topic_id(node: Node) -> uuid.UUID:
 def _fetch(
     node: Node, member: str, epoch: int, acks: tuple[tuple[int, int, int], ...] = (), **kw: Any
 ) -> Any:
-    b = request_builder(SHARE_FETCH, 1)
+    version = kw.get("version", 1)
+    b = request_builder(SHARE_FETCH, version)
+    v2 = {"share_acquire_mode": kw.get("mode", 0)} if version >= 2 else {}
     return b.ShareFetchRequest(
+        **v2,
         group_id=GROUP,
         member_id=member,
         share_session_epoch=epoch,
@@ -210,11 +213,13 @@ async def test_a_release_completes_another_members_parked_fetch(node: Node) -> N
 
 async def test_piggy_backed_acknowledgements_and_their_errors(node: Node) -> None:
     node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, max_wait=0)))
-    _append(node, 4)
-    got = node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1, max_records=2)))
+    _append(node, 4)  # one batch: record_limit (KIP-1206) splits it at MaxRecords
+    limited = _fetch(node, "m1", 1, max_records=2, version=2, mode=1)
+    got = node.answer(node.send(SHARE_FETCH, 2, limited))
     assert _acquired(got) == [(0, 1, 1)]
     # another member acknowledging m1's records: INVALID_RECORD_STATE, nothing changes
-    node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m2", 0, max_wait=0, max_records=1)))
+    limited = _fetch(node, "m2", 0, max_wait=0, max_records=1, version=2, mode=1)
+    node.answer(node.send(SHARE_FETCH, 2, limited))
     stolen = node.answer(node.send(SHARE_ACK, 1, _ack(node, "m2", 1, ((0, 1, 1),))))
     assert _partition(stolen).error_code == ErrorCode.invalid_record_state
     # m1 accepts on its next fetch and gets what is left (2 went to m2)
@@ -299,13 +304,18 @@ async def test_renew_from_v2_keeps_the_lock_and_v1_refuses_it(node: Node) -> Non
     assert _acquired(node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1)))) == [(0, 0, 1)]
     refused = node.answer(node.send(SHARE_ACK, 1, _ack(node, "m1", 2, ((0, 0, 4),))))
     assert _partition(refused).error_code == ErrorCode.invalid_request
+    # KIP-1222: share.renew.acknowledge.enable is false by default (Kafka 4.3)
+    disabled = node.answer(node.send(SHARE_ACK, 2, _ack_v2(node, "m1", 3, 0, 0, 4)))
+    assert _partition(disabled).error_code == ErrorCode.invalid_record_state
+    group_configs = node.dispatcher.services.coordinators.consumer_group.group_configs
+    group_configs.alter(GROUP, [("share.renew.acknowledge.enable", "true", 0)], False)
     _advance(node, LOCK_MS - 100)
-    renewed = node.answer(node.send(SHARE_ACK, 2, _ack_v2(node, "m1", 3, 0, 0, 4)))
+    renewed = node.answer(node.send(SHARE_ACK, 2, _ack_v2(node, "m1", 4, 0, 0, 4)))
     assert _partition(renewed).error_code == ErrorCode.none
     _advance(node, 500)  # past the first lock's deadline: still m1's
     sp = node.dispatcher.services.share_partition_manager.share_partition(GROUP, (TOPIC, 0))
     assert sp is not None and sp.acquired_count == 1
-    accepted = node.answer(node.send(SHARE_ACK, 2, _ack_v2(node, "m1", 4, 0, 0, 1)))
+    accepted = node.answer(node.send(SHARE_ACK, 2, _ack_v2(node, "m1", 5, 0, 0, 1)))
     assert _partition(accepted).error_code == ErrorCode.none and sp.start_offset == 1
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from broker.share.share_partition import (
+    ABORTED,
+    CONTROL,
+    DATA,
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecords,
@@ -61,10 +64,51 @@ def test_acquire_new_records_with_delivery_count_one_under_one_lock() -> None:
     assert sp.next_fetch_offset() == 5
 
 
-def test_max_records_limits_one_acquisition() -> None:
+def test_record_limit_mode_caps_one_acquisition_inside_a_batch() -> None:
+    """KIP-1206 record_limit: MaxRecords exactly, a batch split at the cap."""
     sp, *_ = _partition()
-    assert sp.acquire("m1", [(0, 9)], 3) == [AcquiredRecords(0, 2, 1)]
-    assert sp.acquire("m2", [(3, 9)], 3) == [AcquiredRecords(3, 5, 1)]
+    assert sp.acquire("m1", [(0, 9)], 3, record_limit=True) == [AcquiredRecords(0, 2, 1)]
+    assert sp.acquire("m2", [(3, 9)], 3, record_limit=True) == [AcquiredRecords(3, 5, 1)]
+
+
+def test_batch_optimized_mode_acquires_whole_batches_past_max_records() -> None:
+    """KIP-1206 batch_optimized (the default): the batch the cap falls in is acquired
+    whole; no further batch is started once the cap is reached."""
+    sp, *_ = _partition()
+    assert sp.acquire("m1", [(0, 1), (2, 9), (10, 12)], 3) == [AcquiredRecords(0, 9, 1)]
+    assert sp.acquire("m2", [(10, 12), (13, 20)], 3) == [AcquiredRecords(10, 12, 1)]
+    # the record-lock window: a fetch whose MaxRecords it has room for takes the batch
+    # that reaches MaxRecords whole, even past it (Kafka's); one it has no room for is
+    # cut at the window, as is any in record_limit mode
+    sp, *_ = _partition(max_record_locks=100)
+    assert sp.acquire("m1", [(0, 29), (30, 149), (150, 199)], 50) == [AcquiredRecords(0, 149, 1)]
+    assert sp.window_full() and sp.acquire("m2", [(150, 199)], 50) == []
+    sp, *_ = _partition(max_record_locks=100)
+    assert sp.acquire("m1", [(0, 29), (30, 149)], 500) == [AcquiredRecords(0, 99, 1)]
+    sp, *_ = _partition(max_record_locks=100)
+    assert sp.acquire("m1", [(0, 149)], 500, record_limit=True) == [AcquiredRecords(0, 99, 1)]
+
+
+def test_aborted_records_are_archived_and_control_batches_skipped() -> None:
+    """read_committed: an aborted transaction's batch is archived (never delivered),
+    its marker skipped; the start offset moves past both."""
+    sp, *_ = _partition()
+    batches = [(0, 2, ABORTED), (3, 3, CONTROL), (4, 6, DATA)]
+    assert sp.acquire("m1", batches, 100) == [AcquiredRecords(4, 6, 1)]
+    assert sp.start_offset == 4
+    assert sp.acquire("m1", [(0, 2, ABORTED), (3, 3, CONTROL)], 100) == []
+
+
+def test_renew_is_invalid_record_state_when_the_group_has_not_enabled_it() -> None:
+    sp, *_ = _partition()
+    sp.acquire("m1", [(0, 1)], 100)
+    assert sp.acknowledge("m1", [_ack(0, 1, N)], allow_renew=True, renew_enabled=False) == (
+        ErrorCode.invalid_record_state,
+        "Renew acknowledgements are not enabled for the share group.",
+    )
+    assert sp.record_state(0) == (RecordState.ACQUIRED, 1, "m1")
+    assert sp.acknowledge("m1", [_ack(0, 1, N)], allow_renew=False)[0] is ErrorCode.invalid_request
+    assert sp.acknowledge("m1", [_ack(0, 1, N)], allow_renew=True) == (ErrorCode.none, None)
 
 
 def test_accept_moves_the_start_offset_and_cancels_the_lock() -> None:
@@ -139,12 +183,13 @@ def test_renew_is_refused_before_v2() -> None:
 
 def test_max_record_locks_back_pressure() -> None:
     sp, *_ = _partition(max_record_locks=4)
-    assert sp.acquire("m1", [(0, 9)], 100) == [AcquiredRecords(0, 3, 1)]
+    one_per_batch = [(i, i) for i in range(10)]
+    assert sp.acquire("m1", one_per_batch, 100) == [AcquiredRecords(0, 3, 1)]
     assert sp.window_full() and not sp.can_acquire_records(10)
-    assert sp.acquire("m2", [(4, 9)], 100) == []
+    assert sp.acquire("m2", one_per_batch[4:], 100) == []
     sp.acknowledge("m1", [_ack(0, 1, A)])
     assert sp.can_acquire_records(10)
-    assert sp.acquire("m2", [(4, 9)], 100) == [AcquiredRecords(4, 5, 1)]
+    assert sp.acquire("m2", one_per_batch[4:], 100) == [AcquiredRecords(4, 5, 1)]
 
 
 def test_release_acquired_records_of_a_member_that_left() -> None:
@@ -241,7 +286,7 @@ def test_random_operations_keep_the_counts_true() -> None:
 
 def test_an_accept_that_opens_a_full_window_wakes_the_waiting_fetches() -> None:
     sp, _, _, woken = _partition(max_record_locks=2)
-    sp.acquire("m1", [(0, 5)], 100)
+    sp.acquire("m1", [(i, i) for i in range(6)], 100)
     assert sp.window_full() and not woken
     sp.acknowledge("m1", [_ack(1, 1, A)])  # the start offset does not move: no wake
     assert not woken

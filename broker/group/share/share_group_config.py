@@ -34,7 +34,12 @@ class ShareGroupConfig(_FromBrokerConfig):
     group_share_min_record_lock_duration_ms: int = 15000  # group.share.min.record.lock.duration.ms
     group_share_max_record_lock_duration_ms: int = 60000  # group.share.max.record.lock.duration.ms
     group_share_delivery_count_limit: int = 5  # group.share.delivery.count.limit
+    group_share_min_delivery_count_limit: int = 2  # group.share.min.delivery.count.limit
+    group_share_max_delivery_count_limit: int = 10  # group.share.max.delivery.count.limit
     group_share_partition_max_record_locks: int = 2000  # group.share.partition.max.record.locks
+    # group.share.min.partition.max.record.locks, group.share.max.partition.max.record.locks
+    group_share_min_partition_max_record_locks: int = 100
+    group_share_max_partition_max_record_locks: int = 10000
     group_share_max_share_sessions: int = 2000  # group.share.max.share.sessions
     share_fetch_purgatory_purge_interval_requests: int = (
         1000  # share.fetch.purgatory.purge.interval.requests
