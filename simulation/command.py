@@ -98,6 +98,16 @@ def add_simulate_parser(sub: Any) -> None:
         "broken run's history beside it",
     )
     simulate.add_argument(
+        "--plant",
+        default=None,
+        metavar="BUG",
+        help="run with a planted bug in (--list-planted names them); with --seeds, stop at "
+        "the first seed that catches it",
+    )
+    simulate.add_argument(
+        "--list-planted", action="store_true", help="name the planted bugs and exit"
+    )
+    simulate.add_argument(
         "--check-determinism",
         action="store_true",
         help="campaign: run each seed twice, in separate tasks, and report any seed whose "
@@ -149,6 +159,19 @@ def _seed_range(args: argparse.Namespace) -> list[int]:
 
 def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """Check the arguments, then run (in a child with PYTHONHASHSEED=0 unless already)."""
+    from simulation.planted import PLANTED
+
+    if args.list_planted:
+        for bug in PLANTED.values():
+            print(f"{bug.name}\n    {bug.summary}\n    replaces {bug.where}")
+        return 0
+    if args.plant is not None and args.plant not in PLANTED:
+        print(
+            f"minikafka simulate: error: --plant: no planted bug {args.plant!r} "
+            "(--list-planted names them)",
+            file=sys.stderr,
+        )
+        return 2
     if args.capture is not None:
         return _run_tool("whatif", argv)
     if args.grid or args.shared_threads is not None:
@@ -238,6 +261,7 @@ def _run_seeds(
             rate_per_s=args.rate,
             service_times=model,
             io_threads=args.io_threads,
+            plant=args.plant,
         )
         result = simulate(config)
         if len(seeds) == 1:
@@ -252,6 +276,15 @@ def _run_seeds(
             write_row(args.row, result, replay_command(args, seed))
         if not result.held and broken is None:
             broken = seed
+            if args.plant is not None:
+                caught = "; ".join(v.name for v in result.verdicts if not v.held)
+                tried = seeds.index(seed) + 1
+                print(
+                    f"planted bug {args.plant} caught by seed {seed} "
+                    f"({tried} seed{'s' * (tried != 1)}): {caught}",
+                    file=out,
+                )
+                break
     if broken is not None:
         print(
             f"first seed that broke an invariant: {broken}; replay it with:\n"
@@ -270,6 +303,8 @@ def replay_command(args: argparse.Namespace, seed: int) -> str:
     )
     if args.service_times is not None:
         replay += f" --service-times {args.service_times} --io-threads {args.io_threads}"
+    if args.plant is not None:
+        replay += f" --plant {args.plant}"
     return replay
 
 

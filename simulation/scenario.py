@@ -33,6 +33,7 @@ from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
+from simulation.planted import planted
 from simulation.request_handlers import (
     DEFAULT_IO_THREADS,
     SimulatedRequestHandlers,
@@ -58,6 +59,8 @@ class SimulationConfig:
     service_times: ServiceTimeModel | None = None
     #: The request handlers each broker has when ``service_times`` is given.
     io_threads: int = DEFAULT_IO_THREADS
+    #: A planted bug (`simulation.planted`) in for the run; None: the broker as it is.
+    plant: str | None = None
 
 
 @dataclass(slots=True)
@@ -77,9 +80,12 @@ class SimulationResult:
 def simulate(config: SimulationConfig) -> SimulationResult:
     started = real_clock.monotonic_s()  # wall time spent, for the virtual/wall ratio
     history = History()
-    virtual_s = run_simulated(
-        _scenario(config, history), seed=config.seed, latency=link_latency(config.service_times)
-    )
+    with planted(config.plant):
+        virtual_s = run_simulated(
+            _scenario(config, history),
+            seed=config.seed,
+            latency=link_latency(config.service_times),
+        )
     loop_messages = history.client_errors.pop("__messages__", 0)
     digest = history.digest(virtual_s, loop_messages)
     return SimulationResult(

@@ -106,3 +106,31 @@ def test_a_bad_service_time_table_is_one_line_and_exit_2(tmp_path: Path) -> None
     assert "--service-times: service-time table entry 0" in run.stderr
     missing = _simulate("--service-times", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and "no " in missing.stderr
+
+
+def test_a_planted_bug_is_caught_and_its_replay_command_gives_the_same_run() -> None:
+    listed = _simulate("--list-planted")
+    assert listed.returncode == 0
+    names = [line for line in listed.stdout.splitlines() if not line.startswith(" ")]
+    assert len(names) >= 10 and "marker-skipped-on-one-partition" in names
+
+    plant = ["--plant", "marker-skipped-on-one-partition", "--duration", "20"]
+    caught = _simulate("--seeds", "1..5", *plant)
+    assert caught.returncode == 1, caught.stdout + caught.stderr
+    found = re.search(
+        r"^planted bug marker-skipped-on-one-partition caught by seed (\d+) \(\d+ seeds?\): "
+        r"(.*transform output exactly once.*)$",
+        caught.stdout,
+        re.MULTILINE,
+    )
+    assert found, caught.stdout
+    replay = caught.stdout.rsplit("replay it with:\n", 1)[1].split()
+    assert replay[:2] == ["minikafka", "simulate"] and replay[-2:] == plant[:2]
+    again = _simulate(*replay[2:])
+    assert again.returncode == 1
+    seed_line = f"seed {found.group(1):>4}  digest "
+    digest = caught.stdout.split(seed_line, 1)[1].split()[0]
+    assert re.search(rf"^digest {digest} ", again.stdout, re.MULTILINE), again.stdout
+
+    unknown = _simulate("--plant", "no-such-bug")
+    assert unknown.returncode == 2 and "--list-planted" in unknown.stderr
