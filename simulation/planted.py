@@ -68,12 +68,9 @@ def _produce_acked_on_leader_append(stack: ExitStack) -> None:
         # The bug: the required offset is compared with the leader's log end, not the HW.
         for tp, status in self._statuses.items():
             partition = self._replica_manager.online_partition(tp)
-            leader = partition is not None and partition.is_leader
-            if (
-                status.acks_pending
-                and leader
-                and partition.log_end_offset >= status.required_offset
-            ):
+            if partition is None or not partition.is_leader or not status.acks_pending:
+                continue
+            if partition.log_end_offset >= status.required_offset:
                 status.acks_pending = False
         result: bool = original(self)
         return result
@@ -181,9 +178,10 @@ def _stale_generation_commit_accepted(stack: ExitStack) -> None:
 
     def _validate_offset_commit(self: GroupCoordinator, *args: Any) -> Any:
         error = original(self, *args)
-        # The bug: a commit from an older generation is taken (the member lost the
-        # partition in a rebalance, its commit lands after the new owner's).
-        return None if error == ErrorCode.illegal_generation else error
+        # The bug: a commit from a member of an older generation, or one the group expired,
+        # is taken (a zombie's commit lands after the new owner's).
+        stale = (ErrorCode.illegal_generation, ErrorCode.unknown_member_id)
+        return None if error in stale else error
 
     _replace(stack, GroupCoordinator, "_validate_offset_commit", _validate_offset_commit)
 
@@ -255,9 +253,9 @@ PLANTED: dict[str, PlantedBug] = {
             _marker_skipped_on_one_partition,
         ),
         PlantedBug(
-            "stale-generation-commit-accepted",
-            "OffsetCommit from a member of an older generation is accepted: a member that "
-            "lost a partition in a rebalance moves its committed offset back",
+            "stale-member-commit-accepted",
+            "OffsetCommit from a member of an older generation, or one the group expired, is "
+            "accepted: a zombie that lost its partitions moves their committed offsets back",
             "GroupCoordinator._validate_offset_commit",
             _stale_generation_commit_accepted,
         ),

@@ -6,7 +6,7 @@
    ``serve --capture-dir`` writes, so ``report`` reads it), topics ``sim-events`` (3
    partitions) and ``sim-out`` (2) with replication factor min(3, N);
 2. the clients of `workload.run_clients` until 85% of the duration, the nemesis' faults
-   between 10% and 75% of it, the doomed member frozen at 30%;
+   between 10% and 75% of it, the zombie member frozen at 30%;
 3. once the clients stop and the faults are healed, the final state read back
    (`workload.read_final_state`) and the invariants checked (`invariants.check_all`).
 
