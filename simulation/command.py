@@ -2,11 +2,14 @@
 
     minikafka simulate --brokers 3 --seed 7 --duration 600 --faults restart=2,partition=2
     minikafka simulate --seeds 1..20 --duration 300 --faults default
+    minikafka simulate --seeds 1..1000 --duration 60 --faults default --master local[2] --out DIR
 
 Prints, per run, the faults the nemesis applied, the invariants as a table and a digest
 (same seed, same digest), and the ratio of virtual to wall time. With ``--seeds A..B`` one
 line per seed and, for the first seed that breaks an invariant, the command that replays it.
-Exit status 1 when an invariant broke.
+Exit status 1 when an invariant broke. ``--row FILE`` also writes a single run's row as JSON
+(`run_row`). With ``--master`` (or ``--check-determinism``) the seeds are a campaign on Spark,
+one seed per task (``python -m whatif.campaign``), its results in ``--out``.
 
 Hash randomisation and address-space randomisation are per process and decide the order of
 some iterations (strings hash by seed, most objects by address), so the command runs itself
@@ -86,6 +89,30 @@ def add_simulate_parser(sub: Any) -> None:
         default=8,
         help="request handlers per broker with --service-times (Kafka's num.io.threads, 8)",
     )
+    simulate.add_argument(
+        "--row",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --seed: write the run's row (digest, invariants, times) as JSON, and a "
+        "broken run's history beside it",
+    )
+    simulate.add_argument(
+        "--plant",
+        default=None,
+        metavar="BUG",
+        help="run with a planted bug in (--list-planted names them); with --seeds, stop at "
+        "the first seed that catches it",
+    )
+    simulate.add_argument(
+        "--list-planted", action="store_true", help="name the planted bugs and exit"
+    )
+    simulate.add_argument(
+        "--check-determinism",
+        action="store_true",
+        help="campaign: run each seed twice, in separate tasks, and report any seed whose "
+        "two digests differ",
+    )
     _add_whatif_options(simulate)
 
 
@@ -105,7 +132,12 @@ def _add_whatif_options(simulate: Any) -> None:
         metavar="KEY=V1,V2",
         help="with --capture: a broker config axis (repeatable; the first values: baseline)",
     )
-    simulate.add_argument("--master", default=None, help="with --capture: Spark master")
+    simulate.add_argument(
+        "--master",
+        default=None,
+        help="Spark master: with --capture the what-if grid, else a campaign of --seeds, "
+        "one seed per task (local[*] by default with --check-determinism)",
+    )
     simulate.add_argument(
         "--shared-threads",
         type=int,
@@ -127,13 +159,31 @@ def _seed_range(args: argparse.Namespace) -> list[int]:
 
 def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """Check the arguments, then run (in a child with PYTHONHASHSEED=0 unless already)."""
-    if args.capture is not None:
-        return _run_whatif(argv)
-    if args.grid or args.master or args.shared_threads is not None:
+    from simulation.planted import PLANTED
+
+    if args.list_planted:
+        for bug in PLANTED.values():
+            print(f"{bug.name}\n    {bug.summary}\n    replaces {bug.where}")
+        return 0
+    if args.plant is not None and args.plant not in PLANTED:
         print(
-            "minikafka simulate: error: --grid, --master and --shared-threads need --capture",
+            f"minikafka simulate: error: --plant: no planted bug {args.plant!r} "
+            "(--list-planted names them)",
             file=sys.stderr,
         )
+        return 2
+    if args.capture is not None:
+        return _run_tool("whatif", argv)
+    if args.grid or args.shared_threads is not None:
+        print(
+            "minikafka simulate: error: --grid and --shared-threads need --capture",
+            file=sys.stderr,
+        )
+        return 2
+    if args.master is not None or args.check_determinism:
+        return _run_tool("whatif.campaign", argv)
+    if args.row is not None and args.seeds is not None:
+        print("minikafka simulate: error: --row takes one --seed, not --seeds", file=sys.stderr)
         return 2
     try:
         seeds = _seed_range(args)
@@ -151,21 +201,32 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"minikafka simulate: error: no {args.service_times}", file=sys.stderr)
         return 2
     if os.environ.get(_CHILD) != "1":
-        env = {**os.environ, "PYTHONHASHSEED": "0", _CHILD: "1"}
-        command = [sys.executable, "-m", "minikafka", *argv]
-        return subprocess.call(command, env=env, preexec_fn=_without_address_randomisation)
+        return run_pinned(argv).returncode
     for noisy in ("aiokafka", "asyncio", "broker"):
         logging.getLogger(noisy).setLevel(max(logging.getLogger().level, logging.CRITICAL))
     return _run_seeds(args, seeds, faults, sys.stdout)
 
 
-def _run_whatif(argv: Sequence[str]) -> int:
-    """The what-if grid in a child (``python -m whatif``): broker must not import whatif,
-    and the child's hash seed is fixed so that a cell's digest repeats."""
+def run_pinned(argv: Sequence[str], **run: Any) -> subprocess.CompletedProcess[Any]:
+    """``python -m minikafka *argv`` as the run's own process: ``PYTHONHASHSEED=0``, no
+    address randomisation, and marked as the child so it runs rather than re-executes.
+
+    A campaign's task (`whatif.seed_runs`) starts seeds this way too, skipping the parent
+    that would only start this child."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", _CHILD: "1"}
+    command = [sys.executable, "-m", "minikafka", *argv]
+    return subprocess.run(
+        command, env=env, preexec_fn=_without_address_randomisation, check=False, **run
+    )
+
+
+def _run_tool(module: str, argv: Sequence[str]) -> int:
+    """The what-if grid or a campaign in a child (``python -m whatif[.campaign]``): simulation
+    must not import whatif, and the child's hash seed is fixed so that a digest repeats."""
     args = list(argv)
     rest = args[args.index("simulate") + 1 :] if "simulate" in args else args
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    command = [sys.executable, "-m", "whatif", *rest]
+    command = [sys.executable, "-m", module, *rest]
     return subprocess.call(command, env=env, preexec_fn=_without_address_randomisation)
 
 
@@ -200,6 +261,7 @@ def _run_seeds(
             rate_per_s=args.rate,
             service_times=model,
             io_threads=args.io_threads,
+            plant=args.plant,
         )
         result = simulate(config)
         if len(seeds) == 1:
@@ -208,20 +270,42 @@ def _run_seeds(
             failed = [v.name for v in result.verdicts if not v.held]
             state = "held" if not failed else "BROKEN: " + "; ".join(failed)
             print(f"seed {seed:>4}  digest {result.digest}  {_speed(result)}  {state}", file=out)
+        if args.row is not None:
+            from simulation.run_row import write_row
+
+            write_row(args.row, result, replay_command(args, seed))
         if not result.held and broken is None:
             broken = seed
+            if args.plant is not None:
+                caught = "; ".join(v.name for v in result.verdicts if not v.held)
+                tried = seeds.index(seed) + 1
+                print(
+                    f"planted bug {args.plant} caught by seed {seed} "
+                    f"({tried} seed{'s' * (tried != 1)}): {caught}",
+                    file=out,
+                )
+                break
     if broken is not None:
-        replay = (
-            f"minikafka simulate --brokers {args.brokers} --seed {broken} "
-            f"--duration {args.duration:g} --faults {args.faults} --rate {args.rate:g}"
-        )
-        if args.service_times is not None:
-            replay += f" --service-times {args.service_times} --io-threads {args.io_threads}"
         print(
-            f"first seed that broke an invariant: {broken}; replay it with:\n  {replay}", file=out
+            f"first seed that broke an invariant: {broken}; replay it with:\n"
+            f"  {replay_command(args, broken)}",
+            file=out,
         )
         return 1
     return 0
+
+
+def replay_command(args: argparse.Namespace, seed: int) -> str:
+    """The command that runs ``seed`` again exactly as this run did."""
+    replay = (
+        f"minikafka simulate --brokers {args.brokers} --seed {seed} "
+        f"--duration {args.duration:g} --faults {args.faults} --rate {args.rate:g}"
+    )
+    if args.service_times is not None:
+        replay += f" --service-times {args.service_times} --io-threads {args.io_threads}"
+    if args.plant is not None:
+        replay += f" --plant {args.plant}"
+    return replay
 
 
 def _speed(result: Any) -> str:

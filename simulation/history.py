@@ -38,6 +38,10 @@ class History:
     aborted_values: set[bytes] = field(default_factory=set)
     # values a read_committed consumer saw while the run went on
     read_committed_values: list[bytes] = field(default_factory=list)
+    # (topic, partition, offset) -> the value the first consumer to read it saw; a later
+    # read of another value at that offset goes to ``read_divergence`` (reader, key, value)
+    reads: dict[tuple[str, int, int], bytes] = field(default_factory=dict)
+    read_divergence: list[tuple[str, tuple[str, int, int], bytes]] = field(default_factory=list)
     transactions: Counter[str] = field(default_factory=Counter)
     faults: list[str] = field(default_factory=list)
     client_errors: Counter[str] = field(default_factory=Counter)
@@ -50,6 +54,13 @@ class History:
         seen = self.high_watermarks.setdefault((consumer, topic, partition), [])
         if not seen or seen[-1] != value:
             seen.append(value)
+
+    def read(self, reader: str, topic: str, partition: int, offset: int, value: bytes) -> None:
+        """A consumer was given ``value`` at this offset (kept out of the digest: checked)."""
+        key = (topic, partition, offset)
+        first = self.reads.setdefault(key, value)
+        if first != value:
+            self.read_divergence.append((reader, key, value))
 
     def committed(self, group: str, topic: str, partition: int, offset: int) -> None:
         self.commits.setdefault((group, topic, partition), []).append(offset)

@@ -10,7 +10,11 @@ Each is a promise Kafka makes to the clients of the workload mix:
 5. in one generation of a group, at most one member owns a partition;
 6. a read_committed consumer never reads a record of an aborted transaction;
 7. the consume-transform-produce output holds each input below the transform's committed
-   offsets exactly once, and nothing else.
+   offsets exactly once, and nothing else;
+8. no dirty read: every record a consumer was given is in the final log at that offset with
+   that value (Kafka gives consumers only what the in-sync replicas have: a record read and
+   later truncated was read above the high watermark), and no two consumers were given two
+   values at one offset.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ def check_all(history: History) -> list[Verdict]:
         _one_owner_per_generation(history),
         _read_committed_never_sees_aborted(history),
         _transform_exactly_once(history),
+        _no_dirty_read(history),
     ]
 
 
@@ -119,3 +124,21 @@ def _transform_exactly_once(history: History) -> Verdict:
         f"{len(expected)} inputs, {len(missing)} missing, {len(twice)} twice, {len(extra)} extra"
     )
     return Verdict("transform output exactly once", held, detail)
+
+
+def _no_dirty_read(history: History) -> Verdict:
+    final = {
+        (topic, p, o): v for topic, records in history.final_records.items() for p, o, v in records
+    }
+    # The final read of OUTPUT is read_committed: only EVENTS' final log is the whole log.
+    checked = {k: v for k, v in history.reads.items() if k[0] == EVENTS}
+    gone = sorted(k for k, v in checked.items() if final.get(k) != v)
+    detail = (
+        f"{len(checked)} read, {len(gone)} not in the final log, "
+        f"{len(history.read_divergence)} read two ways"
+    )
+    if gone:
+        detail += f" (first: {gone[0]})"
+    elif history.read_divergence:
+        detail += f" (first: {history.read_divergence[0][1]})"
+    return Verdict("no dirty read", not gone and not history.read_divergence, detail)

@@ -6,7 +6,7 @@
    ``serve --capture-dir`` writes, so ``report`` reads it), topics ``sim-events`` (3
    partitions) and ``sim-out`` (2) with replication factor min(3, N);
 2. the clients of `workload.run_clients` until 85% of the duration, the nemesis' faults
-   between 10% and 75% of it, the doomed member frozen at 30%;
+   between 10% and 75% of it, the zombie member frozen at 30%;
 3. once the clients stop and the faults are healed, the final state read back
    (`workload.read_final_state`) and the invariants checked (`invariants.check_all`).
 
@@ -33,6 +33,7 @@ from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
+from simulation.planted import planted
 from simulation.request_handlers import (
     DEFAULT_IO_THREADS,
     SimulatedRequestHandlers,
@@ -58,6 +59,8 @@ class SimulationConfig:
     service_times: ServiceTimeModel | None = None
     #: The request handlers each broker has when ``service_times`` is given.
     io_threads: int = DEFAULT_IO_THREADS
+    #: A planted bug (`simulation.planted`) in for the run; None: the broker as it is.
+    plant: str | None = None
 
 
 @dataclass(slots=True)
@@ -77,9 +80,12 @@ class SimulationResult:
 def simulate(config: SimulationConfig) -> SimulationResult:
     started = real_clock.monotonic_s()  # wall time spent, for the virtual/wall ratio
     history = History()
-    virtual_s = run_simulated(
-        _scenario(config, history), seed=config.seed, latency=link_latency(config.service_times)
-    )
+    with planted(config.plant):
+        virtual_s = run_simulated(
+            _scenario(config, history),
+            seed=config.seed,
+            latency=link_latency(config.service_times),
+        )
     loop_messages = history.client_errors.pop("__messages__", 0)
     digest = history.digest(virtual_s, loop_messages)
     return SimulationResult(

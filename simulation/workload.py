@@ -5,14 +5,18 @@
 - ``producer-one``: acks=1 on the same topic (it may lose what a dying leader had alone: Kafka's
   contract, so it is counted, not checked);
 - a consumer group ``sim-group`` of three members that commit after every batch; the third,
-  ``doomed``, freezes part-way (its network is cut: `SimNetwork.isolate`), so its session
-  expires on the coordinator and its partitions move;
+  ``doomed``, is a zombie: part-way it freezes between a poll and its commit (its network is
+  cut: `SimNetwork.isolate`) for longer than its session, so the coordinator expires it and
+  its partitions move; then it thaws and commits what it polled before the freeze, a commit
+  from a member the group no longer has (Kafka refuses it), and rejoins;
 - a transactional consume-transform-produce from ``sim-events`` to ``sim-out``
   (read_committed, offsets committed in the transaction), aborting every fifth transaction on
   purpose after writing to it;
 - a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks.
 
-Spacing between sends is drawn from the seed. Errors a client meets are counted (they are what
+Every consumer notes each record it is given (`History.read`) and the high watermark of each
+assigned partition after every poll, for the checkers. Spacing between sends is drawn from the
+seed. Errors a client meets are counted (they are what
 faults cause) and the client goes on, as an application would.
 """
 
@@ -34,6 +38,9 @@ from virtual_time.network import client_node
 EVENTS, OUTPUT = "sim-events", "sim-out"
 GROUP, TRANSFORM_GROUP = "sim-group", "sim-ctp"
 ABORT_EVERY = 5
+SESSION_TIMEOUT_MS = 10_000
+#: How long the zombie member stays frozen: well past its session, so it is expired.
+ZOMBIE_FROZEN_S = 3 * SESSION_TIMEOUT_MS / 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,30 +134,62 @@ def _new_consumer(settings: WorkloadSettings, group: str | None, **extra: Any) -
         group_id=group,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
-        session_timeout_ms=10000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=1000,
         **extra,
     )
 
 
-def _note_high_watermarks(
+def _note_poll(
     history: History, name: str, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, Any]
 ) -> None:
-    for tp in batch:
+    """What a poll gave: each record, and every assigned partition's high watermark (an
+    empty answer carries one too: a high watermark that moved back below the consumer's
+    position gives no records, and is exactly what must be seen)."""
+    for tp, records in batch.items():
+        for r in records:
+            if r.value is not None:
+                history.read(name, tp.topic, tp.partition, r.offset, r.value)
+    for tp in sorted(consumer.assignment()):
         high = consumer.highwater(tp)
         if high is not None:
             history.high_watermark(name, tp.topic, tp.partition, high)
 
 
+@dataclass
+class Zombie:
+    """The doomed member's freeze: between a poll and its commit, for ``frozen_s``, from
+    ``at_s`` on (once). Its network is cut meanwhile, as a paused process's would be."""
+
+    at_s: float
+    history: History
+    frozen_s: float = ZOMBIE_FROZEN_S
+    done: bool = False
+
+    async def maybe_freeze(self, name: str) -> None:
+        loop = asyncio.get_running_loop()
+        if self.done or loop.time() < self.at_s:
+            return
+        self.done = True
+        network = getattr(loop, "network", None)
+        if network is not None:
+            network.isolate(name)
+        self.history.faults.append(f"{loop.time():.3f}s freeze member {name}")
+        await asyncio.sleep(self.frozen_s)
+        if network is not None:
+            network.rejoin(name)
+        self.history.faults.append(f"{loop.time():.3f}s thaw member {name}")
+
+
 async def group_member(
-    settings: WorkloadSettings, history: History, name: str, frozen: asyncio.Event | None = None
+    settings: WorkloadSettings, history: History, name: str, zombie: Zombie | None = None
 ) -> None:
-    """A member of ``sim-group`` committing after every batch; frozen for good when told."""
+    """A member of ``sim-group`` committing after every batch; a zombie once when told."""
     consumer = _new_consumer(settings, GROUP)
     consumer.subscribe([EVENTS], listener=_Recorder(history, GROUP, lambda: consumer))
     await consumer.start()
     try:
-        await _consume_and_commit(settings, history, name, consumer, frozen)
+        await _consume_and_commit(settings, history, name, consumer, zombie)
     finally:
         await consumer.stop()
 
@@ -160,17 +199,15 @@ async def _consume_and_commit(
     history: History,
     name: str,
     consumer: AIOKafkaConsumer,
-    frozen: asyncio.Event | None,
+    zombie: Zombie | None,
 ) -> None:
     loop = asyncio.get_running_loop()
     while loop.time() < settings.stop_at_s:
-        if frozen is not None and frozen.is_set():
-            await (
-                asyncio.Event().wait()
-            )  # a frozen process: never acts again (cancelled at the end)
         try:
             batch = await consumer.getmany(timeout_ms=500, max_records=50)
-            _note_high_watermarks(history, name, consumer, batch)
+            _note_poll(history, name, consumer, batch)
+            if batch and zombie is not None:
+                await zombie.maybe_freeze(name)
             if batch:
                 offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
                 await consumer.commit(offsets)
@@ -205,6 +242,7 @@ async def transform(settings: WorkloadSettings, history: History) -> None:
                 resume.reassigned = False
                 await _rewind(consumer, committed, history)
             batch = await consumer.getmany(timeout_ms=500, max_records=50)
+            _note_poll(history, "transform", consumer, batch)
             if not batch:
                 continue
             n += 1
@@ -305,7 +343,7 @@ async def watch_output(settings: WorkloadSettings, history: History) -> None:
         except KafkaError as exc:
             history.client_errors[f"watcher {_error_name(exc)}"] += 1
             continue
-        _note_high_watermarks(history, "watcher", consumer, batch)
+        _note_poll(history, "watcher", consumer, batch)
         for records in batch.values():
             history.read_committed_values.extend(r.value for r in records if r.value is not None)
     await consumer.stop()
@@ -322,38 +360,21 @@ async def _wait_for_partitions(consumer: AIOKafkaConsumer, topic: str) -> list[T
 
 async def run_clients(settings: WorkloadSettings, history: History, rng: random.Random) -> None:
     """Every client of the mix, each in its own task and client node, until ``stop_at_s``."""
-    frozen = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
 
     def start(name: str, coro: Any) -> None:
         with client_node(name):
             tasks.append(asyncio.get_running_loop().create_task(coro, name=f"sim-{name}"))
 
+    zombie = None if settings.freeze_at_s is None else Zombie(settings.freeze_at_s, history)
     start("producer-all", produce_acks_all(settings, history, random.Random(rng.random())))
     start("producer-one", produce_acks_one(settings, history, random.Random(rng.random())))
     start("member-1", group_member(settings, history, "member-1"))
     start("member-2", group_member(settings, history, "member-2"))
-    start("doomed", group_member(settings, history, "doomed", frozen))
+    start("doomed", group_member(settings, history, "doomed", zombie))
     start("transform", transform(settings, history))
     start("watcher", watch_output(settings, history))
-    if settings.freeze_at_s is not None:
-
-        def freeze() -> None:
-            frozen.set()
-            network = getattr(asyncio.get_running_loop(), "network", None)
-            if network is not None:
-                network.isolate("doomed")
-            history.faults.append(f"{settings.freeze_at_s:.3f}s freeze member doomed")
-
-        asyncio.get_running_loop().call_at(settings.freeze_at_s, freeze)
-    doomed = next(t for t in tasks if t.get_name() == "sim-doomed")
-    await asyncio.gather(*[t for t in tasks if t is not doomed])
-    # The frozen process is shut down for the final reads: its network back, its loop ended.
-    network = getattr(asyncio.get_running_loop(), "network", None)
-    if network is not None:
-        network.rejoin("doomed")
-    doomed.cancel()
-    await asyncio.gather(doomed, return_exceptions=True)
+    await asyncio.gather(*tasks)
 
 
 async def read_final_state(bootstrap: str, history: History) -> None:

@@ -45,7 +45,7 @@ def _digest(run: subprocess.CompletedProcess[str]) -> str:
 def test_same_seed_same_digest_other_seed_other_digest_and_every_invariant_held() -> None:
     first = _simulate("--seed", "3", *SCENARIO)
     assert "restart broker" in first.stdout and "partition broker" in first.stdout
-    assert re.findall(r"^  \S.*?  (yes|NO )  ", first.stdout, re.MULTILINE) == ["yes"] * 7
+    assert re.findall(r"^  \S.*?  (yes|NO )  ", first.stdout, re.MULTILINE) == ["yes"] * 8
     assert _digest(_simulate("--seed", "3", *SCENARIO)) == _digest(first)
     assert _digest(_simulate("--seed", "4", *SCENARIO)) != _digest(first)
 
@@ -87,7 +87,7 @@ def test_service_times_make_a_busy_broker_queue_and_stay_deterministic(tmp_path:
     table.write_text(json.dumps({"default": {"service_ms": 2.0}}))
     args = ["--seed", "5", "--duration", "10", "--service-times", str(table), "--io-threads", "2"]
     first = _simulate(*args, "--out", str(tmp_path / "capture"))
-    assert re.findall(r"^  \S.*?  (yes|NO )  ", first.stdout, re.MULTILINE) == ["yes"] * 7
+    assert re.findall(r"^  \S.*?  (yes|NO )  ", first.stdout, re.MULTILINE) == ["yes"] * 8
     # Same arguments, same digest. (A capture's own timers may tie with the handlers' at
     # whole milliseconds and so change the seed's tie order: the digest with --out is not
     # promised to equal the one without.)
@@ -106,3 +106,31 @@ def test_a_bad_service_time_table_is_one_line_and_exit_2(tmp_path: Path) -> None
     assert "--service-times: service-time table entry 0" in run.stderr
     missing = _simulate("--service-times", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and "no " in missing.stderr
+
+
+def test_a_planted_bug_is_caught_and_its_replay_command_gives_the_same_run() -> None:
+    listed = _simulate("--list-planted")
+    assert listed.returncode == 0
+    names = [line for line in listed.stdout.splitlines() if not line.startswith(" ")]
+    assert len(names) >= 10 and "marker-skipped-on-one-partition" in names
+
+    plant = ["--plant", "marker-skipped-on-one-partition", "--duration", "20"]
+    caught = _simulate("--seeds", "1..5", *plant)
+    assert caught.returncode == 1, caught.stdout + caught.stderr
+    found = re.search(
+        r"^planted bug marker-skipped-on-one-partition caught by seed (\d+) \(\d+ seeds?\): "
+        r"(.*transform output exactly once.*)$",
+        caught.stdout,
+        re.MULTILINE,
+    )
+    assert found, caught.stdout
+    replay = caught.stdout.rsplit("replay it with:\n", 1)[1].split()
+    assert replay[:2] == ["minikafka", "simulate"] and replay[-2:] == plant[:2]
+    again = _simulate(*replay[2:])
+    assert again.returncode == 1
+    seed_line = f"seed {found.group(1):>4}  digest "
+    digest = caught.stdout.split(seed_line, 1)[1].split()[0]
+    assert re.search(rf"^digest {digest} ", again.stdout, re.MULTILINE), again.stdout
+
+    unknown = _simulate("--plant", "no-such-bug")
+    assert unknown.returncode == 2 and "--list-planted" in unknown.stderr

@@ -1,4 +1,5 @@
-"""The what-if grid on a Spark standalone cluster of two workers gives local mode's digests.
+"""The what-if grid and a simulation campaign on a Spark standalone cluster of two workers
+give local mode's digests.
 
 A tiny capture (4 virtual seconds on three simulated brokers), a grid of 2 configs x 2 seeds
 run by the real command (``minikafka simulate --capture ... --master URL``) on a master and
@@ -22,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +67,29 @@ def _grid(capture: Path, master: str, out: Path, env: dict[str, str]) -> list[di
     return cells
 
 
-def test_a_grid_on_two_standalone_workers_answers_every_cell_with_local_modes_digests(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One master and two one-core workers for the module (a cluster takes seconds to start)."""
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("no Java runtime")
-    from testkit.spark_standalone import driver_env, standalone_cluster
+    from testkit.spark_standalone import standalone_cluster
+
+    with standalone_cluster(tmp_path_factory.mktemp("spark"), workers=2, cores=1) as running:
+        assert running.alive_workers() == 2
+        yield running
+
+
+def test_a_grid_on_two_standalone_workers_answers_every_cell_with_local_modes_digests(
+    tmp_path: Path, cluster: Any
+) -> None:
+    from testkit.spark_standalone import driver_env
 
     capture = tmp_path / "capture"
     simulate(SimulationConfig(brokers=3, seed=5, duration_s=4.0, out=capture))
     local = _local_digests(capture, tmp_path / "local")
     try:
-        with standalone_cluster(tmp_path / "spark", workers=2, cores=1) as cluster:
-            assert cluster.alive_workers() == 2
-            remote = _grid(capture, cluster.url, tmp_path / "cluster", driver_env())
+        remote = _grid(capture, cluster.url, tmp_path / "cluster", driver_env())
         output, _ = local.communicate(timeout=300)
     finally:
         if local.poll() is None:
@@ -94,7 +104,37 @@ def test_a_grid_on_two_standalone_workers_answers_every_cell_with_local_modes_di
         assert cell["answered"] == cell["client_requests"]
         assert cell["executor"]["python"] == sys.executable
         assert cell["executor"]["PYTHONHASHSEED"] == "0"
-        assert str(tmp_path / "spark" / "work") in cell["executor"]["cwd"]  # an executor's
+        assert str(cluster.base / "work") in cell["executor"]["cwd"]  # an executor's
     digests = {(config, seed): digest for config, seed, digest in json.loads(output)}
     assert len(set(digests.values())) == 4
     assert {(c["config"], c["seed"]): c["digest"] for c in remote} == digests
+
+
+def test_a_campaign_on_two_standalone_workers_gives_each_seed_its_own_digest(
+    tmp_path: Path, cluster: Any
+) -> None:
+    from testkit.spark_standalone import driver_env
+
+    scenario = ["--duration", "6", "--faults", "restart=1"]
+    simulate_ = [sys.executable, "-m", "minikafka", "simulate"]
+    alone = {
+        seed: subprocess.Popen(
+            [*simulate_, "--seed", str(seed), *scenario], stdout=subprocess.PIPE, text=True
+        )
+        for seed in (1, 2)
+    }
+    out = tmp_path / "campaign"
+    run = subprocess.run(
+        [*simulate_, "--seeds", "1..2", *scenario, "--master", cluster.url, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=driver_env(),
+        timeout=400,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    digests = {}
+    for seed, process in alone.items():
+        output, _ = process.communicate(timeout=300)
+        digests[seed] = output.rsplit("digest ", 1)[1].split()[0]
+    runs = json.loads((out / "campaign.json").read_text())["runs"]
+    assert {r["seed"]: r["digest"] for r in runs} == digests
