@@ -57,10 +57,15 @@ chromium:
 AXE := .tools/node_modules/axe-core/axe.min.js
 axe: $(AXE)
 $(AXE):
+	@if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "axe: installing npm with apt-get (axe-core comes from npm)"; \
+		apt-get install -y -qq npm >/dev/null 2>&1 || \
+		(apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq npm >/dev/null 2>&1) || true; \
+	fi
 	@if command -v npm >/dev/null 2>&1; then \
 		npm install --silent --no-audit --no-fund --prefix .tools axe-core@4 >/dev/null 2>&1 || \
 		echo "axe: npm could not install axe-core; the accessibility checks will skip"; \
-	else echo "axe: npm is not installed; the accessibility checks will skip"; fi
+	else echo "axe: npm is not installed and not installable here; the accessibility checks will skip"; fi
 
 ## make test: set up everything (dev and Spark extras) and run lint, types, import rules, tests.
 test: install-dev kcat chromium axe lint typecheck imports
