@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
-from broker.replica.partition import ReadResult, TopicPartition
+from broker.replica.partition import Partition, ReadResult, TopicPartition
 from broker.server.purgatories import ParkedRequest
 
 
@@ -19,6 +19,11 @@ class RemoteLogPort(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+    def refresh_log_start(self, partition: Partition) -> None:
+        """Tell a partition where the remote tier starts (at creation: a restart, a
+        new replica)."""
+        ...
 
     def local_deletion_bound(self, tp: TopicPartition) -> int | None:
         """Local retention stays below this (one past the highest copied offset)."""

@@ -254,6 +254,8 @@ class ReplicaManager:
         )
         if partition_log.log_end_offset > partition_log.log_start_offset:
             partition.rebuild_from_log()  # epochs and producers of a reopened log
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.refresh_log_start(partition)
         self.partitions[tp] = partition
         return partition
 

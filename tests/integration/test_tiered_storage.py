@@ -1,0 +1,218 @@
+"""Tiered storage (KIP-405) as a consumer meets it: records below the local log start
+come from the remote tier, through the RemoteFetch purgatory.
+
+Small segments (segment.bytes 2048) and local.retention.bytes 1 make every rolled
+segment leave the local log as soon as it is copied; the RLM and retention tasks run
+every 50 ms. Each test waits for that state (the remote tier holds what was produced,
+the local log starts past it) and then reads from offset 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KpTopicPartition
+
+from broker.app import MiniKafka
+from broker.config.broker_config import BrokerConfig
+from protocol.capture import CaptureRequest
+from protocol.capture_files import read_capture
+from testkit.polling import wait_until
+from tests.integration.conftest import FAST_GROUPS
+
+TOPIC = "tiered"
+COUNT = 300
+TIERED_BROKER = {
+    "remote.log.storage.system.enable": "true",
+    "remote.log.manager.task.interval.ms": "50",
+    "log.retention.check.interval.ms": "50",
+}
+TIERED_TOPIC = {
+    "remote.storage.enable": "true",
+    "segment.bytes": "2048",
+    "local.retention.bytes": "1",
+}
+
+
+def _cluster(brokers: int = 1, data_dir: Path | None = None, **overrides: Any) -> MiniKafka:
+    config = BrokerConfig.model_validate({**FAST_GROUPS, **TIERED_BROKER, **overrides})
+    return MiniKafka(config, brokers=brokers, port=0, data_dir=data_dir, control_port=0)
+
+
+def _value(i: int) -> bytes:
+    return b"r%05d-" % i + b"x" * 100
+
+
+async def _produce_and_tier(app: MiniKafka, replication_factor: int = 1) -> None:
+    """Produce COUNT records (acks=all) and wait until the leader's local log starts
+    past what the remote tier holds, which covers at least half of them."""
+    app.cluster.create_topic(TOPIC, 1, replication_factor, TIERED_TOPIC)
+    producer = AIOKafkaProducer(bootstrap_servers=app.bootstrap, acks="all")
+    await producer.start()
+    try:
+        for i in range(COUNT):
+            await producer.send_and_wait(TOPIC, _value(i), partition=0)
+    finally:
+        await producer.stop()
+    tiered = app.stores.tiered_storage
+    assert tiered is not None
+
+    def tiered_and_trimmed() -> bool:
+        leader = app.cluster.partition_state(TOPIC, 0)
+        assert leader is not None
+        partition = app.brokers[leader.leader].replica_manager.partitions[(TOPIC, 0)]
+        copied = tiered.metadata.highest_offset_for_epoch((TOPIC, 0))
+        return copied >= COUNT // 2 and partition.local_log_start_offset > COUNT // 2
+
+    await wait_until(tiered_and_trimmed, "the tier to hold half the records, the local log not")
+
+
+async def _aiokafka_read(bootstrap: str) -> list[bytes]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    tp = TopicPartition(TOPIC, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < COUNT and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                got.extend(r.value for r in records if r.value is not None)
+    finally:
+        await consumer.stop()
+    return got
+
+
+def _kafka_python_read(bootstrap: str) -> list[bytes]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tp = KpTopicPartition(TOPIC, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < COUNT and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                got.extend(r.value for r in records)
+    finally:
+        consumer.close()
+    return got
+
+
+def _confluent_read(bootstrap: str) -> list[bytes]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "tiered-ck", "enable.auto.commit": False}
+    )
+    consumer.assign([CkTopicPartition(TOPIC, 0, 0)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < COUNT and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+EXPECTED = [_value(i) for i in range(COUNT)]
+
+
+async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
+    app = _cluster()
+    await app.start()
+    try:
+        await _produce_and_tier(app)
+        assert await _aiokafka_read(app.bootstrap) == EXPECTED
+        assert await asyncio.to_thread(_kafka_python_read, app.bootstrap) == EXPECTED
+        assert await asyncio.to_thread(_confluent_read, app.bootstrap) == EXPECTED
+        async with aiohttp.ClientSession(app.control_url) as session:
+            async with session.get("/purgatory") as response:
+                purgatory = await response.json()
+        assert {"RemoteFetch", "RemoteListOffsets"} <= set(purgatory["brokers"][0]["purgatories"])
+    finally:
+        await app.stop()
+
+
+async def test_a_new_leader_serves_remote_data_it_did_not_copy() -> None:
+    app = _cluster(brokers=2, **{"default.replication.factor": "2"})
+    await app.start()
+    try:
+        await _produce_and_tier(app, replication_factor=2)
+        state = app.cluster.partition_state(TOPIC, 0)
+        assert state is not None
+        old_leader = state.leader
+        await app.stop_broker(old_leader)
+        new_state = app.cluster.partition_state(TOPIC, 0)
+        assert new_state is not None and new_state.leader not in (old_leader, -1)
+        assert await _aiokafka_read(app.bootstrap) == EXPECTED
+    finally:
+        await app.stop()
+
+
+async def test_a_restart_from_the_data_directory_keeps_the_tier(tmp_path: Path) -> None:
+    app = _cluster(data_dir=tmp_path)
+    await app.start()
+    try:
+        await _produce_and_tier(app)
+    finally:
+        await app.stop()
+    again = _cluster(data_dir=tmp_path)
+    await again.start()
+    try:
+        assert await _aiokafka_read(again.bootstrap) == EXPECTED
+    finally:
+        await again.stop()
+
+
+async def test_remote_fetches_park_in_remote_fetch_and_expire_while_the_store_is_down(
+    tmp_path: Path,
+) -> None:
+    config = BrokerConfig.model_validate(
+        {**FAST_GROUPS, **TIERED_BROKER, "rsm.config.latency.p50.ms": "50"}
+    )
+    app = MiniKafka(config, port=0, capture_dir=tmp_path / "capture")
+    await app.start()
+    try:
+        await _produce_and_tier(app)
+        tiered = app.stores.tiered_storage
+        assert tiered is not None
+        remote_fetch = app.brokers[0].purgatories["RemoteFetch"]
+        tiered.model.set_down(True)
+        consumer = AIOKafkaConsumer(bootstrap_servers=app.bootstrap, enable_auto_commit=False)
+        await consumer.start()
+        tp = TopicPartition(TOPIC, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        try:
+            # Down: each remote read waits out remote.fetch.max.wait.ms and the answer is
+            # Kafka's: no records, no error; the consumer keeps asking.
+            assert await consumer.getmany(timeout_ms=1200) == {}
+            await wait_until(lambda: remote_fetch.expired_count >= 1, "a remote fetch to expire")
+            tiered.model.set_down(False)
+            got: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(got) < COUNT and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    got.extend(r.value for r in records if r.value is not None)
+            assert got == EXPECTED
+        finally:
+            await consumer.stop()
+    finally:
+        await app.stop()
+    outcomes = {
+        r.purgatory_outcome
+        for r in read_capture(tmp_path / "capture")
+        if isinstance(r, CaptureRequest) and r.purgatory == "RemoteFetch"
+    }
+    assert outcomes == {"expired", "completed"}
