@@ -136,9 +136,11 @@ async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
         assert await _aiokafka_read(app.bootstrap) == EXPECTED
         assert await asyncio.to_thread(_kafka_python_read, app.bootstrap) == EXPECTED
         assert await asyncio.to_thread(_confluent_read, app.bootstrap) == EXPECTED
-        async with aiohttp.ClientSession(app.control_url) as session:
-            async with session.get("/purgatory") as response:
-                purgatory = await response.json()
+        async with (
+            aiohttp.ClientSession(app.control_url) as session,
+            session.get("/purgatory") as response,
+        ):
+            purgatory = await response.json()
         assert {"RemoteFetch", "RemoteListOffsets"} <= set(purgatory["brokers"][0]["purgatories"])
     finally:
         await app.stop()
