@@ -39,6 +39,10 @@ from broker.config.broker_config import BrokerConfig
 from broker.config.dynamic_config import broker_topic_defaults, dynamic_layers
 from broker.ids import IdSource
 from broker.remote.delayed_remote_fetch import DelayedRemoteFetch
+from broker.remote.delayed_remote_list_offsets import (
+    DelayedRemoteListOffsets,
+    ListOffsetsPartitionStatus,
+)
 from broker.remote.remote_log_config import RemoteTopicConfig
 from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
 from broker.remote.remote_log_reader import (
@@ -98,6 +102,7 @@ class RemoteLogManager:
         self.wall_clock_ms = wall_clock_ms
         self.timer = purgatories.scheduler_timer
         self.remote_fetch_purgatory = purgatories.remote_fetch
+        self.remote_list_offsets_purgatory = purgatories.remote_list_offsets
         self.partitions = partitions
         self.remote_metadata = remote_metadata
         self.storage = storage
@@ -387,6 +392,72 @@ class RemoteLogManager:
         purgatory.try_complete_else_watch(operation, tuple(outcomes))
         if parked_request is not None and operation.watch_keys:
             parked_request.parked_in(PurgatoryName.REMOTE_FETCH)
+
+    # -- ListOffsets -------------------------------------------------------------------------
+
+    def latest_tiered_offset(self, tp: TopicPartition) -> int:
+        """ListOffsets -5 (LATEST_TIERED): the highest offset the tier holds, -1 if none."""
+        return self.remote_metadata.highest_offset_for_epoch(tp)
+
+    def earliest_pending_upload_offset(self, partition: Partition) -> int:
+        """ListOffsets -6 (KIP-1023, v11): the first offset not yet in the tier."""
+        return max(
+            self.remote_metadata.highest_offset_for_epoch(partition.tp) + 1,
+            partition.log_start_offset,
+        )
+
+    def offset_for_timestamp(
+        self,
+        partition: Partition,
+        timestamp: int,
+        fetchable: int,
+    ) -> ListOffsetsPartitionStatus | None:
+        """A timestamp lookup on a tiered partition with remote segments that may hold it:
+        the pending status, its remote search started (None: search the local log only).
+        The caller parks it with ``park_list_offsets`` with the request's others."""
+        tp = partition.tp
+        if self.remote_config(tp[0]) is None or not any(
+            m.max_timestamp_ms >= timestamp for m in self.remote_metadata.copied_segments(tp)
+        ):
+            return None
+        status = ListOffsetsPartitionStatus(tp, done=False, leader_epoch=partition.leader_epoch)
+        purgatory = self.remote_list_offsets_purgatory
+
+        def found(result: tuple[int, int] | None, error: ErrorCode) -> None:
+            status.error = error
+            if result is None and error is ErrorCode.none:  # not in the tier: the local log
+                result = partition.log.offset_for_timestamp(timestamp)
+            if result is not None and result[0] < fetchable:
+                status.offset, status.timestamp = result
+            status.done = True
+            purgatory.check_and_complete(tp)
+
+        status.task = self.reader.async_find_offset_by_timestamp(
+            tp, timestamp, partition.log_start_offset, found
+        )
+        return status
+
+    def park_list_offsets(
+        self,
+        statuses: list[ListOffsetsPartitionStatus],
+        timeout_ms: int,
+        respond: Callable[[list[ListOffsetsPartitionStatus]], None],
+        parked_request: ParkedRequest | None,
+    ) -> None:
+        """Kafka's DelayedRemoteListOffsets in the RemoteListOffsets purgatory."""
+        delay = (
+            timeout_ms
+            if timeout_ms > 0
+            else self._dynamic_int(
+                "remote.list.offsets.request.timeout.ms",
+                self.config.remote_list_offsets_request_timeout_ms,
+            )
+        )
+        operation = DelayedRemoteListOffsets(delay, statuses, self, respond, parked_request)
+        keys = tuple(s.tp for s in statuses if not s.done)
+        self.remote_list_offsets_purgatory.try_complete_else_watch(operation, keys)
+        if parked_request is not None and operation.watch_keys:
+            parked_request.parked_in(PurgatoryName.REMOTE_LIST_OFFSETS)
 
     def online_partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)

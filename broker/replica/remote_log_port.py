@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from broker.remote.delayed_remote_list_offsets import ListOffsetsPartitionStatus
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
 from broker.replica.partition import Partition, ReadResult, TopicPartition
 from broker.server.purgatories import ParkedRequest
@@ -44,4 +45,24 @@ class RemoteLogPort(Protocol):
         parked_request: ParkedRequest | None,
     ) -> None:
         """Start the remote reads and park the fetch in the RemoteFetch purgatory."""
+        ...
+
+    def latest_tiered_offset(self, tp: TopicPartition) -> int: ...
+
+    def earliest_pending_upload_offset(self, partition: Partition) -> int: ...
+
+    def offset_for_timestamp(
+        self, partition: Partition, timestamp: int, fetchable: int
+    ) -> ListOffsetsPartitionStatus | None:
+        """A timestamp lookup the remote tier must answer first, its search started."""
+        ...
+
+    def park_list_offsets(
+        self,
+        statuses: list[ListOffsetsPartitionStatus],
+        timeout_ms: int,
+        respond: Callable[[list[ListOffsetsPartitionStatus]], None],
+        parked_request: ParkedRequest | None,
+    ) -> None:
+        """Park a DelayedRemoteListOffsets in the RemoteListOffsets purgatory."""
         ...

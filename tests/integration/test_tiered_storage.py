@@ -10,6 +10,7 @@ the local log starts past it) and then reads from offset 0.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,11 @@ from kafka import TopicPartition as KpTopicPartition
 
 from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
+from protocol.builders import request_builder
 from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
 from testkit.polling import wait_until
+from testkit.raw_client import RawClient
 from tests.integration.conftest import FAST_GROUPS
 
 TOPIC = "tiered"
@@ -59,7 +62,7 @@ async def _produce_and_tier(app: MiniKafka, replication_factor: int = 1) -> None
     await producer.start()
     try:
         for i in range(COUNT):
-            await producer.send_and_wait(TOPIC, _value(i), partition=0)
+            await producer.send_and_wait(TOPIC, _value(i), partition=0, timestamp_ms=BASE_TS + i)
     finally:
         await producer.stop()
     tiered = app.stores.tiered_storage
@@ -126,6 +129,52 @@ def _confluent_read(bootstrap: str) -> list[bytes]:
 
 
 EXPECTED = [_value(i) for i in range(COUNT)]
+BASE_TS = int(time.time() * 1000) - 3_600_000  # an hour ago: inside retention.ms
+
+
+async def _list_offsets(app: MiniKafka, timestamp: int) -> tuple[int, int, int]:
+    """(error, offset, timestamp) of a ListOffsets v10 for partition 0."""
+    b = request_builder(2, 10)
+    raw = await RawClient.connect(app.bootstrap)
+    try:
+        response = await raw.request(
+            2,
+            10,
+            "ListOffsetsRequest",
+            replica_id=-1,
+            isolation_level=0,
+            timeout=datetime.timedelta(seconds=5),
+            topics=(
+                b.ListOffsetsTopic(
+                    name=TOPIC,
+                    partitions=(
+                        b.ListOffsetsPartition(
+                            partition_index=0, current_leader_epoch=-1, timestamp=timestamp
+                        ),
+                    ),
+                ),
+            ),
+        )
+    finally:
+        await raw.close()
+    p = response.topics[0].partitions[0]
+    return int(p.error_code), int(p.offset), int(p.timestamp)
+
+
+async def _list_offsets_across_tiers(app: MiniKafka) -> None:
+    """-2 is the tier's start, -4 the local log's, -5 the highest copied offset, and a
+    timestamp finds its record in either tier (the remote one through RemoteListOffsets)."""
+    tiered = app.stores.tiered_storage
+    assert tiered is not None
+    partition = app.brokers[0].replica_manager.partitions[(TOPIC, 0)]
+    assert await _list_offsets(app, -2) == (0, 0, -1)
+    assert await _list_offsets(app, -4) == (0, partition.local_log_start_offset, -1)
+    copied = tiered.metadata.highest_offset_for_epoch((TOPIC, 0))
+    assert await _list_offsets(app, -5) == (0, copied, -1)
+    assert await _list_offsets(app, BASE_TS + 7) == (0, 7, BASE_TS + 7)  # remote
+    assert await _list_offsets(app, BASE_TS + COUNT - 1) == (0, COUNT - 1, BASE_TS + COUNT - 1)
+    remote_list_offsets = app.brokers[0].purgatories["RemoteListOffsets"]
+    assert remote_list_offsets.expired_count == 0
 
 
 async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
@@ -142,6 +191,7 @@ async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
         ):
             purgatory = await response.json()
         assert {"RemoteFetch", "RemoteListOffsets"} <= set(purgatory["brokers"][0]["purgatories"])
+        await _list_offsets_across_tiers(app)
     finally:
         await app.stop()
 

@@ -24,6 +24,7 @@ from broker.config.broker_config import BrokerConfig
 from broker.handlers.topic_configs import validate_topic_configs
 from broker.ids import IdSource
 from broker.log import LogManager
+from broker.remote.delayed_remote_list_offsets import ListOffsetsPartitionStatus
 from broker.remote.remote_log_manager import RemoteLogManager
 from broker.remote.remote_log_segment_metadata import RemoteLogSegmentState
 from broker.remote.remote_storage_manager import RemoteStorageException
@@ -343,3 +344,42 @@ def test_kafka_refuses_remote_storage_configs_it_cannot_honour(
 def test_remote_storage_on_a_delete_topic_is_accepted() -> None:
     configs = {"remote.storage.enable": "true", "local.retention.ms": "1000"}
     assert validate_topic_configs(configs.items(), remote_storage_system_enabled=True) == configs
+
+
+# -- DelayedRemoteListOffsets ---------------------------------------------------------------
+
+
+async def test_a_timestamp_in_the_remote_tier_waits_in_remote_list_offsets() -> None:
+    async with tiered_node() as node:
+        await tiered_until_trimmed(node)
+        partition = node.partition
+        status = node.rlm.offset_for_timestamp(partition, START_MS + 2, partition.high_watermark)
+        assert status is not None and not status.done
+        answers: list[list[ListOffsetsPartitionStatus]] = []
+        parked = Parked()
+        node.rlm.park_list_offsets([status], 0, answers.append, parked)
+        assert answers == [] and parked.parked == [PurgatoryName.REMOTE_LIST_OFFSETS]
+        node.tick(STORE_MS)  # Case c: the search is done
+        [[answer]] = answers
+        assert (answer.error, answer.offset, answer.timestamp) == (ErrorCode.none, 2, START_MS + 2)
+        assert parked.outcomes == [PurgatoryOutcome.COMPLETED]
+        # A timestamp past the tier's records is the local log's to answer, at once.
+        assert node.rlm.offset_for_timestamp(partition, START_MS + 10_000, 100) is None
+
+
+async def test_a_remote_timestamp_search_times_out_with_request_timed_out() -> None:
+    async with tiered_node() as node:
+        await tiered_until_trimmed(node)
+        node.tiered.model.set_down(True)
+        partition = node.partition
+        status = node.rlm.offset_for_timestamp(partition, START_MS, partition.high_watermark)
+        assert status is not None
+        answers: list[list[ListOffsetsPartitionStatus]] = []
+        parked = Parked()
+        node.rlm.park_list_offsets([status], 0, answers.append, parked)
+        node.tick(30_000 - 1)  # remote.list.offsets.request.timeout.ms (Kafka's 30 s)
+        assert answers == []
+        node.tick(1)
+        [[answer]] = answers
+        assert answer.error is ErrorCode.request_timed_out
+        assert parked.outcomes == [PurgatoryOutcome.EXPIRED]
