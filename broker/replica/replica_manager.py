@@ -241,6 +241,8 @@ class ReplicaManager:
         partition_log = self._existing_logs.pop(tp, None)
         if partition_log is None:
             partition_log = self.log_manager.get_or_create(topic.name, index, config)
+        else:  # reopened at start with the default config: the topic's own from now on
+            partition_log.config = config
         partition = Partition(
             topic=topic.name,
             partition=index,

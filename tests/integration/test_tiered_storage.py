@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka import KafkaConsumer
@@ -268,3 +270,49 @@ async def test_remote_fetches_park_in_remote_fetch_and_expire_while_the_store_is
         if isinstance(r, CaptureRequest) and r.purgatory == "RemoteFetch"
     }
     assert outcomes == {"expired", "completed"}
+
+
+def _overrides(values: dict[str, str]) -> list[str]:
+    return [arg for key, value in values.items() for arg in ("--override", f"{key}={value}")]
+
+
+def _copy_events(data_dir: Path) -> list[int]:
+    """The states of every remote segment event written so far."""
+    states = []
+    for events in data_dir.glob("__remote_log_metadata-*/events.jsonl"):
+        states += [json.loads(line)["state"] for line in events.read_text().splitlines()]
+    return states
+
+
+async def test_kill_9_in_the_middle_of_a_copy_loses_nothing_acknowledged(
+    tmp_path: Path, broker_process: Any
+) -> None:
+    slow_copies = {**TIERED_BROKER, "rsm.config.latency.p50.ms": "3000"}
+    first = broker_process(["--data-dir", str(tmp_path), *_overrides(slow_copies)])
+    admin = AIOKafkaAdminClient(bootstrap_servers=first.bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(TOPIC, 1, 1, topic_configs=TIERED_TOPIC)])
+    finally:
+        await admin.close()
+    producer = AIOKafkaProducer(bootstrap_servers=first.bootstrap, acks="all")
+    await producer.start()
+    try:
+        for i in range(COUNT):
+            await producer.send_and_wait(TOPIC, _value(i), partition=0, timestamp_ms=BASE_TS + i)
+    finally:
+        await producer.stop()
+    # A copy has started (COPY_SEGMENT_STARTED written) and takes 3 s: kill it now.
+    await wait_until(lambda: 0 in _copy_events(tmp_path), "a copy to start")
+    assert 1 not in _copy_events(tmp_path)
+    first.kill9()
+    second = broker_process(["--data-dir", str(tmp_path), *_overrides(TIERED_BROKER)])
+    # Everything acknowledged is there, from offset 0, while the copy is redone...
+    assert await _aiokafka_read(second.bootstrap) == EXPECTED
+    # ...and once the tier has it and the local log no longer does, still.
+    await wait_until(lambda: _copy_events(tmp_path).count(1) >= 3, "copies to finish")
+    await wait_until(
+        lambda: not any(tmp_path.glob(f"broker-0/{TOPIC}-0*/{0:020d}.log")),
+        f"the first local segment to go: {sorted(p.name for p in tmp_path.rglob('*.log'))}",
+    )
+    assert await _aiokafka_read(second.bootstrap) == EXPECTED
