@@ -33,6 +33,7 @@ from broker.ids import IdSource
 from broker.log import LogManager
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.quota_managers import build_quota_managers
+from broker.remote.storage_model import RemoteStorageModel
 from broker.remote.tiered_storage import TieredStorage
 from broker.replica.replica_builder import (
     build_fetch_manager,
@@ -335,6 +336,12 @@ class MiniKafka:
     @property
     def request_metrics(self) -> dict[int, RequestMetrics]:
         return self.stores.request_metrics
+
+    @property
+    def remote_storage(self) -> RemoteStorageModel | None:
+        """The remote tier's model and faults (KIP-405); None when tiered storage is off."""
+        tiered = self.stores.tiered_storage
+        return tiered.model if tiered is not None else None
 
     # -- building and running the brokers ----------------------------------------------
 

@@ -26,6 +26,7 @@ from kafka import TopicPartition as KpTopicPartition
 
 from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
+from broker.control.client import ControlClient
 from protocol.builders import request_builder
 from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
@@ -192,6 +193,23 @@ async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
             session.get("/purgatory") as response,
         ):
             purgatory = await response.json()
+        async with (
+            aiohttp.ClientSession(app.control_url) as session,
+            session.get("/metrics") as response,
+        ):
+            metrics = await response.text()
+        for meter in (
+            "remotecopybytespersec",
+            "remotefetchbytespersec",
+            "remotefetchrequestspersec",
+        ):
+            line = next(
+                m
+                for m in metrics.splitlines()
+                if m.startswith(f"kafka_server_brokertopicmetrics_{meter}")
+            )
+            assert float(line.split()[-1]) > 0, line
+        assert "kafka_server_brokertopicmetrics_remotecopylagbytes" in metrics
         assert {"RemoteFetch", "RemoteListOffsets"} <= set(purgatory["brokers"][0]["purgatories"])
         await _list_offsets_across_tiers(app)
     finally:
@@ -235,14 +253,16 @@ async def test_remote_fetches_park_in_remote_fetch_and_expire_while_the_store_is
     config = BrokerConfig.model_validate(
         {**FAST_GROUPS, **TIERED_BROKER, "rsm.config.latency.p50.ms": "50"}
     )
-    app = MiniKafka(config, port=0, capture_dir=tmp_path / "capture")
+    app = MiniKafka(config, port=0, capture_dir=tmp_path / "capture", control_port=0)
     await app.start()
     try:
         await _produce_and_tier(app)
         tiered = app.stores.tiered_storage
         assert tiered is not None
         remote_fetch = app.brokers[0].purgatories["RemoteFetch"]
-        tiered.model.set_down(True)
+        # minikafka fault remote-down, through the control endpoint
+        control = ControlClient(str(app.control_url))
+        assert (await asyncio.to_thread(control.remote, down=True))["down"] is True
         consumer = AIOKafkaConsumer(bootstrap_servers=app.bootstrap, enable_auto_commit=False)
         await consumer.start()
         tp = TopicPartition(TOPIC, 0)
@@ -253,7 +273,8 @@ async def test_remote_fetches_park_in_remote_fetch_and_expire_while_the_store_is
             # Kafka's: no records, no error; the consumer keeps asking.
             assert await consumer.getmany(timeout_ms=1200) == {}
             await wait_until(lambda: remote_fetch.expired_count >= 1, "a remote fetch to expire")
-            tiered.model.set_down(False)
+            assert (await asyncio.to_thread(control.faults))["remote"]["down"] is True
+            await asyncio.to_thread(control.remote, down=False)  # fault remote-up
             got: list[bytes] = []
             deadline = time.monotonic() + 30
             while len(got) < COUNT and time.monotonic() < deadline:
