@@ -33,6 +33,7 @@ from broker.ids import IdSource
 from broker.log import LogManager
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.quota_managers import build_quota_managers
+from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
 from broker.remote.storage_model import RemoteStorageModel
 from broker.remote.tiered_storage import TieredStorage
 from broker.replica.replica_builder import (
@@ -342,6 +343,12 @@ class MiniKafka:
         """The remote tier's model and faults (KIP-405); None when tiered storage is off."""
         tiered = self.stores.tiered_storage
         return tiered.model if tiered is not None else None
+
+    @property
+    def remote_tier_metadata(self) -> RemoteLogMetadataManager | None:
+        """What the remote tier holds (the control endpoint's GET /remote)."""
+        tiered = self.stores.tiered_storage
+        return tiered.metadata if tiered is not None else None
 
     # -- building and running the brokers ----------------------------------------------
 

@@ -47,6 +47,7 @@ from broker.control.faults import MAX_LATENCY_MS, FaultError
 from broker.control.pretty import dumps
 from broker.observability.metrics import render_prometheus
 from broker.quota.throttled_channel import THROTTLED_CHANNEL, throttled_channels
+from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
 from broker.remote.storage_model import RemoteOperation, RemoteStorageModel
 from broker.server.watch_keys import watch_key_name
 
@@ -101,6 +102,11 @@ class ClusterControl(Protocol):
     @property
     def remote_storage(self) -> RemoteStorageModel | None:
         """The remote tier's model (its faults); None without tiered storage."""
+        ...
+
+    @property
+    def remote_tier_metadata(self) -> RemoteLogMetadataManager | None:
+        """What the remote tier holds; None without tiered storage."""
         ...
 
 
@@ -199,6 +205,7 @@ class ControlServer:
                 web.delete("/faults/{broker_id}", self.clear_broker_faults),
                 web.get("/metrics", self.metrics),
                 web.get("/purgatory", self.purgatory),
+                web.get("/remote", self.remote_tier),
                 web.post("/remote", self.remote_fault),
                 web.delete("/remote", self.clear_remote_faults),
             ]
@@ -400,6 +407,25 @@ class ControlServer:
                 raise ControlError(400, f"failing takes a list of: {kinds}") from None
         log.info("Remote tier faults now %s", remote.faults.as_json())
         return _json(remote.faults.as_json())
+
+    async def remote_tier(self, request: web.Request) -> web.Response:
+        """What the remote tier holds per partition (no Kafka API tells remote sizes):
+        segments, bytes, the tier's start and the highest copied offset; and its faults."""
+        self._remote()
+        tiered = self._app.remote_tier_metadata
+        assert tiered is not None
+        partitions = [
+            {
+                "topic": tp[0],
+                "partition": tp[1],
+                "segments": len(tiered.copied_segments(tp)),
+                "remote_size_bytes": tiered.remote_size_bytes(tp),
+                "remote_log_start_offset": tiered.remote_log_start_offset(tp),
+                "highest_copied_offset": tiered.highest_offset_for_epoch(tp),
+            }
+            for tp in tiered.partitions()
+        ]
+        return _json({"partitions": partitions, "faults": self._remote().faults.as_json()})
 
     async def clear_remote_faults(self, request: web.Request) -> web.Response:
         remote = self._remote()

@@ -210,6 +210,12 @@ async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
             )
             assert float(line.split()[-1]) > 0, line
         assert "kafka_server_brokertopicmetrics_remotecopylagbytes" in metrics
+        async with (
+            aiohttp.ClientSession(app.control_url) as session,
+            session.get("/remote") as response,
+        ):
+            [held] = (await response.json())["partitions"]
+        assert held["remote_log_start_offset"] == 0 and held["remote_size_bytes"] > 0
         assert {"RemoteFetch", "RemoteListOffsets"} <= set(purgatory["brokers"][0]["purgatories"])
         await _list_offsets_across_tiers(app)
     finally:
