@@ -57,10 +57,13 @@ def _value(i: int) -> bytes:
     return b"r%05d-" % i + b"x" * 100
 
 
-async def _produce_and_tier(app: MiniKafka, replication_factor: int = 1) -> None:
+async def _produce_and_tier(
+    app: MiniKafka, replication_factor: int = 1, *, create: bool = True
+) -> None:
     """Produce COUNT records (acks=all) and wait until the leader's local log starts
     past what the remote tier holds, which covers at least half of them."""
-    app.cluster.create_topic(TOPIC, 1, replication_factor, TIERED_TOPIC)
+    if create:
+        app.cluster.create_topic(TOPIC, 1, replication_factor, TIERED_TOPIC)
     producer = AIOKafkaProducer(bootstrap_servers=app.bootstrap, acks="all")
     await producer.start()
     try:
@@ -343,3 +346,29 @@ async def test_kill_9_in_the_middle_of_a_copy_loses_nothing_acknowledged(
         f"the first local segment to go: {sorted(p.name for p in tmp_path.rglob('*.log'))}",
     )
     assert await _aiokafka_read(second.bootstrap) == EXPECTED
+
+
+async def test_a_follower_below_the_local_log_start_builds_its_state_from_the_tier() -> None:
+    app = _cluster(brokers=2, **{"default.replication.factor": "2"})
+    await app.start()
+    try:
+        app.cluster.create_topic(TOPIC, 1, 2, TIERED_TOPIC)
+        state = app.cluster.partition_state(TOPIC, 0)
+        assert state is not None
+        leader, follower = state.leader, 1 - state.leader
+        await app.stop_broker(follower)  # it misses everything, then comes back
+        await _produce_and_tier(app, replication_factor=2, create=False)
+        await app.start_broker(follower)
+        replica = app.brokers[follower].replica_manager.partitions[(TOPIC, 0)]
+        # OFFSET_MOVED_TO_TIERED_STORAGE: it starts after the tier, not at 0...
+        await wait_until(lambda: replica.log_end_offset == COUNT, "the follower to catch up")
+        assert replica.local_log_start_offset > 0
+        assert replica.log_start_offset == 0  # ...and knows the tier has the rest
+        await wait_until(
+            lambda: follower in (app.cluster.partition_state(TOPIC, 0) or state).isr,
+            "the follower to rejoin the ISR",
+        )
+        await app.stop_broker(leader)
+        assert await _aiokafka_read(app.bootstrap) == EXPECTED
+    finally:
+        await app.stop()
