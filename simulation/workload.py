@@ -395,8 +395,13 @@ async def read_final_state(bootstrap: str, history: History, *, tiered: bool = F
     try:
         history.final_records[EVENTS] = await _read_to_end(everything, EVENTS)
         history.final_records[OUTPUT] = await _read_to_end(committed, OUTPUT)
-        if tiered:
-            history.final_records[TIERED] = await _read_to_end(everything, TIERED)
+        if tiered:  # a consumer of its own: one assigned elsewhere asks no other metadata
+            reader = _new_consumer_at(bootstrap, None, "read_uncommitted")
+            await reader.start()
+            try:
+                history.final_records[TIERED] = await _read_to_end(reader, TIERED)
+            finally:
+                await reader.stop()
         for tp in await _wait_for_partitions(offsets, EVENTS):
             offset = await offsets.committed(tp)
             if offset is not None:
