@@ -9,6 +9,7 @@ tier, -1 when none). A timestamp lookup finds only offsets below that same bound
 tiered topic whose remote segments may hold it, the remote tier is searched first and the
 request waits in the RemoteListOffsets purgatory (``DelayedRemoteListOffsets``, until the
 request's timeout, v10+, else remote.list.offsets.request.timeout.ms: REQUEST_TIMED_OUT).
+-6 EARLIEST_PENDING_UPLOAD (v11, KIP-1023) is ``remote_log_manager.earliest_pending_upload_offset``.
 
 With an authorizer, a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED.
 """

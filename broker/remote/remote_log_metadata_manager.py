@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from broker.remote.remote_log_segment_metadata import (
+    VALID_TRANSITIONS,
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
@@ -109,7 +110,7 @@ class RemoteLogMetadataManager:
         current = self._segments.get(metadata.segment_id.tp, {}).get(metadata.segment_id.id)
         if current is None:
             raise KeyError(f"no remote segment {metadata.segment_id}")
-        if metadata.state not in _next_states(current.state):
+        if metadata.state not in VALID_TRANSITIONS[current.state]:
             raise ValueError(f"{current.state.name} -> {metadata.state.name}")
         self._append(metadata)
         self._put(metadata)
@@ -158,9 +159,3 @@ class RemoteLogMetadataManager:
 
     def new_segment_id(self, tp: TopicPartition, token: str) -> RemoteLogSegmentId:
         return RemoteLogSegmentId(tp[0], tp[1], token)
-
-
-def _next_states(state: RemoteLogSegmentState) -> frozenset[RemoteLogSegmentState]:
-    from broker.remote.remote_log_segment_metadata import VALID_TRANSITIONS
-
-    return VALID_TRANSITIONS[state]
