@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
@@ -32,6 +33,9 @@ from broker.ids import IdSource
 from broker.log import LogManager
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.quota_managers import build_quota_managers
+from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
+from broker.remote.storage_model import RemoteStorageModel
+from broker.remote.tiered_storage import TieredStorage
 from broker.replica.replica_builder import (
     build_fetch_manager,
     build_log_cleaner,
@@ -324,6 +328,16 @@ class MiniKafka:
             delegation_tokens=delegation_tokens,
             inter_broker=inter_broker,
             capture=self.captures,
+            tiered_storage=self._tiered_storage(ids),
+        )
+
+    def _tiered_storage(self, ids: IdSource) -> TieredStorage | None:
+        """The shared remote tier when remote.log.storage.system.enable (KIP-405); its
+        latency draws from a generator seeded off the cluster's random source."""
+        if not self.config.remote_log_storage_system_enable:
+            return None
+        return TieredStorage.build(
+            self.config, self.data_dir, random.Random(ids.rng.getrandbits(64))
         )
 
     # -- the stores, by the names tests, tools and the control endpoint use ----------
@@ -359,6 +373,18 @@ class MiniKafka:
     @property
     def request_metrics(self) -> dict[int, RequestMetrics]:
         return self.stores.request_metrics
+
+    @property
+    def remote_storage(self) -> RemoteStorageModel | None:
+        """The remote tier's model and faults (KIP-405); None when tiered storage is off."""
+        tiered = self.stores.tiered_storage
+        return tiered.model if tiered is not None else None
+
+    @property
+    def remote_tier_metadata(self) -> RemoteLogMetadataManager | None:
+        """What the remote tier holds (the control endpoint's GET /remote)."""
+        tiered = self.stores.tiered_storage
+        return tiered.metadata if tiered is not None else None
 
     # -- building and running the brokers ----------------------------------------------
 

@@ -343,6 +343,18 @@ def _add_fault_parser(sub: Any) -> None:
     fail.add_argument("--count", type=int, default=1, help="how many requests (1)")
     fail.add_argument("--topic", default=None, help="only requests naming this topic")
     fail.add_argument("--partition", type=int, default=None, help="... and this partition")
+    remote_slow = actions.add_parser(
+        "remote-slow", help="every remote tier call MS later (tiered storage; 0: off)"
+    )
+    remote_slow.add_argument("ms", type=int)
+    actions.add_parser("remote-down", help="the remote tier answers nothing until remote-up")
+    actions.add_parser("remote-up", help="the remote tier answers again (undoes remote-down)")
+    remote_fail = actions.add_parser(
+        "remote-fail", help="remote tier calls of these kinds fail (none: stop failing)"
+    )
+    remote_fail.add_argument(
+        "kinds", nargs="*", choices=["fetch-segment", "fetch-index", "copy", "delete"]
+    )
     clear = actions.add_parser(
         "clear",
         help="clear every fault (latency, failures, replication pause and delay), "
@@ -379,6 +391,10 @@ def _fault(args: argparse.Namespace) -> int:
             args.topic,
             args.partition,
         ),
+        "remote-slow": lambda: client.remote(slow_ms=args.ms),
+        "remote-down": lambda: client.remote(down=True),
+        "remote-up": lambda: client.remote(down=False),
+        "remote-fail": lambda: client.remote(failing=list(args.kinds)),
         "clear": lambda: client.clear(args.broker_id),
     }
     try:

@@ -198,12 +198,29 @@ class MiniKafkaCluster:
         ``broker_id`` with ``error`` (``"NOT_LEADER_OR_FOLLOWER"`` or 6)."""
         self.call(self.app.faults.add_failure, broker_id, api_key, error, count, topic, partition)
 
+    def remote_slow(self, ms: int) -> None:
+        """Tiered storage: every remote tier call ``ms`` later (0: off)."""
+        self.call(self._remote().set_slow, ms)
+
+    def remote_down(self, down: bool = True) -> None:
+        """Tiered storage: the remote tier answers nothing until ``remote_down(False)``."""
+        self.call(self._remote().set_down, down)
+
+    def _remote(self) -> Any:
+        remote = self.app.remote_storage
+        if remote is None:
+            raise RuntimeError("tiered storage is off: set remote.log.storage.system.enable")
+        return remote
+
     def clear_faults(self, broker_id: int | None = None) -> None:
-        """Clear every fault (latency, failures, replication pause and delay)."""
+        """Clear every fault (latency, failures, replication pause and delay; the remote
+        tier's when clearing all)."""
 
         def clear() -> None:
             self.app.faults.clear(broker_id)
             self.app.clear_replication_faults(broker_id)
+            if broker_id is None and self.app.remote_storage is not None:
+                self.app.remote_storage.clear_faults()
 
         self.call(clear)
 

@@ -56,7 +56,16 @@ __all__ = [
 CAPTURE_FORMAT_VERSION: Final = 1
 
 #: Kafka's purgatory names (``DelayedOperationPurgatory`` purgatoryName).
-PurgatoryName = Literal["Produce", "Fetch", "Rebalance", "Heartbeat", "DeleteRecords", "ShareFetch"]
+PurgatoryName = Literal[
+    "Produce",
+    "Fetch",
+    "Rebalance",
+    "Heartbeat",
+    "DeleteRecords",
+    "ShareFetch",
+    "RemoteFetch",
+    "RemoteListOffsets",
+]
 PURGATORY_NAMES: Final[tuple[PurgatoryName, ...]] = (
     "Produce",
     "Fetch",
@@ -64,6 +73,8 @@ PURGATORY_NAMES: Final[tuple[PurgatoryName, ...]] = (
     "Heartbeat",
     "DeleteRecords",
     "ShareFetch",
+    "RemoteFetch",
+    "RemoteListOffsets",
 )
 
 #: Kafka's delayed operation classes.
@@ -75,6 +86,8 @@ DelayedOperationKind = Literal[
     "DelayedSync",
     "DelayedDeleteRecords",
     "DelayedShareFetch",
+    "DelayedRemoteFetch",
+    "DelayedRemoteListOffsets",
 ]
 DELAYED_OPERATION_KINDS: Final[tuple[DelayedOperationKind, ...]] = (
     "DelayedProduce",
@@ -84,6 +97,8 @@ DELAYED_OPERATION_KINDS: Final[tuple[DelayedOperationKind, ...]] = (
     "DelayedSync",
     "DelayedDeleteRecords",
     "DelayedShareFetch",
+    "DelayedRemoteFetch",
+    "DelayedRemoteListOffsets",
 )
 
 #: Which purgatory holds each kind. DelayedJoin and DelayedSync share Kafka's
@@ -96,6 +111,8 @@ PURGATORY_OF_KIND: Final[dict[DelayedOperationKind, PurgatoryName]] = {
     "DelayedHeartbeat": "Heartbeat",
     "DelayedDeleteRecords": "DeleteRecords",
     "DelayedShareFetch": "ShareFetch",
+    "DelayedRemoteFetch": "RemoteFetch",
+    "DelayedRemoteListOffsets": "RemoteListOffsets",
 }
 
 PurgatoryOutcome = Literal["completed", "expired"]

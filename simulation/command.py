@@ -66,11 +66,17 @@ def add_simulate_parser(sub: Any) -> None:
         "--faults",
         default="none",
         help="KIND=COUNT,... of restart, partition, pause, delay, lagging-failover, "
-        "broker-partition, one-way, loss; "
+        "broker-partition, one-way, loss, remote-slow, remote-down (the last two: --tiered); "
         f"'default' is {DEFAULT_FAULTS}",
     )
     simulate.add_argument(
         "--rate", type=float, default=5.0, help="records per second per producer (5)"
+    )
+    simulate.add_argument(
+        "--tiered",
+        action="store_true",
+        help="tiered storage (KIP-405) on: a tiered topic in the mix, its producer and a "
+        "reader from offset 0, the remote tier's faults for the nemesis",
     )
     simulate.add_argument(
         "--out", type=Path, default=None, help="capture every request into this directory"
@@ -262,6 +268,7 @@ def _run_seeds(
             service_times=model,
             io_threads=args.io_threads,
             plant=args.plant,
+            tiered=args.tiered,
         )
         result = simulate(config)
         if len(seeds) == 1:
@@ -303,6 +310,8 @@ def replay_command(args: argparse.Namespace, seed: int) -> str:
     )
     if args.service_times is not None:
         replay += f" --service-times {args.service_times} --io-threads {args.io_threads}"
+    if args.tiered:
+        replay += " --tiered"
     if args.plant is not None:
         replay += f" --plant {args.plant}"
     return replay

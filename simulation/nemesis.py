@@ -22,6 +22,12 @@ demand). All of them end before the clients stop, and the run ends with the clus
   fetch requests and its answers to their fetches both stall: TCP's asymmetric partition.
 - ``loss``: 5% of the messages to and from its listener are lost on the wire and arrive
   after TCP's retransmission timeout (200 ms, doubling).
+- ``remote-slow`` (``--tiered``): every call to the remote tier takes 2 s more: remote
+  fetches wait out ``remote.fetch.max.wait.ms`` and copies fall behind. The tier is one for
+  the cluster; the broker drawn is only noted.
+- ``remote-down`` (``--tiered``): the remote tier answers nothing until it heals (held calls
+  then run): remote fetches expire empty, nothing is copied, so nothing more leaves the
+  local logs.
 - ``lagging-failover``: the two at once, as they meet in production — the broker's followers
   stop fetching, and while they lag (still in the ISR: less than ``replica.lag.time.max.ms``)
   the next broker dies; the controller may elect the lagging follower. A correct broker never
@@ -50,7 +56,11 @@ KINDS = (
     "broker-partition",
     "one-way",
     "loss",
+    "remote-slow",
+    "remote-down",
 )
+#: A ``remote-slow`` fault's extra time on every remote tier call.
+REMOTE_SLOW_MS = 2000
 #: The share of messages lost on a ``loss`` fault's listener.
 LOSS_RATE = 0.05
 
@@ -176,6 +186,24 @@ class Nemesis:
         async def lossless() -> None:
             self._network.faults(port).loss_rate = 0.0
 
+        remote = app.remote_storage  # None without --tiered: the faults do nothing
+
+        async def remote_slow() -> None:
+            if remote is not None:
+                remote.set_slow(REMOTE_SLOW_MS)
+
+        async def remote_fast() -> None:
+            if remote is not None:
+                remote.set_slow(0)
+
+        async def remote_down() -> None:
+            if remote is not None:
+                remote.set_down(True)
+
+        async def remote_up() -> None:
+            if remote is not None:
+                remote.set_down(False)
+
         actions = {
             "restart": (stop, start),
             "partition": (hold, release),
@@ -184,6 +212,8 @@ class Nemesis:
             "broker-partition": self._cuts(broker, both_ways=True),
             "one-way": self._cuts(broker, both_ways=False),
             "loss": (lossy, lossless),
+            "remote-slow": (remote_slow, remote_fast),
+            "remote-down": (remote_down, remote_up),
         }
         return actions[fault.kind]
 

@@ -61,6 +61,8 @@ class SimulationConfig:
     io_threads: int = DEFAULT_IO_THREADS
     #: A planted bug (`simulation.planted`) in for the run; None: the broker as it is.
     plant: str | None = None
+    #: Tiered storage on (``--tiered``): ``sim-tiered`` in the mix, remote faults possible.
+    tiered: bool = False
 
 
 @dataclass(slots=True)
@@ -112,6 +114,7 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
             "transaction.state.log.min.isr": str(min(2, replication)),
             "min.insync.replicas": str(min(2, replication)),
             "group.initial.rebalance.delay.ms": "0",
+            **(TIERED_BROKER_CONFIGS if config.tiered else {}),
             **config.overrides,
         }
     )
@@ -139,13 +142,14 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
     await app.start()
     nemesis.name_brokers(app, loop.network)
     try:
-        await _create_topics(app)
+        await _create_topics(app, config.tiered)
         duration = config.duration_s
         settings = workload.WorkloadSettings(
             bootstrap=app.bootstrap,
             stop_at_s=loop.time() + 0.85 * duration,
             rate_per_s=config.rate_per_s,
             freeze_at_s=loop.time() + 0.3 * duration,
+            tiered=config.tiered,
         )
         faults = nemesis.plan(
             config.faults,
@@ -162,7 +166,7 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         # Transaction markers are written after EndTxn is answered: let them land (virtual
         # time costs nothing) so that what is committed is also readable.
         await asyncio.sleep(10)
-        await workload.read_final_state(app.bootstrap, history)
+        await workload.read_final_state(app.bootstrap, history, tiered=config.tiered)
         history.client_errors["__messages__"] = loop.network.messages_delivered
         return loop.time()
     finally:
@@ -184,7 +188,29 @@ def _handler_pools(
     return pool
 
 
-async def _create_topics(app: MiniKafka) -> None:
+async def _create_topics(app: MiniKafka, tiered: bool) -> None:
     replication = min(3, app.num_brokers)
     for name, partitions in ((workload.EVENTS, 3), (workload.OUTPUT, 2)):
         app.cluster.create_topic(name, partitions, replication, {})
+    if tiered:  # small segments that leave the local logs as soon as they are copied
+        app.cluster.create_topic(
+            workload.TIERED,
+            2,
+            replication,
+            {
+                "remote.storage.enable": "true",
+                "segment.bytes": "4096",
+                "local.retention.bytes": "1",
+            },
+        )
+
+
+#: ``--tiered``: the remote tier on, its tasks every second, each remote call ~20 ms
+#: (p99 200 ms) drawn from the run's seed.
+TIERED_BROKER_CONFIGS = {
+    "remote.log.storage.system.enable": "true",
+    "remote.log.manager.task.interval.ms": "1000",
+    "log.retention.check.interval.ms": "1000",
+    "rsm.config.latency.p50.ms": "20",
+    "rsm.config.latency.p99.ms": "200",
+}

@@ -35,7 +35,7 @@ from simulation.history import Assignment, History
 from virtual_time.determinism import DEFAULT_EPOCH_S
 from virtual_time.network import client_node
 
-EVENTS, OUTPUT = "sim-events", "sim-out"
+EVENTS, OUTPUT, TIERED = "sim-events", "sim-out", "sim-tiered"
 GROUP, TRANSFORM_GROUP = "sim-group", "sim-ctp"
 ABORT_EVERY = 5
 SESSION_TIMEOUT_MS = 10_000
@@ -50,6 +50,7 @@ class WorkloadSettings:
     rate_per_s: float = 5.0  # records per second per producer
     think_s: float = 1.0  # what a consumer spends on a batch before it polls again
     freeze_at_s: float | None = None  # when the doomed member freezes (None: never)
+    tiered: bool = False  # --tiered: a producer and a reader of the tiered topic
 
 
 def _stamp() -> int:
@@ -67,7 +68,7 @@ async def _pause(rng: random.Random, rate_per_s: float) -> None:
 
 
 async def produce_acks_all(
-    settings: WorkloadSettings, history: History, rng: random.Random
+    settings: WorkloadSettings, history: History, rng: random.Random, topic: str = EVENTS
 ) -> None:
     producer = AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap, acks="all", enable_idempotence=True
@@ -80,7 +81,7 @@ async def produce_acks_all(
             n += 1
             try:
                 meta = await producer.send_and_wait(
-                    EVENTS, value, key=b"%d" % rng.randrange(16), timestamp_ms=_stamp()
+                    topic, value, key=b"%d" % rng.randrange(16), timestamp_ms=_stamp()
                 )
                 history.acked_all[(meta.topic, meta.partition, meta.offset)] = value
             except KafkaError as exc:
@@ -374,11 +375,39 @@ async def run_clients(settings: WorkloadSettings, history: History, rng: random.
     start("doomed", group_member(settings, history, "doomed", zombie))
     start("transform", transform(settings, history))
     start("watcher", watch_output(settings, history))
+    if settings.tiered:
+        tiered_rng = random.Random(rng.random())
+        start("producer-tiered", produce_acks_all(settings, history, tiered_rng, TIERED))
+        start("tiered-reader", read_tiered_from_start(settings, history))
     await asyncio.gather(*tasks)
 
 
-async def read_final_state(bootstrap: str, history: History) -> None:
-    """Everything in both topics (to their ends) and the transform's committed offsets."""
+async def read_tiered_from_start(settings: WorkloadSettings, history: History) -> None:
+    """Read the tiered topic from offset 0 to its end, again and again: below the local log
+    start every fetch is the remote tier's (DelayedRemoteFetch), faults or not."""
+    consumer = _new_consumer_at(settings.bootstrap, None, "read_uncommitted")
+    await consumer.start()
+    try:
+        partitions = await _wait_for_partitions(consumer, TIERED)
+        consumer.assign(partitions)
+        while asyncio.get_running_loop().time() < settings.stop_at_s:
+            await consumer.seek_to_beginning(*partitions)
+            try:
+                ends = await consumer.end_offsets(partitions)
+                while [tp for tp in partitions if await consumer.position(tp) < ends[tp]]:
+                    if asyncio.get_running_loop().time() >= settings.stop_at_s:
+                        break
+                    await consumer.getmany(timeout_ms=1000)
+            except KafkaError as exc:
+                history.client_errors[f"tiered-reader {_error_name(exc)}"] += 1
+            await asyncio.sleep(settings.think_s)
+    finally:
+        await consumer.stop()
+
+
+async def read_final_state(bootstrap: str, history: History, *, tiered: bool = False) -> None:
+    """Everything in both topics (to their ends) and the transform's committed offsets; with
+    ``tiered``, the tiered topic from offset 0 too (most of it from the remote tier)."""
     everything = _new_consumer_at(bootstrap, None, "read_uncommitted")
     committed = _new_consumer_at(bootstrap, None, "read_committed")
     offsets = _new_consumer_at(bootstrap, TRANSFORM_GROUP, "read_committed")
@@ -387,6 +416,13 @@ async def read_final_state(bootstrap: str, history: History) -> None:
     try:
         history.final_records[EVENTS] = await _read_to_end(everything, EVENTS)
         history.final_records[OUTPUT] = await _read_to_end(committed, OUTPUT)
+        if tiered:  # a consumer of its own: one assigned elsewhere asks no other metadata
+            reader = _new_consumer_at(bootstrap, None, "read_uncommitted")
+            await reader.start()
+            try:
+                history.final_records[TIERED] = await _read_to_end(reader, TIERED)
+            finally:
+                await reader.stop()
         for tp in await _wait_for_partitions(offsets, EVENTS):
             offset = await offsets.committed(tp)
             if offset is not None:

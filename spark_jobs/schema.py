@@ -238,4 +238,6 @@ PURGATORY_KIND: Final[dict[str, str]] = {
     "Heartbeat": "DelayedHeartbeat",
     "DeleteRecords": "DelayedDeleteRecords",
     "ShareFetch": "DelayedShareFetch",
+    "RemoteFetch": "DelayedRemoteFetch",
+    "RemoteListOffsets": "DelayedRemoteListOffsets",
 }

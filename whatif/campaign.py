@@ -135,6 +135,8 @@ def seed_options(args: argparse.Namespace) -> tuple[str, ...]:
     if args.service_times is not None:
         options += ["--service-times", str(args.service_times.resolve())]
         options += ["--io-threads", str(args.io_threads)]
+    if args.tiered:
+        options.append("--tiered")
     if args.plant is not None:
         options += ["--plant", args.plant]
     return tuple(options)
@@ -157,6 +159,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--service-times", type=Path, default=None)
     parser.add_argument("--io-threads", type=int, default=8)
     parser.add_argument("--plant", default=None)
+    parser.add_argument("--tiered", action="store_true")
     args, _ = parser.parse_known_args(argv)  # simulate's other options pass through unused
     try:
         args.seed_list = parse_seeds(str(args.seeds))

@@ -319,6 +319,30 @@ class BrokerConfig(BaseModel):
     transaction_remove_expired_transaction_cleanup_interval_ms: int = Field(
         3600000, alias="transaction.remove.expired.transaction.cleanup.interval.ms", ge=1
     )
+    # Tiered storage (KIP-405, broker/remote/): Kafka's names and defaults. The rsm.config.*
+    # keys (Kafka's remote.log.storage.manager.impl.prefix) are the embedded store's model
+    # (broker/remote/storage_model.py): latency p50/p99 and throughput, every operation alike.
+    remote_log_storage_system_enable: bool = Field(False, alias="remote.log.storage.system.enable")
+    remote_log_manager_task_interval_ms: int = Field(
+        30000, alias="remote.log.manager.task.interval.ms", ge=1
+    )
+    remote_log_manager_copy_max_bytes_per_second: int = Field(
+        2**63 - 1, alias="remote.log.manager.copy.max.bytes.per.second", ge=1
+    )
+    remote_log_manager_fetch_max_bytes_per_second: int = Field(
+        2**63 - 1, alias="remote.log.manager.fetch.max.bytes.per.second", ge=1
+    )
+    remote_fetch_max_wait_ms: int = Field(500, alias="remote.fetch.max.wait.ms", ge=1)
+    remote_list_offsets_request_timeout_ms: int = Field(
+        30000, alias="remote.list.offsets.request.timeout.ms", ge=1
+    )
+    remote_log_reader_threads: int = Field(10, alias="remote.log.reader.threads", ge=1)
+    remote_log_index_file_cache_total_size_bytes: int = Field(
+        1073741824, alias="remote.log.index.file.cache.total.size.bytes", ge=1
+    )
+    rsm_latency_p50_ms: float = Field(0.0, alias="rsm.config.latency.p50.ms", ge=0)
+    rsm_latency_p99_ms: float = Field(0.0, alias="rsm.config.latency.p99.ms", ge=0)
+    rsm_bytes_per_second: int = Field(0, alias="rsm.config.bytes.per.second", ge=0)
 
     @model_validator(mode="after")
     def _check_session_bounds(self) -> BrokerConfig:

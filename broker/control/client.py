@@ -117,6 +117,22 @@ class ControlClient:
             body["partition"] = partition
         return self.request("POST", "/faults", body)
 
+    def remote(
+        self, slow_ms: int | None = None, down: bool | None = None, failing: list[str] | None = None
+    ) -> Any:
+        """The remote tier's faults (tiered storage): slow, down, failing kinds."""
+        body: dict[str, Any] = {}
+        if slow_ms is not None:
+            body["slow_ms"] = slow_ms
+        if down is not None:
+            body["down"] = down
+        if failing is not None:
+            body["failing"] = failing
+        return self.request("POST", "/remote", body)
+
+    def clear_remote(self) -> Any:
+        return self.request("DELETE", "/remote")
+
     def faults(self) -> Any:
         return self.request("GET", "/faults")
 

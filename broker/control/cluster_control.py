@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from broker.observability.capture import CaptureSet
     from broker.observability.metrics import RequestMetrics
     from broker.quota.client_quota_store import ClientQuotaStore
+    from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
+    from broker.remote.storage_model import RemoteStorageModel
     from broker.security.authorizer.acl_store import AclStore
     from broker.server.broker_server import Broker
 
@@ -65,6 +67,16 @@ class ClusterControl(Protocol):
     def clear_replication_faults(self, broker_id: int | None = None) -> None: ...
 
     def replication_faults(self) -> Mapping[int, Mapping[str, object]]: ...
+
+    @property
+    def remote_storage(self) -> RemoteStorageModel | None:
+        """The remote tier's model (its faults); None without tiered storage."""
+        ...
+
+    @property
+    def remote_tier_metadata(self) -> RemoteLogMetadataManager | None:
+        """What the remote tier holds; None without tiered storage."""
+        ...
 
 
 def overall_status(app: ClusterControl) -> tuple[str, list[str]]:

@@ -56,6 +56,7 @@ from broker.control.guard import RequestGuard
 from broker.control.pretty import dumps
 from broker.observability.metrics import render_prometheus
 from broker.quota.throttled_channel import THROTTLED_CHANNEL, throttled_channels
+from broker.remote.storage_model import RemoteOperation, RemoteStorageModel
 from broker.server.watch_keys import watch_key_name
 
 if TYPE_CHECKING:
@@ -190,6 +191,9 @@ class ControlServer:
                 web.delete("/faults/{broker_id}", self.clear_broker_faults),
                 web.get("/metrics", self.metrics),
                 web.get("/purgatory", self.purgatory),
+                web.get("/remote", self.remote_tier),
+                web.post("/remote", self.remote_fault),
+                web.delete("/remote", self.clear_remote_faults),
             ]
         )
         return web_app
@@ -315,7 +319,60 @@ class ControlServer:
         answer["replication"] = {
             str(b): dict(fault) for b, fault in sorted(self._app.replication_faults().items())
         }
+        remote = self._app.remote_storage
+        if remote is not None:
+            answer["remote"] = remote.faults.as_json()
         return answer
+
+    def _remote(self) -> RemoteStorageModel:
+        remote = self._app.remote_storage
+        if remote is None:
+            raise ControlError(409, "tiered storage is off (remote.log.storage.system.enable)")
+        return remote
+
+    async def remote_fault(self, request: web.Request) -> web.Response:
+        """The remote tier's faults: ``{"slow_ms": N}`` (every call N ms later),
+        ``{"down": true|false}`` (no call answers until false), ``{"failing": [kinds]}``
+        (calls of those kinds fail: fetch-segment, fetch-index, copy, delete)."""
+        remote = self._remote()
+        body = await _body(request)
+        _unknown_fields(body, {"slow_ms", "down", "failing"})
+        if "slow_ms" in body:
+            remote.set_slow(_int(body["slow_ms"], "slow_ms", 0, MAX_LATENCY_MS))
+        if "down" in body:
+            remote.set_down(bool(body["down"]))
+        if "failing" in body:
+            try:
+                remote.set_failing({RemoteOperation(kind) for kind in body["failing"]})
+            except (ValueError, TypeError):
+                kinds = ", ".join(RemoteOperation)
+                raise ControlError(400, f"failing takes a list of: {kinds}") from None
+        log.info("Remote tier faults now %s", remote.faults.as_json())
+        return _json(remote.faults.as_json())
+
+    async def remote_tier(self, request: web.Request) -> web.Response:
+        """What the remote tier holds per partition (no Kafka API tells remote sizes):
+        segments, bytes, the tier's start and the highest copied offset; and its faults."""
+        self._remote()
+        tiered = self._app.remote_tier_metadata
+        assert tiered is not None
+        partitions = [
+            {
+                "topic": tp[0],
+                "partition": tp[1],
+                "segments": len(tiered.copied_segments(tp)),
+                "remote_size_bytes": tiered.remote_size_bytes(tp),
+                "remote_log_start_offset": tiered.remote_log_start_offset(tp),
+                "highest_copied_offset": tiered.highest_offset_for_epoch(tp),
+            }
+            for tp in tiered.partitions()
+        ]
+        return _json({"partitions": partitions, "faults": self._remote().faults.as_json()})
+
+    async def clear_remote_faults(self, request: web.Request) -> web.Response:
+        remote = self._remote()
+        remote.clear_faults()
+        return _json(remote.faults.as_json())
 
     async def cluster(self, request: web.Request) -> web.Response:
         cluster = self._app.cluster
@@ -430,6 +487,8 @@ class ControlServer:
     async def clear_faults(self, request: web.Request) -> web.Response:
         self._app.faults.clear()
         self._app.clear_replication_faults()
+        if self._app.remote_storage is not None:
+            self._app.remote_storage.clear_faults()
         log.info("Cleared every fault (latency, failures, replication pause and delay)")
         return _json(self._faults_json())
 

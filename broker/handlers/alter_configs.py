@@ -62,7 +62,10 @@ def _alter(ctx: RequestContext, kind: int, name: str, configs: Any, validate_onl
         return
     cluster = ctx.services.metadata
     check_alterable_topic(cluster, kind, name)
-    validated = validate_topic_configs((c.name, c.value) for c in configs)
+    validated = validate_topic_configs(
+        ((c.name, c.value) for c in configs),
+        remote_storage_system_enabled=ctx.services.config.remote_log_storage_system_enable,
+    )
     if not validate_only:
         cluster.replace_configs(name, validated)
 

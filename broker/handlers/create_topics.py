@@ -172,7 +172,10 @@ def _create(
                 f"Replication factor must be larger than 0, or -1 to use the default value: "
                 f"{replication_factor}.",
             )
-    configs = validate_topic_configs((c.name, c.value) for c in topic.configs)
+    configs = validate_topic_configs(
+        ((c.name, c.value) for c in topic.configs),
+        remote_storage_system_enabled=ctx.services.config.remote_log_storage_system_enable,
+    )
     take_permits(quota, len(assignment) if assignment is not None else num_partitions)
     return cluster.create_topic(
         name,

@@ -129,7 +129,10 @@ def _apply(
             else:
                 items = [item for item in items if item not in given]
             overrides[name] = ",".join(items)
-    return validate_topic_configs(overrides.items())
+    return validate_topic_configs(
+        overrides.items(),
+        remote_storage_system_enabled=ctx.services.config.remote_log_storage_system_enable,
+    )
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

@@ -44,6 +44,7 @@ from broker.quota.replication_quota_manager import (
     LEADER_THROTTLED_REPLICAS,
     throttled_replicas_error,
 )
+from broker.remote.remote_log_config import remote_storage_error
 
 __all__ = (
     "BROKER_RESOURCE",
@@ -104,6 +105,8 @@ TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {
         TopicConfigDef("min.compaction.lag.ms", _T.LONG, "0"),
         TopicConfigDef("min.insync.replicas", _T.INT, "1"),
         TopicConfigDef("preallocate", _T.BOOLEAN, "false"),
+        TopicConfigDef("remote.log.copy.disable", _T.BOOLEAN, "false"),
+        TopicConfigDef("remote.log.delete.on.disable", _T.BOOLEAN, "false"),
         TopicConfigDef("remote.storage.enable", _T.BOOLEAN, "false"),
         TopicConfigDef("retention.bytes", _T.LONG, "-1"),
         TopicConfigDef("retention.ms", _T.LONG, "604800000"),
@@ -148,7 +151,10 @@ def _check_type(definition: TopicConfigDef, value: str) -> None:
 
 
 def validate_topic_configs(
-    configs: Iterable[tuple[str, str | None]], base: Mapping[str, str] | None = None
+    configs: Iterable[tuple[str, str | None]],
+    base: Mapping[str, str] | None = None,
+    *,
+    remote_storage_system_enabled: bool = False,
 ) -> dict[str, str]:
     """Check ``(name, value)`` pairs as Kafka does; return them as a dict.
 
@@ -185,6 +191,10 @@ def validate_topic_configs(
         LogConfig.from_topic_configs({**(base or {}), **result})
     except ValueError as exc:
         raise _invalid(str(exc)) from None
+    # tiered storage (KIP-405): Kafka's checks of the configs the topic ends up with
+    remote_error = remote_storage_error({**(base or {}), **result}, remote_storage_system_enabled)
+    if remote_error is not None:
+        raise _invalid(remote_error)
     return result
 
 

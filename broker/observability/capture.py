@@ -157,6 +157,8 @@ _DEFAULT_KIND: Final[dict[str, DelayedOperationKind]] = {
     "Heartbeat": "DelayedHeartbeat",
     "DeleteRecords": "DelayedDeleteRecords",
     "ShareFetch": "DelayedShareFetch",
+    "RemoteFetch": "DelayedRemoteFetch",
+    "RemoteListOffsets": "DelayedRemoteListOffsets",
 }
 _kind_cache: dict[tuple[type, str], DelayedOperationKind] = {}
 _api_names: dict[int, str] = {}

@@ -36,6 +36,7 @@ from prometheus_client.core import (
 )
 
 from broker.quota.quota_metrics import quota_families, replication_quota_families
+from broker.remote.remote_log_manager import RemoteLogManager
 from protocol.api_registry import KIO_VERSIONS, api_name
 
 if TYPE_CHECKING:
@@ -291,6 +292,7 @@ class MetricsCollector:
         brokers = list(self._brokers())
         yield from self._request_families()
         yield from self._purgatory_families(brokers)
+        yield from self._remote_families(brokers)
         yield from self._replica_families(brokers)
         yield from quota_families((b.broker_id, b.services.quota_managers) for b in brokers)
         yield from replication_quota_families(
@@ -375,6 +377,52 @@ class MetricsCollector:
         yield size
         yield delayed
         yield expired
+
+    def _remote_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
+        """Tiered storage (KIP-405): Kafka's BrokerTopicMetrics Remote* meters, as totals,
+        and RemoteCopyLagBytes (bytes of rolled segments not yet copied); none without
+        remote.log.storage.system.enable."""
+        labels = ["broker"]
+        families = {
+            "copy_bytes": CounterMetricFamily(
+                "kafka_server_brokertopicmetrics_remotecopybytespersec",
+                "Kafka RemoteCopyBytesPerSec: bytes copied to the remote tier.",
+                labels=labels,
+            ),
+            "fetch_bytes": CounterMetricFamily(
+                "kafka_server_brokertopicmetrics_remotefetchbytespersec",
+                "Kafka RemoteFetchBytesPerSec: bytes read from the remote tier for fetches.",
+                labels=labels,
+            ),
+            "fetch_requests": CounterMetricFamily(
+                "kafka_server_brokertopicmetrics_remotefetchrequestspersec",
+                "Kafka RemoteFetchRequestsPerSec: remote reads started for fetches.",
+                labels=labels,
+            ),
+            "copy_errors": CounterMetricFamily(
+                "kafka_server_brokertopicmetrics_remotecopyerrorspersec",
+                "Kafka RemoteCopyErrorsPerSec: copies the remote tier failed.",
+                labels=labels,
+            ),
+        }
+        lag = GaugeMetricFamily(
+            "kafka_server_brokertopicmetrics_remotecopylagbytes",
+            "Kafka RemoteCopyLagBytes: bytes of rolled segments not yet in the remote tier.",
+            labels=labels,
+        )
+        any_remote = False
+        for broker in brokers:
+            rlm = broker.replica_manager.remote_log_manager
+            if not isinstance(rlm, RemoteLogManager):
+                continue
+            any_remote = True
+            b = str(broker.broker_id)
+            for attribute, family in families.items():
+                family.add_metric([b], getattr(rlm, attribute))
+            lag.add_metric([b], sum(rlm.copy_lag_bytes.values()))
+        if any_remote:
+            yield from families.values()
+            yield lag
 
     def _replica_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
         labels = ["broker"]

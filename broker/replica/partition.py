@@ -82,6 +82,9 @@ class ReadResult:
     last_stable_offset: int = -1
     # read_committed reads only: the aborted transactions overlapping ``records``
     aborted_transactions: list[AbortedTxn] | None = None
+    # Kafka's delayedRemoteStorageFetch: a consumer's read the remote tier must answer
+    # (broker/remote/remote_log_manager.py's RemoteStorageFetchInfo)
+    delayed_remote_storage_fetch: object | None = None
 
 
 @dataclass(slots=True)
@@ -122,6 +125,9 @@ class Partition:
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     epoch_cache: LeaderEpochCache = field(default_factory=LeaderEpochCache)
     txn_index: TransactionIndex = field(default_factory=TransactionIndex)
+    # Tiered storage (broker/remote/): the first offset the remote tier holds, -1 when it
+    # holds none; kept by the RemoteLogManager from the remote log metadata.
+    remote_log_start_offset: int = -1
 
     def __post_init__(self) -> None:
         if isinstance(self.log, DiskLog):  # Kafka's .txnindex files beside the segments
@@ -141,6 +147,15 @@ class Partition:
 
     @property
     def log_start_offset(self) -> int:
+        """Kafka's logStartOffset: the remote tier's start when it holds older offsets
+        than the local log, else the local log's."""
+        local = self.log.log_start_offset
+        remote = self.remote_log_start_offset
+        return remote if 0 <= remote < local else local
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """Kafka's localLogStartOffset: below it, only the remote tier has the records."""
         return self.log.log_start_offset
 
     @property
@@ -466,7 +481,7 @@ class Partition:
         self.epoch_cache.clear()
         self.producers.clear()
         self.txn_index.reset()
-        offset = self.log_start_offset
+        offset = self.local_log_start_offset
         end = self.log_end_offset
         while offset < end:
             chunk = self.log.read(offset, 1 << 20, max_offset=end, min_one_batch=True)
@@ -532,6 +547,9 @@ class Partition:
         if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
             result.error = ErrorCode.offset_out_of_range
             return result
+        if fetch_offset < self.local_log_start_offset:  # in the remote tier only
+            result.error = ErrorCode.offset_moved_to_tiered_storage
+            return result
         if read_committed:
             result.aborted_transactions = []
         if fetch_offset >= bound:
@@ -557,7 +575,7 @@ class Partition:
     ) -> int:
         """How many bytes a fetch at ``fetch_offset`` could return now (at most ``limit``)."""
         bound = self._fetch_bound(up_to_log_end, read_committed and not up_to_log_end)
-        if fetch_offset >= bound or fetch_offset < self.log_start_offset:
+        if fetch_offset >= bound or fetch_offset < self.local_log_start_offset:
             return 0
         return len(self.log.read(fetch_offset, limit, max_offset=bound, min_one_batch=True))
 

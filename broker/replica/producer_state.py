@@ -443,3 +443,10 @@ class ProducerStateManager:
         self._producers.clear()
         self._ongoing.clear()
         self._unreplicated.clear()
+
+    def load_snapshot(self, entries: list[ProducerStateEntry]) -> None:
+        """Start from a snapshot's producers (Kafka's loadFromSnapshot): a follower that
+        builds its state from the remote tier (broker/remote/tier_state.py)."""
+        self.clear()
+        for entry in entries:
+            self._producers[entry.producer_id] = entry

@@ -15,6 +15,8 @@ import functools
 
 from broker.log.log_cleaner import CleanerConfig, LogCleaner
 from broker.quota.replication_quota_manager import ReplicationQuotas
+from broker.remote.remote_log_manager import RemoteLogManager
+from broker.remote.tier_state import ReplicaFetcherTierStateMachine
 from broker.replica.fetch_session import FetchManager, FetchSessionCache
 from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.replica.partition import Partition, TopicPartition
@@ -41,6 +43,7 @@ def build_replica_manager(
         config.replication_quota_window_size_seconds,
     )
     inter_broker = stores.inter_broker
+    tiered = stores.tiered_storage
     fetcher_manager = ReplicaFetcherManager(
         options.broker_id,
         config,
@@ -54,7 +57,27 @@ def build_replica_manager(
         response_work=(
             options.handler_pool.follower_work if options.handler_pool is not None else None
         ),
+        tier_state_machine=(
+            ReplicaFetcherTierStateMachine(tiered.metadata, tiered.storage)
+            if tiered is not None
+            else None
+        ),
     )
+    remote_log_manager = None
+    if tiered is not None:  # KIP-405: the broker's side of the shared remote tier
+        remote_log_manager = RemoteLogManager(
+            options.broker_id,
+            config,
+            stores.metadata,
+            options.clock,
+            options.request_clock.wall_clock_ms,
+            purgatories,
+            hosted,
+            tiered.metadata,
+            tiered.storage,
+            tiered.model,
+            stores.ids,
+        )
     return ReplicaManager(
         options.broker_id,
         stores.metadata,
@@ -66,6 +89,7 @@ def build_replica_manager(
         fetcher_manager,
         options.request_clock.wall_clock_ms,
         replication_quotas=replication_quotas,
+        remote_log_manager=remote_log_manager,
     )
 
 

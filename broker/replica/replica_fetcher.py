@@ -46,7 +46,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -81,6 +81,13 @@ _RETRY_LATER = frozenset(
         ErrorCode.leader_not_available,
     }
 )
+
+
+class TierStateMachine(Protocol):
+    """Kafka's TierStateMachine (broker/remote/tier_state.py): rebuild a replica from the
+    remote tier; the offset to fetch from, or None when the tier cannot help."""
+
+    def build_remote_log_aux_state(self, partition: Partition) -> int | None: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -408,6 +415,11 @@ class ReplicaFetcher:
                 log.warning("broker %d: %s-%d: %s", self.manager.broker_id, *state.tp, exc)
                 state.truncating = True
             return True
+        tier = self.manager.tier_state_machine
+        if error is ErrorCode.offset_moved_to_tiered_storage and tier is not None:
+            if tier.build_remote_log_aux_state(partition) is None:
+                state.not_before_ms = now + FETCH_BACKOFF_MS
+            return True
         if error is ErrorCode.offset_out_of_range:
             leader_start = int(data.log_start_offset)
             if leader_start >= 0 and offset < leader_start:
@@ -435,7 +447,11 @@ class ReplicaFetcherManager:
         inter_broker_listener: str = "PLAINTEXT",
         replication_quotas: ReplicationQuotas | None = None,
         response_work: Callable[[], float] | None = None,
+        tier_state_machine: TierStateMachine | None = None,
     ) -> None:
+        # KIP-405: a follower below the leader's local log start builds its state from
+        # the remote tier (broker/remote/tier_state.py); None without tiered storage.
+        self.tier_state_machine = tier_state_machine
         # A simulation's model of the fetcher's own work on an answer (seconds, drawn per
         # answer); None in real time, where that work costs what it costs.
         self.response_work = response_work

@@ -39,6 +39,7 @@ from broker.config.dynamic_config import broker_topic_defaults
 from broker.log import LogConfig, LogManager, PartitionLog
 from broker.log.transaction_index import TransactionIndex
 from broker.quota.replication_quota_manager import ReplicationQuotas
+from broker.remote.remote_log_config import RemoteTopicConfig, local_log_config
 from broker.replica.append_origin import AppendOrigin
 from broker.replica.delayed_delete_records import (
     DelayedDeleteRecords,
@@ -59,6 +60,7 @@ from broker.replica.partition import (
     ReadResult,
     TopicPartition,
 )
+from broker.replica.remote_log_port import RemoteLogPort
 from broker.replica.replica_fetcher import ReplicaFetcherManager
 from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatorySet
 from broker.server.scheduler import PeriodicTask
@@ -83,6 +85,7 @@ class ReplicaManager:
         wall_clock_ms: Callable[[], int] = real_clock.wall_clock_ms,
         *,
         replication_quotas: ReplicationQuotas | None = None,
+        remote_log_manager: RemoteLogPort | None = None,
     ) -> None:
         # It parks requests in the Produce, Fetch and DeleteRecords purgatories, wakes the
         # ShareFetch one, and runs its housekeeping on the scheduler timer.
@@ -135,6 +138,9 @@ class ReplicaManager:
         # DelayedShareFetch (KIP-932) waits on the high watermark under the partition's
         # key too (Kafka's DelayedShareFetchPartitionKey).
         self.share_fetch_purgatory: DelayedOperationPurgatory[Any] | None = purgatories.share_fetch
+        # Tiered storage (broker/remote/): None unless remote.log.storage.system.enable.
+        self.remote_log_manager = remote_log_manager
+        self.remote_fetch_purgatory = purgatories.remote_fetch
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
         # Epoch milliseconds for LogAppendTime: the broker's ``Clock`` is the loop's
         # monotonic one, right for deadlines but not a date (Kafka: ``time.milliseconds()``).
@@ -156,11 +162,15 @@ class ReplicaManager:
         self._existing_logs = {}
         for job in self._housekeeping:
             job.start()
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.start()
 
     async def stop(self) -> None:
         self.metadata.unsubscribe(self._on_metadata_change)
         for job in self._housekeeping:
             job.stop()
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.stop()
         await self.fetcher_manager.stop()
         for partition in self.partitions.values():
             partition.log.close()
@@ -172,7 +182,10 @@ class ReplicaManager:
         # The broker's topic defaults, dynamic broker configs included (KIP-226).
         configs = broker_topic_defaults(self.config, self.metadata, self.broker_id)
         configs.update(topic.configs)
-        return LogConfig.from_topic_configs(configs)
+        config = LogConfig.from_topic_configs(configs)
+        if self.remote_log_manager is not None:  # tiered: the log keeps local.retention.*
+            config = local_log_config(config, RemoteTopicConfig.from_topic_configs(configs))
+        return config
 
     def _on_metadata_change(self, name: str, topic: TopicInfo | None) -> None:
         if topic is None:
@@ -234,6 +247,8 @@ class ReplicaManager:
         partition_log = self._existing_logs.pop(tp, None)
         if partition_log is None:
             partition_log = self.log_manager.get_or_create(topic.name, index, config)
+        else:  # reopened at start with the default config: the topic's own from now on
+            partition_log.config = config
         partition = Partition(
             topic=topic.name,
             partition=index,
@@ -247,6 +262,8 @@ class ReplicaManager:
         )
         if partition_log.log_end_offset > partition_log.log_start_offset:
             partition.rebuild_from_log()  # epochs and producers of a reopened log
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.refresh_log_start(partition)
         self.partitions[tp] = partition
         return partition
 
@@ -281,6 +298,7 @@ class ReplicaManager:
         self.delete_records_purgatory.check_and_complete(tp)
         if self.share_fetch_purgatory is not None:
             self.share_fetch_purgatory.check_and_complete(tp)
+        self.remote_fetch_purgatory.check_and_complete(tp)
 
     # -- produce -----------------------------------------------------------------------
 
@@ -477,6 +495,10 @@ class ReplicaManager:
             self.update_follower_fetch_state(
                 params.replica_id, [s for s, r in results if r.error is ErrorCode.none]
             )
+        remote = self.remote_log_manager
+        if remote is not None and any(r.delayed_remote_storage_fetch for _, r in results):
+            remote.process_remote_fetches(params, statuses, results, respond, parked_request)
+            return
         available = 0
         errored = False
         for _status, result in results:
@@ -585,9 +607,14 @@ class ReplicaManager:
         """
         now = self.wall_clock_ms()
         deleted = 0
+        remote = self.remote_log_manager
         for tp, partition in list(self.partitions.items()):
             start = partition.log_start_offset
-            deleted += partition.log.apply_retention(now, high_watermark=partition.high_watermark)
+            bound = partition.high_watermark
+            copied = None if remote is None else remote.local_deletion_bound(tp)
+            if copied is not None:  # tiered: only what the remote tier has may go
+                bound = min(bound, copied)
+            deleted += partition.log.apply_retention(now, high_watermark=bound)
             # (also after a DeleteRecords since the last run: cheap when nothing moved)
             partition.on_log_start_offset_changed()
             if partition.log_start_offset != start:
@@ -646,6 +673,15 @@ class ReplicaManager:
                 min_one=min_one,
                 read_committed=params.read_committed,
             )
+            if (
+                result.error is ErrorCode.offset_moved_to_tiered_storage
+                and not follower
+                and self.remote_log_manager is not None
+            ):  # a consumer below the local log start: the remote tier answers
+                result = self.remote_log_manager.remote_fetch_info(result, status, limit, min_one)
+                if result.delayed_remote_storage_fetch is not None:
+                    remaining -= limit  # Kafka's estimate: all it may read
+                    min_one = False
             if (
                 result.records
                 and follower

@@ -24,6 +24,7 @@ from broker.group.group_configs import GroupConfigStore
 from broker.ids import IdSource
 from broker.observability.metrics import RequestMetrics
 from broker.quota.client_quota_store import ClientQuotaStore
+from broker.remote.tiered_storage import TieredStorage
 from broker.security.authorizer.acl_store import AclStore
 from broker.security.delegation_token_manager import DelegationTokenManager
 from broker.security.sasl_client import InterBrokerClient
@@ -62,6 +63,9 @@ class ClusterStores:
     request_metrics: dict[int, RequestMetrics] = field(default_factory=dict)
     #: Every request and delayed-operation event into rolling files; None when off.
     capture: CaptureSet | None = None
+    #: The remote tier (KIP-405, broker/remote/); None unless
+    #: remote.log.storage.system.enable.
+    tiered_storage: TieredStorage | None = None
 
     @classmethod
     def in_memory(

@@ -34,6 +34,8 @@ class PurgatoryName(StrEnum):
     REBALANCE = "Rebalance"
     DELETE_RECORDS = "DeleteRecords"
     SHARE_FETCH = "ShareFetch"  # DelayedShareFetch (KIP-932, broker/share/)
+    REMOTE_FETCH = "RemoteFetch"  # DelayedRemoteFetch (KIP-405, broker/remote/)
+    REMOTE_LIST_OFFSETS = "RemoteListOffsets"  # DelayedRemoteListOffsets (broker/remote/)
 
 
 class PurgatoryOutcome(StrEnum):
@@ -60,6 +62,8 @@ class PurgatorySet:
             PurgatoryName.REBALANCE: 1000,
             PurgatoryName.DELETE_RECORDS: config.delete_records_purgatory_purge_interval_requests,
             PurgatoryName.SHARE_FETCH: config.share_fetch_purgatory_purge_interval_requests,
+            PurgatoryName.REMOTE_FETCH: 1000,  # Kafka's default purge interval
+            PurgatoryName.REMOTE_LIST_OFFSETS: 1000,
         }
         self.timers: dict[PurgatoryName, SystemTimer] = {}
         self.purgatories: dict[PurgatoryName, DelayedOperationPurgatory[Any]] = {}
@@ -111,6 +115,14 @@ class PurgatorySet:
     @property
     def share_fetch(self) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName.SHARE_FETCH]
+
+    @property
+    def remote_fetch(self) -> DelayedOperationPurgatory[Any]:
+        return self.purgatories[PurgatoryName.REMOTE_FETCH]
+
+    @property
+    def remote_list_offsets(self) -> DelayedOperationPurgatory[Any]:
+        return self.purgatories[PurgatoryName.REMOTE_LIST_OFFSETS]
 
     def __getitem__(self, name: str) -> DelayedOperationPurgatory[Any]:
         return self.purgatories[PurgatoryName(name)]

@@ -1,0 +1,1 @@
+"""Tiered storage (KIP-405): remote fetches beside local ones, and what copying costs."""
