@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.cluster.controller import Controller
+from broker.cluster.features import FeatureControl, bootstrap_levels
 from broker.cluster.kraft_quorum import KRaftQuorum, parse_quorum_voters
 from broker.config.broker_config import BrokerConfig, replayable_configs
 from broker.control.faults import FaultInjector
@@ -99,6 +100,7 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         config=options.config,
         clock=options.clock,
         metadata=stores.metadata,
+        features=stores.features,
         replica_manager=replica_manager,
         fetch_manager=build_fetch_manager(options, stores),
         share_partition_manager=share.partition_manager,
@@ -250,6 +252,13 @@ class MiniKafka:
         # Every random id of the cluster (cluster, topic and member ids, fetch sessions,
         # directory tags): the system's entropy, or a simulation's seeded source.
         metadata = ClusterMetadata(data_dir=self.data_dir, ids=ids)
+        # The finalized features; a new cluster's as Kafka 4.2 formats one, with the
+        # consumer protocol and share groups as the broker config allows them.
+        protocols = self.config.group_coordinator_rebalance_protocols.replace(" ", "").split(",")
+        features = FeatureControl(
+            self.data_dir,
+            bootstrap_levels("consumer" in protocols, self.config.group_share_enable),
+        )
         group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         client_quotas = ClientQuotaStore(self.data_dir)
         # Security (broker/security/): the TLS/SASL listeners beside the PLAINTEXT one.
@@ -282,6 +291,7 @@ class MiniKafka:
             controller=controller,
             ids=ids,
             faults=self.faults,
+            features=features,
             group_configs=group_configs,
             client_quotas=client_quotas,
             acls=acls,

@@ -74,6 +74,7 @@ from broker.handlers import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_share_group_state,
     write_txn_markers,
 )
@@ -132,6 +133,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     consumer_group_describe,
     # the KRaft controller quorum (issue 22): broker/cluster/kraft_quorum.py
     describe_quorum,
+    # finalized features (issue 31, KIP-584): broker/cluster/features.py
+    update_features,
     # several log.dirs per broker (issue 22): broker/log/log_manager.py
     alter_replica_log_dirs,
     # client quotas (issue 22): broker/quota/

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
+from broker.cluster.features import FeatureControl
 from broker.config.broker_config import BrokerConfig
 from broker.group.consumer import ConsumerGroupCoordinator
 from broker.group.group_coordinator import GroupCoordinator
@@ -61,6 +62,8 @@ class BrokerServices:
     config: BrokerConfig
     clock: Clock
     metadata: ClusterMetadata
+    #: The cluster's finalized features (ApiVersions, UpdateFeatures, what they gate).
+    features: FeatureControl
     replica_manager: ReplicaManager
     #: Kafka's FetchManager over its FetchSessionCache: the Fetch handler's sessions.
     fetch_manager: FetchManager
