@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.cluster.controller import Controller
-from broker.cluster.features import FeatureControl, bootstrap_levels
+from broker.cluster.features import TRANSACTION_VERSION, FeatureControl, bootstrap_levels
 from broker.cluster.kraft_quorum import KRaftQuorum, parse_quorum_voters
 from broker.config.broker_config import BrokerConfig, replayable_configs
 from broker.control.faults import FaultInjector
@@ -91,6 +91,7 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         purgatories.scheduler_timer,
         options.load_scheduler(),
         stores.inter_broker,
+        lambda: stores.features.level(TRANSACTION_VERSION),
     )
     share = build_share(options, stores, purgatories, replica_manager, groups)
     handlers = options.handlers if options.handlers is not None else build_registry()
