@@ -54,6 +54,7 @@ from broker.server.response_cache import ResponseCache
 from broker.server.server_builder import build_dispatcher, build_server
 from broker.server.services import BrokerServices, Coordinators
 from broker.share.share_components import build_share
+from broker.txn.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
 
@@ -93,6 +94,12 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         stores.inter_broker,
         lambda: stores.features.level(TRANSACTION_VERSION),
     )
+    add_partitions_to_txn = AddPartitionsToTxnManager(
+        options.broker_id,
+        stores.metadata,
+        txn_coordinator.coordinator_endpoint,
+        stores.inter_broker,
+    )
     share = build_share(options, stores, purgatories, replica_manager, groups)
     handlers = options.handlers if options.handlers is not None else build_registry()
     quotas = build_quota_managers(options.config, options.clock, stores.client_quotas)
@@ -105,6 +112,7 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         replica_manager=replica_manager,
         fetch_manager=build_fetch_manager(options, stores),
         share_partition_manager=share.partition_manager,
+        add_partitions_to_txn_manager=add_partitions_to_txn,
         coordinators=Coordinators(
             group=groups.group,
             group_metadata_manager=groups.group_metadata_manager,
@@ -124,6 +132,7 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         log_cleaner,
         groups.group,
         txn_coordinator,
+        add_partitions_to_txn,
         share.coordinator,
         share.persister,
         quotas,

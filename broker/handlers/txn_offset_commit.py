@@ -13,7 +13,17 @@ With an authorizer: WRITE on the transactional id (else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
 GROUP_AUTHORIZATION_FAILED), READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 
-Differences from Kafka: v5 (KIP-890 part 2) is not served; throttle time 0.
+Version notes:
+- v3: the member's generation, member id and instance id (KIP-447).
+- v4: TRANSACTION_ABORTABLE may be answered (KIP-890 part 1).
+- v5 (transactions v2, KIP-890 part 2): the client sent no AddOffsetsToTxn; before
+  writing, the coordinator adds the group's ``__consumer_offsets`` partition to the
+  transaction itself (``broker/txn/add_partitions_to_txn_manager.py``, Kafka's
+  ``txnOffsetCommitRequestVersionToTransactionSupportedOperation``: ADD_PARTITION), and
+  a refusal (INVALID_PRODUCER_EPOCH, CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE, ...)
+  is every partition's answer.
+
+Differences from Kafka: throttle time 0.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.group.group_txn import handle_txn_commit_offsets
 from broker.group.results import TopicPartition
 from broker.handlers.base import partition_errors_by_topic
@@ -34,11 +45,17 @@ from broker.security.authorizer.authorization import (
     filter_by_authorized,
 )
 from broker.server.context import RequestContext
+from broker.txn.add_partitions_to_txn_manager import (
+    txn_offset_commit_request_version_to_operation,
+)
 from protocol.builders import response_builder
 
 API_KEY = 28
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
+
+# Transactions v2: the first version whose offsets partition the coordinator adds.
+ADD_PARTITION_VERSION = 5
 
 
 def _partitions(request: Any) -> list[tuple[str, int]]:
@@ -105,7 +122,46 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     def build(errors: dict[TopicPartition, ErrorCode]) -> Any:
         return _response(ctx, {**unknown, **{(tp[0], tp[1]): e for tp, e in errors.items()}})
 
+    if ctx.api_version >= ADD_PARTITION_VERSION:
+        partitions = [TopicPartition(*tp) for tp in offsets]
+        return answer_when_called(
+            _offsets_partition_added_first(ctx, request, partitions, start), build
+        )
     return answer_when_called(start, build)
+
+
+Start = Callable[[Callable[[dict[TopicPartition, ErrorCode]], None]], None]
+
+
+def _offsets_partition_added_first(
+    ctx: RequestContext, request: Any, partitions: list[TopicPartition], start: Start
+) -> Start:
+    """Transactions v2: add the group's offsets partition to the transaction, then write
+    (``start``); a refusal answers every partition."""
+    services = ctx.services
+    offsets_partition = (
+        OFFSETS_TOPIC,
+        services.coordinators.group_metadata_manager.partition_for(request.group_id),
+    )
+
+    def add_then_start(callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
+        def added(unverified: dict[tuple[str, int], ErrorCode]) -> None:
+            error = unverified.get(offsets_partition)
+            if error is None:
+                start(callback)
+            else:
+                callback(dict.fromkeys(partitions, error))
+
+        services.add_partitions_to_txn_manager.add_or_verify_transaction(
+            str(request.transactional_id),
+            int(request.producer_id),
+            int(request.producer_epoch),
+            frozenset({offsets_partition}),
+            added,
+            txn_offset_commit_request_version_to_operation(ctx.api_version),
+        )
+
+    return add_then_start
 
 
 def _denied_topics(ctx: RequestContext, request: Any) -> set[str]:

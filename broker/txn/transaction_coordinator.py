@@ -402,7 +402,7 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
         """AddPartitionsToTxn v4+ with ``verify_only``: which partitions the ongoing
-        transaction has (NONE) and which it has not (INVALID_TXN_STATE)."""
+        transaction has (NONE) and which it has not (TRANSACTION_ABORTABLE, Kafka 4)."""
         wanted = list(partitions)
         if not transactional_id:
             return dict.fromkeys(wanted, E.invalid_request)
@@ -422,7 +422,8 @@ class TransactionCoordinator:
         ):
             return dict.fromkeys(wanted, E.concurrent_transactions)
         return {
-            tp: E.none if tp in metadata.topic_partitions else E.invalid_txn_state for tp in wanted
+            tp: E.none if tp in metadata.topic_partitions else E.transaction_abortable
+            for tp in wanted
         }
 
     # ================================================================ EndTxn
