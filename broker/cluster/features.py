@@ -50,6 +50,12 @@ from pathlib import Path
 from kio.schema.errors import ErrorCode
 
 from broker.cluster.atomic_file import read_json, write_json_atomic
+from protocol.metadata_versions import (
+    LATEST_METADATA_VERSION,
+    METADATA_VERSIONS,
+    MINIMUM_METADATA_VERSION,
+    metadata_version_name,
+)
 
 log = logging.getLogger("broker.controller")
 
@@ -63,36 +69,6 @@ ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
 SHARE_VERSION = "share.version"
 STREAMS_VERSION = "streams.version"
 
-#: ``MetadataVersion.MINIMUM_VERSION`` (3.3-IV3): what any feature level >= 1 needs.
-MINIMUM_METADATA_VERSION = 7
-#: ``MetadataVersion`` 3.3-IV3 .. 4.2-IV1 by feature level: its name, and whether it
-#: changed the metadata format (a downgrade across such a version may lose metadata).
-METADATA_VERSIONS: dict[int, tuple[str, bool]] = {
-    7: ("3.3-IV3", True),
-    8: ("3.4-IV0", True),
-    9: ("3.5-IV0", False),
-    10: ("3.5-IV1", False),
-    11: ("3.5-IV2", True),
-    12: ("3.6-IV0", False),
-    13: ("3.6-IV1", True),
-    14: ("3.6-IV2", True),
-    15: ("3.7-IV0", True),
-    16: ("3.7-IV1", False),
-    17: ("3.7-IV2", True),
-    18: ("3.7-IV3", False),
-    19: ("3.7-IV4", False),
-    20: ("3.8-IV0", False),
-    21: ("3.9-IV0", False),
-    22: ("4.0-IV0", False),
-    23: ("4.0-IV1", True),
-    24: ("4.0-IV2", False),
-    25: ("4.0-IV3", False),
-    26: ("4.1-IV0", False),
-    27: ("4.1-IV1", False),
-    28: ("4.2-IV0", False),
-    29: ("4.2-IV1", False),
-}
-LATEST_METADATA_VERSION = 29
 
 
 class UpgradeType(IntEnum):
@@ -296,7 +272,7 @@ def _range(low: int, high: int) -> str:
 
 
 def _mv_name(level: int) -> str:
-    return METADATA_VERSIONS.get(level, (str(level), False))[0]
+    return metadata_version_name(level)
 
 
 def bootstrap_levels(consumer_protocol: bool, share_groups: bool) -> dict[str, int]:
