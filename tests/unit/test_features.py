@@ -213,3 +213,54 @@ def test_update_features_answers_per_feature_before_v2_and_moves_api_versions() 
     answer = node.answer(node.send(18, 4, body))
     assert "transaction.version" not in [f.name for f in answer.finalized_features]
     assert answer.finalized_features_epoch == 1
+
+
+def test_what_a_level_turns_on_follows_it() -> None:
+    """group.version 0 refuses ConsumerGroupHeartbeat, share.version 0 the share APIs,
+    with UNSUPPORTED_VERSION as Kafka's; upgrading turns them back on."""
+    node = dispatch_node()
+
+    def heartbeat(api_key: int) -> Any:
+        b = request_builder(api_key, 1)
+        if api_key == 68:
+            body = b.ConsumerGroupHeartbeatRequest(
+                group_id="g",
+                member_id="m",
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout=30000,
+                subscribed_topic_names=("t",),
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=(),
+            )
+        else:
+            body = b.ShareGroupHeartbeatRequest(
+                group_id="g",
+                member_id="m",
+                member_epoch=0,
+                rack_id=None,
+                subscribed_topic_names=("t",),
+            )
+        return node.answer(node.send(api_key, 1, body)).error_code
+
+    def update(name: str, level: int) -> None:
+        b = request_builder(57, 2)
+        kind = 1 if level else 2
+        body = b.UpdateFeaturesRequest(
+            feature_updates=(
+                b.FeatureUpdateKey(feature=name, max_version_level=level, upgrade_type=kind),
+            ),
+            validate_only=False,
+        )
+        assert node.answer(node.send(57, 2, body)).error_code is E.none
+
+    assert heartbeat(68) is not E.unsupported_version
+    assert heartbeat(76) is not E.unsupported_version
+    update("group.version", 0)
+    update("share.version", 0)
+    assert heartbeat(68) is E.unsupported_version
+    assert heartbeat(76) is E.unsupported_version
+    update("group.version", 1)
+    assert heartbeat(68) is not E.unsupported_version
