@@ -42,7 +42,7 @@ registration to check a level against other brokers (one process, one table).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -68,7 +68,6 @@ GROUP_VERSION = "group.version"
 ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
 SHARE_VERSION = "share.version"
 STREAMS_VERSION = "streams.version"
-
 
 
 class UpgradeType(IntEnum):
@@ -136,7 +135,6 @@ class FeatureControl:
         if document is not None:
             self._levels = {str(k): int(v) for k, v in document.get("features", {}).items()}
             self._epoch = int(document.get("epoch", 0))
-        self._listeners: list[Callable[[], None]] = []
 
     # ---------------------------------------------------------------- reading
     @property
@@ -154,10 +152,6 @@ class FeatureControl:
 
     def supported(self) -> tuple[FeatureSpec, ...]:
         return FEATURES
-
-    def add_listener(self, listener: Callable[[], None]) -> None:
-        """``listener`` is called after every applied change (caches start over)."""
-        self._listeners.append(listener)
 
     # --------------------------------------------------------------- updating
     def update_features(
@@ -188,8 +182,6 @@ class FeatureControl:
         self._epoch += 1
         self._save()
         log.info("Finalized features are now %s (epoch %d)", self.finalized(), self._epoch)
-        for listener in self._listeners:
-            listener()
         return FeatureUpdateResult()
 
     def _check_update(
