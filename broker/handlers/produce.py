@@ -209,6 +209,8 @@ def _add_partitions_then_append(
         added,
         produce_request_version_to_operation(ctx.api_version),
     )
+    if future is not None and future.done():  # answered at once (no coordinator)
+        return future.result()
     return future
 
 

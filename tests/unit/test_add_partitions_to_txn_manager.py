@@ -20,7 +20,7 @@ from broker.txn.add_partitions_to_txn_manager import (
     produce_request_version_to_operation,
     txn_offset_commit_request_version_to_operation,
 )
-from protocol.builders import response_builder
+from protocol.builders import request_builder, response_builder
 
 E = ErrorCode
 OP = TransactionSupportedOperation
@@ -150,3 +150,38 @@ def test_no_coordinator_is_coordinator_not_available() -> None:
         "tx", 1, 0, frozenset({("t", 0)}), got.append, OP.ADD_PARTITION
     )
     assert got == [{("t", 0): E.coordinator_not_available}]
+
+
+async def test_a_produce_v12_whose_partition_cannot_be_added_is_refused_retriable() -> None:
+    from protocol.record_builder import build_record_batch
+    from tests.helpers.dispatch_node import dispatch_node
+
+    node = dispatch_node()
+    node.broker.services.metadata.create_topic("t", 1, 1, {})
+    b = request_builder(0, 12)
+    batch = build_record_batch(
+        [(None, b"v", ())],
+        timestamp_ms=node.clock.now_ms(),
+        producer_id=5,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    body = b.ProduceRequest(
+        transactional_id="tx",
+        acks=-1,
+        timeout=1000,
+        topic_data=(
+            b.TopicProduceData(
+                name="t", partition_data=(b.PartitionProduceData(index=0, records=batch),)
+            ),
+        ),
+    )
+    (answer,) = node.answer(node.send(0, 12, body)).responses[0].partition_responses
+    # No coordinator for the transactional id: Kafka's ReplicaManager answers
+    # NOT_ENOUGH_REPLICAS, which a client retries without refreshing its metadata.
+    assert answer.error_code is E.not_enough_replicas
+    assert answer.error_message == (
+        "Unable to verify the partition has been added to the transaction. "
+        "Underlying error: COORDINATOR_NOT_AVAILABLE"
+    )
