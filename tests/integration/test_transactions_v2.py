@@ -21,6 +21,7 @@ import contextlib
 import io
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,7 +48,7 @@ pytestmark = pytest.mark.asyncio
 
 E = ErrorCode
 PRODUCE, OFFSET_FETCH, FIND_COORDINATOR, INIT_PRODUCER_ID = 0, 9, 10, 22
-END_TXN, TXN_OFFSET_COMMIT = 26, 28
+END_TXN, TXN_OFFSET_COMMIT, API_VERSIONS, UPDATE_FEATURES = 26, 28, 18, 57
 DESCRIBE_TXNS = 65
 
 
@@ -286,3 +287,39 @@ async def test_a_v2_transaction_driven_by_the_projects_client(kafka: MiniKafka) 
         await raw.close()
     got = await asyncio.to_thread(_ck_read_committed, kafka.bootstrap, "v2", 1, 1)
     assert got == [b"committed"]
+
+
+async def test_the_finalized_levels_are_kept_in_the_data_directory(tmp_path: Path) -> None:
+    async with running_cluster(data_dir=tmp_path) as app:
+        raw = await RawClient.connect(app.bootstrap)
+        try:
+            b = request_builder(UPDATE_FEATURES, 2)
+            answer = await raw.request(
+                UPDATE_FEATURES,
+                2,
+                "UpdateFeaturesRequest",
+                feature_updates=(
+                    b.FeatureUpdateKey(
+                        feature="transaction.version", max_version_level=1, upgrade_type=2
+                    ),
+                ),
+                validate_only=False,
+            )
+            assert answer.error_code is E.none
+        finally:
+            await raw.close()
+    async with running_cluster(data_dir=tmp_path) as app:
+        raw = await RawClient.connect(app.bootstrap)
+        try:
+            versions = await raw.request(
+                API_VERSIONS,
+                4,
+                "ApiVersionsRequest",
+                client_software_name="t",
+                client_software_version="1",
+            )
+        finally:
+            await raw.close()
+    finalized = {f.name: f.max_version_level for f in versions.finalized_features}
+    assert finalized["transaction.version"] == 1
+    assert versions.finalized_features_epoch == 1

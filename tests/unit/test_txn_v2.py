@@ -13,6 +13,8 @@ from kio.schema.errors import ErrorCode
 from broker.txn.transaction_log import read_txn_record_value, value_to_bytes
 from broker.txn.transaction_metadata import SHORT_MAX, TxnTransitMetadata
 from broker.txn.transaction_state import TransactionState
+from protocol.builders import request_builder
+from tests.helpers.dispatch_node import dispatch_node
 from tests.helpers.txn_harness import Box, TxnHarness
 
 pytestmark = pytest.mark.usefixtures("timer_tasks_must_not_fail")
@@ -216,3 +218,20 @@ def test_a_version_1_value_is_kafkas_bytes_with_its_tagged_fields() -> None:
     assert decoded.client_transaction_version == 2
     # transaction.version 0 writes version 0, as before (the golden files' bytes).
     assert value_to_bytes(transit, 0)[:2] == b"\x00\x00"
+
+
+async def test_end_txn_v5_answers_the_producer_id_and_epoch_fields() -> None:
+    """``EndTxnResponse.json`` v5 by hand: throttle, error, ProducerId, ProducerEpoch,
+    tagged fields; refused here (nobody coordinates the id), so -1 and -1."""
+    node = dispatch_node()
+    body = request_builder(26, 5).EndTxnRequest(
+        transactional_id="tx", producer_id=7, producer_epoch=3, committed=True
+    )
+    in_flight = node.send(26, 5, body)
+    if in_flight.future is not None:
+        node.dispatcher.settle(in_flight)
+    frame = node.dispatcher.encode(in_flight)
+    assert frame is not None
+    # size, correlation id, the header's tagged fields, then the body.
+    body_bytes = bytes(frame)[4 + 4 + 1 :]
+    assert body_bytes == (struct.pack(">ihqh", 0, E.not_coordinator.value, -1, -1) + b"\x00")
