@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.cluster.controller import Controller
+from broker.cluster.features import TRANSACTION_VERSION, FeatureControl, bootstrap_levels
 from broker.cluster.kraft_quorum import KRaftQuorum, parse_quorum_voters
 from broker.config.broker_config import BrokerConfig, replayable_configs
 from broker.control.faults import FaultInjector
@@ -62,6 +63,7 @@ from broker.server.response_cache import ResponseCache
 from broker.server.server_builder import build_dispatcher, build_server
 from broker.server.services import BrokerServices, Coordinators
 from broker.share.share_components import build_share
+from broker.txn.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from broker.txn.transaction_coordinator import build_transaction_coordinator
 from purgatory import Clock, LoopClock
 
@@ -99,6 +101,13 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         purgatories.scheduler_timer,
         options.load_scheduler(),
         stores.inter_broker,
+        lambda: stores.features.level(TRANSACTION_VERSION),
+    )
+    add_partitions_to_txn = AddPartitionsToTxnManager(
+        options.broker_id,
+        stores.metadata,
+        txn_coordinator.coordinator_endpoint,
+        stores.inter_broker,
     )
     share = build_share(options, stores, purgatories, replica_manager, groups)
     handlers = options.handlers if options.handlers is not None else build_registry()
@@ -108,9 +117,11 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         config=options.config,
         clock=options.clock,
         metadata=stores.metadata,
+        features=stores.features,
         replica_manager=replica_manager,
         fetch_manager=build_fetch_manager(options, stores),
         share_partition_manager=share.partition_manager,
+        add_partitions_to_txn_manager=add_partitions_to_txn,
         coordinators=Coordinators(
             group=groups.group,
             group_metadata_manager=groups.group_metadata_manager,
@@ -132,6 +143,7 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         log_cleaner,
         groups.group,
         txn_coordinator,
+        add_partitions_to_txn,
         share.coordinator,
         share.persister,
         quotas,
@@ -278,6 +290,13 @@ class MiniKafka:
         # Every random id of the cluster (cluster, topic and member ids, fetch sessions,
         # directory tags): the system's entropy, or a simulation's seeded source.
         metadata = ClusterMetadata(data_dir=self.data_dir, ids=ids)
+        # The finalized features; a new cluster's as Kafka 4.2 formats one, with the
+        # consumer protocol and share groups as the broker config allows them.
+        protocols = self.config.group_coordinator_rebalance_protocols.replace(" ", "").split(",")
+        features = FeatureControl(
+            self.data_dir,
+            bootstrap_levels("consumer" in protocols, self.config.group_share_enable),
+        )
         group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         client_quotas = ClientQuotaStore(self.data_dir)
         # Security (broker/security/): the TLS/SASL listeners beside the PLAINTEXT one.
@@ -321,6 +340,7 @@ class MiniKafka:
             controller=controller,
             ids=ids,
             faults=self.faults,
+            features=features,
             group_configs=group_configs,
             client_quotas=client_quotas,
             acls=acls,

@@ -1,5 +1,5 @@
-"""``minikafka topics|groups|quotas|acls|produce|consume``: Kafka's command line tools, against any
-bootstrap.
+"""``minikafka topics|groups|quotas|acls|features|produce|consume``: Kafka's command line
+tools, against any bootstrap.
 
 =====================================  ==============================================
 Kafka                                  minikafka
@@ -26,6 +26,8 @@ Kafka                                  minikafka
 ``kafka-acls.sh --add|--list|--remove``  ``acls add|list|remove --topic T|--group G|--cluster
                                        --allow-principal P --operation OP ...``
                                        (``admin_acls.py``)
+``kafka-features.sh``                  ``features describe|upgrade|downgrade
+                                       --feature F=N ...`` (``admin_features.py``)
 ``kafka-console-producer.sh``          ``produce TOPIC [--key-separator SEP]``
 ``kafka-console-consumer.sh``          ``consume TOPIC [--from-beginning] [--group G]
                                        [--max-messages N] [--timeout-ms MS]``
@@ -66,12 +68,19 @@ from kafka_tools.admin_commands import (
     topics_describe,
     topics_list,
 )
+from kafka_tools.admin_features import (
+    FeatureUsageError,
+    add_feature_parsers,
+    features_describe,
+    features_downgrade,
+    features_upgrade,
+)
 from kafka_tools.client import AdminError
 from kafka_tools.console_commands import consume_records, produce_lines
 
 __all__ = ["ADMIN_COMMANDS", "add_admin_parsers", "run_admin"]
 
-ADMIN_COMMANDS = frozenset({"topics", "groups", "quotas", "acls", "produce", "consume"})
+ADMIN_COMMANDS = frozenset({"topics", "groups", "quotas", "acls", "features", "produce", "consume"})
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -188,6 +197,7 @@ def add_admin_parsers(sub: Any) -> None:
 
     _add_quota_parsers(sub)
     add_acl_parsers(sub, _bootstrap_option)
+    add_feature_parsers(sub, _bootstrap_option)
 
     prod = sub.add_parser(
         "produce", help="send the lines of stdin as records (kafka-console-producer)"
@@ -285,6 +295,9 @@ def run_admin(
         "acls add": acls_add,
         "acls list": acls_list,
         "acls remove": acls_remove,
+        "features describe": features_describe,
+        "features upgrade": features_upgrade,
+        "features downgrade": features_downgrade,
         "produce": produce_lines,
         "consume": consume_records,
     }
@@ -292,7 +305,7 @@ def run_admin(
     try:
         _resolve_topic(args)
         return runner(lambda: command(args))
-    except (UsageError, AclUsageError) as exc:
+    except (UsageError, AclUsageError, FeatureUsageError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except AdminError as exc:

@@ -17,7 +17,7 @@ anything starts: ports and their range, the broker count, ``--data-dir`` and
 ``--capture-dir`` created and written to, the config's keys and values.
 
 Subcommands: ``serve``; ``fault`` (the control endpoint, ``broker/control/``);
-``topics``, ``groups``, ``produce``, ``consume`` (Kafka's command line tools,
+``topics``, ``groups``, ``features``, ``produce``, ``consume`` (Kafka's command line tools,
 ``kafka_tools/admin_cli.py``); ``workload``, ``replay``, ``report``, ``compare``
 (``spark_jobs``, run in a child process; a missing extra is one line saying what to
 install).

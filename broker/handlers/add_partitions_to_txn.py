@@ -16,6 +16,14 @@ With an authorizer: v4+ needs CLUSTER_ACTION (else CLUSTER_AUTHORIZATION_FAILED)
 WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each
 topic (else TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED).
 
+Transactions v2 (Kafka's ``transactionVersionForAddPartitionsToTxn``): v4+ comes from a
+partition leader adding the partitions of a Produce v12+ or TxnOffsetCommit v5+
+(``verify_only`` false, ``broker/txn/add_partitions_to_txn_manager.py``), and the
+transaction then runs with client transaction version 2 (its EndTxn bumps the epoch);
+v0-3 keep version 0. A verification of a partition not in the transaction is
+TRANSACTION_ABORTABLE from v5 (Kafka 4's answer), INVALID_TXN_STATE for v4 (which
+predates the error).
+
 Differences from Kafka: CLUSTER_AUTHORIZATION_FAILED of v4+ is answered per partition
 (Kafka: at the top); throttle time 0.
 """
@@ -45,6 +53,8 @@ MAX_VERSION = 5
 # KIP-588: PRODUCER_FENCED from v2; older clients know INVALID_PRODUCER_EPOCH.
 PRODUCER_FENCED_VERSION = 2
 BATCHED_VERSION = 4
+# KIP-890: the first version whose callers know TRANSACTION_ABORTABLE.
+TRANSACTION_ABORTABLE_VERSION = 5
 
 TopicPartition = tuple[str, int]
 # One transaction's request: (transactional id, producer id, epoch, verify only, partitions).
@@ -147,12 +157,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     },
                 )
             elif verify_only:
-                done(
-                    transactional_id,
-                    coordinator.handle_verify_partitions_in_transaction(
-                        transactional_id, producer_id, epoch, partitions
-                    ),
+                verified = coordinator.handle_verify_partitions_in_transaction(
+                    transactional_id, producer_id, epoch, partitions
                 )
+                if ctx.api_version < TRANSACTION_ABORTABLE_VERSION:
+                    verified = {
+                        tp: ErrorCode.invalid_txn_state
+                        if error is ErrorCode.transaction_abortable
+                        else error
+                        for tp, error in verified.items()
+                    }
+                done(transactional_id, verified)
             else:
                 coordinator.handle_add_partitions_to_transaction(
                     transactional_id,
@@ -161,6 +176,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     partitions,
                     _answer_all(ctx, transactional_id, partitions, done),
                     parked_request=ctx,
+                    client_transaction_version=2 if ctx.api_version >= BATCHED_VERSION else 0,
                 )
 
     return answer_when_called(start, lambda results: _response(ctx, results))

@@ -1,16 +1,21 @@
 """ApiVersions (key 18): which APIs and versions this broker speaks.
 
-Feature flags (v3+, KIP-584) as Kafka 4 reports the ones that change what clients may
-do here: ``group.version``, supported 0-1, finalized at level 1 while the consumer group
-protocol (KIP-848) is enabled (``group.coordinator.rebalance.protocols`` has ``consumer``);
-``share.version``, supported 0-1, finalized at level 1 while share groups (KIP-932) are
-on (``group.share.enable``); as Kafka's, v3 leaves out supported features whose minimum
-is 0.
+Versions 0-4.
 
-Differences from Kafka: no other feature (``metadata.version``, ``kraft.version``,
-``transaction.version``: nothing here depends on them, and librdkafka does not ask); the
-finalized features' epoch is 0. An unsupported request version is answered by the
-connection layer with Kafka's v0-encoded UNSUPPORTED_VERSION response.
+Behavior:
+- every API of the handler registry at its range (``api_specs``); an unsupported request
+  version is answered by the connection layer with Kafka's v0-encoded UNSUPPORTED_VERSION
+  response (KIP-511).
+- v3+ (KIP-584): the features this broker supports (``SupportedFeatures``: Kafka 4.2's
+  table, ``broker/cluster/features.py``) and the levels the cluster finalized
+  (``FinalizedFeatures``: those above 0) with their epoch (``FinalizedFeaturesEpoch``,
+  moved by every UpdateFeatures). Clients read them: a Java or librdkafka producer uses
+  transactions v2 when ``transaction.version`` >= 2 is finalized.
+
+Version notes:
+- v3: as Kafka's, leaves out supported features whose minimum is 0 (a v3 client would
+  read a range starting at 0 as invalid).
+- v4: every supported feature.
 """
 
 from __future__ import annotations
@@ -27,52 +32,35 @@ API_KEY = 18
 MIN_VERSION = 0
 MAX_VERSION = 4
 
-GROUP_VERSION = "group.version"
-GROUP_VERSION_SUPPORTED = (0, 1)
-# KIP-932's share groups: finalized 1 while they are on (group.share.enable)
-SHARE_VERSION = "share.version"
-SHARE_VERSION_SUPPORTED = (0, 1)
-
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     # The answer depends on the version only: encoded once, served from the broker's
     # response cache (which starts over when the cluster changes; cheap to rebuild).
     services = ctx.services
-    key = (API_KEY, ctx.api_version)
+    features = services.features
+    key = (API_KEY, ctx.api_version, features.epoch)
     cached = services.response_cache.get(key)
     if cached is not None:
         return cached
     version = services.metadata.version
     specs = services.api_specs
     b = response_builder(API_KEY, ctx.api_version)
-    features: dict[str, Any] = {}
+    feature_fields: dict[str, Any] = {}
     if ctx.api_version >= 3:
-        supported, finalized = [], []
-        for name, (low, high), enabled in (
-            (
-                GROUP_VERSION,
-                GROUP_VERSION_SUPPORTED,
-                services.coordinators.consumer_group.config.consumer_protocol_enabled,
-            ),
-            (
-                SHARE_VERSION,
-                SHARE_VERSION_SUPPORTED,
-                services.coordinators.share_group.config.group_share_enable,
-            ),
-        ):
-            if ctx.api_version >= 4 or low > 0:
-                supported.append(
-                    b.SupportedFeatureKey(name=name, min_version=low, max_version=high)
-                )
-            if enabled:
-                finalized.append(
-                    b.FinalizedFeatureKey(name=name, max_version_level=high, min_version_level=high)
-                )
-        if supported:
-            features["supported_features"] = tuple(supported)
-        if finalized:
-            features["finalized_features_epoch"] = 0
-            features["finalized_features"] = tuple(finalized)
+        supported = tuple(
+            b.SupportedFeatureKey(name=f.name, min_version=f.min_level, max_version=f.max_level)
+            for f in features.supported()
+            if ctx.api_version >= 4 or f.min_level > 0
+        )
+        finalized = tuple(
+            b.FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+            for name, level in features.finalized().items()
+        )
+        feature_fields = {
+            "supported_features": supported,
+            "finalized_features_epoch": features.epoch,
+            "finalized_features": finalized,
+        }
     answer = b.ApiVersionsResponse(
         error_code=ErrorCode.none,
         api_keys=tuple(
@@ -80,7 +68,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for s in specs
         ),
         throttle_time=0,
-        **features,
+        **feature_fields,
     )
     encoded = encode_response_body(API_KEY, ctx.api_version, answer)
     services.response_cache.put(key, encoded, version)

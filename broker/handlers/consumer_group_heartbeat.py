@@ -26,6 +26,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.group.consumer import ConsumerGroupHeartbeatParams, ConsumerGroupHeartbeatResult
+from broker.handlers.feature_gates import consumer_group_protocol_enabled
 from broker.handlers.group_common import answer_when_called, group_denied
 from broker.server.context import RequestContext
 from protocol.builders import response_builder
@@ -66,7 +67,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, request.group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
     coordinator = ctx.services.coordinators.consumer_group
-    if not coordinator.config.consumer_protocol_enabled:
+    if not consumer_group_protocol_enabled(ctx):
         return error_response(ctx, request, ErrorCode.unsupported_version)
     if not request.group_id:
         return _response(

@@ -23,8 +23,28 @@ v13 names each topic by its id (KIP-516): an id the cluster does not know is
 UNKNOWN_TOPIC_ID for its partitions (where a name would be UNKNOWN_TOPIC_OR_PARTITION),
 and the answer names the topics by the ids asked (``KafkaApis.handleProduceRequest``).
 
-Differences from Kafka: Kafka 3.6+ first verifies with the transaction coordinator that
-a transactional batch's partition is in the transaction (KIP-890); we do not.
+Transactions v2 (KIP-890 part 2): a transactional Produce v12+ adds its partitions to
+the transaction itself. Before appending, the leader asks the transactional id's
+coordinator to add the partitions of its transactional batches
+(``broker/txn/add_partitions_to_txn_manager.py``, Kafka's ``AddPartitionsToTxnManager``
+with ``verifyOnly`` false) and appends once it answers; a partition it did not add gets
+the coordinator's error as Kafka's ``ReplicaManager`` translates it: INVALID_TXN_STATE
+("Partition was not added to the transaction"), the retriable CONCURRENT_TRANSACTIONS,
+NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
+NOT_COORDINATOR as NOT_ENOUGH_REPLICAS (a client retries it without refreshing its
+metadata), the others (INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
+TRANSACTION_ABORTABLE, ...) as they are.
+
+Version notes:
+- v3-v10: a transactional batch is written as it comes.
+- v11: TRANSACTION_ABORTABLE may be answered (KIP-890 part 1's generic error).
+- v12 (transactions v2): the partitions are added by the leader, as above. Clients send
+  it once the cluster finalized ``transaction.version`` 2.
+- v13: topics by id, as above.
+
+Differences from Kafka: Kafka 3.6+ also verifies, for v11 and below, that a transactional
+batch's partition is in the transaction (``transaction.partition.verification.enable``,
+KIP-890 part 1); we do not.
 """
 
 from __future__ import annotations
@@ -46,7 +66,11 @@ from broker.security.authorizer.authorization import (
     filter_by_authorized,
 )
 from broker.server.context import RequestContext
+from broker.txn.add_partitions_to_txn_manager import (
+    produce_request_version_to_operation,
+)
 from protocol.builders import response_builder
+from protocol.record_batch import BATCH_HEADER_SIZE, parse_batch_header
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -60,7 +84,6 @@ _NOBODY_DENIED: frozenset[str] = frozenset()  # no authorizer: nothing made per 
 def handle(ctx: RequestContext, request: Any) -> Any:
     acks = int(request.acks)
     timeout_ms = int(request.timeout.total_seconds() * 1000)
-    manager = ctx.services.replica_manager
     entries: dict[tuple[str, int], bytes] = {}
     refused: ProduceStatuses = {}
     denied = _NOBODY_DENIED
@@ -83,6 +106,26 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             else:
                 entries[tp] = bytes(data.records or b"")
 
+    if ctx.api_version >= _ADD_PARTITION_VERSION and getattr(request, "transactional_id", None):
+        producer = _transactional_producer(entries)
+        if producer is not None:
+            return _add_partitions_then_append(
+                ctx, request, acks, timeout_ms, entries, refused, producer, ids
+            )
+    return _append(ctx, acks, timeout_ms, entries, refused, ids)
+
+
+def _append(
+    ctx: RequestContext,
+    acks: int,
+    timeout_ms: int,
+    entries: dict[tuple[str, int], bytes],
+    refused: ProduceStatuses,
+    ids: RequestTopicIds | None,
+) -> Any:
+    """Append ``entries`` and answer them with ``refused`` (a future while acks=all
+    waits; None with acks=0); ``ids``: the topics v13 named by id."""
+    manager = ctx.services.replica_manager
     if acks == 0:
 
         def done(statuses: ProduceStatuses) -> None:
@@ -104,6 +147,100 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if future.done():
         return future.result()
     return future
+
+
+# The first version whose transactional partitions the leader adds (transactions v2).
+_ADD_PARTITION_VERSION = 12
+_TransactionalProducer = tuple[int, int, frozenset[tuple[str, int]]]
+# Kafka's ReplicaManager: coordinator errors an older client may not retry well become
+# NOT_ENOUGH_REPLICAS (retriable, no metadata refresh).
+_RETRIABLE_VERIFICATION_ERRORS = frozenset(
+    {
+        ErrorCode.concurrent_transactions,
+        ErrorCode.network_exception,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.not_coordinator,
+    }
+)
+
+
+def _transactional_producer(
+    entries: dict[tuple[str, int], bytes],
+) -> _TransactionalProducer | None:
+    """The producer id and epoch of the transactional batches, and their partitions
+    (None: no transactional batch)."""
+    producer: tuple[int, int] | None = None
+    partitions = []
+    for tp, records in entries.items():
+        if len(records) < BATCH_HEADER_SIZE:
+            continue  # the append refuses it
+        header = parse_batch_header(records)
+        if header.producer_id >= 0 and header.is_transactional:
+            producer = producer or (header.producer_id, header.producer_epoch)
+            partitions.append(tp)
+    if producer is None:
+        return None
+    return producer[0], producer[1], frozenset(partitions)
+
+
+def _add_partitions_then_append(
+    ctx: RequestContext,
+    request: Any,
+    acks: int,
+    timeout_ms: int,
+    entries: dict[tuple[str, int], bytes],
+    refused: ProduceStatuses,
+    producer: _TransactionalProducer,
+    ids: RequestTopicIds | None,
+) -> Any:
+    """Transactions v2: the coordinator adds the partitions, then the batches go in."""
+    future: asyncio.Future[Any] | None = None
+    if acks != 0:
+        future = asyncio.get_running_loop().create_future()
+
+    def added(unverified: dict[tuple[str, int], ErrorCode]) -> None:
+        for tp, error in unverified.items():
+            entries.pop(tp, None)
+            refused[tp] = ProducePartitionStatus(_verification_error(error), -1, False)
+        answer = _append(ctx, acks, timeout_ms, entries, refused, ids)
+        if future is None or future.done():
+            return
+        if isinstance(answer, asyncio.Future):
+            answer.add_done_callback(lambda done: _resolve(future, done.result()))
+        else:
+            future.set_result(answer)
+
+    producer_id, epoch, partitions = producer
+    ctx.services.add_partitions_to_txn_manager.add_or_verify_transaction(
+        str(request.transactional_id),
+        producer_id,
+        epoch,
+        partitions,
+        added,
+        produce_request_version_to_operation(ctx.api_version),
+    )
+    if future is not None and future.done():  # answered at once (no coordinator)
+        return future.result()
+    return future
+
+
+def _resolve(future: asyncio.Future[Any], answer: Any) -> None:
+    if not future.done():
+        future.set_result(answer)
+
+
+def _verification_error(error: ErrorCode) -> AppendResult:
+    """Kafka's ``ReplicaManager`` translation of a coordinator's answer."""
+    if error is ErrorCode.invalid_txn_state:
+        return AppendResult(error, error_message="Partition was not added to the transaction")
+    if error in _RETRIABLE_VERIFICATION_ERRORS:
+        return AppendResult(
+            ErrorCode.not_enough_replicas,
+            error_message="Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {error.name.upper()}",
+        )
+    return AppendResult(error)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

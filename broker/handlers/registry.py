@@ -82,6 +82,7 @@ from broker.handlers import (
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    update_features,
     write_share_group_state,
     write_txn_markers,
 )
@@ -144,6 +145,8 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     unregister_broker,
     add_raft_voter,
     remove_raft_voter,
+    # finalized features (issue 31, KIP-584): broker/cluster/features.py
+    update_features,
     # several log.dirs per broker (issue 22): broker/log/log_manager.py
     alter_replica_log_dirs,
     # client quotas (issue 22): broker/quota/

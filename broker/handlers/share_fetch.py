@@ -40,6 +40,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers.base import AUTHORIZATION_MESSAGES
+from broker.handlers.feature_gates import share_groups_enabled
 from broker.handlers.group_common import group_denied
 from broker.handlers.share_common import (
     Acknowledgements,
@@ -67,7 +68,7 @@ _RECORD_LIMIT = 1  # ShareAcquireMode: 0 batch_optimized, 1 record_limit
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     services = ctx.services
-    if not services.coordinators.share_group.config.group_share_enable:
+    if not share_groups_enabled(ctx):
         return error_response(ctx, request, ErrorCode.unsupported_version)
     if group_denied(ctx, str(request.group_id)):
         denied = ErrorCode.group_authorization_failed

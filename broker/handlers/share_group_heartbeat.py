@@ -21,6 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.group.share import ShareGroupHeartbeatParams, ShareGroupHeartbeatResult
+from broker.handlers.feature_gates import share_groups_enabled
 from broker.handlers.group_common import group_denied
 from broker.server.context import RequestContext
 from protocol.builders import response_builder
@@ -34,7 +35,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if group_denied(ctx, request.group_id):
         return error_response(ctx, request, ErrorCode.group_authorization_failed)
     coordinator = ctx.services.coordinators.share_group
-    if not coordinator.config.group_share_enable:
+    if not share_groups_enabled(ctx):
         return error_response(ctx, request, ErrorCode.unsupported_version)
     if request.group_id:
         error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)

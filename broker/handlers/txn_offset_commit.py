@@ -1,6 +1,6 @@
 """TxnOffsetCommit (key 28): offsets committed as part of a transaction.
 
-Versions 0-4 (v5, KIP-890 part 2, is not served here yet).
+Versions 0-5.
 
 Behavior:
 - Sent to the group's coordinator (``send_offsets_to_transaction``). Partitions of
@@ -28,9 +28,16 @@ Behavior:
 
 Version notes:
 - v0-v2: no member id, generation id or group instance id: never checked.
-- v3 (KIP-447): member id, generation id, group instance id; the validation above does
-  not look at the version, so v5 will get it unchanged.
-- v4: flexible versions (KIP-482 tagged fields).
+- v3 (KIP-447): member id, generation id, group instance id, validated as above (the
+  validation does not look at the version: v5 gets it unchanged).
+- v4: flexible versions (KIP-482 tagged fields); TRANSACTION_ABORTABLE may be answered
+  (KIP-890 part 1).
+- v5 (transactions v2, KIP-890 part 2): the client sent no AddOffsetsToTxn; before
+  writing, the coordinator adds the group's ``__consumer_offsets`` partition to the
+  transaction itself (``broker/txn/add_partitions_to_txn_manager.py``, Kafka's
+  ``txnOffsetCommitRequestVersionToTransactionSupportedOperation``: ADD_PARTITION), and
+  a refusal (INVALID_PRODUCER_EPOCH, CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE, ...)
+  is every partition's answer.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.cluster_metadata import OFFSETS_TOPIC
 from broker.group.group_txn import handle_txn_commit_offsets
 from broker.group.results import TopicPartition
 from broker.handlers.base import partition_errors_by_topic
@@ -51,11 +59,17 @@ from broker.security.authorizer.authorization import (
     filter_by_authorized,
 )
 from broker.server.context import RequestContext
+from broker.txn.add_partitions_to_txn_manager import (
+    txn_offset_commit_request_version_to_operation,
+)
 from protocol.builders import response_builder
 
 API_KEY = 28
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
+
+# Transactions v2: the first version whose offsets partition the coordinator adds.
+ADD_PARTITION_VERSION = 5
 
 
 def _partitions(request: Any) -> list[tuple[str, int]]:
@@ -124,7 +138,46 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     def build(errors: dict[TopicPartition, ErrorCode]) -> Any:
         return _response(ctx, {**unknown, **{(tp[0], tp[1]): e for tp, e in errors.items()}})
 
+    if ctx.api_version >= ADD_PARTITION_VERSION:
+        partitions = [TopicPartition(*tp) for tp in offsets]
+        return answer_when_called(
+            _offsets_partition_added_first(ctx, request, partitions, start), build
+        )
     return answer_when_called(start, build)
+
+
+Start = Callable[[Callable[[dict[TopicPartition, ErrorCode]], None]], None]
+
+
+def _offsets_partition_added_first(
+    ctx: RequestContext, request: Any, partitions: list[TopicPartition], start: Start
+) -> Start:
+    """Transactions v2: add the group's offsets partition to the transaction, then write
+    (``start``); a refusal answers every partition."""
+    services = ctx.services
+    offsets_partition = (
+        OFFSETS_TOPIC,
+        services.coordinators.group_metadata_manager.partition_for(request.group_id),
+    )
+
+    def add_then_start(callback: Callable[[dict[TopicPartition, ErrorCode]], None]) -> None:
+        def added(unverified: dict[tuple[str, int], ErrorCode]) -> None:
+            error = unverified.get(offsets_partition)
+            if error is None:
+                start(callback)
+            else:
+                callback(dict.fromkeys(partitions, error))
+
+        services.add_partitions_to_txn_manager.add_or_verify_transaction(
+            str(request.transactional_id),
+            int(request.producer_id),
+            int(request.producer_epoch),
+            frozenset({offsets_partition}),
+            added,
+            txn_offset_commit_request_version_to_operation(ctx.api_version),
+        )
+
+    return add_then_start
 
 
 def _denied_topics(ctx: RequestContext, request: Any) -> set[str]:

@@ -15,8 +15,11 @@ producer's pending transactional offsets (Kafka's ``scheduleHandleTxnCompletion`
 With an authorizer, CLUSTER_ACTION on the cluster (an inter-broker API; else
 CLUSTER_AUTHORIZATION_FAILED for every partition).
 
-Differences from Kafka: v2's ``transaction_version`` is read and ignored (markers are
-the same).
+Version notes:
+- v2 (KIP-1228, Kafka 4.2): each marker names its transaction's version; a marker of
+  transactions v2 must carry an epoch above the producer's at the partition (EndTxn v5
+  bumped it), else INVALID_PRODUCER_EPOCH for that partition (``producer_state.py``).
+  v1 markers keep the old rule (an epoch not below the producer's).
 """
 
 from __future__ import annotations
@@ -127,6 +130,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 _on_appended(ctx, index, producer_id, commit, marker_done),
                 ctx,
                 origin=AppendOrigin.COORDINATOR,
+                transaction_version=int(getattr(marker, "transaction_version", 0)),
             )
 
     return answer_when_called(start, lambda results: _response(ctx, results))

@@ -201,7 +201,11 @@ class Partition:
     # -- leader path -------------------------------------------------------------------
 
     def append_records_to_leader(
-        self, records: bytes, now_ms: int, origin: AppendOrigin = AppendOrigin.CLIENT
+        self,
+        records: bytes,
+        now_ms: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        transaction_version: int = 0,
     ) -> AppendResult:
         """Validate and append a producer's batches; nothing is written if any is bad.
 
@@ -272,7 +276,10 @@ class Partition:
                     header.max_timestamp = append_time
             try:
                 analysis = analyze_and_validate_producer_state(
-                    self.producers, _with_markers(records, headers, strict=True), origin
+                    self.producers,
+                    _with_markers(records, headers, strict=True),
+                    origin,
+                    transaction_version,
                 )
             except ProducerStateError as exc:
                 return AppendResult(

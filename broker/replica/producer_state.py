@@ -19,7 +19,9 @@ the first offset of its ongoing transaction. From them:
   partition (``current_txn_first_offset``) or continues it; a COMMIT/ABORT marker (a
   control batch) ends it as a ``CompletedTxn``. A non-transactional batch while a
   transaction is open is INVALID_TXN_STATE; a marker of an older coordinator epoch is
-  TRANSACTION_COORDINATOR_FENCED, of an older producer epoch INVALID_PRODUCER_EPOCH.
+  TRANSACTION_COORDINATOR_FENCED, of an older producer epoch INVALID_PRODUCER_EPOCH; a
+  marker of transactions v2 (WriteTxnMarkers v2's transaction version 2, KIP-1228) must
+  carry an epoch above the producer's (EndTxn bumped it), else INVALID_PRODUCER_EPOCH.
 - **Last stable offset.** ``first_unstable_offset`` is the first offset of the earliest
   transaction that is still open, or completed with its marker not yet below the high
   watermark (Kafka's ongoing and unreplicated transactions). The partition's LSO is that
@@ -206,7 +208,10 @@ class ProducerAppendInfo:
         self.started_transactions: list[TxnMetadata] = []
 
     def append(
-        self, header: RecordBatchHeader, marker: EndTransactionMarker | None
+        self,
+        header: RecordBatchHeader,
+        marker: EndTransactionMarker | None,
+        transaction_version: int = 0,
     ) -> CompletedTxn | None:
         """Stage one batch; a COMMIT/ABORT marker returns the transaction it ends (None
         for a marker of a producer with no transaction here, or an empty control batch)."""
@@ -214,7 +219,11 @@ class ProducerAppendInfo:
             if marker is None:
                 return None
             return self.append_end_txn_marker(
-                marker, header.producer_epoch, header.base_offset, header.max_timestamp
+                marker,
+                header.producer_epoch,
+                header.base_offset,
+                header.max_timestamp,
+                transaction_version,
             )
         self.append_data_batch(
             header.producer_epoch,
@@ -254,9 +263,17 @@ class ProducerAppendInfo:
             self.started_transactions.append(TxnMetadata(self.producer_id, first_offset))
 
     def append_end_txn_marker(
-        self, marker: EndTransactionMarker, epoch: int, offset: int, timestamp: int
+        self,
+        marker: EndTransactionMarker,
+        epoch: int,
+        offset: int,
+        timestamp: int,
+        transaction_version: int = 0,
     ) -> CompletedTxn | None:
-        self._check_producer_epoch(epoch, offset)
+        if transaction_version >= 2:
+            self._check_marker_epoch_bumped(epoch, offset)
+        else:
+            self._check_producer_epoch(epoch, offset)
         updated = self.updated_entry
         fenced = updated.coordinator_epoch > marker.coordinator_epoch
         if fenced and self.origin is not AppendOrigin.REPLICATION:
@@ -287,6 +304,18 @@ class ProducerAppendInfo:
                 ErrorCode.invalid_producer_epoch,
                 f"epoch of producer {self.producer_id} at offset {offset} is {epoch}, "
                 f"which is smaller than the last seen epoch {current}",
+            )
+
+    def _check_marker_epoch_bumped(self, epoch: int, offset: int) -> None:
+        """KIP-1228: a transactions-v2 marker carries the epoch EndTxn bumped, so it must
+        be above the producer's; an equal one is a late or repeated marker."""
+        current = self.updated_entry.producer_epoch
+        if epoch <= current and self.origin is not AppendOrigin.REPLICATION:
+            raise ProducerStateError(
+                ErrorCode.invalid_producer_epoch,
+                f"epoch of the transaction version 2 marker of producer {self.producer_id} at "
+                f"offset {offset} is {epoch}, which is not larger than the last seen epoch "
+                f"{current}",
             )
 
     def _check_sequence(self, epoch: int, first_seq: int, offset: int) -> None:
@@ -330,6 +359,7 @@ def analyze_and_validate_producer_state(
     manager: ProducerStateManager,
     batches: list[tuple[RecordBatchHeader, EndTransactionMarker | None]],
     origin: AppendOrigin,
+    transaction_version: int = 0,
 ) -> ProducerAppendAnalysis:
     """Stage every batch of an append that carries a producer id; the headers hold the
     offsets (and timestamps) they will have in the log. A client's retry of one of the
@@ -348,7 +378,7 @@ def analyze_and_validate_producer_state(
         info = analysis.updated_producers.get(pid)
         if info is None:
             info = analysis.updated_producers[pid] = manager.prepare_update(pid, origin)
-        completed = info.append(header, marker)
+        completed = info.append(header, marker, transaction_version)
         if completed is not None:
             analysis.completed_txns.append(completed)
     return analysis

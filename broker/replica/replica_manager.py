@@ -329,6 +329,7 @@ class ReplicaManager:
         records: bytes,
         required_acks: int,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        transaction_version: int = 0,
     ) -> AppendResult:
         """Append one partition's batches; wake what the append may satisfy."""
         partition = self.partitions.get(tp)
@@ -342,7 +343,9 @@ class ReplicaManager:
                     error_message=f"ISR {partition.isr} is smaller than min.insync.replicas "
                     f"{min_isr}",
                 )
-        result = partition.append_records_to_leader(records, self.wall_clock_ms(), origin)
+        result = partition.append_records_to_leader(
+            records, self.wall_clock_ms(), origin, transaction_version
+        )
         if result.error is ErrorCode.none:
             # Followers wait on the log end, consumers on the high watermark: both may go.
             self.fetch_purgatory.check_and_complete(tp)
@@ -360,6 +363,7 @@ class ReplicaManager:
         respond: Callable[[ProduceStatuses], None],
         parked_request: ParkedRequest | None,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        transaction_version: int = 0,
     ) -> None:
         """Kafka's appendRecords: append now; with acks=all, park until the ISR has it.
 
@@ -367,10 +371,12 @@ class ReplicaManager:
         for the coordinators' own records — the transaction coordinator's COMMIT/ABORT
         markers (``protocol.record_batch.build_control_batch``), which a client may not
         write — and REPLICATION never comes here (followers append in the fetcher).
+        ``transaction_version`` is the markers' (WriteTxnMarkers v2, KIP-1228): from 2 a
+        marker's epoch must be above the producer's.
         """
         statuses: ProduceStatuses = {}
         for tp, records in entries.items():
-            result = self.append_to_leader(tp, records, required_acks, origin)
+            result = self.append_to_leader(tp, records, required_acks, origin, transaction_version)
             statuses[tp] = ProducePartitionStatus(
                 result, result.last_offset + 1, acks_pending=result.error is ErrorCode.none
             )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.cluster.controller import Controller
+from broker.cluster.features import FeatureControl
 from broker.group.group_configs import GroupConfigStore
 from broker.ids import IdSource
 from broker.observability.metrics import RequestMetrics
@@ -47,6 +48,8 @@ class ClusterStores:
     ids: IdSource
     #: What can be failed or delayed per broker (the control endpoint's injector).
     faults: FaultPolicy
+    #: The finalized features (KIP-584): ApiVersions reports them, UpdateFeatures moves them.
+    features: FeatureControl = field(default_factory=FeatureControl)
     #: KIP-848's GROUP resources (per-group configs).
     group_configs: GroupConfigStore = field(default_factory=GroupConfigStore)
     #: The client quotas (Describe/AlterClientQuotas).

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
+from broker.cluster.features import FeatureControl
 from broker.config.broker_config import BrokerConfig
 from broker.group.consumer import ConsumerGroupCoordinator
 from broker.group.group_coordinator import GroupCoordinator
@@ -28,6 +29,7 @@ from broker.security.broker_security import BrokerSecurity
 from broker.server.response_cache import ResponseCache
 from broker.share.share_partition_manager import SharePartitionManager
 from broker.share_coordinator.share_coordinator import ShareCoordinator
+from broker.txn.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from broker.txn.transaction_coordinator import TransactionCoordinator
 from protocol.api_registry import ApiSpec
 from purgatory import Clock
@@ -61,11 +63,15 @@ class BrokerServices:
     config: BrokerConfig
     clock: Clock
     metadata: ClusterMetadata
+    #: The cluster's finalized features (ApiVersions, UpdateFeatures, what they gate).
+    features: FeatureControl
     replica_manager: ReplicaManager
     #: Kafka's FetchManager over its FetchSessionCache: the Fetch handler's sessions.
     fetch_manager: FetchManager
     #: The share partitions this broker leads (KIP-932): ShareFetch, ShareAcknowledge.
     share_partition_manager: SharePartitionManager
+    #: How a Produce v12+ / TxnOffsetCommit v5+ adds its partitions to the transaction.
+    add_partitions_to_txn_manager: AddPartitionsToTxnManager
     coordinators: Coordinators
     #: The client quota managers and the cluster's quotas (``broker/quota/``).
     quota_managers: QuotaManagers

@@ -5,7 +5,8 @@ client, one connection per destination broker. Here one asyncio task per destina
 started the first time it has markers, each on its own connection
 (:class:`~broker.replica.leader_endpoint.LeaderEndpoint`, which the replica fetchers use
 too, on the project's one asyncio client shell, ``client_io.ClientShell``). The task drains the
-destination's queue into one WriteTxnMarkers request (v1, as Kafka 3.x brokers send),
+destination's queue into one WriteTxnMarkers request (v2, as Kafka 4.2 brokers send:
+each marker names its transaction's version, KIP-1228),
 sends it, and hands the answer to the channel manager; a dropped or silent connection
 is handed over as "no answer" and reopened. After an answer that queued partitions
 again, or a lost connection, it backs off ``RETRY_BACKOFF_MS`` before the next request.
@@ -33,7 +34,7 @@ from protocol.builders import request_builder
 log = logging.getLogger("broker.txn")
 
 WRITE_TXN_MARKERS = 27
-WRITE_TXN_MARKERS_VERSION = 1
+WRITE_TXN_MARKERS_VERSION = 2
 
 
 def write_txn_markers_request(entries: list[TxnMarkerEntry]) -> Any:
@@ -54,6 +55,7 @@ def write_txn_markers_request(entries: list[TxnMarkerEntry]) -> Any:
                     for name, parts in by_topic.items()
                 ),
                 coordinator_epoch=entry.coordinator_epoch,
+                transaction_version=entry.transaction_version,
             )
         )
     return b.WriteTxnMarkersRequest(markers=tuple(markers))

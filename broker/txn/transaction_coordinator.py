@@ -33,8 +33,13 @@ Calling convention, as the group coordinator's: the request methods take a callb
 called exactly once (during the call when answered at once, later from the log's
 replication or the markers), and the request itself as ``parked_request``.
 
-Where this differs from Kafka: no transactions version 2 (KIP-890 part 2: EndTxn v5+,
-epoch bump per transaction) and no two-phase commit (KIP-939); no authorization; the
+Transactions v2 (KIP-890 part 2): a client that sends EndTxn v5+ (it does once the
+cluster finalized ``transaction.version`` 2) gets an epoch bump at every end
+(``txn_end.py``), and its partitions are added by the Produce v12+ / TxnOffsetCommit
+v5+ that writes them (``client_transaction_version`` 2 here); the coordinator's own
+aborts (timeouts, fences) run with the finalized version.
+
+Where this differs from Kafka: no two-phase commit (KIP-939); no authorization; the
 producer id allocator is the cluster's (``ClusterMetadata.next_producer_id``).
 """
 
@@ -64,6 +69,7 @@ from broker.txn.transaction_marker_channel_manager import (
 from broker.txn.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TV_0,
     TopicPartition,
     TransactionMetadata,
     TxnTransitMetadata,
@@ -81,7 +87,12 @@ from broker.txn.txn_admin import (
     describe_transaction,
     list_transaction_states,
 )
-from broker.txn.txn_end import TxnEnd, on_end_transaction_complete
+from broker.txn.txn_end import (
+    EndTxnCallback,
+    TxnEnd,
+    errors_only,
+    on_end_transaction_complete,
+)
 from purgatory import Clock, SystemTimer
 
 log = logging.getLogger("broker.txn")
@@ -126,7 +137,7 @@ class TransactionCoordinator:
         self.marker_channel_manager = marker_channel_manager
         self._marker_sender = marker_sender
         self.is_active = False
-        self._txn_end = TxnEnd(clock, txn_manager, marker_channel_manager)
+        self._txn_end = TxnEnd(clock, txn_manager, marker_channel_manager, producer_id_generator)
         self._abort_task = PeriodicTask(
             scheduler_timer,
             f"transaction-abort-{broker_id}",
@@ -243,14 +254,16 @@ class TransactionCoordinator:
                     _init_error(error if error is not E.none else E.concurrent_transactions)
                 )
 
+            # Not from a client: the abort runs with the cluster's transaction version.
             self._txn_end.end_transaction(
                 transactional_id,
                 new_metadata.producer_id,
                 new_metadata.producer_epoch,
                 False,
                 False,
-                send_retriable_error_callback,
+                errors_only(send_retriable_error_callback),
                 parked_request,
+                self.txn_manager.transaction_version_level(),
             )
             return
 
@@ -341,8 +354,13 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
         response_callback: ErrorCallback,
         parked_request: ParkedRequest | None = None,
+        client_transaction_version: int = TV_0,
     ) -> None:
-        """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition)."""
+        """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition).
+        ``client_transaction_version`` is 2 for a partition a Produce v12+ or a
+        TxnOffsetCommit v5+ adds (the partition's leader asks, as Kafka's
+        ``AddPartitionsToTxnManager`` with ``verifyOnly`` false) and for
+        AddPartitionsToTxn v4+; the transaction runs with it until its end."""
         if not transactional_id:
             response_callback(E.invalid_request)
             return
@@ -369,7 +387,9 @@ class TransactionCoordinator:
             self.txn_manager.append_transaction_to_log(
                 transactional_id,
                 found.coordinator_epoch,
-                metadata.prepare_add_partitions(wanted, self.clock.now_ms()),
+                metadata.prepare_add_partitions(
+                    wanted, self.clock.now_ms(), client_transaction_version
+                ),
                 response_callback,
                 parked_request=parked_request,
             )
@@ -382,7 +402,7 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
         """AddPartitionsToTxn v4+ with ``verify_only``: which partitions the ongoing
-        transaction has (NONE) and which it has not (INVALID_TXN_STATE)."""
+        transaction has (NONE) and which it has not (TRANSACTION_ABORTABLE, Kafka 4)."""
         wanted = list(partitions)
         if not transactional_id:
             return dict.fromkeys(wanted, E.invalid_request)
@@ -402,7 +422,8 @@ class TransactionCoordinator:
         ):
             return dict.fromkeys(wanted, E.concurrent_transactions)
         return {
-            tp: E.none if tp in metadata.topic_partitions else E.invalid_txn_state for tp in wanted
+            tp: E.none if tp in metadata.topic_partitions else E.transaction_abortable
+            for tp in wanted
         }
 
     # ================================================================ EndTxn
@@ -412,10 +433,12 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         commit: bool,
-        response_callback: ErrorCallback,
+        response_callback: EndTxnCallback,
         parked_request: ParkedRequest | None = None,
+        client_transaction_version: int = TV_0,
     ) -> None:
-        """EndTxn: answered once PrepareCommit/PrepareAbort is written (``txn_end.py``)."""
+        """EndTxn: answered once PrepareCommit/PrepareAbort is written (``txn_end.py``);
+        ``client_transaction_version`` 2 (EndTxn v5+) bumps the epoch and answers it."""
         self._txn_end.end_transaction(
             transactional_id,
             producer_id,
@@ -424,6 +447,7 @@ class TransactionCoordinator:
             True,
             response_callback,
             parked_request,
+            client_transaction_version,
         )
 
     def abort_timed_out_transactions(
@@ -476,6 +500,7 @@ def build_transaction_coordinator(
     scheduler_timer: SystemTimer,
     load_scheduler: LoadScheduler | None = None,
     inter_broker: InterBrokerClient | None = None,
+    transaction_version: Callable[[], int] = lambda: 0,
 ) -> TransactionCoordinator:
     """Kafka's ``TransactionCoordinator.apply``: the coordinator with its state manager
     (over ``__transaction_state`` through the replica manager, loading its partitions on
@@ -490,6 +515,7 @@ def build_transaction_coordinator(
         transaction_state_log(replica_manager, clock, txn_config),
         scheduler_timer,
         load_scheduler,
+        transaction_version,
     )
     channel = TransactionMarkerChannelManager(
         broker_id, txn_config, metadata, txn_manager, scheduler_timer

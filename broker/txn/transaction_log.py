@@ -13,18 +13,24 @@ The schemas are Kafka's (``TransactionLogKey.json``, ``TransactionLogValue.json`
 declared as data below and compiled by ``broker/coordinator/record_schema.py``:
 
 * key: record type 0, then ``TransactionalId: string``
-* value, version 0 (written): ``ProducerId: int64, ProducerEpoch: int16,
-  TransactionTimeoutMs: int32, TransactionStatus: int8, TransactionPartitions:
-  nullable [Topic: string, PartitionIds: [int32]], TransactionLastUpdateTimestampMs:
-  int64, TransactionStartTimestampMs: int64``. An Empty transactional id has null
-  partitions.
-* value, version 1 (read): the same fields in the flexible encoding; the tagged fields
-  Kafka 4 adds (previous and next producer ids, the client's transaction version) are
-  skipped.
+* value, version 0: ``ProducerId: int64, ProducerEpoch: int16, TransactionTimeoutMs:
+  int32, TransactionStatus: int8, TransactionPartitions: nullable [Topic: string,
+  PartitionIds: [int32]], TransactionLastUpdateTimestampMs: int64,
+  TransactionStartTimestampMs: int64``. An Empty transactional id has null partitions.
+* value, version 1: the same fields in the flexible encoding, with Kafka 4's tagged
+  fields ``PreviousProducerId`` (tag 0, default -1), ``NextProducerId`` (tag 1, default
+  -1) and ``ClientTransactionVersion`` (tag 2, default 0), each written only when it is
+  not its default; tags we do not know are skipped.
 * a value of ``None`` is a tombstone: the transactional id expired.
 
-As in Kafka, the last producer id and epoch are not written, so a coordinator that
-loads a partition knows only the current ones.
+Which version is written follows the cluster's finalized ``transaction.version``, as
+Kafka's ``TransactionVersion.transactionLogValueVersion``: 0 at level 0, 1 from level 1
+(a new Kafka 4 cluster, at level 2, writes version 1). Both versions are always read, so
+a partition written before an upgrade (or after a downgrade) loads.
+
+As in Kafka, the last producer epoch is not written, so a coordinator that loads a
+partition knows only the current one (and, from version 1, the previous and next
+producer ids and the client's transaction version).
 """
 
 from __future__ import annotations
@@ -68,7 +74,6 @@ log = logging.getLogger("broker.txn")
 TRANSACTION_STATE_TOPIC_NAME = TRANSACTION_STATE_TOPIC
 
 KEY_VERSION = 0
-VALUE_VERSION = 0
 REQUIRED_ACKS = -1  # Kafka's TransactionLog.EnforcedRequiredAcks
 
 TransactionLog = CoordinatorLog[KeyValue]
@@ -117,6 +122,9 @@ TRANSACTION_LOG_VALUE = Schema(
         Field.of("TransactionPartitions", PARTITIONS_SCHEMA, nullable_versions="0+"),
         Field("TransactionLastUpdateTimestampMs", "int64"),
         Field("TransactionStartTimestampMs", "int64"),
+        Field("PreviousProducerId", "int64", versions="1+", tag=0, default=-1),
+        Field("NextProducerId", "int64", versions="1+", tag=1, default=-1),
+        Field("ClientTransactionVersion", "int16", versions="1+", tag=2, default=0),
     ),
 )
 TRANSACTION_LOG = RecordType(KEY_VERSION, TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE)
@@ -134,13 +142,16 @@ class TransactionLogValue:
     topic_partitions: frozenset[TopicPartition]
     txn_last_update_timestamp: int
     txn_start_timestamp: int
+    previous_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
     def to_metadata(self, transactional_id: str) -> TransactionMetadata:
-        """Kafka's ``readTxnRecordValue``: last producer id and epoch are unknown."""
+        """Kafka's ``TransactionLog.read``: the last epoch is unknown."""
         return TransactionMetadata(
             transactional_id=transactional_id,
             producer_id=self.producer_id,
-            last_producer_id=NO_PRODUCER_ID,
+            last_producer_id=self.previous_producer_id,
             producer_epoch=self.producer_epoch,
             last_producer_epoch=NO_PRODUCER_EPOCH,
             txn_timeout_ms=self.txn_timeout_ms,
@@ -148,15 +159,22 @@ class TransactionLogValue:
             topic_partitions=set(self.topic_partitions),
             txn_start_timestamp=self.txn_start_timestamp,
             txn_last_update_timestamp=self.txn_last_update_timestamp,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_transaction_version,
         )
+
+
+def value_version(transaction_version_level: int) -> int:
+    """``TransactionVersion.transactionLogValueVersion``: flexible from level 1."""
+    return 1 if transaction_version_level >= 1 else 0
 
 
 def key_to_bytes(transactional_id: str) -> bytes:
     return TRANSACTION_LOG.key_bytes({"TransactionalId": transactional_id})
 
 
-def value_to_bytes(transit: TxnTransitMetadata) -> bytes:
-    """Kafka's ``valueToBytes`` (value version 0)."""
+def value_to_bytes(transit: TxnTransitMetadata, transaction_version_level: int = 0) -> bytes:
+    """Kafka's ``valueToBytes``: version 0, or 1 from ``transaction.version`` 1."""
     if transit.txn_state is TransactionState.EMPTY and transit.topic_partitions:
         raise ValueError(
             f"Transaction is not expected to have any partitions since its state is "
@@ -177,7 +195,16 @@ def value_to_bytes(transit: TxnTransitMetadata) -> bytes:
         "TransactionLastUpdateTimestampMs": transit.txn_last_update_timestamp,
         "TransactionStartTimestampMs": transit.txn_start_timestamp,
     }
-    return TRANSACTION_LOG.value_bytes(VALUE_VERSION, values)
+    version = value_version(transaction_version_level)
+    if version >= 1:  # tagged fields, each only when it is not its default
+        values["PreviousProducerId"] = _unless(transit.last_producer_id, NO_PRODUCER_ID)
+        values["NextProducerId"] = _unless(transit.next_producer_id, NO_PRODUCER_ID)
+        values["ClientTransactionVersion"] = _unless(transit.client_transaction_version, 0)
+    return TRANSACTION_LOG.value_bytes(version, values)
+
+
+def _unless(value: int, default: int) -> int | None:
+    return None if value == default else value
 
 
 def read_txn_record_key(key: bytes) -> str:
@@ -207,7 +234,14 @@ def read_txn_record_value(value: bytes) -> TransactionLogValue:
         partitions,
         v["TransactionLastUpdateTimestampMs"],
         v["TransactionStartTimestampMs"],
+        _or(v.get("PreviousProducerId"), NO_PRODUCER_ID),
+        _or(v.get("NextProducerId"), NO_PRODUCER_ID),
+        _or(v.get("ClientTransactionVersion"), 0),
     )
+
+
+def _or(value: Any, default: int) -> int:
+    return default if value is None else int(value)
 
 
 def decode_all(records: Iterable[KeyValue]) -> dict[str, TransactionLogValue | None]:

@@ -96,6 +96,8 @@ class TxnMarkerEntry:
     commit: bool
     coordinator_epoch: int
     partitions: set[TopicPartition] = field(default_factory=set)
+    #: The transaction's client transaction version (WriteTxnMarkers v2, KIP-1228).
+    transaction_version: int = 0
 
 
 # What one WriteTxnMarkers answer says: per producer id, per partition.
@@ -182,6 +184,7 @@ class TransactionMarkerChannelManager:
             txn_metadata.producer_epoch,
             commit,
             coordinator_epoch,
+            transaction_version=txn_metadata.client_transaction_version,
         )
         self._add_markers_to_broker_queue(entry, set(txn_metadata.topic_partitions))
         self._maybe_write_txn_completion(transactional_id)
@@ -230,6 +233,7 @@ class TransactionMarkerChannelManager:
             template.commit,
             template.coordinator_epoch,
             set(partitions),
+            template.transaction_version,
         )
 
     def queued_brokers(self) -> list[int]:

@@ -8,6 +8,13 @@ frozen :class:`TxnTransitMetadata`; the coordinator writes that target to
 ``complete_transition_to``, which checks it once more and makes it the state. A failed
 write clears the pending state and leaves the transaction as it was.
 
+Transactions v2 (KIP-890 part 2) are a client's choice, carried as the *client
+transaction version* of each transition (0, or 2 for an EndTxn v5+ / a partition added by
+a Produce v12+): with 2, ``prepare_abort_or_commit`` bumps the epoch (the last one is kept
+to recognise a retry), may name the next producer id when the epochs run out
+(``next_producer_id``, taken in ``prepare_complete``), and an abort may start from Empty
+or a Complete state (no partition added: the start time is the update time).
+
 Pure bookkeeping on one event-loop thread: no clock (timestamps are passed in), no IO,
 no purgatory, so each rule is tested directly. Kafka's per-metadata lock has no
 equivalent: nothing here awaits.
@@ -32,6 +39,13 @@ TopicPartition = tuple[str, int]
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 SHORT_MAX = 32767
+#: ``TransactionVersion``: TV_2 is the first that bumps the epoch per transaction.
+TV_0 = 0
+TV_2 = 2
+
+
+def supports_epoch_bump(client_transaction_version: int) -> bool:
+    return client_transaction_version >= TV_2
 
 
 def is_epoch_exhausted(producer_epoch: int) -> bool:
@@ -52,6 +66,10 @@ class TxnTransitMetadata:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    #: The producer id the epochs move to when they run out (TV2; -1: none).
+    next_producer_id: int = NO_PRODUCER_ID
+    #: The transaction version the client runs this transaction with (0 or 2).
+    client_transaction_version: int = TV_0
 
 
 @dataclass(slots=True, eq=False)
@@ -75,6 +93,10 @@ class TransactionMetadata:
     txn_last_update_timestamp: int = -1
     # The state a prepared move goes to, until the log has it (Kafka's pendingState).
     pending_state: TransactionState | None = None
+    # TV2: the producer id an exhausted epoch rotates to at the next completion.
+    next_producer_id: int = NO_PRODUCER_ID
+    # The transaction version the client runs its transactions with (TV_0 or TV_2).
+    client_transaction_version: int = TV_0
     # A fence whose write failed: the epoch was bumped but never returned to anyone, so
     # the next fence reuses it (Kafka's hasFailedEpochFence).
     has_failed_epoch_fence: bool = False
@@ -206,9 +228,14 @@ class TransactionMetadata:
         )
 
     def prepare_add_partitions(
-        self, added: set[TopicPartition] | frozenset[TopicPartition], update_timestamp: int
+        self,
+        added: set[TopicPartition] | frozenset[TopicPartition],
+        update_timestamp: int,
+        client_transaction_version: int = TV_0,
     ) -> TxnTransitMetadata:
-        """-> Ongoing with ``added``; the first partition starts the transaction's clock."""
+        """-> Ongoing with ``added``; the first partition starts the transaction's clock.
+        The transaction takes the client's transaction version (Kafka's
+        ``prepareAddPartitions``)."""
         start = (
             update_timestamp
             if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT)
@@ -223,21 +250,46 @@ class TransactionMetadata:
             frozenset(self.topic_partitions | set(added)),
             start,
             update_timestamp,
+            client_transaction_version=client_transaction_version,
         )
 
     def prepare_abort_or_commit(
-        self, new_state: TransactionState, update_timestamp: int
+        self,
+        new_state: TransactionState,
+        update_timestamp: int,
+        client_transaction_version: int = TV_0,
+        next_producer_id: int = NO_PRODUCER_ID,
+        no_partition_added: bool = False,
     ) -> TxnTransitMetadata:
-        """EndTxn: Ongoing -> PrepareCommit / PrepareAbort, partitions kept for the markers."""
+        """EndTxn: -> PrepareCommit / PrepareAbort, partitions kept for the markers.
+
+        With TV2 the epoch goes up by one (the markers carry it, fencing the batches of
+        the transaction's epoch) and the current one becomes the last; at
+        ``Short.MaxValue`` an abort goes through unbumped (Kafka logs it as a bug). An
+        abort with no partition added starts its transaction now."""
+        epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
+        if supports_epoch_bump(client_transaction_version):
+            if self.producer_epoch == SHORT_MAX and new_state is S.PREPARE_ABORT:
+                log.error(
+                    "Aborting producer %s %d with epoch equal to Short.MaxValue, this must "
+                    "not happen unless there is a bug",
+                    self.transactional_id,
+                    self.producer_id,
+                )
+            else:
+                epoch = self.producer_epoch + 1
+            last_epoch = self.producer_epoch
         return self._prepare_transition_to(
             new_state,
             self.producer_id,
-            self.producer_epoch,
-            self.last_producer_epoch,
+            epoch,
+            last_epoch,
             self.txn_timeout_ms,
             frozenset(self.topic_partitions),
-            self.txn_start_timestamp,
+            update_timestamp if no_partition_added else self.txn_start_timestamp,
             update_timestamp,
+            next_producer_id=next_producer_id,
+            client_transaction_version=client_transaction_version,
         )
 
     def prepare_complete(self, update_timestamp: int) -> TxnTransitMetadata:
@@ -245,10 +297,18 @@ class TransactionMetadata:
         new_state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
         # The prepare was written, so a fence it carried is no longer a failed one.
         self.has_failed_epoch_fence = False
+        producer_id, epoch = self.producer_id, self.producer_epoch
+        if (
+            supports_epoch_bump(self.client_transaction_version)
+            and self.next_producer_id != NO_PRODUCER_ID
+        ):
+            # TV2, the epochs ran out: the next producer id, at epoch 0 (the last epoch
+            # stays the one the client saw).
+            producer_id, epoch = self.next_producer_id, 0
         return self._prepare_transition_to(
             new_state,
-            self.producer_id,
-            self.producer_epoch,
+            producer_id,
+            epoch,
             self.last_producer_epoch,
             self.txn_timeout_ms,
             frozenset(),
@@ -279,6 +339,9 @@ class TransactionMetadata:
         new_partitions: frozenset[TopicPartition],
         new_start: int,
         update_timestamp: int,
+        *,
+        next_producer_id: int = NO_PRODUCER_ID,
+        client_transaction_version: int | None = None,
     ) -> TxnTransitMetadata:
         return TxnTransitMetadata(
             producer_id=new_producer_id,
@@ -290,6 +353,12 @@ class TransactionMetadata:
             topic_partitions=new_partitions,
             txn_start_timestamp=new_start,
             txn_last_update_timestamp=update_timestamp,
+            next_producer_id=next_producer_id,
+            client_transaction_version=(
+                self.client_transaction_version
+                if client_transaction_version is None
+                else client_transaction_version
+            ),
         )
 
     def _prepare_transition_to(
@@ -302,6 +371,9 @@ class TransactionMetadata:
         new_partitions: frozenset[TopicPartition],
         new_start: int,
         update_timestamp: int,
+        *,
+        next_producer_id: int = NO_PRODUCER_ID,
+        client_transaction_version: int | None = None,
     ) -> TxnTransitMetadata:
         if self.pending_state is not None:
             raise IllegalTransactionStateTransition(
@@ -327,6 +399,8 @@ class TransactionMetadata:
             new_partitions,
             new_start,
             update_timestamp,
+            next_producer_id=next_producer_id,
+            client_transaction_version=client_transaction_version,
         )
         log.debug(
             "TransactionalId %s prepare transition from %s to %s",
@@ -373,22 +447,37 @@ class TransactionMetadata:
             self.txn_start_timestamp = transit.txn_start_timestamp
             self.add_partitions(transit.topic_partitions)
         elif to_state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):  # EndTxn
+            # TV2 allows an abort from Empty/Complete*, whose start time is new.
+            empty_abort = (
+                to_state is S.PREPARE_ABORT
+                and supports_epoch_bump(transit.client_transaction_version)
+                and self.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+            )
             if (
-                not self._same_producer(transit)
+                not self._valid_producer_epoch(transit)
                 or self.topic_partitions != transit.topic_partitions
                 or self.txn_timeout_ms != transit.txn_timeout_ms
-                or self.txn_start_timestamp != transit.txn_start_timestamp
+                or (self.txn_start_timestamp != transit.txn_start_timestamp and not empty_abort)
             ):
                 self._fail(transit)
+            self.producer_epoch = transit.producer_epoch
+            self.last_producer_epoch = transit.last_producer_epoch
+            self.next_producer_id = transit.next_producer_id
+            self.txn_start_timestamp = transit.txn_start_timestamp
         elif to_state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT):  # markers written
             if (
-                not self._same_producer(transit)
+                not self._valid_producer_epoch(transit)
                 or self.txn_timeout_ms != transit.txn_timeout_ms
                 or transit.txn_start_timestamp == -1
             ):
                 self._fail(transit)
             self.txn_start_timestamp = transit.txn_start_timestamp
             self.topic_partitions.clear()
+            if self.producer_id != transit.producer_id:  # TV2: the epochs ran out
+                self.last_producer_id = transit.last_producer_id
+                self.producer_id = transit.producer_id
+                self.producer_epoch = transit.producer_epoch
+            self.next_producer_id = NO_PRODUCER_ID
         elif to_state is S.PREPARE_EPOCH_FENCE:
             # A fence becomes PrepareAbort before anything is written: never completed.
             self._fail(transit)
@@ -406,6 +495,7 @@ class TransactionMetadata:
             transit,
         )
         self.txn_last_update_timestamp = transit.txn_last_update_timestamp
+        self.client_transaction_version = transit.client_transaction_version
         self.pending_state = None
         self.state = to_state
 
@@ -414,6 +504,27 @@ class TransactionMetadata:
             transit.producer_epoch == self.producer_epoch
             and transit.producer_id == self.producer_id
         )
+
+    def _valid_producer_epoch(self, transit: TxnTransitMetadata) -> bool:
+        """Kafka's ``validProducerEpoch``: with TV2 a prepare bumps the epoch (its last
+        epoch is the current one), and a completion may move to the next producer id at
+        epoch 0; otherwise the producer id and epoch stay."""
+        if supports_epoch_bump(transit.client_transaction_version):
+            if (
+                transit.txn_state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+                and transit.producer_epoch == 0
+                and transit.producer_id != self.producer_id
+            ):
+                return (
+                    transit.last_producer_epoch == self.last_producer_epoch
+                    and transit.last_producer_id == self.producer_id
+                )
+            if transit.txn_state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                return (
+                    transit.last_producer_epoch == self.producer_epoch
+                    and transit.producer_id == self.producer_id
+                )
+        return self._same_producer(transit)
 
     def _valid_bump(self, transit: TxnTransitMetadata) -> bool:
         return transit.producer_epoch == self.producer_epoch + 1 or (
@@ -434,7 +545,8 @@ class TransactionMetadata:
             f"txnTimeoutMs={self.txn_timeout_ms}, state={self.state}, "
             f"pendingState={self.pending_state}, topicPartitions={sorted(self.topic_partitions)}, "
             f"txnStartTimestamp={self.txn_start_timestamp}, "
-            f"txnLastUpdateTimestamp={self.txn_last_update_timestamp})"
+            f"txnLastUpdateTimestamp={self.txn_last_update_timestamp}, "
+            f"clientTransactionVersion={self.client_transaction_version})"
         )
 
 

@@ -77,8 +77,11 @@ VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
     _S.ONGOING: frozenset({_S.ONGOING, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
     # EndTxn(commit).
     _S.PREPARE_COMMIT: frozenset({_S.ONGOING}),
-    # EndTxn(abort), or the abort a fence (new instance, timeout) turns into.
-    _S.PREPARE_ABORT: frozenset({_S.ONGOING, _S.PREPARE_EPOCH_FENCE}),
+    # EndTxn(abort), or the abort a fence (new instance, timeout) turns into; with
+    # transactions v2 also an abort with no partition added (from Empty or Complete*).
+    _S.PREPARE_ABORT: frozenset(
+        {_S.ONGOING, _S.PREPARE_EPOCH_FENCE, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}
+    ),
     # Every marker acknowledged.
     _S.COMPLETE_COMMIT: frozenset({_S.PREPARE_COMMIT}),
     _S.COMPLETE_ABORT: frozenset({_S.PREPARE_ABORT}),

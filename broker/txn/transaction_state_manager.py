@@ -143,9 +143,12 @@ class TransactionStateManager:
         txn_log: TransactionLog,
         scheduler_timer: SystemTimer,
         load_scheduler: LoadScheduler | None = None,
+        transaction_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
+        # The cluster's finalized transaction.version (Kafka reads its metadata cache).
+        self._transaction_version = transaction_version
         self._clock = clock
         self._log = txn_log
         self._partitions = CoordinatorPartitions(
@@ -169,6 +172,11 @@ class TransactionStateManager:
             config.remove_expired_transactional_ids_interval_ms,
             self.remove_expired_transactional_ids,
         )
+
+    def transaction_version_level(self) -> int:
+        """The finalized ``transaction.version``: the value version written, and the
+        version the coordinator's own aborts (timeouts, fences) run with."""
+        return self._transaction_version()
 
     # ============================================================== lifecycle
     def startup(self, listener: TxnElectionListener, enable_expiration: bool = True) -> None:
@@ -402,7 +410,10 @@ class TransactionStateManager:
             response_callback(E.not_coordinator)
             return
         partition = self.partition_for(transactional_id)
-        record = (key_to_bytes(transactional_id), value_to_bytes(new_metadata))
+        record = (
+            key_to_bytes(transactional_id),
+            value_to_bytes(new_metadata, self._transaction_version()),
+        )
         answered = False
 
         def on_appended(status: ErrorCode) -> None:

@@ -13,14 +13,37 @@ A fence (InitProducerId of a new instance, or a timeout) arrives here with the p
 state PrepareEpochFence and the bumped epoch: it becomes PrepareAbort with that epoch,
 so the markers fence the old instance on every partition.
 
+Transactions v2 (KIP-890 part 2: an EndTxn v5+, or the coordinator's own aborts when the
+cluster finalized ``transaction.version`` 2) follow Kafka's ``endTransaction``: every end
+bumps the epoch (``prepare_abort_or_commit``) and answers the producer id and the new
+epoch; a retry is recognised by its epoch (one below the current: the bump it missed
+answered again, or ``Short.MaxValue - 1`` of the previous producer id after the epochs
+ran out), an abort with nothing added is allowed from Empty and the Complete states, and
+an exhausted epoch takes the next producer id at the completion. Kafka's table:
+
+    +----------------+---------------+---------------+
+    |                | Abort         | Commit        |
+    |                | retry current | retry current |
+    +----------------+---------------+---------------+
+    | Empty          | PF    bump    | PF    ITS     |
+    | CompleteAbort  | NONE  bump    | ITS   ITS     |
+    | CompleteCommit | ITS   bump    | NONE  ITS     |
+    +----------------+---------------+---------------+
+
+(PF PRODUCER_FENCED, ITS INVALID_TXN_STATE, bump: a new PrepareAbort with the epoch
+bumped.) Older clients keep the rules above, whatever the cluster finalized.
+
 A class of its own (``TxnEnd``) given what it uses at construction: the state manager,
-the marker channel and the clock; the coordinator builds one and delegates to it.
+the marker channel, the clock and the producer id source; the coordinator builds one and
+delegates to it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
 
 from kio.schema.errors import ErrorCode
 
@@ -28,8 +51,12 @@ from broker.server.purgatories import ParkedRequest
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 from broker.txn.transaction_metadata import (
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    SHORT_MAX,
+    TV_2,
     TransactionMetadata,
     TxnTransitMetadata,
+    supports_epoch_bump,
 )
 from broker.txn.transaction_state import IllegalTransactionStateTransition, TransactionState
 from broker.txn.transaction_state_manager import (
@@ -44,25 +71,51 @@ E = ErrorCode
 S = TransactionState
 
 ErrorCallback = Callable[[ErrorCode], None]
+#: EndTxn's answer: the error, and (v5, transactions v2) the producer id and epoch to
+#: use next (-1 and -1 otherwise).
+EndTxnCallback = Callable[[ErrorCode, int, int], None]
+
+
+def errors_only(callback: ErrorCallback) -> EndTxnCallback:
+    """An EndTxn callback for a caller that wants the error only."""
+    return lambda error, _producer_id, _epoch: callback(error)
+
+
+@dataclass(frozen=True, slots=True)
+class _AnswerAgain:
+    """A v2 retry of an end that is done: NONE with the current producer id and epoch."""
+
+    producer_id: int
+    producer_epoch: int
 
 
 class TxnEnd:
     """The EndTxn path and the aborts the coordinator starts itself, over the state
     manager (reads and writes ``__transaction_state``), the marker channel (writes the
-    markers) and the clock. Kafka has these as methods of its TransactionCoordinator;
-    here they are a class of their own that the coordinator builds and calls."""
+    markers), the clock and the producer id source (transactions v2 rotate the producer
+    id when its epochs run out). Kafka has these as methods of its
+    TransactionCoordinator; here they are a class of their own that the coordinator
+    builds and calls."""
 
-    __slots__ = ("_clock", "_marker_channel_manager", "_txn_manager", "timed_out_aborts")
+    __slots__ = (
+        "_clock",
+        "_generate_producer_id",
+        "_marker_channel_manager",
+        "_txn_manager",
+        "timed_out_aborts",
+    )
 
     def __init__(
         self,
         clock: Clock,
         txn_manager: TransactionStateManager,
         marker_channel_manager: TransactionMarkerChannelManager,
+        producer_id_generator: Callable[[], int] | None = None,
     ) -> None:
         self._clock = clock
         self._txn_manager = txn_manager
         self._marker_channel_manager = marker_channel_manager
+        self._generate_producer_id = producer_id_generator
         # Transactions aborted because they outlived their timeout (for metrics, tests).
         self.timed_out_aborts = 0
 
@@ -73,23 +126,34 @@ class TxnEnd:
         producer_epoch: int,
         commit: bool,
         is_from_client: bool,
-        response_callback: ErrorCallback,
+        response_callback: EndTxnCallback,
         parked_request: ParkedRequest | None,
+        client_transaction_version: int = 0,
     ) -> None:
+        """Kafka's ``endTransaction`` (``endTransactionWithTV1`` below transactions v2)."""
         if not transactional_id:
-            response_callback(E.invalid_request)
+            response_callback(E.invalid_request, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             return
         error, found = self._txn_manager.get_transaction_state(transactional_id)
         if error is E.none and found is None:
             error = E.invalid_producer_id_mapping
         if error is not E.none or found is None:
-            response_callback(error)
+            response_callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             return
         metadata = found.transaction_metadata
         coordinator_epoch = found.coordinator_epoch
-        result = self._prepare_end_transit(
-            metadata, producer_id, producer_epoch, commit, is_from_client
-        )
+        v2 = supports_epoch_bump(client_transaction_version)
+        if v2:
+            result = self._prepare_end_transit_v2(
+                metadata, producer_id, producer_epoch, commit, is_from_client
+            )
+        else:
+            result = self._prepare_end_transit(
+                metadata, producer_id, producer_epoch, commit, is_from_client
+            )
+        if isinstance(result, _AnswerAgain):
+            response_callback(E.none, result.producer_id, result.producer_epoch)
+            return
         if isinstance(result, ErrorCode):
             log.debug(
                 "Aborting append of %s to transaction log with coordinator and returning %s "
@@ -98,7 +162,7 @@ class TxnEnd:
                 result.name,
                 transactional_id,
             )
-            response_callback(result)
+            response_callback(result, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             return
         new_metadata, is_epoch_fence = result
 
@@ -116,10 +180,10 @@ class TxnEnd:
                 )
                 if is_epoch_fence:
                     self._mark_failed_epoch_fence(transactional_id, coordinator_epoch, error)
-                response_callback(error)
+                response_callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
                 return
             pre_send = self._prepare_complete_after_append(
-                transactional_id, producer_id, producer_epoch, commit, coordinator_epoch
+                transactional_id, producer_id, producer_epoch, commit, coordinator_epoch, v2
             )
             if isinstance(pre_send, ErrorCode):
                 log.info(
@@ -129,11 +193,15 @@ class TxnEnd:
                     pre_send.name,
                     transactional_id,
                 )
-                response_callback(pre_send)
+                response_callback(pre_send, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
                 return
             txn_metadata, complete = pre_send
-            # The prepare is durable: answer now, and write the markers behind it.
-            response_callback(E.none)
+            # The prepare is durable: answer now, and write the markers behind it. With
+            # transactions v2 the answer carries the bumped epoch.
+            if v2:
+                response_callback(E.none, txn_metadata.producer_id, txn_metadata.producer_epoch)
+            else:
+                response_callback(E.none, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             self._marker_channel_manager.add_txn_markers_to_send(
                 coordinator_epoch, commit, txn_metadata, complete
             )
@@ -188,12 +256,103 @@ class TxnEnd:
             return E.concurrent_transactions if not commit else _invalid_state(metadata, commit)
         if state is S.EMPTY:
             return _invalid_state(metadata, commit)
-        message = (
-            f"Found transactionalId {metadata.transactional_id} with state {state}. This is "
-            "illegal as we should never have transitioned to this state."
+        _illegal_state(metadata)
+
+    def _prepare_end_transit_v2(
+        self,
+        metadata: TransactionMetadata,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        is_from_client: bool,
+    ) -> tuple[TxnTransitMetadata, bool] | ErrorCode | _AnswerAgain:
+        """Kafka's ``endTransaction`` for transactions v2: epochs name retries."""
+        is_epoch_fence = metadata.pending_state is S.PREPARE_EPOCH_FENCE
+        # A retry of an end that overflowed the epoch: the new producer id is current.
+        retry_on_overflow = (
+            not is_epoch_fence
+            and metadata.last_producer_id == producer_id
+            and producer_epoch == SHORT_MAX - 1
+            and metadata.producer_epoch == 0
         )
-        log.critical(message)
-        raise IllegalTransactionStateTransition(message)
+        # A retry of an end whose bump is stored.
+        retry_on_epoch_bump = not is_epoch_fence and metadata.producer_epoch == producer_epoch + 1
+        state = metadata.state
+        if is_epoch_fence:
+            valid_epoch = (
+                not is_from_client or producer_epoch == metadata.producer_epoch
+            ) and producer_epoch >= metadata.producer_epoch
+        elif state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_epoch_bump
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = (
+                retry_on_epoch_bump
+                or retry_on_overflow
+                or producer_epoch == metadata.producer_epoch
+            )
+        else:
+            valid_epoch = producer_epoch == metadata.producer_epoch
+        is_retry = retry_on_epoch_bump or retry_on_overflow
+        if metadata.producer_id != producer_id and not retry_on_overflow:
+            return E.invalid_producer_id_mapping
+        if not valid_epoch:
+            return E.producer_fenced
+        if metadata.pending_transition_in_progress and not is_epoch_fence:
+            return E.concurrent_transactions
+        again = _AnswerAgain(metadata.producer_id, metadata.producer_epoch)
+        if state is S.ONGOING:
+            next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            return self._completion_v2(metadata, next_state, producer_epoch, is_epoch_fence)
+        if state is S.COMPLETE_COMMIT:
+            if commit:
+                return again if is_retry else _invalid_state(metadata, commit)
+            if is_retry:
+                return _invalid_state(metadata, commit)
+            return self._completion_v2(metadata, S.PREPARE_ABORT, producer_epoch, False, True)
+        if state is S.COMPLETE_ABORT:
+            if commit:
+                return _invalid_state(metadata, commit)
+            if is_retry:
+                return again
+            return self._completion_v2(metadata, S.PREPARE_ABORT, producer_epoch, False, True)
+        if state is S.PREPARE_COMMIT:
+            return E.concurrent_transactions if commit else _invalid_state(metadata, commit)
+        if state is S.PREPARE_ABORT:
+            return E.concurrent_transactions if not commit else _invalid_state(metadata, commit)
+        if state is S.EMPTY:
+            if commit:
+                return _invalid_state(metadata, commit)
+            return self._completion_v2(metadata, S.PREPARE_ABORT, producer_epoch, False, True)
+        _illegal_state(metadata)
+
+    def _completion_v2(
+        self,
+        metadata: TransactionMetadata,
+        next_state: TransactionState,
+        producer_epoch: int,
+        is_epoch_fence: bool,
+        no_partition_added: bool = False,
+    ) -> tuple[TxnTransitMetadata, bool] | ErrorCode:
+        """``generateTxnTransitMetadataForTxnCompletion``: the prepare with the epoch
+        bumped, naming the next producer id when the epochs ran out."""
+        next_producer_id = NO_PRODUCER_ID
+        if not is_epoch_fence and metadata.is_producer_epoch_exhausted:
+            if self._generate_producer_id is None:
+                return E.unknown_server_error
+            next_producer_id = self._generate_producer_id()
+        if next_state is S.PREPARE_ABORT and is_epoch_fence:
+            # Make way for PrepareAbort, from the fence's epoch.
+            metadata.pending_state = None
+            metadata.producer_epoch = producer_epoch
+            metadata.last_producer_epoch = NO_PRODUCER_EPOCH
+        transit = metadata.prepare_abort_or_commit(
+            next_state,
+            self._clock.now_ms(),
+            client_transaction_version=TV_2,
+            next_producer_id=next_producer_id,
+            no_partition_added=no_partition_added,
+        )
+        return transit, is_epoch_fence
 
     def _prepare_complete_after_append(
         self,
@@ -202,6 +361,7 @@ class TxnEnd:
         producer_epoch: int,
         commit: bool,
         coordinator_epoch: int,
+        v2: bool = False,
     ) -> tuple[TransactionMetadata, TxnTransitMetadata] | ErrorCode:
         error, found = self._txn_manager.get_transaction_state(transactional_id)
         if error is not E.none:
@@ -218,7 +378,10 @@ class TxnEnd:
         metadata = found.transaction_metadata
         if metadata.producer_id != producer_id:
             return E.invalid_producer_id_mapping
-        if metadata.producer_epoch != producer_epoch:
+        # With transactions v2 the prepare bumped the epoch the request named.
+        if metadata.producer_epoch != producer_epoch and not (
+            v2 and metadata.producer_epoch == producer_epoch + 1
+        ):
             return E.producer_fenced
         if metadata.pending_transition_in_progress:
             return E.concurrent_transactions
@@ -282,16 +445,27 @@ class TxnEnd:
             fence = metadata.prepare_fence_producer_epoch()
             started += 1
             self.timed_out_aborts += 1
+            # Not from a client: the abort runs with the cluster's transaction version.
             self.end_transaction(
                 metadata.transactional_id,
                 fence.producer_id,
                 fence.producer_epoch,
                 False,
                 False,
-                on_complete(txn),
+                errors_only(on_complete(txn)),
                 None,
+                self._txn_manager.transaction_version_level(),
             )
         return started
+
+
+def _illegal_state(metadata: TransactionMetadata) -> NoReturn:
+    message = (
+        f"Found transactionalId {metadata.transactional_id} with state {metadata.state}. "
+        "This is illegal as we should never have transitioned to this state."
+    )
+    log.critical(message)
+    raise IllegalTransactionStateTransition(message)
 
 
 def _invalid_state(metadata: TransactionMetadata, commit: bool) -> ErrorCode:

@@ -36,6 +36,7 @@ CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DELETE_GROUPS = 19, 20, 32, 42
 CONSUMER_GROUP_DESCRIBE = 69
 DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+UPDATE_FEATURES = 57
 
 #: The newest version of each API this code builds, and the oldest whose shape it builds.
 PREFERRED = {
@@ -63,6 +64,7 @@ PREFERRED = {
     DESCRIBE_ACLS: 3,
     CREATE_ACLS: 3,
     DELETE_ACLS: 3,
+    UPDATE_FEATURES: 1,  # v1: upgrade types and ValidateOnly, a result per feature
 }
 FLOOR = {
     PRODUCE: 3,
@@ -89,6 +91,7 @@ FLOOR = {
     DESCRIBE_ACLS: 1,  # v1: pattern types (KIP-290)
     CREATE_ACLS: 1,
     DELETE_ACLS: 1,
+    UPDATE_FEATURES: 0,
 }
 
 EARLIEST, LATEST = -2, -1

@@ -56,8 +56,11 @@ class TxnHarness:
         num_partitions: int = 3,
         topics: dict[str, int] | None = None,
         load_scheduler: LoadScheduler | None = None,
+        transaction_version: int = 0,
         **config: Any,
     ) -> None:
+        # The cluster's finalized transaction.version (a test may change it).
+        self.transaction_version = transaction_version
         self.clock = ManualClock(1_000_000)
         self.scheduler = SystemTimer(self.clock, name="scheduler")
         self.metadata = ClusterMetadata()
@@ -66,7 +69,14 @@ class TxnHarness:
         self.config = TransactionConfig(transaction_log_num_partitions=num_partitions, **config)
         self.log = InMemoryTransactionLog()
         self.manager = TransactionStateManager(
-            0, self.config, self.clock, self.metadata, self.log, self.scheduler, load_scheduler
+            0,
+            self.config,
+            self.clock,
+            self.metadata,
+            self.log,
+            self.scheduler,
+            load_scheduler,
+            lambda: self.transaction_version,
         )
         self.channel = TransactionMarkerChannelManager(
             0, self.config, self.metadata, self.manager, self.scheduler
@@ -137,7 +147,48 @@ class TxnHarness:
         self, txn_id: str, pid: int, epoch: int, commit: bool, request: Request | None = None
     ) -> ErrorCode:
         box = Box()
-        self.coord.handle_end_transaction(txn_id, pid, epoch, commit, box, request)
+        self.coord.handle_end_transaction(
+            txn_id, pid, epoch, commit, lambda error, _pid, _epoch: box(error), request
+        )
+        result: ErrorCode = box.result
+        return result
+
+    def end_v2(
+        self, txn_id: str, pid: int, epoch: int, commit: bool, request: Request | None = None
+    ) -> tuple[ErrorCode, int, int]:
+        """EndTxn v5 (transactions v2): the error, and the producer id and epoch."""
+        box = Box()
+        self.coord.handle_end_transaction(
+            txn_id,
+            pid,
+            epoch,
+            commit,
+            lambda error, new_pid, new_epoch: box((error, new_pid, new_epoch)),
+            request,
+            client_transaction_version=2,
+        )
+        result: tuple[ErrorCode, int, int] = box.result
+        return result
+
+    def add_v2(
+        self,
+        txn_id: str,
+        pid: int,
+        epoch: int,
+        partitions: list[tuple[str, int]] | None = None,
+        request: Request | None = None,
+    ) -> ErrorCode:
+        """A partition added by its leader for a Produce v12+ (transactions v2)."""
+        box = Box()
+        self.coord.handle_add_partitions_to_transaction(
+            txn_id,
+            pid,
+            epoch,
+            partitions or [("t", 0)],
+            box,
+            request,
+            client_transaction_version=2,
+        )
         result: ErrorCode = box.result
         return result
 

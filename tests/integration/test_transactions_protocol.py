@@ -110,9 +110,9 @@ async def test_the_transaction_apis_are_advertised(raw: RawClient) -> None:
     assert served[INIT_PRODUCER_ID] == (0, 6)
     assert served[ADD_PARTITIONS] == (0, 5)
     assert served[ADD_OFFSETS] == (0, 4)
-    assert served[END_TXN] == (0, 4)  # not v5: no transactions version 2
+    assert served[END_TXN] == (0, 5)  # v5: transactions v2 (KIP-890 part 2)
     assert served[WRITE_MARKERS] == (1, 2)
-    assert served[TXN_OFFSET_COMMIT] == (0, 4)
+    assert served[TXN_OFFSET_COMMIT] == (0, 5)
     assert served[DESCRIBE_TXNS] == (0, 0)
     assert served[LIST_TXNS] == (0, 2)
 

@@ -273,3 +273,27 @@ def test_producer_state_survives_a_reopen(kind: str, tmp_path: Path) -> None:
     assert (entry.producer_epoch, entry.last_seq, entry.last_timestamp) == (1, 0, 123)
     assert ok(reopened.append_records_to_leader(data(12, epoch=4), 0)) == (13, 13)
     reopened.log.close()
+
+
+# -- transactions v2 markers (KIP-1228) ---------------------------------------------------
+
+
+def test_a_transaction_version_2_marker_must_carry_a_bumped_epoch() -> None:
+    partition = leader()
+    ok(partition.append_records_to_leader(data(0, epoch=3, txn=True), 0))
+    same = build_control_batch(PID, 3, 0, True, 1_000)
+    # A version 1 marker may carry the transaction's epoch; a version 2 one may not.
+    refused = partition.append_records_to_leader(same, 0, AppendOrigin.COORDINATOR, 2)
+    assert refused.error is ErrorCode.invalid_producer_epoch
+    bumped = build_control_batch(PID, 4, 0, True, 1_000)
+    ok(partition.append_records_to_leader(bumped, 0, AppendOrigin.COORDINATOR, 2))
+    # The same marker again (a late retry) is now refused as well.
+    again = partition.append_records_to_leader(bumped, 0, AppendOrigin.COORDINATOR, 2)
+    assert again.error is ErrorCode.invalid_producer_epoch
+
+
+def test_a_version_1_marker_keeps_the_old_rule() -> None:
+    partition = leader()
+    ok(partition.append_records_to_leader(data(0, epoch=3, txn=True), 0))
+    same = build_control_batch(PID, 3, 0, False, 1_000)
+    ok(partition.append_records_to_leader(same, 0, AppendOrigin.COORDINATOR, 0))

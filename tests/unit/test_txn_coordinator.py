@@ -100,12 +100,14 @@ def test_add_partitions_starts_the_transaction_and_checks_the_producer() -> None
 
 
 def test_verify_only_answers_which_partitions_the_transaction_has() -> None:
+    # Kafka 4: a partition not in the transaction is TRANSACTION_ABORTABLE (the
+    # AddPartitionsToTxn handler answers INVALID_TXN_STATE to a v4 request).
     h = TxnHarness()
     r = h.begin("tx")
     answer = h.coord.handle_verify_partitions_in_transaction(
         "tx", r.producer_id, r.producer_epoch, [("t", 0), ("t", 1)]
     )
-    assert answer == {("t", 0): E.none, ("t", 1): E.invalid_txn_state}
+    assert answer == {("t", 0): E.none, ("t", 1): E.transaction_abortable}
 
 
 # ---------------------------------------------------------------------- EndTxn

@@ -32,12 +32,19 @@ from broker.txn.transaction_state import (
 
 S = TransactionState
 
-# Kafka's table (TransactionMetadata.scala), written out pair by pair.
+# Kafka 4's table (TransactionState.java), written out pair by pair: transactions v2
+# (KIP-890) abort from Empty and the Complete states.
 EXPECTED = {
     S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.PREPARE_COMMIT: {S.ONGOING},
-    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE},
+    S.PREPARE_ABORT: {
+        S.ONGOING,
+        S.PREPARE_EPOCH_FENCE,
+        S.EMPTY,
+        S.COMPLETE_COMMIT,
+        S.COMPLETE_ABORT,
+    },
     S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
     S.COMPLETE_ABORT: {S.PREPARE_ABORT},
     S.DEAD: {S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT},
