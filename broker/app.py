@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.cluster.controller import Controller
-from broker.cluster.features import TRANSACTION_VERSION, FeatureControl, bootstrap_levels
+from broker.cluster.features import (
+    ELIGIBLE_LEADER_REPLICAS_VERSION,
+    TRANSACTION_VERSION,
+    FeatureControl,
+    bootstrap_levels,
+)
 from broker.cluster.kraft_quorum import KRaftQuorum, parse_quorum_voters
 from broker.config.broker_config import BrokerConfig, replayable_configs
 from broker.control.faults import FaultInjector
@@ -320,6 +325,7 @@ class MiniKafka:
             metadata,
             KRaftQuorum(metadata, quorum_voters, clocks.wall_clock_ms),
             static_min_insync_replicas=self.config.min_insync_replicas,
+            eligible_leader_replicas_level=lambda: features.level(ELIGIBLE_LEADER_REPLICAS_VERSION),
         )
         self.faults = fault_injector(build_registry())  # what can be failed, and limited
         # Capture (broker/observability/capture.py): every request and delayed-operation

@@ -43,11 +43,9 @@ from broker.cluster.cluster_metadata import PartitionState
 
 NO_LEADER = -1
 
-#: Kafka's ``eligible.leader.replicas.version`` feature, 0-1.
-ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
-#: The level a new Kafka 4.1+ cluster finalizes. TODO(features): read the finalized level
-#: of ELIGIBLE_LEADER_REPLICAS_VERSION from the feature table (issue 31, ``txnv2``'s
-#: UpdateFeatures) instead of this constant.
+#: The level a new Kafka 4.1+ cluster finalizes; a cluster reads the finalized level from
+#: its feature table (``broker/cluster/features.py``), this is the default of a bare
+#: ``Controller`` (tests).
 DEFAULT_ELIGIBLE_LEADER_REPLICAS_LEVEL = 1
 
 
