@@ -1,5 +1,5 @@
-"""``minikafka topics|groups|quotas|acls|produce|consume``: Kafka's command line tools, against any
-bootstrap.
+"""``minikafka topics|groups|quotas|acls|metadata-quorum|produce|consume``: Kafka's command
+line tools, against any bootstrap.
 
 =====================================  ==============================================
 Kafka                                  minikafka
@@ -26,6 +26,10 @@ Kafka                                  minikafka
 ``kafka-acls.sh --add|--list|--remove``  ``acls add|list|remove --topic T|--group G|--cluster
                                        --allow-principal P --operation OP ...``
                                        (``admin_acls.py``)
+``kafka-metadata-quorum.sh describe    ``metadata-quorum describe --status|--replication``
+|add-controller|remove-controller``    ``metadata-quorum add-controller|remove-controller
+                                       --controller-id ID ...``
+                                       (``admin_metadata_quorum.py``)
 ``kafka-console-producer.sh``          ``produce TOPIC [--key-separator SEP]``
 ``kafka-console-consumer.sh``          ``consume TOPIC [--from-beginning] [--group G]
                                        [--max-messages N] [--timeout-ms MS]``
@@ -66,12 +70,21 @@ from kafka_tools.admin_commands import (
     topics_describe,
     topics_list,
 )
+from kafka_tools.admin_metadata_quorum import (
+    QuorumUsageError,
+    add_metadata_quorum_parsers,
+    metadata_quorum_add_controller,
+    metadata_quorum_describe,
+    metadata_quorum_remove_controller,
+)
 from kafka_tools.client import AdminError
 from kafka_tools.console_commands import consume_records, produce_lines
 
 __all__ = ["ADMIN_COMMANDS", "add_admin_parsers", "run_admin"]
 
-ADMIN_COMMANDS = frozenset({"topics", "groups", "quotas", "acls", "produce", "consume"})
+ADMIN_COMMANDS = frozenset(
+    {"topics", "groups", "quotas", "acls", "metadata-quorum", "produce", "consume"}
+)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -188,6 +201,7 @@ def add_admin_parsers(sub: Any) -> None:
 
     _add_quota_parsers(sub)
     add_acl_parsers(sub, _bootstrap_option)
+    add_metadata_quorum_parsers(sub, _bootstrap_option)
 
     prod = sub.add_parser(
         "produce", help="send the lines of stdin as records (kafka-console-producer)"
@@ -285,6 +299,9 @@ def run_admin(
         "acls add": acls_add,
         "acls list": acls_list,
         "acls remove": acls_remove,
+        "metadata-quorum describe": metadata_quorum_describe,
+        "metadata-quorum add-controller": metadata_quorum_add_controller,
+        "metadata-quorum remove-controller": metadata_quorum_remove_controller,
         "produce": produce_lines,
         "consume": consume_records,
     }
@@ -292,7 +309,7 @@ def run_admin(
     try:
         _resolve_topic(args)
         return runner(lambda: command(args))
-    except (UsageError, AclUsageError) as exc:
+    except (UsageError, AclUsageError, QuorumUsageError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except AdminError as exc:
