@@ -1,5 +1,5 @@
-"""``minikafka topics|groups|quotas|acls|features|produce|consume``: Kafka's command line
-tools, against any bootstrap.
+"""``minikafka topics|groups|quotas|acls|features|metadata-quorum|produce|consume``: Kafka's
+command line tools, against any bootstrap.
 
 =====================================  ==============================================
 Kafka                                  minikafka
@@ -28,6 +28,10 @@ Kafka                                  minikafka
                                        (``admin_acls.py``)
 ``kafka-features.sh``                  ``features describe|upgrade|downgrade
                                        --feature F=N ...`` (``admin_features.py``)
+``kafka-metadata-quorum.sh describe    ``metadata-quorum describe --status|--replication``
+|add-controller|remove-controller``    ``metadata-quorum add-controller|remove-controller
+                                       --controller-id ID ...``
+                                       (``admin_metadata_quorum.py``)
 ``kafka-console-producer.sh``          ``produce TOPIC [--key-separator SEP]``
 ``kafka-console-consumer.sh``          ``consume TOPIC [--from-beginning] [--group G]
                                        [--max-messages N] [--timeout-ms MS]``
@@ -75,12 +79,21 @@ from kafka_tools.admin_features import (
     features_downgrade,
     features_upgrade,
 )
+from kafka_tools.admin_metadata_quorum import (
+    QuorumUsageError,
+    add_metadata_quorum_parsers,
+    metadata_quorum_add_controller,
+    metadata_quorum_describe,
+    metadata_quorum_remove_controller,
+)
 from kafka_tools.client import AdminError
 from kafka_tools.console_commands import consume_records, produce_lines
 
 __all__ = ["ADMIN_COMMANDS", "add_admin_parsers", "run_admin"]
 
-ADMIN_COMMANDS = frozenset({"topics", "groups", "quotas", "acls", "features", "produce", "consume"})
+ADMIN_COMMANDS = frozenset(
+    {"topics", "groups", "quotas", "acls", "features", "metadata-quorum", "produce", "consume"}
+)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -198,6 +211,7 @@ def add_admin_parsers(sub: Any) -> None:
     _add_quota_parsers(sub)
     add_acl_parsers(sub, _bootstrap_option)
     add_feature_parsers(sub, _bootstrap_option)
+    add_metadata_quorum_parsers(sub, _bootstrap_option)
 
     prod = sub.add_parser(
         "produce", help="send the lines of stdin as records (kafka-console-producer)"
@@ -298,6 +312,9 @@ def run_admin(
         "features describe": features_describe,
         "features upgrade": features_upgrade,
         "features downgrade": features_downgrade,
+        "metadata-quorum describe": metadata_quorum_describe,
+        "metadata-quorum add-controller": metadata_quorum_add_controller,
+        "metadata-quorum remove-controller": metadata_quorum_remove_controller,
         "produce": produce_lines,
         "consume": consume_records,
     }
@@ -305,7 +322,7 @@ def run_admin(
     try:
         _resolve_topic(args)
         return runner(lambda: command(args))
-    except (UsageError, AclUsageError, FeatureUsageError) as exc:
+    except (UsageError, AclUsageError, FeatureUsageError, QuorumUsageError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except AdminError as exc:

@@ -37,6 +37,7 @@ CONSUMER_GROUP_DESCRIBE = 69
 DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 UPDATE_FEATURES = 57
+DESCRIBE_QUORUM, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 55, 80, 81
 
 #: The newest version of each API this code builds, and the oldest whose shape it builds.
 PREFERRED = {
@@ -65,6 +66,9 @@ PREFERRED = {
     CREATE_ACLS: 3,
     DELETE_ACLS: 3,
     UPDATE_FEATURES: 1,  # v1: upgrade types and ValidateOnly, a result per feature
+    DESCRIBE_QUORUM: 2,  # v2: directory ids and the voters' endpoints (KIP-853)
+    ADD_RAFT_VOTER: 1,
+    REMOVE_RAFT_VOTER: 0,
 }
 FLOOR = {
     PRODUCE: 3,
@@ -92,6 +96,9 @@ FLOOR = {
     CREATE_ACLS: 1,
     DELETE_ACLS: 1,
     UPDATE_FEATURES: 0,
+    DESCRIBE_QUORUM: 0,
+    ADD_RAFT_VOTER: 0,
+    REMOVE_RAFT_VOTER: 0,
 }
 
 EARLIEST, LATEST = -2, -1
