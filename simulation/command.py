@@ -29,8 +29,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from simulation.nemesis import parse_faults
-
 DEFAULT_FAULTS = "restart=2,partition=2,pause=2,delay=1,lagging-failover=1"
 _CHILD = "MINIKAFKA_SIMULATE_CHILD"
 _ADDR_NO_RANDOMIZE = 0x0040000  # <sys/personality.h>
@@ -164,7 +162,11 @@ def _seed_range(args: argparse.Namespace) -> list[int]:
 
 
 def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    """Check the arguments, then run (in a child with PYTHONHASHSEED=0 unless already)."""
+    """Check the arguments, then run (in a child with PYTHONHASHSEED=0 unless already).
+
+    The broker is imported only here: ``minikafka``'s other commands build this parser
+    without paying for it."""
+    from simulation.nemesis import parse_faults
     from simulation.planted import PLANTED
 
     if args.list_planted:
