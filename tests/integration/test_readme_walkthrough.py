@@ -127,6 +127,8 @@ def skip_reason(line: str) -> str | None:
         return "needs a Docker daemon (test_compose.py checks the file)"
     if not SPARK and re.search(r"minikafka (replay|report|compare|simulate --capture)\b", line):
         return "Spark takes a minute (MINIKAFKA_WALKTHROUGH_SPARK=1 runs it)"
+    if re.search(r"minikafka simulate\b.*--master", line):
+        return "a campaign of many seeds (test_simulate_campaign runs a small one)"
     return None
 
 
