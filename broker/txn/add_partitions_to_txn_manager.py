@@ -32,7 +32,6 @@ is not done (see ``producer_state.py``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,8 +41,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import BrokerEndpoint, ClusterMetadata
-from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.security.sasl_client import InterBrokerClient
+from broker.txn.inter_broker_send_thread import InterBrokerSendThread
 from protocol.builders import request_builder
 
 log = logging.getLogger("broker.txn")
@@ -239,46 +238,19 @@ def add_partitions_request(batch: list[_TxnData]) -> Any:
     return b.AddPartitionsToTxnRequest(transactions=tuple(transactions))
 
 
-class _SendThread:
+class _SendThread(InterBrokerSendThread):
     """One coordinator broker's connection and the task that sends to it, one request
     at a time (Kafka's ``inflightNodes``)."""
 
     def __init__(self, manager: AddPartitionsToTxnManager, broker_id: int) -> None:
         self._manager = manager
-        self.broker_id = broker_id
-        self._wake = asyncio.Event()
-        self._endpoint: LeaderEndpoint | None = None
-        self._task = asyncio.get_running_loop().create_task(
-            self._run(), name=f"AddPartitionsToTxnSenderThread-{manager.broker_id}-{broker_id}"
+        super().__init__(
+            broker_id,
+            manager.metadata,
+            manager.security,
+            f"add-partitions-to-txn-{manager.broker_id}",
+            f"AddPartitionsToTxnSenderThread-{manager.broker_id}-{broker_id}",
         )
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    async def stop(self) -> None:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._close()
-
-    def _close(self) -> None:
-        if self._endpoint is not None:
-            self._endpoint.close()
-            self._endpoint = None
-
-    def _connection(self) -> LeaderEndpoint:
-        if self._endpoint is None:
-            manager = self._manager
-            endpoint = manager.metadata.brokers.get(self.broker_id)
-            if endpoint is None:
-                raise ConnectionError(f"broker {self.broker_id} is not registered")
-            security = manager.security
-            listener = security.listener_name if security is not None else "PLAINTEXT"
-            host, port = endpoint.address(listener)
-            self._endpoint = LeaderEndpoint(
-                host, port, f"add-partitions-to-txn-{manager.broker_id}", security
-            )
-        return self._endpoint
 
     async def _run(self) -> None:
         manager = self._manager

@@ -17,13 +17,12 @@ Markers to this broker's own partitions go over TCP to itself, as in Kafka.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
 from broker.cluster.cluster_metadata import ClusterMetadata
-from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.security.sasl_client import InterBrokerClient
+from broker.txn.inter_broker_send_thread import InterBrokerSendThread
 from broker.txn.transaction_marker_channel_manager import (
     MarkerErrors,
     TransactionMarkerChannelManager,
@@ -71,44 +70,18 @@ def marker_errors(response: Any) -> MarkerErrors:
     return out
 
 
-class MarkerSendThread:
+class MarkerSendThread(InterBrokerSendThread):
     """The connection and task for one destination broker."""
 
     def __init__(self, sender: InterBrokerMarkerSender, broker_id: int) -> None:
         self._sender = sender
-        self.broker_id = broker_id
-        self._wake = asyncio.Event()
-        self._endpoint: LeaderEndpoint | None = None
-        self._task = asyncio.get_running_loop().create_task(
-            self._run(), name=f"TxnMarkerSenderThread-{sender.source_id}-{broker_id}"
+        super().__init__(
+            broker_id,
+            sender.metadata,
+            sender.security,
+            f"txn-marker-channel-{sender.source_id}",
+            f"TxnMarkerSenderThread-{sender.source_id}-{broker_id}",
         )
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    async def stop(self) -> None:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._close()
-
-    def _close(self) -> None:
-        if self._endpoint is not None:
-            self._endpoint.close()
-            self._endpoint = None
-
-    def _connection(self) -> LeaderEndpoint:
-        if self._endpoint is None:
-            endpoint = self._sender.metadata.brokers.get(self.broker_id)
-            if endpoint is None:
-                raise ConnectionError(f"broker {self.broker_id} is not registered")
-            security = self._sender.security
-            listener = security.listener_name if security is not None else "PLAINTEXT"
-            host, port = endpoint.address(listener)
-            self._endpoint = LeaderEndpoint(
-                host, port, f"txn-marker-channel-{self._sender.source_id}", security
-            )
-        return self._endpoint
 
     async def _run(self) -> None:
         manager = self._sender.manager
