@@ -270,7 +270,7 @@ async def test_remote_fetches_park_in_remote_fetch_and_expire_while_the_store_is
         assert tiered is not None
         remote_fetch = app.brokers[0].purgatories["RemoteFetch"]
         # minikafka fault remote-down, through the control endpoint
-        control = ControlClient(str(app.control_url))
+        control = ControlClient(str(app.control_url), token=app.control_token)
         assert (await asyncio.to_thread(control.remote, down=True))["down"] is True
         consumer = AIOKafkaConsumer(bootstrap_servers=app.bootstrap, enable_auto_commit=False)
         await consumer.start()
