@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from broker.security.authorizer.acl_store import AclStore
     from broker.server.broker_server import Broker
 
-__all__ = ["ClusterControl", "overall_status"]
+__all__ = ["ClusterControl", "overall_status", "partitions_led"]
 
 
 class ClusterControl(Protocol):
@@ -77,6 +77,15 @@ class ClusterControl(Protocol):
     def remote_tier_metadata(self) -> RemoteLogMetadataManager | None:
         """What the remote tier holds; None without tiered storage."""
         ...
+
+
+def partitions_led(cluster: ClusterMetadata) -> dict[int, int]:
+    """Broker id -> how many partitions it leads (``/status`` and the console's overview)."""
+    leads: dict[int, int] = {}
+    for topic in cluster.topics.values():
+        for state in topic.partitions:
+            leads[state.leader] = leads.get(state.leader, 0) + 1
+    return leads
 
 
 def overall_status(app: ClusterControl) -> tuple[str, list[str]]:

@@ -49,7 +49,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from broker.control.cluster_control import ClusterControl, overall_status
+from broker.control.cluster_control import ClusterControl, overall_status, partitions_led
 from broker.control.console.pages import ConsolePages
 from broker.control.faults import MAX_LATENCY_MS, FaultError
 from broker.control.guard import RequestGuard
@@ -264,10 +264,7 @@ class ControlServer:
         app, cluster = self._app, self._app.cluster
         overall, problems = overall_status(self._app)
         replication = app.replication_faults()
-        leads: dict[int, int] = {}
-        for topic in cluster.topics.values():
-            for state in topic.partitions:
-                leads[state.leader] = leads.get(state.leader, 0) + 1
+        leads = partitions_led(cluster)
         brokers = []
         for endpoint in sorted(cluster.brokers.values(), key=lambda e: e.broker_id):
             b = endpoint.broker_id

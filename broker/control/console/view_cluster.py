@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller import NO_LEADER
-from broker.control.cluster_control import ClusterControl, overall_status
+from broker.control.cluster_control import ClusterControl, overall_status, partitions_led
 from broker.handlers.broker_configs import layers_for
 from broker.handlers.topic_configs import topic_config_entries
 
@@ -45,10 +45,7 @@ def overview(app: ClusterControl) -> dict[str, Any]:
     cluster = app.cluster
     status, problems = overall_status(app)
     replication = app.replication_faults()
-    leads: dict[int, int] = {}
-    for topic in cluster.topics.values():
-        for state in topic.partitions:
-            leads[state.leader] = leads.get(state.leader, 0) + 1
+    leads = partitions_led(cluster)
     brokers = []
     for endpoint in sorted(cluster.brokers.values(), key=lambda e: e.broker_id):
         b = endpoint.broker_id
