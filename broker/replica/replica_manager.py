@@ -141,6 +141,7 @@ class ReplicaManager:
         # Tiered storage (broker/remote/): None unless remote.log.storage.system.enable.
         self.remote_log_manager = remote_log_manager
         self.remote_fetch_purgatory = purgatories.remote_fetch
+        self.remote_list_offsets_purgatory = purgatories.remote_list_offsets
         self._existing_logs: dict[TopicPartition, PartitionLog] = {}
         # Epoch milliseconds for LogAppendTime: the broker's ``Clock`` is the loop's
         # monotonic one, right for deadlines but not a date (Kafka: ``time.milliseconds()``).
@@ -291,14 +292,16 @@ class ReplicaManager:
         return self.partitions.get(tp)
 
     def complete_delayed_requests(self, tp: TopicPartition) -> None:
-        """A state change of ``tp``: wake every parked fetch, produce and DeleteRecords
-        watching it."""
+        """A state change of ``tp``: wake every parked operation watching it (fetch,
+        produce, DeleteRecords, share fetch, remote fetch and remote ListOffsets)."""
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
         self.delete_records_purgatory.check_and_complete(tp)
         if self.share_fetch_purgatory is not None:
             self.share_fetch_purgatory.check_and_complete(tp)
         self.remote_fetch_purgatory.check_and_complete(tp)
+        # DelayedRemoteListOffsets' cases a and b (leadership moved, partition gone).
+        self.remote_list_offsets_purgatory.check_and_complete(tp)
 
     # -- produce -----------------------------------------------------------------------
 

@@ -367,6 +367,22 @@ async def test_a_timestamp_in_the_remote_tier_waits_in_remote_list_offsets() -> 
         assert node.rlm.offset_for_timestamp(partition, START_MS + 10_000, 100) is None
 
 
+async def test_a_leadership_change_completes_a_parked_remote_timestamp_search() -> None:
+    async with tiered_node() as node:
+        await tiered_until_trimmed(node)
+        node.tiered.model.set_down(True)  # the search would wait for its timeout
+        partition = node.partition
+        status = node.rlm.offset_for_timestamp(partition, START_MS, partition.high_watermark)
+        assert status is not None
+        answers: list[list[ListOffsetsPartitionStatus]] = []
+        parked = Parked()
+        node.rlm.park_list_offsets([status], 0, answers.append, parked)
+        assert answers == []
+        node.metadata.change_partition(TOPIC, 0, leader=1)
+        assert len(answers) == 1  # Case a, without waiting for the timeout
+        assert parked.outcomes == [PurgatoryOutcome.COMPLETED]
+
+
 async def test_a_remote_timestamp_search_times_out_with_request_timed_out() -> None:
     async with tiered_node() as node:
         await tiered_until_trimmed(node)
