@@ -2,27 +2,23 @@
 WriteShareGroupState (85) requests to the share coordinator's broker, as Kafka's
 ``PersisterStateManager`` sends them (see ``persister.py`` for the calls and retries).
 
-One ``_Channel`` per destination broker: a ``LeaderEndpoint`` connection on the
-inter-broker listener (TLS/SASL with an ``InterBrokerClient``) and a task that sends the
-queued requests one at a time, in order. A connection that fails is closed and its
-request answered COORDINATOR_NOT_AVAILABLE, which the manager retries after its backoff;
-the next request opens a new connection.
+The requests go through ``BrokerChannels`` (``broker_channels.py``: one connection and
+sender task per destination broker, requests in order). A request whose connection
+fails is answered COORDINATOR_NOT_AVAILABLE, which the manager retries after its
+backoff; the next request opens a new connection.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import ClusterMetadata
-from broker.replica.leader_endpoint import LeaderEndpoint
 from broker.security.sasl_client import InterBrokerClient
+from broker.share.broker_channels import BrokerChannels
 from broker.share.persister import PersisterStateManager, ReadDone, WriteDone
 from broker.share_coordinator.share_coordinator import UNINITIALIZED, ShareCoordinator
 from broker.share_coordinator.share_state_records import (
@@ -41,74 +37,6 @@ WRITE, WRITE_VERSION = 85, 1
 INITIALIZE, INITIALIZE_VERSION = 83, 0
 DELETE, DELETE_VERSION = 86, 0
 
-Request = tuple[int, int, Any, Callable[[Any | None], None]]
-
-
-class _Channel:
-    """The connection and sender task for one destination broker."""
-
-    def __init__(self, persister: NetworkStatePersister, broker_id: int) -> None:
-        self._persister = persister
-        self.broker_id = broker_id
-        self._queue: deque[Request] = deque()
-        self._endpoint: LeaderEndpoint | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    def send(
-        self, api_key: int, version: int, body: Any, on_response: Callable[[Any | None], None]
-    ) -> None:
-        self._queue.append((api_key, version, body, on_response))
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._run(), name=f"share-persister-{self._persister.source_id}-{self.broker_id}"
-            )
-
-    async def _run(self) -> None:
-        try:
-            while self._queue:
-                api_key, version, body, on_response = self._queue.popleft()
-                on_response(await self._exchange(api_key, version, body))
-        finally:
-            self._task = None
-
-    async def _exchange(self, api_key: int, version: int, body: Any) -> Any | None:
-        try:
-            return await self._connection().request(api_key, version, body)
-        except asyncio.CancelledError:
-            raise
-        except (OSError, ConnectionError, TimeoutError) as exc:
-            log.debug("Share state request to broker %d failed: %s", self.broker_id, exc)
-        except Exception:
-            log.exception("Share state request to broker %d failed", self.broker_id)
-        self.close()
-        return None
-
-    def _connection(self) -> LeaderEndpoint:
-        if self._endpoint is None:
-            endpoint = self._persister.metadata.brokers.get(self.broker_id)
-            if endpoint is None:
-                raise ConnectionError(f"broker {self.broker_id} is not registered")
-            security = self._persister.security
-            listener = security.listener_name if security is not None else "PLAINTEXT"
-            host, port = endpoint.address(listener)
-            client_id = f"share-persister-{self._persister.source_id}"
-            self._endpoint = LeaderEndpoint(host, port, client_id, security)
-        return self._endpoint
-
-    def close(self) -> None:
-        if self._endpoint is not None:
-            self._endpoint.close()
-            self._endpoint = None
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        self._queue.clear()
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self.close()
-
 
 class NetworkStatePersister(PersisterStateManager):
     """Kafka's persister: the share state APIs to the coordinator's broker over TCP."""
@@ -123,21 +51,11 @@ class NetworkStatePersister(PersisterStateManager):
     ) -> None:
         super().__init__(placement, timer)
         self.source_id = source_id
-        self.metadata = metadata
-        self.security = security
-        self._channels: dict[int, _Channel] = {}
+        self._channels = BrokerChannels(f"share-persister-{source_id}", metadata, security)
 
     async def stop(self) -> None:
         await super().stop()
-        channels, self._channels = self._channels, {}
-        for channel in channels.values():
-            await channel.stop()
-
-    def _channel(self, broker_id: int) -> _Channel:
-        channel = self._channels.get(broker_id)
-        if channel is None:
-            channel = self._channels[broker_id] = _Channel(self, broker_id)
-        return channel
+        await self._channels.stop()
 
     def _read(
         self,
@@ -166,7 +84,7 @@ class NetworkStatePersister(PersisterStateManager):
         def on_response(response: Any | None) -> None:
             answer(*_read_result(response))
 
-        self._channel(broker_id).send(api_key, version, body, on_response)
+        self._channels.send(broker_id, api_key, version, body, on_response)
 
     def _write(
         self,
@@ -204,7 +122,7 @@ class NetworkStatePersister(PersisterStateManager):
                 else ErrorCode.coordinator_not_available
             )
 
-        self._channel(broker_id).send(WRITE, WRITE_VERSION, body, on_response)
+        self._channels.send(broker_id, WRITE, WRITE_VERSION, body, on_response)
 
     def _initialize(
         self,
@@ -222,7 +140,7 @@ class NetworkStatePersister(PersisterStateManager):
             group_id=key.group_id,
             topics=(b.InitializeStateData(topic_id=key.topic_id, partitions=(partition,)),),
         )
-        self._channel(broker_id).send(INITIALIZE, INITIALIZE_VERSION, body, _answer_of(answer))
+        self._channels.send(broker_id, INITIALIZE, INITIALIZE_VERSION, body, _answer_of(answer))
 
     def _delete(self, broker_id: int, key: SharePartitionKey, answer: WriteDone) -> None:
         b = request_builder(DELETE, DELETE_VERSION)
@@ -234,7 +152,7 @@ class NetworkStatePersister(PersisterStateManager):
                 ),
             ),
         )
-        self._channel(broker_id).send(DELETE, DELETE_VERSION, body, _answer_of(answer))
+        self._channels.send(broker_id, DELETE, DELETE_VERSION, body, _answer_of(answer))
 
 
 def _answer_of(answer: WriteDone) -> Callable[[Any | None], None]:
