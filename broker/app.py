@@ -151,6 +151,7 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         add_partitions_to_txn,
         share.coordinator,
         share.persister,
+        share.dead_letters,
         quotas,
         *token_expiry(options.config, stores.delegation_tokens, purgatories),
     )

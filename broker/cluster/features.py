@@ -6,7 +6,8 @@ whole cluster and every broker reports it in ApiVersions (v3+: ``SupportedFeatur
 ``FinalizedFeatures``, ``FinalizedFeaturesEpoch``). What a level turns on follows it:
 ``transaction.version`` 2 is transactions v2 (KIP-890: an epoch bump per transaction,
 partitions added by the Produce itself), ``group.version`` 1 the consumer group protocol
-(KIP-848), ``share.version`` 1 share groups (KIP-932), ``eligible.leader.replicas.version``
+(KIP-848), ``share.version`` 1 share groups (KIP-932) and 2 their dead-letter queue
+(Kafka 4.4, KIP-1191: ``broker/share/dlq/``), ``eligible.leader.replicas.version``
 1 KIP-966's ELR, ``kraft.version`` 1 a quorum whose voters may change (KIP-853).
 
 :class:`FeatureControl` holds the levels, cluster-wide (one per ``MiniKafka``, like the
@@ -35,7 +36,10 @@ finalized (Kafka removes the feature from the finalized set).
 Where we differ from Kafka: a new cluster finalizes ``streams.version`` at 0 (Kafka 4.2:
 1), since streams groups (KIP-1071) are not served yet; ``group.version`` and
 ``share.version`` start at 0 on a cluster whose broker config turns the consumer protocol
-or share groups off (Kafka formats them from ``--feature``); there is no broker
+or share groups off (Kafka formats them from ``--feature``); ``share.version`` 2 is
+Kafka 4.4's (supported, not finalized on a new cluster: Kafka's ``ShareVersion``
+LATEST_PRODUCTION is still 1), and Kafka ties it to ``metadata.version`` 4.4-IV0, a level
+this 4.2 table lacks, so that dependency is not checked; there is no broker
 registration to check a level against other brokers (one process, one table).
 """
 
@@ -99,7 +103,7 @@ FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec(TRANSACTION_VERSION, 0, 2, 2),
     FeatureSpec(GROUP_VERSION, 0, 1, 1),
     FeatureSpec(ELIGIBLE_LEADER_REPLICAS_VERSION, 0, 1, 1, {1: {METADATA_VERSION: 23}}),
-    FeatureSpec(SHARE_VERSION, 0, 1, 1),
+    FeatureSpec(SHARE_VERSION, 0, 2, 1),  # 2: Kafka 4.4's dead-letter queue (KIP-1191)
     FeatureSpec(STREAMS_VERSION, 0, 1, 0),  # Kafka 4.2: 1 (no streams groups here yet)
 )
 SPECS: dict[str, FeatureSpec] = {spec.name: spec for spec in FEATURES}

@@ -249,6 +249,13 @@ class BrokerConfig(BaseModel):
         60000, alias="group.share.max.record.lock.duration.ms"
     )
     group_share_delivery_count_limit: int = Field(5, alias="group.share.delivery.count.limit")
+    # Kafka 4.4, KIP-1191: the share groups' dead-letter queue (broker/share/dlq/)
+    errors_deadletterqueue_auto_create_topics_enable: bool = Field(
+        False, alias="errors.deadletterqueue.auto.create.topics.enable"
+    )
+    errors_deadletterqueue_topic_name_prefix: str = Field(
+        "dlq.", alias="errors.deadletterqueue.topic.name.prefix"
+    )
     # KIP-1240: the bounds of the per-group share.delivery.count.limit and
     # share.partition.max.record.locks GROUP configs
     group_share_min_delivery_count_limit: int = Field(

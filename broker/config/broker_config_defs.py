@@ -130,6 +130,9 @@ KAFKA_BROKER_CONFIGS: dict[str, BrokerConfigDef] = {
         _d("delete.records.purgatory.purge.interval.requests", _T.INT, "1", R),
         _d("delete.topic.enable", _T.BOOLEAN, "true", R),
         _d("early.start.listeners", _T.STRING, None, R),
+        # Kafka 4.4, KIP-1191: the share groups' dead-letter queue (broker/share/dlq/)
+        _d("errors.deadletterqueue.auto.create.topics.enable", _T.BOOLEAN, "false", C),
+        _d("errors.deadletterqueue.topic.name.prefix", _T.STRING, "dlq.", C),
         _d("fetch.max.bytes", _T.INT, "57671680", R),
         _d("fetch.purgatory.purge.interval.requests", _T.INT, "1000", R),
         _d("group.consumer.assignors", _T.LIST, "uniform,range", R),

@@ -86,6 +86,7 @@ TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {
         TopicConfigDef("compression.lz4.level", _T.INT, "9"),
         TopicConfigDef("compression.zstd.level", _T.INT, "3"),
         TopicConfigDef("delete.retention.ms", _T.LONG, "86400000"),
+        TopicConfigDef("errors.deadletterqueue.group.enable", _T.BOOLEAN, "false"),  # 4.4
         TopicConfigDef("file.delete.delay.ms", _T.LONG, "60000"),
         TopicConfigDef("flush.messages", _T.LONG, LONG_MAX),
         TopicConfigDef("flush.ms", _T.LONG, LONG_MAX),

@@ -294,6 +294,7 @@ class MetricsCollector:
         yield from self._purgatory_families(brokers)
         yield from self._remote_families(brokers)
         yield from self._replica_families(brokers)
+        yield from self._share_dlq_families(brokers)
         yield from quota_families((b.broker_id, b.services.quota_managers) for b in brokers)
         yield from replication_quota_families(
             (b.broker_id, b.services.replica_manager.replication_quotas) for b in brokers
@@ -423,6 +424,39 @@ class MetricsCollector:
         if any_remote:
             yield from families.values()
             yield lag
+
+    def _share_dlq_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
+        """Kafka 4.4's ShareGroupMetrics DLQ meters (KIP-1191), per group, as totals;
+        none until a group has dead-lettered something."""
+        labels = ["group", "broker"]
+        families = {
+            "records": CounterMetricFamily(
+                "kafka_server_sharegroupmetrics_deadletterqueuerecordcount",
+                "Kafka DeadLetterQueueRecordCount: records written to the group's DLQ topic.",
+                labels=labels,
+            ),
+            "produce_requests": CounterMetricFamily(
+                "kafka_server_sharegroupmetrics_deadletterqueuetotalproducerequestspersec",
+                "Kafka DeadLetterQueueTotalProduceRequestsPerSec: Produce requests to the DLQ.",
+                labels=labels,
+            ),
+            "failed_produce_requests": CounterMetricFamily(
+                "kafka_server_sharegroupmetrics_deadletterqueuefailedproducerequestspersec",
+                "Kafka DeadLetterQueueFailedProduceRequestsPerSec: DLQ writes that failed.",
+                labels=labels,
+            ),
+        }
+        seen = False
+        for broker in brokers:
+            dead_letters = broker.services.share_partition_manager.dead_letters
+            if dead_letters is None:
+                continue
+            for group, metrics in sorted(dead_letters.metrics.items()):
+                seen = True
+                for attribute, family in families.items():
+                    family.add_metric([group, str(broker.broker_id)], getattr(metrics, attribute))
+        if seen:
+            yield from families.values()
 
     def _replica_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
         labels = ["broker"]

@@ -8,9 +8,10 @@ that never listens — calls on its own), and what ``build_share_groups`` makes:
 on the share lock timer, DelayedShareFetch in the ShareFetch purgatory, the share session
 cache of ``group.share.max.share.sessions``, the persister of their durable state) and
 the ``ShareGroupCoordinator`` (session timeouts on the scheduler timer; a member fenced
-by its session timeout has its share session closed and its records released). A group
-id that is already a consumer group or a classic group with members is refused to
-share-group members.
+by its session timeout has its share session closed and its records released), and the
+share groups' dead-letter queue (``dlq/``, Kafka 4.4's KIP-1191: Produce and CreateTopics
+over ``BrokerChannels``; none on a broker that never listens). A group id that is already
+a consumer group or a classic group with members is refused to share-group members.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from broker.replica.replica_manager import ReplicaManager
 from broker.server.broker_options import BrokerOptions
 from broker.server.cluster_stores import ClusterStores
 from broker.server.purgatories import PurgatorySet
+from broker.share.broker_channels import BrokerChannels
+from broker.share.dlq.dlq_manager import DLQConfig, ShareGroupDLQManager
 from broker.share.network_persister import NetworkStatePersister
 from broker.share.persister import (
     InProcessStatePersister,
@@ -48,6 +51,7 @@ class ShareParts:
     persister: PersisterStateManager
     group_coordinator: ShareGroupCoordinator
     partition_manager: SharePartitionManager
+    dead_letters: ShareGroupDLQManager
 
 
 def build_share(
@@ -68,6 +72,7 @@ def build_share(
         options.load_scheduler(),
     )
     persister: PersisterStateManager
+    channels: BrokerChannels | None = None
     if options.in_process_share_state:
         persister = InProcessStatePersister(
             share_coordinator,
@@ -82,6 +87,21 @@ def build_share(
             purgatories.scheduler_timer,
             stores.inter_broker,
         )
+        channels = BrokerChannels(f"share-dlq-{broker_id}", stores.metadata, stores.inter_broker)
+    config = options.config
+    dead_letters = ShareGroupDLQManager(
+        broker_id,
+        DLQConfig(
+            config.errors_deadletterqueue_auto_create_topics_enable,
+            config.errors_deadletterqueue_topic_name_prefix,
+        ),
+        stores.metadata,
+        stores.features,
+        groups.consumer_group.group_configs,
+        replica_manager,
+        purgatories.scheduler_timer,
+        channels,
+    )
     share_group_coordinator, share_partition_manager = build_share_groups(
         options.config,
         options.clock,
@@ -91,9 +111,10 @@ def build_share(
         groups.group_metadata_manager,
         groups.consumer_group,
         persister,
+        dead_letters,
     )
     return ShareParts(
-        share_coordinator, persister, share_group_coordinator, share_partition_manager
+        share_coordinator, persister, share_group_coordinator, share_partition_manager, dead_letters
     )
 
 
@@ -106,6 +127,7 @@ def build_share_groups(
     group_metadata_manager: GroupMetadataManager,
     consumer_group_coordinator: ConsumerGroupCoordinator,
     persister: StatePersister | None = None,
+    dead_letters: ShareGroupDLQManager | None = None,
 ) -> tuple[ShareGroupCoordinator, SharePartitionManager]:
     share_config = ShareGroupConfig.from_broker_config(config)
     manager = SharePartitionManager(
@@ -124,6 +146,7 @@ def build_share_groups(
         # share.auto.offset.reset, share.isolation.level, ...: GROUP configs, in the
         # cluster's group config store
         group_configs=consumer_group_coordinator.group_configs,
+        dead_letters=dead_letters,
     )
 
     def other_group_exists(group_id: str) -> bool:

@@ -28,6 +28,11 @@ SPSO are done; offsets from the SPEO on were never delivered.
 - A lock that expires (the member neither acknowledged nor renewed in time) makes its
   offsets still ACQUIRED AVAILABLE again; a release does the same. Either way an offset
   whose delivery count reached ``group.share.delivery.count.limit`` is ARCHIVED instead.
+- Kafka 4.4's dead-letter queue (KIP-1191; ``dead_letters``, active when the group has
+  a DLQ at ``share.version`` 2): a REJECTed or exhausted offset is ARCHIVING (durable
+  state 3, not done: it holds the SPSO) and handed, in runs, to the DLQ writer once the
+  state write is made; ``finish_archiving`` makes it ARCHIVED when the write ends,
+  written or not. A state read with ARCHIVING runs writes them again (at least once).
   A lock is cancelled (O(1) on the timing wheel) once no offset of its run is held.
 - The SPSO moves past every leading ACKNOWLEDGED/ARCHIVED offset, and their state is
   dropped: memory is bounded by the window.
@@ -55,66 +60,58 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from enum import IntEnum
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
+from broker.share.dlq.dlq_records import (
+    CLIENT_REJECT,
+    DELIVERY_COUNT_EXCEEDED,
+    dlq_runs,
+    inferred_cause,
+)
+from broker.share.in_flight_state import (
+    ABORTED,
+    CONTROL,
+    DATA,
+    AcknowledgementBatch,
+    AcknowledgeType,
+    AcquiredRecords,
+    RecordState,
+    SharePartitionConfig,
+)
 from broker.share_coordinator.share_state_records import PersisterStateBatch
 from purgatory import SystemTimer, TimerTask
+
+__all__ = [  # the state's values, from in_flight_state, as their users always named them
+    "ABORTED",
+    "CONTROL",
+    "DATA",
+    "AcknowledgeType",
+    "AcknowledgementBatch",
+    "AcquiredRecords",
+    "DeadLetters",
+    "RecordState",
+    "SharePartition",
+    "SharePartitionConfig",
+]
 
 log = logging.getLogger("broker.share")
 
 
-class RecordState(IntEnum):
-    """Kafka's RecordState, with its ids."""
+class DeadLetters(Protocol):
+    """Where a share partition sends what it dead-letters (KIP-1191): its manager, which
+    hands the runs to the broker's ``ShareGroupDLQManager`` and calls
+    ``finish_archiving`` once each run's write has ended."""
 
-    AVAILABLE = 0
-    ACQUIRED = 1
-    ACKNOWLEDGED = 2
-    ARCHIVED = 4
+    def enabled(self, group_id: str) -> bool:
+        """``share.version`` >= 2 and the group names a DLQ topic (Kafka's
+        ``isDLQEnabledForGroup``), read afresh at each archive."""
+        ...
 
-
-# The kinds of fetched batch ``SharePartition.acquire`` is handed.
-DATA = 0
-CONTROL = 1  # a transaction marker
-ABORTED = 2  # an aborted transaction's records, read by a read_committed share group
-
-
-class AcknowledgeType(IntEnum):
-    """The acknowledge types of ShareFetch/ShareAcknowledge (0 GAP; 4 RENEW from v2)."""
-
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-    RENEW = 4
-
-
-@dataclass(frozen=True, slots=True)
-class AcquiredRecords:
-    """Kafka's AcquiredRecords: a run of offsets acquired with one delivery count."""
-
-    first_offset: int
-    last_offset: int
-    delivery_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class AcknowledgementBatch:
-    """One acknowledgement batch of a request: an offset range and its type(s) — one
-    type for the whole range, or one per offset."""
-
-    first_offset: int
-    last_offset: int
-    acknowledge_types: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SharePartitionConfig:
-    record_lock_duration_ms: int = 30000  # group.share.record.lock.duration.ms
-    delivery_count_limit: int = 5  # group.share.delivery.count.limit
-    max_record_locks: int = 2000  # group.share.partition.max.record.locks
+    def enqueue(
+        self, partition: SharePartition, first: int, last: int, delivery_count: int, cause: str
+    ) -> None: ...
 
 
 class _InFlightRecord:
@@ -174,6 +171,7 @@ class SharePartition:
         *,
         initialized: bool = True,
         on_write: Callable[[int, tuple[PersisterStateBatch, ...]], None] | None = None,
+        dead_letters: DeadLetters | None = None,
     ) -> None:
         self.group_id = group_id
         self.topic = topic
@@ -197,6 +195,10 @@ class SharePartition:
         self._on_write = on_write
         self.writes = 0  # state writes handed to on_write
         self.state_epoch = 0  # the persisted state's
+        self._dead_letters = dead_letters
+        # (offset, delivery count, cause) made ARCHIVING by the operation under way: handed
+        # to ``dead_letters`` in runs once its state write is made (_send_dead_letters)
+        self._dead_lettering: list[tuple[int, int, str]] = []
 
     # -- durable state ----------------------------------------------------------------
 
@@ -217,9 +219,12 @@ class SharePartition:
                     end += 1
                 record = in_flight[offset] = _InFlightRecord()
                 state = batch.delivery_state
-                if state == RecordState.ACKNOWLEDGED or state == RecordState.ARCHIVED:
+                if state in _LOADED_STATES:
                     record.state = RecordState(state)
                 record.delivery_count = batch.delivery_count
+                if state == RecordState.ARCHIVING:  # a DLQ write the last leader began
+                    count, limit = record.delivery_count, self.config.delivery_count_limit
+                    self._dead_lettering.append((offset, count, inferred_cause(count, limit)))
                 end = offset + 1
         self.state_epoch = state_epoch
         self.start_offset = start_offset
@@ -228,6 +233,7 @@ class SharePartition:
         self._available = sum(r.state is RecordState.AVAILABLE for r in in_flight.values())
         self.initialized = True
         self._maybe_update_start_offset()
+        self._send_dead_letters()
 
     def _write(self, changed: list[int], old_start: int) -> None:
         """Hand the changed offsets' new state (and the start offset) to ``on_write``."""
@@ -508,7 +514,10 @@ class SharePartition:
             types = batch.acknowledge_types
             single = len(types) == 1
             if single and types[0] in _DONE_TYPES:  # one ACCEPT/REJECT/GAP for the range
-                self._complete(batch.first_offset, batch.last_offset, _DONE_TYPES[types[0]])
+                state = _DONE_TYPES[types[0]]
+                if types[0] == AcknowledgeType.REJECT and self._dead_lettering_on():
+                    state = RecordState.ARCHIVING
+                self._complete(batch.first_offset, batch.last_offset, state)
                 if changed is not None:
                     changed.extend(range(batch.first_offset, batch.last_offset + 1))
                 continue
@@ -527,14 +536,17 @@ class SharePartition:
                 if kind == AcknowledgeType.ACCEPT:
                     record.state = RecordState.ACKNOWLEDGED
                 elif kind == AcknowledgeType.RELEASE:
-                    released = self._release(record) or released
-                else:  # REJECT, GAP
+                    released = self._release(record, offset) or released
+                elif kind == AcknowledgeType.REJECT:
+                    self._archive(record, offset, CLIENT_REJECT)
+                else:  # GAP: no record there, nothing to dead-letter
                     record.state = RecordState.ARCHIVED
         if renewed:
             self._renew(member_id, renewed)
         self._maybe_update_start_offset()
         if changed is not None:
             self._write(changed, start)
+        self._send_dead_letters()
         # a release makes records available; a start offset that moved may open the
         # record-lock window to new records: both can complete a parked share fetch
         if released or (self.start_offset != start and self._window_was_full(start)):
@@ -542,7 +554,8 @@ class SharePartition:
         return ErrorCode.none, None
 
     def _complete(self, first: int, last: int, state: RecordState) -> None:
-        """ACQUIRED (checked) -> ``state`` for a range: the hot path of acknowledgements."""
+        """ACQUIRED (checked) -> ``state`` for a range: the hot path of acknowledgements
+        (ARCHIVING: a REJECT that is dead-lettered)."""
         in_flight = self._in_flight
         for offset in range(first, last + 1):
             record = in_flight[offset]
@@ -555,6 +568,11 @@ class SharePartition:
                     lock.cancel()
             record.member_id = None
             record.state = state
+        if state is RecordState.ARCHIVING:
+            self._dead_lettering.extend(
+                (offset, in_flight[offset].delivery_count, CLIENT_REJECT)
+                for offset in range(first, last + 1)
+            )
 
     def _window_was_full(self, start: int) -> bool:
         return self.end_offset - start >= self.config.max_record_locks
@@ -617,12 +635,13 @@ class SharePartition:
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 self._unlock(record)
                 record.member_id = None
-                self._release(record)
+                self._release(record, offset)
                 released.append(offset)
         count = len(released)
         if count:
             self._maybe_update_start_offset()
             self._write(released, start)
+            self._send_dead_letters()
             self._on_available()
         return count
 
@@ -637,7 +656,7 @@ class SharePartition:
             record.lock = None
             self.acquired_count -= 1
             record.member_id = None
-            self._release(record)
+            self._release(record, offset)
             changed.append(offset)
         released = len(changed)
         log.debug(
@@ -653,17 +672,62 @@ class SharePartition:
         if released:
             self._maybe_update_start_offset()
             self._write(changed, start)
+            self._send_dead_letters()
             self._on_available()
 
-    def _release(self, record: _InFlightRecord) -> bool:
-        """ACQUIRED -> AVAILABLE, or ARCHIVED at the delivery count limit. True when the
+    def _release(self, record: _InFlightRecord, offset: int) -> bool:
+        """ACQUIRED -> AVAILABLE, or archived at the delivery count limit. True when the
         record is available again."""
         if record.delivery_count >= self.config.delivery_count_limit:
-            record.state = RecordState.ARCHIVED
+            self._archive(record, offset, DELIVERY_COUNT_EXCEEDED)
             return False
         record.state = RecordState.AVAILABLE
         self._available += 1
         return True
+
+    # -- the dead-letter queue (KIP-1191) ---------------------------------------------
+
+    def _dead_lettering_on(self) -> bool:
+        dead_letters = self._dead_letters
+        return dead_letters is not None and dead_letters.enabled(self.group_id)
+
+    def _archive(self, record: _InFlightRecord, offset: int, cause: str) -> None:
+        """A REJECTed or exhausted record: ARCHIVING until its DLQ write ends when the
+        group has a DLQ, else ARCHIVED at once."""
+        if self._dead_lettering_on():
+            record.state = RecordState.ARCHIVING
+            self._dead_lettering.append((offset, record.delivery_count, cause))
+        else:
+            record.state = RecordState.ARCHIVED
+
+    def _send_dead_letters(self) -> None:
+        """Hand the operation's ARCHIVING offsets to ``dead_letters``, in runs of
+        consecutive offsets with one delivery count and cause (after the state write
+        that makes them ARCHIVING was handed on: a leader that takes over before the
+        DLQ write ends finds them ARCHIVING and writes them again)."""
+        pending, dead_letters = self._dead_lettering, self._dead_letters
+        if pending and dead_letters is not None:
+            self._dead_lettering = []
+            for first, last, count, cause in dlq_runs(pending):
+                dead_letters.enqueue(self, first, last, count, cause)
+
+    def finish_archiving(self, first: int, last: int) -> None:
+        """The DLQ write of ``first``-``last`` ended (written or given up: a record that
+        cannot be dead-lettered must not hold the SPSO for ever, as Kafka's
+        ``initiateDLQAndArchive``): its ARCHIVING offsets are ARCHIVED."""
+        start = self.start_offset
+        changed: list[int] = []
+        for offset in range(max(first, start), last + 1):
+            record = self._in_flight.get(offset)
+            if record is not None and record.state is RecordState.ARCHIVING:
+                record.state = RecordState.ARCHIVED
+                changed.append(offset)
+        if not changed:
+            return
+        self._maybe_update_start_offset()
+        self._write(changed, start)
+        if self.start_offset != start and self._window_was_full(start):
+            self._on_available()
 
     def _unlock(self, record: _InFlightRecord) -> None:
         lock = record.lock
@@ -683,8 +747,9 @@ class SharePartition:
         while start < end:
             record = in_flight.get(start)
             if record is not None:
-                if record.state is RecordState.AVAILABLE or record.state is RecordState.ACQUIRED:
-                    break
+                state = record.state
+                if state is not RecordState.ACKNOWLEDGED and state is not RecordState.ARCHIVED:
+                    break  # AVAILABLE, ACQUIRED, or ARCHIVING: its DLQ write is not done
                 del in_flight[start]
             start += 1
         self.start_offset = start
@@ -710,6 +775,8 @@ class SharePartition:
         for record in self._in_flight.values():
             self._unlock(record)
 
+
+_LOADED_STATES = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVING, RecordState.ARCHIVED)
 
 _DONE_TYPES: dict[int, RecordState] = {
     AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,

@@ -75,6 +75,8 @@ from broker.share.delayed_share_fetch import (
     TopicPartition,
     group_key,
 )
+from broker.share.dlq.dlq_manager import ShareGroupDLQManager
+from broker.share.dlq.dlq_records import DLQRecordParameter
 from broker.share.persister import StatePersister
 from broker.share.share_partition import (
     ABORTED,
@@ -150,6 +152,7 @@ class SharePartitionManager:
         session_cache: ShareSessionCache,
         persister: StatePersister | None = None,
         group_configs: ShareGroupSettings | None = None,
+        dead_letters: ShareGroupDLQManager | None = None,
     ) -> None:
         self.config = config  # the broker's: a group without GROUP configs uses it
         self._clock = clock
@@ -162,6 +165,7 @@ class SharePartitionManager:
         self._persister = persister
         self.persister = persister  # DescribeShareGroupOffsets reads through it too
         self._group_configs = group_configs
+        self.dead_letters = dead_letters
         metadata.subscribe(self.topic_changed)
         # group -> (the overrides it was made from, its share partitions' config)
         self._configs: dict[str, tuple[object, SharePartitionConfig]] = {}
@@ -271,6 +275,7 @@ class SharePartitionManager:
             on_available=lambda: self._wake(wake_key),
             initialized=on_write is None,
             on_write=on_write,
+            dead_letters=self._dead_letter_port(key, topic),
         )
         self.partitions[key] = sp
         self._leader_epochs[key] = leader_epoch
@@ -286,6 +291,18 @@ class SharePartitionManager:
         persister.read_state(state_key, leader_epoch, on_read)
         reading[0] = False
         return sp
+
+    def _dead_letter_port(self, key: ShareKey, topic: TopicInfo | None) -> _DeadLetterPort | None:
+        if self.dead_letters is None or topic is None:
+            return None
+        return _DeadLetterPort(self, self.dead_letters, key, topic.topic_id)
+
+    def finish_archiving(self, key: ShareKey, sp: SharePartition, first: int, last: int) -> None:
+        """A DLQ write ended: its run is archived, if ``sp`` is still the share partition
+        of ``key`` (one dropped meanwhile left its run ARCHIVING in the durable state,
+        for the next leader to write again)."""
+        if self.partitions.get(key) is sp:
+            sp.finish_archiving(first, last)
 
     def _initialize(
         self,
@@ -566,6 +583,38 @@ class SharePartitionManager:
             result.records = bytes(read.records[:cut])
             result.acquired = acquired
         return result
+
+
+class _DeadLetterPort:
+    """A share partition's ``DeadLetters``: the broker's DLQ manager, with the partition's
+    key and topic id, and its manager's ``finish_archiving`` when a write ends."""
+
+    __slots__ = ("_dlq", "_key", "_manager", "_topic_id")
+
+    def __init__(
+        self,
+        manager: SharePartitionManager,
+        dlq: ShareGroupDLQManager,
+        key: ShareKey,
+        topic_id: uuid.UUID,
+    ) -> None:
+        self._manager = manager
+        self._dlq = dlq
+        self._key = key
+        self._topic_id = topic_id
+
+    def enabled(self, group_id: str) -> bool:
+        return self._dlq.enabled(group_id)
+
+    def enqueue(
+        self, partition: SharePartition, first: int, last: int, delivery_count: int, cause: str
+    ) -> None:
+        group_id, topic, index = self._key
+        param = DLQRecordParameter(
+            group_id, topic, self._topic_id, index, first, last, delivery_count, cause
+        )
+        manager, key = self._manager, self._key
+        self._dlq.enqueue(param, lambda: manager.finish_archiving(key, partition, first, last))
 
 
 def _fetched_batches(

@@ -410,10 +410,11 @@ class ShareCoordinator:
 
 def _valid_batch(batch: PersisterStateBatch) -> bool:
     """A batch a share partition could have written: offsets in order, a delivery state
-    that is durable (AVAILABLE, ACKNOWLEDGED, ARCHIVED), a count that is not negative."""
+    that is durable (AVAILABLE, ACKNOWLEDGED, ARCHIVING — Kafka 4.4's dead-letter queue
+    write in progress — or ARCHIVED), a count that is not negative."""
     return (
         0 <= batch.first_offset <= batch.last_offset
-        and batch.delivery_state in (0, 2, 4)
+        and batch.delivery_state in (0, 2, 3, 4)
         and batch.delivery_count >= 0
     )
 

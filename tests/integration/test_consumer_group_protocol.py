@@ -323,7 +323,7 @@ async def test_api_versions_features_and_describe_errors() -> None:
         keys = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
         assert keys[68] == (0, 1) and keys[69] == (0, 1)
         supported = {f.name: (f.min_version, f.max_version) for f in versions.supported_features}
-        assert supported["group.version"] == (0, 1) and supported["share.version"] == (0, 1)
+        assert supported["group.version"] == (0, 1) and supported["share.version"] == (0, 2)
         finalized = {f.name: f.max_version_level for f in versions.finalized_features}
         assert finalized["group.version"] == 1 and finalized["share.version"] == 1
         empty = await raw.request(

@@ -173,7 +173,7 @@ def test_api_versions_v4_reports_every_supported_feature_and_the_finalized_level
         ("transaction.version", 0, 2),
         ("group.version", 0, 1),
         ("eligible.leader.replicas.version", 0, 1),
-        ("share.version", 0, 1),
+        ("share.version", 0, 2),
         ("streams.version", 0, 1),
     ]
     finalized = {f.name: f.max_version_level for f in answer.finalized_features}
