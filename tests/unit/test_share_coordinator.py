@@ -214,3 +214,18 @@ def test_absurd_state_batches_are_an_invalid_request() -> None:
     for bad in (B(5, 4, AVAILABLE, 1), B(-1, 4, AVAILABLE, 1), B(0, 4, 1, 1), B(0, 4, 0, -1)):
         assert _write(coordinator, key, 0, bad) == [E.invalid_request]
     assert coordinator.read_state(key, 0)[2].start_offset == -1  # nothing written
+
+
+def test_an_archiving_run_is_durable_and_loaded_by_a_new_leader() -> None:
+    """Kafka 4.4's ARCHIVING (3, a dead-letter write under way) is a durable state: a
+    leader that takes over reads it and writes the DLQ record again."""
+    metadata, state_log, coordinator, loads = _cluster()
+    loads.run_all()
+    key = _key(metadata, coordinator, 0)
+    assert _write(coordinator, key, 0, B(0, 1, 3, 2), B(2, 4, ACKED, 1)) == [E.none]
+    other = ShareCoordinator(1, coordinator.config, metadata, state_log, loads)
+    other.startup()
+    metadata.change_partition(SHARE_GROUP_STATE_TOPIC, 0, leader=1)
+    loads.run_all()
+    state = other.read_state(key, 0)[2]
+    assert state.state_batches[0] == B(0, 1, 3, 2)
