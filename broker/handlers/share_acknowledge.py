@@ -7,7 +7,9 @@ Each partition's batches are applied all or nothing by its share partition: ACCE
 RELEASE, REJECT (and GAP), RENEW from v2; offsets not acquired by the member are
 INVALID_RECORD_STATE, malformed batches INVALID_REQUEST, and nothing changes. The answer
 waits until the share state the acknowledgements changed is written to the share
-coordinator (as Kafka's; a write that fails is the partition's error).
+coordinator (as Kafka's; a write that fails is the partition's error). At
+``share.version`` 2 a REJECTed record of a group with a dead-letter queue (KIP-1191) is
+ARCHIVING until it is written there; the answer does not wait for that write.
 
 Differences from Kafka: those of ``SharePartitionManager``; NodeEndpoints are not filled in.
 
