@@ -266,3 +266,15 @@ def test_a_large_run_is_split_into_batches_of_max_message_bytes() -> None:
         answer(_produce_response(1))
     assert sum(sizes) == 10 and len(sizes) > 1
     assert manager.metrics["g"].records == 10
+
+
+def test_a_retry_validates_again_and_ends_when_the_topic_is_gone() -> None:
+    manager, metadata, channels, clock, timer = _manager()
+    _dlq_topic(metadata)
+    done: list[int] = []
+    manager.enqueue(_param(), lambda: done.append(1))
+    channels.sent[0][3](_produce_response(1, ErrorCode.not_leader_or_follower))
+    metadata.delete_topic(DLQ)
+    clock.advance(1000)
+    timer.advance_clock()
+    assert len(channels.sent) == 1 and done == [1] and manager.in_flight == 0

@@ -219,18 +219,18 @@ class ShareGroupDLQManager:
 
     def enqueue(self, param: DLQRecordParameter, on_done: OnDone) -> None:
         """Write ``param``'s offsets to the group's DLQ topic; ``on_done`` when it ends."""
-        error = self.validate(param.group_id)
-        if error is None and self._channels is None:
-            error = "this broker has no inter-broker channel to write the DLQ with"
-        if error is not None:
-            log.error("Unable to write %s to the DLQ: %s", _describe(param), error)
-            on_done()
-            return
         self.in_flight += 1
         self._next(_Write(param, on_done))
 
     def _next(self, write: _Write) -> None:
-        """The write's next step: create the topic, build its batches, or produce."""
+        """The write's next step, its configs validated again (they are dynamic, as
+        Kafka re-validates a retry): create the topic, build its batches, or produce."""
+        error = self.validate(write.param.group_id)
+        if error is None and self._channels is None:
+            error = "this broker has no inter-broker channel to write the DLQ with"
+        if error is not None:
+            self._end(write, error)
+            return
         topic, _copy = self._group_settings.deadletterqueue_topic(write.param.group_id)
         if topic not in self._metadata.topics:
             self._create_topic(write, topic)
