@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from broker import buggify
+from broker.buggify import PURGATORY_COMPLETION_DELAYED
 from broker.replica.partition import AppendResult, TopicPartition
 from broker.replica.ports import OnlinePartitions
 from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
@@ -79,7 +81,8 @@ class DelayedProduce(DelayedOperation):
             self.parked_request.purgatory_done(
                 PurgatoryOutcome.EXPIRED if self.is_expired else PurgatoryOutcome.COMPLETED
             )
-        self._respond(self._statuses)
+        statuses = self._statuses
+        buggify.deferred(PURGATORY_COMPLETION_DELAYED, lambda: self._respond(statuses))
 
     def on_expiration(self) -> None:
         pass  # the outcome was told in on_complete
