@@ -9,9 +9,11 @@ all of these, rarely; a simulation makes them common, so the invariants see them
 FoundationDB's rule, kept here: a point fires only in simulation; in each run, each point
 is *enabled* with some probability (`ENABLE_PROBABILITY`, drawn once from the run's seed), and
 an enabled point then *fires* with some probability each time the code passes it
-(`FIRE_PROBABILITY`). Runs therefore differ in which points are on, and a point that is on
-fires often but not always. The seed decides everything: the same seed buggifies the same
-way.
+(`FIRE_PROBABILITY`, or the point's own in `FIRE_PROBABILITIES`, as FoundationDB's
+``BUGGIFY_WITH_PROB``: a leader stepping down on a quarter of all appends would be a
+different cluster, not a rare path made common). Runs therefore differ in which points are
+on, and a point that is on fires often but not always. The seed decides everything: the
+same seed buggifies the same way.
 
 The switch is module-level, as FoundationDB's ``BUGGIFY`` macro is global: the
 composition root (`broker.app.MiniKafka`, given a `Buggify` by the simulation) installs it
@@ -80,6 +82,14 @@ POINTS: dict[str, str] = {
 #: the times it is passed.
 ENABLE_PROBABILITY = 0.25
 FIRE_PROBABILITY = 0.25
+#: Points passed on every append or fetch fire less often (each is passed thousands of
+#: times a run): a step-down every fifty appends, a short fetch every twenty.
+FIRE_PROBABILITIES: dict[str, float] = {
+    LEADER_STEP_DOWN_MID_APPEND: 0.02,
+    FETCH_FEWER_BYTES: 0.05,
+    PRODUCE_RESPONSE_DELAYED: 0.05,
+    PURGATORY_COMPLETION_DELAYED: 0.05,
+}
 #: The longest delay a point adds (virtual seconds).
 MAX_DELAY_S = 1.0
 
@@ -87,16 +97,18 @@ MAX_DELAY_S = 1.0
 class Buggify:
     """Which points are on in one run, and the dice they fire by (both from its seed)."""
 
-    __slots__ = ("_rng", "enabled", "fire_probability", "fired")
+    __slots__ = ("_probability", "_rng", "enabled", "fired")
 
     def __init__(
         self,
         rng: random.Random,
         *,
         enable_probability: float = ENABLE_PROBABILITY,
-        fire_probability: float = FIRE_PROBABILITY,
+        fire_probability: float | None = None,
         only: frozenset[str] | None = None,
     ) -> None:
+        """``fire_probability``: every point's (None: `FIRE_PROBABILITIES`, else
+        `FIRE_PROBABILITY`); ``only``: exactly these points on (tests, a replay)."""
         unknown = (only or frozenset()) - POINTS.keys()
         if unknown:
             raise ValueError(f"no BUGGIFY point {sorted(unknown)[0]!r}; known: {sorted(POINTS)}")
@@ -107,12 +119,18 @@ class Buggify:
             for point, draw in draws.items()
             if (point in only if only is not None else draw < enable_probability)
         )
-        self.fire_probability = fire_probability
+        self._probability = {
+            point: fire_probability
+            if fire_probability is not None
+            else FIRE_PROBABILITIES.get(point, FIRE_PROBABILITY)
+            for point in self.enabled
+        }
         #: How often each point fired (the simulation reports it).
         self.fired: dict[str, int] = dict.fromkeys(sorted(self.enabled), 0)
 
     def fires(self, point: str) -> bool:
-        if point not in self.enabled or self._rng.random() >= self.fire_probability:
+        probability = self._probability.get(point)
+        if probability is None or self._rng.random() >= probability:
             return False
         self.fired[point] += 1
         return True

@@ -187,14 +187,15 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
             print(f"{bug.name}\n    {bug.summary}\n    replaces {bug.where}")
         return 0
     if args.list_buggify:
-        from broker.buggify import ENABLE_PROBABILITY, FIRE_PROBABILITY, POINTS
+        from broker.buggify import ENABLE_PROBABILITY, FIRE_PROBABILITIES, FIRE_PROBABILITY, POINTS
 
         print(
             f"each point is on in a run with probability {ENABLE_PROBABILITY:g} (drawn from "
-            f"the seed), then fires {FIRE_PROBABILITY:g} of the times it is passed:"
+            "the seed), then fires with its probability each time it is passed:"
         )
         for name, what in POINTS.items():
-            print(f"{name}\n    {what}")
+            fires = FIRE_PROBABILITIES.get(name, FIRE_PROBABILITY)
+            print(f"{name}  (fires {fires:g})\n    {what}")
         return 0
     if args.plant is not None and args.plant not in PLANTED:
         print(

@@ -4,7 +4,6 @@ the other in-sync replicas, what a lone leader acknowledged with acks=1 may go."
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
