@@ -24,8 +24,11 @@ every room reads it, and it depends on nothing of the broker's.
 
 The points (`POINTS`), each named where it is passed:
 
-- ``purgatory-completion-delayed``: a DelayedProduce or DelayedFetch that completes answers
-  after a random virtual delay (up to `MAX_DELAY_S`), as a busy broker's response queue would;
+- ``purgatory-completion-delayed``: a DelayedFetch, or a client's DelayedProduce, that
+  completes answers after a random virtual delay (up to `MAX_DELAY_S`), as a busy broker's
+  response queue would. Not a coordinator's own append: its callback applies the
+  coordinator's state, which Kafka does in log order (an offset commit applied after a
+  later one would move the committed offset back — seeds 5 and 12 showed it);
 - ``leader-step-down-mid-append``: after appending one partition of a produce, its leader
   moves to another live in-sync replica (the controller's election, the ISR unchanged),
   before the rest of the request and before acks=all could be satisfied;

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from broker import buggify
-from broker.buggify import PURGATORY_COMPLETION_DELAYED
 from broker.replica.partition import AppendResult, TopicPartition
 from broker.replica.ports import OnlinePartitions
 from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
@@ -81,8 +79,7 @@ class DelayedProduce(DelayedOperation):
             self.parked_request.purgatory_done(
                 PurgatoryOutcome.EXPIRED if self.is_expired else PurgatoryOutcome.COMPLETED
             )
-        statuses = self._statuses
-        buggify.deferred(PURGATORY_COMPLETION_DELAYED, lambda: self._respond(statuses))
+        self._respond(self._statuses)
 
     def on_expiration(self) -> None:
         pass  # the outcome was told in on_complete

@@ -36,6 +36,7 @@ from broker.buggify import (
     FETCH_FEWER_BYTES,
     LEADER_STEP_DOWN_MID_APPEND,
     PRODUCE_RESPONSE_DELAYED,
+    PURGATORY_COMPLETION_DELAYED,
 )
 from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.cluster.controller import Controller
@@ -409,6 +410,8 @@ class ReplicaManager:
             else:
                 respond(statuses)
             return
+        if origin is AppendOrigin.CLIENT:  # a coordinator applies its state in log order
+            respond = _late_answer(respond)
         operation = DelayedProduce(
             timeout_ms, statuses, self, self.min_insync_replicas, respond, parked_request
         )
@@ -724,6 +727,15 @@ class ReplicaManager:
                 min_one = False
             results.append((status, result))
         return results
+
+
+def _late_answer(respond: Callable[[ProduceStatuses], None]) -> Callable[[ProduceStatuses], None]:
+    """BUGGIFY: a client's acks=all produce, once complete, may be answered late."""
+
+    def answer(statuses: ProduceStatuses) -> None:
+        buggify.deferred(PURGATORY_COMPLETION_DELAYED, lambda: respond(statuses))
+
+    return answer
 
 
 def _check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode | None:
