@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
+from broker import buggify
+from broker.buggify import Buggify
 from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.cluster.controller import Controller
 from broker.cluster.features import (
@@ -37,6 +39,7 @@ from broker.handlers.base import ApiHandler
 from broker.handlers.registry import api_specs, build_registry
 from broker.ids import IdSource
 from broker.log import LogManager
+from broker.log.memory_log import MemoryLog
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.quota_managers import build_quota_managers
 from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
@@ -221,7 +224,10 @@ class ClusterOptions(TypedDict, total=False):
     every request of every broker), and what a simulation replaces: ``request_clock``
     (the clocks requests are timed with), ``handler_pools`` (a broker's request handlers
     in virtual time, by id and config), ``load_scheduler`` (what each coordinator loads
-    its partitions on; tests may hold loads) and ``ids`` (every random id of the cluster).
+    its partitions on; tests may hold loads), ``ids`` (every random id of the cluster),
+    ``broker_clocks`` (broker N's clock and request clock: the loop's and
+    ``request_clock`` by default; a simulation skews one broker's) and ``buggify`` (the
+    simulation's BUGGIFY points, installed while the cluster runs: `broker.buggify`).
     """
 
     brokers: int
@@ -238,6 +244,8 @@ class ClusterOptions(TypedDict, total=False):
     request_clock: RequestClock | None
     handler_pools: Callable[[int, BrokerConfig], HandlerPool] | None
     ids: IdSource | None
+    broker_clocks: Callable[[int], tuple[Clock, RequestClock]] | None
+    buggify: Buggify | None
 
 
 class MiniKafka:
@@ -265,6 +273,8 @@ class MiniKafka:
         self._load_scheduler = options.get("load_scheduler", EventLoopLoadScheduler)
         self._request_clock = options.get("request_clock")
         self._handler_pools = options.get("handler_pools")
+        self._broker_clocks = options.get("broker_clocks")
+        self._buggify = options.get("buggify")
         self.capture_dir = options.get("capture_dir")
         # The clocks requests are timed with: the system's, or a simulation's virtual ones.
         self._clocks = self._request_clock or RequestClock()
@@ -444,12 +454,17 @@ class MiniKafka:
             port = 0 if self.base_port == 0 else self.base_port + broker_id
         logs = self._logs(broker_id)
         config = self.config.model_copy(update={"broker_id": broker_id})
+        if self._broker_clocks is not None:
+            clock, request_clock = self._broker_clocks(broker_id)
+        else:
+            clock = LoopClock(asyncio.get_running_loop().time)
+            request_clock = self._request_clock or RequestClock()
         return BrokerOptions(
             broker_id=broker_id,
             config=config,
-            clock=LoopClock(asyncio.get_running_loop().time),
+            clock=clock,
             logs=logs,
-            request_clock=self._request_clock or RequestClock(),
+            request_clock=request_clock,
             host=self.host,
             port=port,
             advertised_host=self.advertised_host,
@@ -470,6 +485,8 @@ class MiniKafka:
         )
 
     async def start(self) -> None:
+        if self._buggify is not None:
+            buggify.install(self._buggify)
         for broker_id in range(self.num_brokers):
             self.brokers.append(build_broker(self._broker_options(broker_id), self.stores))
         # Register every broker before any starts, so placement sees the whole cluster.
@@ -490,6 +507,8 @@ class MiniKafka:
         if self.captures is not None:
             await self.captures.stop()
             self.captures = None
+        if self._buggify is not None:
+            buggify.install(None)
         self._started = False
 
     async def stop_broker(self, broker_id: int) -> None:
@@ -506,6 +525,22 @@ class MiniKafka:
         self.controller.quorum.on_broker_stopped(broker_id)  # what it had, it keeps
         await broker.stop()
         self.controller.on_broker_failure(broker_id)
+
+    async def crash_broker(self, broker_id: int) -> int:
+        """`stop_broker`, and the machine lost its power: each memory log loses what it had
+        not flushed (``flush.messages``/``flush.ms``; `MemoryLog.lose_unflushed`), as page
+        cache that never reached the disk. Returns the offsets lost. Without a data dir only:
+        the memory logs are the simulated disk (a real disk's page cache survives a
+        process's death, which is all `stop_broker` is)."""
+        if self.data_dir is not None:
+            raise ValueError("a power loss is simulated on memory logs only (no data dir)")
+        await self.stop_broker(broker_id)
+        logs = self._memory_logs.get(broker_id)
+        if logs is None:
+            return 0
+        return sum(
+            plog.lose_unflushed() for plog in logs.logs.values() if isinstance(plog, MemoryLog)
+        )
 
     async def start_broker(self, broker_id: int) -> None:
         """Restart a stopped broker on the same port with the same data (dir or memory).

@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-DEFAULT_FAULTS = "restart=2,partition=2,pause=2,delay=1,lagging-failover=1"
+DEFAULT_FAULTS = (
+    "restart=2,partition=2,pause=2,delay=1,lagging-failover=1,crash=1,swizzle=1,hold=1,skew=1"
+)
 _CHILD = "MINIKAFKA_SIMULATE_CHILD"
 _ADDR_NO_RANDOMIZE = 0x0040000  # <sys/personality.h>
 
@@ -64,8 +66,19 @@ def add_simulate_parser(sub: Any) -> None:
         "--faults",
         default="none",
         help="KIND=COUNT,... of restart, partition, pause, delay, lagging-failover, "
-        "broker-partition, one-way, loss, remote-slow, remote-down (the last two: --tiered); "
+        "broker-partition, one-way, loss, remote-slow, remote-down (the two: --tiered), "
+        "crash (a power loss: the unflushed tail goes), swizzle, hold, skew; "
         f"'default' is {DEFAULT_FAULTS}",
+    )
+    simulate.add_argument(
+        "--no-buggify",
+        action="store_true",
+        help="no BUGGIFY point on (by default the seed turns some on: --list-buggify)",
+    )
+    simulate.add_argument(
+        "--list-buggify",
+        action="store_true",
+        help="name the BUGGIFY points (simulation-only broker paths the seed turns on) and exit",
     )
     simulate.add_argument(
         "--rate", type=float, default=5.0, help="records per second per producer (5)"
@@ -173,6 +186,17 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
         for bug in PLANTED.values():
             print(f"{bug.name}\n    {bug.summary}\n    replaces {bug.where}")
         return 0
+    if args.list_buggify:
+        from broker.buggify import ENABLE_PROBABILITY, FIRE_PROBABILITIES, FIRE_PROBABILITY, POINTS
+
+        print(
+            f"each point is on in a run with probability {ENABLE_PROBABILITY:g} (drawn from "
+            "the seed), then fires with its probability each time it is passed:"
+        )
+        for name, what in POINTS.items():
+            fires = FIRE_PROBABILITIES.get(name, FIRE_PROBABILITY)
+            print(f"{name}  (fires {fires:g})\n    {what}")
+        return 0
     if args.plant is not None and args.plant not in PLANTED:
         print(
             f"minikafka simulate: error: --plant: no planted bug {args.plant!r} "
@@ -271,6 +295,7 @@ def _run_seeds(
             io_threads=args.io_threads,
             plant=args.plant,
             tiered=args.tiered,
+            buggify=not args.no_buggify,
         )
         result = simulate(config)
         if len(seeds) == 1:
@@ -316,6 +341,8 @@ def replay_command(args: argparse.Namespace, seed: int) -> str:
         replay += " --tiered"
     if args.plant is not None:
         replay += f" --plant {args.plant}"
+    if args.no_buggify:
+        replay += " --no-buggify"
     return replay
 
 

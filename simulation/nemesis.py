@@ -33,6 +33,17 @@ demand). All of them end before the clients stop, and the run ends with the clus
   the next broker dies; the controller may elect the lagging follower. A correct broker never
   let the high watermark (so no acks=all) pass it, so nothing acknowledged is lost; a broker
   that did is caught by the invariants.
+- ``crash``: the broker's machine loses power (`MiniKafka.crash_broker`): it stops as
+  ``restart`` does and its logs lose what they had not flushed (``flush.messages``,
+  ``flush.ms``: the scenario draws a flush policy per seed), then it comes back. What it
+  acknowledged alone may go (acks=1); an acks=all record is on the other in-sync replicas,
+  which the controller elects, so it must survive (RF 3, min.insync 2, one crash at a time).
+- ``swizzle`` (FoundationDB): a few links to and from the broker clogged one by one, then
+  unclogged in another order (`simulation.faults.links`).
+- ``hold`` (turmoil): every message between the broker and one other node held, those on
+  the wire too, then released at one instant (`simulation.faults.links`).
+- ``skew``: the broker's wall clock stepped up to `MAX_SKEW_S` either way and both its clocks
+  drifting up to `MAX_DRIFT` (`simulation.faults.clock_skew`); healed, the step is undone.
 """
 
 from __future__ import annotations
@@ -44,6 +55,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from broker.app import MiniKafka
+from simulation.faults import links
+from simulation.faults.clock_skew import SkewedClocks
 from simulation.history import History
 from virtual_time.network import SimNetwork
 
@@ -58,11 +71,19 @@ KINDS = (
     "loss",
     "remote-slow",
     "remote-down",
+    "crash",
+    "swizzle",
+    "hold",
+    "skew",
 )
 #: A ``remote-slow`` fault's extra time on every remote tier call.
 REMOTE_SLOW_MS = 2000
 #: The share of messages lost on a ``loss`` fault's listener.
 LOSS_RATE = 0.05
+#: A ``skew`` fault's largest step of the wall clock (well under the hour of
+#: ``message.timestamp.after.max.ms``), and largest drift of both clocks.
+MAX_SKEW_S = 120.0
+MAX_DRIFT = 0.05
 
 
 def parse_faults(text: str) -> dict[str, int]:
@@ -106,17 +127,34 @@ def plan(
 class Nemesis:
     """Applies a plan to a running cluster and its network, noting each step in the history."""
 
-    def __init__(self, app: MiniKafka, network: SimNetwork, history: History) -> None:
+    def __init__(
+        self,
+        app: MiniKafka,
+        network: SimNetwork,
+        history: History,
+        rng: random.Random | None = None,
+        clocks: SkewedClocks | None = None,
+    ) -> None:
         self._app = app
         self._network = network
         self._history = history
+        # What a fault draws while it runs (links, skews): apart from the plan's dice.
+        self._rng = rng or random.Random(0)
+        self._clocks = clocks
 
     async def run(self, faults: list[Fault]) -> None:
         loop = asyncio.get_running_loop()
+        custom = {
+            "lagging-failover": self._lagging_failover,
+            "crash": self._crash,
+            "swizzle": self._links,
+            "hold": self._links,
+            "skew": self._skew,
+        }
         for fault in faults:
             await asyncio.sleep(max(0.0, fault.start_s - loop.time()))
-            if fault.kind == "lagging-failover":
-                await self._lagging_failover(fault)
+            if fault.kind in custom:
+                await custom[fault.kind](fault)
                 continue
             begin, end = self._actions(fault)
             self._note(f"{fault.kind} broker {fault.broker} for {fault.duration_s:.1f}s")
@@ -138,6 +176,37 @@ class Nemesis:
         await asyncio.sleep(lag_s / 3)
         await app.start_broker(victim)
         self._note(f"healed lagging-failover broker {lagging}, broker {victim}")
+
+    async def _crash(self, fault: Fault) -> None:
+        lost = await self._app.crash_broker(fault.broker)
+        self._note(
+            f"crash broker {fault.broker} for {fault.duration_s:.1f}s "
+            f"({lost} unflushed offsets lost)"
+        )
+        await asyncio.sleep(fault.duration_s)
+        await self._app.start_broker(fault.broker)
+        self._note(f"healed crash broker {fault.broker}")
+
+    async def _links(self, fault: Fault) -> None:
+        run = links.swizzle if fault.kind == "swizzle" else links.hold
+        await run(self._network, broker_node(fault.broker), fault.duration_s, self._rng, self._note)
+
+    async def _skew(self, fault: Fault) -> None:
+        rng, broker = self._rng, fault.broker
+        offset_s = rng.uniform(-MAX_SKEW_S, MAX_SKEW_S)
+        drift = rng.uniform(-MAX_DRIFT, MAX_DRIFT)
+        loop = asyncio.get_running_loop()
+        skew = self._clocks.skew(broker) if self._clocks is not None else None
+        self._note(
+            f"skew broker {broker}: wall clock {offset_s:+.1f}s, drift {drift * 100:+.1f}% "
+            f"for {fault.duration_s:.1f}s"
+        )
+        if skew is not None:
+            skew.start(loop.time(), offset_s, drift)
+        await asyncio.sleep(fault.duration_s)
+        if skew is not None:
+            skew.stop(loop.time())
+        self._note(f"healed skew broker {broker}")
 
     def _leader_followed_by(self, lagging: int) -> int:
         """A broker leading a partition whose next replica is ``lagging``: when it dies, the

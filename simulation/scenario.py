@@ -12,6 +12,10 @@
 
 The digest hashes the History and the virtual end time: the same seed (in a process with the
 same ``PYTHONHASHSEED``, which `minikafka simulate` fixes) gives the same digest.
+
+The seed also draws the brokers' flush policy (`flush_policy`: what a ``crash`` loses) and
+which BUGGIFY points are on (`broker.buggify`; ``buggify=False`` turns them all off); every
+broker reads its clocks through `SkewedClocks`, which only a ``skew`` fault moves.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ from pathlib import Path
 
 from broker import real_clock
 from broker.app import MiniKafka
+from broker.buggify import Buggify
 from broker.config.broker_config import BrokerConfig
 from broker.coordinator.coordinator_loader import EventLoopLoadScheduler
 from broker.ids import IdSource
 from broker.server.request_timing import RequestClock
 from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
+from simulation.faults.clock_skew import SkewedClocks
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
 from simulation.planted import planted
@@ -63,6 +69,8 @@ class SimulationConfig:
     plant: str | None = None
     #: Tiered storage on (``--tiered``): ``sim-tiered`` in the mix, remote faults possible.
     tiered: bool = False
+    #: BUGGIFY points drawn from the seed (``--no-buggify``: none).
+    buggify: bool = True
 
 
 @dataclass(slots=True)
@@ -114,15 +122,32 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
             "transaction.state.log.min.isr": str(min(2, replication)),
             "min.insync.replicas": str(min(2, replication)),
             "group.initial.rebalance.delay.ms": "0",
+            **flush_policy(config.seed),
             **(TIERED_BROKER_CONFIGS if config.tiered else {}),
             **config.overrides,
         }
     )
 
 
+#: The flush policies a seed draws from: Kafka's default (never: a crash loses everything
+#: since the broker started), a flush by time, a flush by count.
+FLUSH_POLICIES: tuple[dict[str, str], ...] = (
+    {},
+    {"log.flush.interval.ms": "1000", "log.flush.scheduler.interval.ms": "500"},
+    {"log.flush.interval.messages": "20"},
+)
+
+
+def flush_policy(seed: int) -> dict[str, str]:
+    """The broker configs of the seed's flush policy (`FLUSH_POLICIES`)."""
+    return FLUSH_POLICIES[random.Random(f"{seed}/flush").randrange(len(FLUSH_POLICIES))]
+
+
 async def _scenario(config: SimulationConfig, history: History) -> float:
     loop = asyncio.get_running_loop()
     assert isinstance(loop, SimulatedEventLoop)
+    clocks = SkewedClocks(loop.time, DEFAULT_EPOCH_S)
+    bugs = Buggify(random.Random(f"{config.seed}/buggify")) if config.buggify else None
     # Requests are timed on the virtual clock: a capture of a run shows its virtual waits.
     virtual = RequestClock(
         monotonic_ns=lambda: round(loop.time() * 1e9),
@@ -138,7 +163,10 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         # Coordinator loads sliced on virtual time: where a load yields is the seed's.
         load_scheduler=lambda: EventLoopLoadScheduler(clock_s=loop.time),
         ids=IdSource.seeded(config.seed),  # cluster, topic, member and fetch session ids
+        broker_clocks=clocks.of_broker,
+        buggify=bugs,
     )
+    _note_setup(history, config.seed, bugs)
     await app.start()
     nemesis.name_brokers(app, loop.network)
     try:
@@ -161,16 +189,30 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         rng = random.Random(f"{config.seed}/clients")
         await asyncio.gather(
             workload.run_clients(settings, history, rng),
-            nemesis.Nemesis(app, loop.network, history).run(faults),
+            nemesis.Nemesis(
+                app, loop.network, history, random.Random(f"{config.seed}/faults"), clocks
+            ).run(faults),
         )
         # Transaction markers are written after EndTxn is answered: let them land (virtual
         # time costs nothing) so that what is committed is also readable.
         await asyncio.sleep(10)
         await workload.read_final_state(app.bootstrap, history, tiered=config.tiered)
         history.client_errors["__messages__"] = loop.network.messages_delivered
+        if bugs is not None and bugs.enabled:
+            fired = ", ".join(f"{point} {n}x" for point, n in bugs.fired.items())
+            history.faults.append(f"{loop.time():.3f}s buggify fired: {fired}")
         return loop.time()
     finally:
         await app.stop()
+
+
+def _note_setup(history: History, seed: int, bugs: Buggify | None) -> None:
+    """The seed's flush policy and BUGGIFY points, first in the run's fault lines."""
+    policy = ", ".join(f"{k}={v}" for k, v in flush_policy(seed).items()) or "never (Kafka's)"
+    history.faults.append(f"0.000s flush policy: {policy}")
+    if bugs is not None:
+        points = ", ".join(sorted(bugs.enabled)) or "none"
+        history.faults.append(f"0.000s buggify on: {points}")
 
 
 def _handler_pools(

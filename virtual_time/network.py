@@ -116,6 +116,8 @@ class _Link:
     held: deque[_Message] = field(default_factory=deque)
     #: The other direction of the same connection; None once the source is known.
     reverse: _Link | None = None
+    #: Delivery timers of messages a hold took off the wire: each fires for nothing.
+    stale_timers: int = 0
 
 
 class _SimSocket:
@@ -317,6 +319,7 @@ class SimNetwork:
         self._accepted: dict[int, dict[SimTransport, None]] = {}
         self._isolated: set[str] = set()
         self._cuts: set[tuple[str, str]] = set()
+        self._holds: set[tuple[str, str]] = set()
         self._port_nodes: dict[int, str] = {}
         self._client_id_nodes: Callable[[str], str | None] = lambda _client_id: None
         self.messages_delivered = 0
@@ -403,7 +406,9 @@ class SimNetwork:
         two messages due at one instant are a tie the loop orders by seed, and this keeps
         them in the order they were sent whatever that order is."""
         faults = self._faults.get(link.server_port)
-        if (faults is not None or self._isolated or self._cuts) and self._blocked(link, faults):
+        if (faults is not None or self._isolated or self._cuts or self._holds) and self._blocked(
+            link, faults
+        ):
             link.held.append((deliver, args))
             return
         delay = self.latency.draw(self.rng)
@@ -424,6 +429,7 @@ class SimNetwork:
             or link.src in self._isolated
             or link.dst in self._isolated
             or (link.src, link.dst) in self._cuts
+            or (link.src, link.dst) in self._holds
         )
 
     def _retransmissions_s(self, loss_rate: float) -> float:
@@ -435,6 +441,9 @@ class SimNetwork:
         return waited
 
     def _deliver_head(self, link: _Link) -> None:
+        if link.stale_timers:  # a hold took this timer's message (or an earlier one) off
+            link.stale_timers -= 1
+            return
         deliver, args = link.in_flight.popleft()
         self.messages_delivered += 1
         deliver(*args)
@@ -471,6 +480,42 @@ class SimNetwork:
     def heal(self, src: str, dst: str) -> None:
         self._cuts.discard((src, dst))
         self._resend_held(link for links in self._links.values() for link in links)
+
+    def hold_between(self, a: str, b: str) -> None:
+        """turmoil's hold: every message between nodes ``a`` and ``b`` (both ways) waits,
+        those already on the wire too, until `release_between`."""
+        self._holds.update(((a, b), (b, a)))
+        for link in self._all_links():
+            if (link.src, link.dst) in self._holds and link.in_flight:
+                link.held = deque([*link.in_flight, *link.held])
+                link.stale_timers += len(link.in_flight)
+                link.in_flight.clear()
+
+    def release_between(self, a: str, b: str) -> None:
+        """Let what `hold_between` held go at once: each direction's messages arrive at one
+        instant (one latency after now), in the order they were sent."""
+        self._holds.difference_update(((a, b), (b, a)))
+        for link in self._all_links():
+            if (link.src, link.dst) not in ((a, b), (b, a)) or not link.held:
+                continue
+            if self._blocked(link, self._faults.get(link.server_port)):
+                continue  # another fault still holds it; its heal delivers
+            arrival = max(self.loop.time() + self.latency.draw(self.rng), link.last_arrival)
+            link.last_arrival = arrival
+            waiting, link.held = link.held, deque()
+            for message in waiting:
+                link.in_flight.append(message)
+                self.loop.call_at(arrival, self._deliver_head, link)
+
+    def nodes(self) -> list[str]:
+        """Every node with an open connection, sorted (what faults pick their links from)."""
+        return sorted({node for link in self._all_links() for node in (link.src, link.dst)})
+
+    def _all_links(self) -> list[_Link]:
+        return sorted(
+            (link for links in self._links.values() for link in links),
+            key=lambda link: link.serial,
+        )
 
     def _resend_held(self, links: Iterable[_Link]) -> None:
         for link in sorted(links, key=lambda link: link.serial):

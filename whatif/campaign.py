@@ -139,6 +139,8 @@ def seed_options(args: argparse.Namespace) -> tuple[str, ...]:
         options.append("--tiered")
     if args.plant is not None:
         options += ["--plant", args.plant]
+    if args.no_buggify:
+        options.append("--no-buggify")
     return tuple(options)
 
 
@@ -160,6 +162,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--io-threads", type=int, default=8)
     parser.add_argument("--plant", default=None)
     parser.add_argument("--tiered", action="store_true")
+    parser.add_argument("--no-buggify", action="store_true")
     args, _ = parser.parse_known_args(argv)  # simulate's other options pass through unused
     try:
         args.seed_list = parse_seeds(str(args.seeds))

@@ -290,6 +290,29 @@ class Controller:
         self.cluster.partition_changed(topic)
         return ErrorCode.none
 
+    def move_leader_away(self, topic: str, partition: int, broker_id: int) -> bool:
+        """Another live in-sync replica leads ``topic-partition`` instead of ``broker_id``,
+        the ISR unchanged (as a preferred-replica election moves a leadership); False
+        when ``broker_id`` does not lead it or no other replica can. BUGGIFY's leader
+        step-down in the middle of an append (`broker.buggify`)."""
+        info = self.cluster.topics.get(topic)
+        if info is None or partition >= len(info.partitions):
+            return False
+        state = info.partitions[partition]
+        if state.leader != broker_id:
+            return False
+        alive = {b.broker_id for b in self.cluster.alive_brokers()} - {broker_id}
+        decided = self.partition_change(
+            topic, state, list(state.isr), alive.__contains__, Election.ONLINE
+        )
+        if decided.leader is None or decided.leader == NO_LEADER:
+            return False
+        self._apply(topic, state, decided)
+        self.leader_elections += 1
+        log.debug("%s-%d leader %d steps down for %d", topic, partition, broker_id, state.leader)
+        self.cluster.partition_changed(topic)
+        return True
+
     # -- broker liveness ---------------------------------------------------------------
 
     def on_broker_failure(self, broker_id: int) -> BrokerChange:

@@ -121,6 +121,12 @@ class BrokerConfig(BaseModel):
     log_flush_interval_messages: int = Field(
         9223372036854775807, alias="log.flush.interval.messages", ge=1
     )
+    # flush.ms's broker default (None: log.flush.scheduler.interval.ms's value), and how
+    # often the log flusher looks for logs whose last flush is older (never by default).
+    log_flush_interval_ms: int | None = Field(None, alias="log.flush.interval.ms", ge=0)
+    log_flush_scheduler_interval_ms: int = Field(
+        9223372036854775807, alias="log.flush.scheduler.interval.ms", ge=1
+    )
     # The log cleaner (compaction of cleanup.policy=compact topics).
     log_cleaner_enable: bool = Field(True, alias="log.cleaner.enable")
     log_cleaner_backoff_ms: int = Field(15000, alias="log.cleaner.backoff.ms", ge=1)

@@ -53,7 +53,8 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from typing import Protocol
 
-from broker import real_clock
+from broker import buggify, real_clock
+from broker.buggify import COORDINATOR_LOAD_PAUSE
 from broker.log.errors import OffsetOutOfRangeError
 from broker.log.partition_log import PartitionLog
 from protocol.record_batch import RecordBatchHeader, iter_batches
@@ -177,12 +178,17 @@ class EventLoopLoadScheduler:
     def _run_slice(self, loop: asyncio.AbstractEventLoop) -> None:
         deadline = self._clock_s() + self.max_slice_s
         queue = self._queue
+        # BUGGIFY: one unit, then a pause before the next slice
+        paused = buggify.fires(COORDINATOR_LOAD_PAUSE)
         while queue:  # the next job goes on in this slice if time remains
-            if not queue[0].run_slice(deadline=deadline, clock_s=self._clock_s):
+            units = 1 if paused else None
+            if not queue[0].run_slice(units, deadline=deadline, clock_s=self._clock_s):
                 queue.popleft()
-            if self._clock_s() >= deadline:
+            if paused or self._clock_s() >= deadline:
                 break
-        if queue:
+        if queue and paused:
+            loop.call_later(buggify.delay_s(), self._run_slice, loop)
+        elif queue:
             loop.call_soon(self._run_slice, loop)
         else:
             self._running_on = None

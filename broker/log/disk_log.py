@@ -17,7 +17,7 @@ Layout, as Kafka's::
 
 Durability: each append is written to the OS before append returns, so a kill -9 of
 the broker loses nothing; a power loss can lose what the OS had not written back,
-unless the topic sets fsync_on_append (flush.messages=1).
+unless the topic sets flush.messages=1 (`LogConfig.fsync_on_append`).
 
 Recovery on open: after a clean shutdown the indexes are trusted (sanity-checked and
 the tail past their last entry rescanned). After a crash, the last non-empty segment

@@ -41,15 +41,23 @@ class LogConfig:
     message_timestamp_after_max_ms: int = DEFAULT_TIMESTAMP_AFTER_MAX_MS  # ...after.max.ms
     cleanup_policy: str = "delete"  # cleanup.policy: "delete", "compact" or both
     index_interval_bytes: int = 4096  # index.interval.bytes
-    # fsync the segment after every append (Kafka's flush.messages=1). Off by default:
-    # every append is written to the OS at once, which survives a kill -9 of the
-    # process; only a power loss or kernel crash needs the fsync.
-    fsync_on_append: bool = False  # flush.messages == "1"
+    # When the log is flushed (Kafka's recovery point moves to the log end): once this many
+    # messages are unflushed (flush.messages), or by the log flusher once the last flush is
+    # this old (flush.ms). Never by default: every append is written to the OS at once,
+    # which survives a kill -9 of the process; only a power loss or kernel crash loses
+    # what was not flushed — the replicas are the durability (a simulated crash drops it).
+    flush_messages: int = LONG_MAX  # flush.messages
+    flush_ms: int = LONG_MAX  # flush.ms
     # the log cleaner's (broker defaults: log.cleaner.delete.retention.ms,
     # log.cleaner.min.cleanable.ratio, log.cleaner.min.compaction.lag.ms)
     delete_retention_ms: int = 86400000  # delete.retention.ms (tombstones, once cleaned)
     min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
     min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+
+    @property
+    def fsync_on_append(self) -> bool:
+        """flush.messages=1: a disk log fsyncs the segment after every append."""
+        return self.flush_messages == 1
 
     def __post_init__(self) -> None:
         _check(
@@ -127,8 +135,6 @@ class LogConfig:
                 value = parse(raw)
             except ValueError:
                 raise ValueError(f"invalid value {raw!r} for topic config {key}") from None
-            if field_name == "fsync_on_append":
-                value = value == 1
             changes[field_name] = value
         return replace(base or cls(), **changes)
 
@@ -136,10 +142,7 @@ class LogConfig:
         """The Kafka names and string values (for DescribeConfigs)."""
         out: dict[str, str] = {}
         for key, (field_name, _) in _KEYS.items():
-            value = getattr(self, field_name)
-            if field_name == "fsync_on_append":
-                value = 1 if value else 9223372036854775807
-            out[key] = str(value)
+            out[key] = str(getattr(self, field_name))
         return out
 
 
@@ -173,7 +176,8 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", int),
     "cleanup.policy": ("cleanup_policy", _parse_policy),
     "index.interval.bytes": ("index_interval_bytes", int),
-    "flush.messages": ("fsync_on_append", int),
+    "flush.messages": ("flush_messages", int),
+    "flush.ms": ("flush_ms", int),
     "delete.retention.ms": ("delete_retention_ms", int),
     "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
     "min.compaction.lag.ms": ("min_compaction_lag_ms", int),

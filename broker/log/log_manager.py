@@ -78,6 +78,8 @@ class LogManager:
                     self.log_dirs.append(directory)
         #: the log dir of each open disk log
         self._log_dir_of: dict[tuple[str, int], Path] = {}
+        #: when the log flusher last flushed each log (`flush_dirty_logs`)
+        self._last_flush_ms: dict[tuple[str, int], int] = {}
         #: AlterReplicaLogDirs for a partition not hosted yet: where it will be created
         self.preferred_log_dirs: dict[tuple[str, int], Path] = {}
 
@@ -197,6 +199,19 @@ class LogManager:
             hw = high_watermarks.get(key) if high_watermarks is not None else None
             total += plog.apply_retention(now_ms, high_watermark=hw)
         return total
+
+    def flush_dirty_logs(self, now_ms: int) -> int:
+        """Kafka's log flusher (``kafka-log-flusher``, every log.flush.scheduler.interval.ms):
+        flush each log whose last flush is at least its ``flush.ms`` old; returns how many.
+        A log is first seen as just flushed (Kafka's lastFlushTime starts at its creation)."""
+        flushed = 0
+        for key, plog in self.logs.items():
+            last = self._last_flush_ms.setdefault(key, now_ms)
+            if now_ms - last >= plog.config.flush_ms:
+                plog.flush()
+                self._last_flush_ms[key] = now_ms
+                flushed += 1
+        return flushed
 
     def flush_all(self) -> None:
         for plog in self.logs.values():

@@ -12,6 +12,13 @@ DiskLog rolls by (a batch that would take the active part past segment.bytes sta
 new one). A truncation below it, or a retention that removes it, moves it to the new
 log end or start. The cleaner cleans batch by batch below it (cleanable.py), and the
 cleaned batches replace the originals in place: offsets are kept, gaps are fine.
+
+The memory is a simulated disk too: the log keeps Kafka's *recovery point*, the offset
+below which it is flushed — moved to the log end by `flush` (the log flusher, for
+``flush.ms``), by an append that leaves ``flush.messages`` unflushed, and to the new active
+segment's base when the virtual segment rolls (Kafka flushes a segment it rolls past). A
+simulated power loss (`lose_unflushed`) drops what lies above it, as a machine that died
+before the page cache reached the disk; a process that dies (kill -9) loses nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ class MemoryLog:
         # bumped whenever batches below the log end are removed or replaced
         self._layout_version = 0
         self.cleaner_checkpoint = CleanerCheckpoint(start_offset)
+        self._recovery_point = start_offset
 
     # -- properties ------------------------------------------------------------------
 
@@ -70,6 +78,11 @@ class MemoryLog:
     @property
     def layout_version(self) -> int:
         return self._layout_version
+
+    @property
+    def recovery_point(self) -> int:
+        """Kafka's recoveryPoint: everything below it is flushed (survives a power loss)."""
+        return self._recovery_point
 
     # -- appends ----------------------------------------------------------------------
 
@@ -119,8 +132,12 @@ class MemoryLog:
             if self._active_bytes > 0 and self._active_bytes + size > self.config.segment_bytes:
                 self._active_base = header.base_offset  # roll the virtual segment
                 self._active_bytes = 0
+                # Kafka flushes the segment it rolls past
+                self._recovery_point = max(self._recovery_point, header.base_offset)
             self._active_bytes += size
             self._log_end_offset = header.last_offset + 1
+        if self._log_end_offset - self._recovery_point >= self.config.flush_messages:
+            self.flush()
 
     # -- reads ------------------------------------------------------------------------
 
@@ -198,13 +215,14 @@ class MemoryLog:
         self._drop_tail(keep)
         self._log_end_offset = min(new_end, offset)
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
         self._layout_changed()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empty the log and restart it at `offset` (a follower fell below its leader's
         log start)."""
         self._drop_tail(0)
-        self._log_start_offset = self._log_end_offset = offset
+        self._log_start_offset = self._log_end_offset = self._recovery_point = offset
         self._layout_changed()
 
     def delete_records_before(self, offset: int) -> int:
@@ -326,7 +344,15 @@ class MemoryLog:
         return [*old[:start], *new, *old[end:]]
 
     def flush(self) -> None:
-        """Nothing to flush in memory."""
+        """Everything appended so far is on the (simulated) disk."""
+        self._recovery_point = self._log_end_offset
+
+    def lose_unflushed(self) -> int:
+        """A power loss: what was not flushed is gone (the log ends at its recovery point,
+        never below its start); returns the offsets lost. Simulation only."""
+        end = self._log_end_offset
+        self.truncate_to(max(self._recovery_point, self._log_start_offset))
+        return end - self._log_end_offset
 
     def close(self) -> None:
         """Nothing to release; the data stays readable until the object goes."""

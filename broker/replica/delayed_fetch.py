@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from broker import buggify
+from broker.buggify import PURGATORY_COMPLETION_DELAYED
 from broker.replica.partition import Partition, ReadResult, TopicPartition
 from broker.replica.ports import OnlinePartitions
 from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
@@ -131,7 +133,8 @@ class DelayedFetch(DelayedOperation):
             self.parked_request.purgatory_done(
                 PurgatoryOutcome.EXPIRED if self.is_expired else PurgatoryOutcome.COMPLETED
             )
-        self._respond(self._replica_manager.read_from_local_log(self._params, self._statuses))
+        results = self._replica_manager.read_from_local_log(self._params, self._statuses)
+        buggify.deferred(PURGATORY_COMPLETION_DELAYED, lambda: self._respond(results))
 
     def on_expiration(self) -> None:
         pass  # the outcome was told in on_complete

@@ -460,8 +460,14 @@ class Partition:
             self.producers.on_high_watermark_updated(self.high_watermark)
 
     def truncate_to(self, offset: int) -> None:
-        """Drop records at and above ``offset`` (they diverge from the leader's log)."""
+        """Drop records at and above ``offset`` (they diverge from the leader's log).
+
+        Nothing to drop still drops the epochs that start at our log end (Kafka's
+        ``UnifiedLog.truncateTo``): a leader notes its epoch at its log end before it
+        appends, and one that lost its leadership before appending has an epoch no
+        record carries, which a follower must not keep asking the new leader about."""
         if offset >= self.log_end_offset:
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
             return
         self.log.truncate_to(offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)

@@ -57,7 +57,7 @@ from broker.log.errors import LogError
 from broker.quota.replication_quota_manager import ReplicationQuotas
 from broker.replica.fetch_session_handler import FetchSessionHandler, PartitionData
 from broker.replica.leader_endpoint import LeaderEndpoint
-from broker.replica.leader_epoch_cache import UNDEFINED_EPOCH
+from broker.replica.leader_epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
 from broker.replica.partition import Partition, TopicPartition
 from protocol.builders import request_builder
 from protocol.record_batch import CorruptRecordError
@@ -260,21 +260,19 @@ class ReplicaFetcher:
                 if error is not ErrorCode.none:
                     state.not_before_ms = now + FETCH_BACKOFF_MS
                     continue
-                leader_epoch, end_offset = int(result.leader_epoch), int(result.end_offset)
-                if end_offset < 0:
-                    target = partition.high_watermark  # the leader cannot tell: fall back
-                elif leader_epoch == our_epoch:
-                    target = end_offset
-                else:
-                    # The leader's epoch before ours: both logs agree up to where that
-                    # epoch ends in each of them.
-                    _, ours = partition.epoch_cache.end_offset_for(
-                        leader_epoch, partition.log_end_offset
-                    )
-                    target = min(end_offset, ours) if ours >= 0 else end_offset
-                self._truncate_partition(state, target)
+                target, complete = truncation_offset(
+                    partition.epoch_cache,
+                    partition.log_end_offset,
+                    partition.high_watermark,
+                    our_epoch,
+                    int(result.leader_epoch),
+                    int(result.end_offset),
+                )
+                self._truncate_partition(state, target, complete)
 
-    def _truncate_partition(self, state: PartitionFetchState, offset: int) -> None:
+    def _truncate_partition(
+        self, state: PartitionFetchState, offset: int, complete: bool = True
+    ) -> None:
         partition = self.manager.partitions.get(state.tp)
         if partition is None:
             return
@@ -289,7 +287,7 @@ class ReplicaFetcher:
             self.truncations += 1
             self.manager.truncations += 1
             partition.truncate_to(offset)
-        state.truncating = False
+        state.truncating = not complete  # not complete: ask again about our new latest epoch
 
     # -- fetch -------------------------------------------------------------------------
 
@@ -431,6 +429,42 @@ class ReplicaFetcher:
             log.warning("broker %d: fetch %s-%d: %s", self.manager.broker_id, *state.tp, error)
         state.not_before_ms = now + FETCH_BACKOFF_MS
         return True
+
+
+def truncation_offset(
+    cache: LeaderEpochCache,
+    log_end_offset: int,
+    high_watermark: int,
+    our_epoch: int,
+    leader_epoch: int,
+    leader_end_offset: int,
+) -> tuple[int, bool]:
+    """Where a follower truncates after OffsetForLeaderEpoch answered ``(leader_epoch,
+    leader_end_offset)`` for ``our_epoch``, and whether truncation is complete (Kafka's
+    ``AbstractFetcherThread.getOffsetTruncationState``, KIP-279).
+
+    - the leader cannot tell (no end offset): keep what is committed, our high watermark;
+    - it answered our epoch, or we know no epoch at or before the one it answered: the
+      logs agree up to the smaller of the two ends;
+    - it answered an older epoch than ours that we do not have ourselves (we know only a
+      smaller one): we cut to where our largest epoch before it ends, *and ask again* about
+      our new latest epoch — one round cannot tell whether the records there are the
+      leader's. Found by the simulator's BUGGIFY leader step-downs: a follower with epochs
+      8, 9, 11 asked about 11, a leader with 8, 10, 12 answered (10, 30); cutting to
+      min(30, end of 9 here = 28) kept the follower's epoch-9 record at 27 where the leader
+      had an epoch-8 one, and its fetch at 28 told the leader it had everything below 28:
+      the high watermark passed a record one in-sync replica did not have.
+    """
+    if leader_end_offset < 0:
+        return min(high_watermark, log_end_offset), True
+    if leader_epoch == our_epoch:
+        return min(leader_end_offset, log_end_offset), True
+    found_epoch, ours = cache.end_offset_for(leader_epoch, log_end_offset)
+    if ours < 0:
+        return min(leader_end_offset, log_end_offset), True
+    if found_epoch != leader_epoch:
+        return min(ours, log_end_offset), False
+    return min(ours, leader_end_offset, log_end_offset), True
 
 
 class ReplicaFetcherManager:

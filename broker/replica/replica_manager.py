@@ -31,12 +31,19 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker import real_clock
+from broker import buggify, real_clock
+from broker.buggify import (
+    FETCH_FEWER_BYTES,
+    LEADER_STEP_DOWN_MID_APPEND,
+    PRODUCE_RESPONSE_DELAYED,
+    PURGATORY_COMPLETION_DELAYED,
+)
 from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.cluster.controller import Controller
 from broker.config.broker_config import BrokerConfig
 from broker.config.dynamic_config import broker_topic_defaults
 from broker.log import LogConfig, LogManager, PartitionLog
+from broker.log.log_config import LONG_MAX
 from broker.log.transaction_index import TransactionIndex
 from broker.quota.replication_quota_manager import ReplicationQuotas
 from broker.remote.remote_log_config import RemoteTopicConfig, local_log_config
@@ -127,6 +134,15 @@ class ReplicaManager:
                 self.remove_expired_producers,
             ),
         ]
+        if config.log_flush_scheduler_interval_ms < LONG_MAX:  # Kafka's kafka-log-flusher
+            self._housekeeping.append(
+                PeriodicTask(
+                    scheduler_timer,
+                    f"log-flusher-{broker_id}",
+                    config.log_flush_scheduler_interval_ms,
+                    lambda: logs.flush_dirty_logs(clock.now_ms()),
+                )
+            )
         # Kafka's IsrShrinksPerSec / IsrExpandsPerSec, as counts (for metrics).
         self.isr_shrinks = 0
         self.isr_expands = 0
@@ -383,12 +399,19 @@ class ReplicaManager:
             statuses[tp] = ProducePartitionStatus(
                 result, result.last_offset + 1, acks_pending=result.error is ErrorCode.none
             )
+            if result.error is ErrorCode.none and buggify.fires(LEADER_STEP_DOWN_MID_APPEND):
+                self.controller.move_leader_away(tp[0], tp[1], self.broker_id)
         must_wait = required_acks == -1 and any(s.acks_pending for s in statuses.values())
         if not must_wait:
             for status in statuses.values():
                 status.acks_pending = False
-            respond(statuses)
+            if origin is AppendOrigin.CLIENT:
+                buggify.deferred(PRODUCE_RESPONSE_DELAYED, lambda: respond(statuses))
+            else:
+                respond(statuses)
             return
+        if origin is AppendOrigin.CLIENT:  # a coordinator applies its state in log order
+            respond = _late_answer(respond)
         operation = DelayedProduce(
             timeout_ms, statuses, self, self.min_insync_replicas, respond, parked_request
         )
@@ -675,6 +698,8 @@ class ReplicaManager:
                 results.append((status, ReadResult(fenced)))
                 continue
             limit = min(status.partition_max_bytes, max(remaining, 0))
+            if limit and buggify.fires(FETCH_FEWER_BYTES):
+                limit = 1  # one batch while nothing is read yet (KIP-74), else nothing
             result = partition.read(
                 status.fetch_offset,
                 limit,
@@ -702,6 +727,15 @@ class ReplicaManager:
                 min_one = False
             results.append((status, result))
         return results
+
+
+def _late_answer(respond: Callable[[ProduceStatuses], None]) -> Callable[[ProduceStatuses], None]:
+    """BUGGIFY: a client's acks=all produce, once complete, may be answered late."""
+
+    def answer(statuses: ProduceStatuses) -> None:
+        buggify.deferred(PURGATORY_COMPLETION_DELAYED, lambda: respond(statuses))
+
+    return answer
 
 
 def _check_leader_epoch(partition: Partition, current_leader_epoch: int) -> ErrorCode | None:

@@ -229,7 +229,7 @@ def test_retention_deleting_everything_rolls_a_new_segment(tmp_path: Path) -> No
 
 
 def test_fsync_on_append(tmp_path: Path) -> None:
-    log = write_log(tmp_path / "t-0", batches=3, config=LogConfig(fsync_on_append=True))
+    log = write_log(tmp_path / "t-0", batches=3, config=LogConfig(flush_messages=1))
     assert log.log_end_offset == 9
     log.flush()
 
