@@ -33,6 +33,11 @@ class History:
     high_watermarks: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
     # per (group, topic, partition): every offset a commit was acknowledged for, in order
     commits: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
+    # beside ``commits``, each commit's (sent, acknowledged) virtual times (out of the digest):
+    # a commit takes effect somewhere between the two, so order is only known across spans
+    commit_spans: dict[tuple[str, str, int], list[tuple[float, float]]] = field(
+        default_factory=dict
+    )
     assignments: list[Assignment] = field(default_factory=list)
     # values written in transactions the producer aborted (they must never be read committed)
     aborted_values: set[bytes] = field(default_factory=set)
@@ -62,8 +67,13 @@ class History:
         if first != value:
             self.read_divergence.append((reader, key, value))
 
-    def committed(self, group: str, topic: str, partition: int, offset: int) -> None:
+    def committed(
+        self, group: str, topic: str, partition: int, offset: int, span: tuple[float, float]
+    ) -> None:
+        """A commit of ``offset`` was acknowledged; ``span`` is when it was sent and when
+        its answer came."""
         self.commits.setdefault((group, topic, partition), []).append(offset)
+        self.commit_spans.setdefault((group, topic, partition), []).append(span)
 
     def digest(self, virtual_end_s: float, messages: int) -> str:
         """A hash of everything observed: the same seed must give the same digest."""

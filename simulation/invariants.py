@@ -92,7 +92,39 @@ def _high_watermarks_never_move_back(history: History) -> Verdict:
 
 
 def _committed_offsets_never_move_back(history: History) -> Verdict:
-    return _never_back("committed offsets never move back", "commits", history.commits)
+    """A commit sent after another was acknowledged never commits a lower offset.
+
+    Only acknowledged commits count, ordered by real time: a commit takes effect between
+    its send and its answer, so two whose spans overlap (an answer held on a clogged link
+    arrives after a later commit's) have no order to check."""
+    back: list[tuple[Any, int, int]] = []
+    for key, offsets in history.commits.items():
+        spans = history.commit_spans.get(key, [])
+        step = _first_step_back(list(zip(offsets, spans, strict=True)))
+        if step is not None:
+            back.append((key, *step))
+    count = sum(len(s) for s in history.commits.values())
+    detail = f"{count} commits, {len(back)} back"
+    if back:
+        detail += f" (first: {back[0][0]} {back[0][1]} -> {back[0][2]})"
+    return Verdict("committed offsets never move back", not back, detail)
+
+
+def _first_step_back(
+    commits: list[tuple[int, tuple[float, float]]],
+) -> tuple[int, int] | None:
+    """(before, after) for the first commit, in send order, whose offset is below that of
+    a commit acknowledged before it was sent; None if there is none."""
+    by_ack = sorted(commits, key=lambda c: c[1][1])
+    highest = -1
+    i = 0
+    for offset, (sent, _) in sorted(commits, key=lambda c: c[1][0]):
+        while i < len(by_ack) and by_ack[i][1][1] < sent:
+            highest = max(highest, by_ack[i][0])
+            i += 1
+        if offset < highest:
+            return highest, offset
+    return None
 
 
 def _one_owner_per_generation(history: History) -> Verdict:

@@ -207,16 +207,40 @@ async def _consume_and_commit(
         try:
             batch = await consumer.getmany(timeout_ms=500, max_records=50)
             _note_poll(history, name, consumer, batch)
+            polled_in = consumer._coordinator.generation
             if batch and zombie is not None:
                 await zombie.maybe_freeze(name)
             if batch:
                 offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
+                sent = loop.time()
                 await consumer.commit(offsets)
-                for tp, offset in offsets.items():
-                    history.committed(GROUP, tp.topic, tp.partition, offset)
+                span = (sent, loop.time())
+                _note_commit(history, name, offsets, (polled_in, span), consumer)
         except KafkaError as exc:
             history.client_errors[f"{name} {_error_name(exc)}"] += 1
         await asyncio.sleep(settings.think_s)
+
+
+def _note_commit(
+    history: History,
+    name: str,
+    offsets: dict[TopicPartition, int],
+    polled: tuple[int, tuple[float, float]],
+    consumer: AIOKafkaConsumer,
+) -> None:
+    """Note an acknowledged commit for the never-back checker, unless aiokafka rejoined
+    between the poll and the commit: the commit then went out in the new generation, by a
+    member that owns the partitions, with offsets polled in an earlier one. Kafka accepts
+    that (it may move a committed offset back: the application's choice, not a broker bug),
+    so it is counted apart. A stale commit accepted in its own old generation is still
+    noted and caught (the planted ``stale-member-commit-accepted``). ``polled`` is the
+    generation of the poll and the commit's (sent, acknowledged) span."""
+    polled_in, span = polled
+    if consumer._coordinator.generation != polled_in:
+        history.client_errors[f"{name} committed an earlier generation's poll"] += 1
+        return
+    for tp, offset in offsets.items():
+        history.committed(GROUP, tp.topic, tp.partition, offset, span)
 
 
 async def transform(settings: WorkloadSettings, history: History) -> None:
