@@ -24,7 +24,8 @@ CLIENT_METRICS resources (type 16, KIP-714's telemetry subscriptions):
 
 Differences from Kafka: BROKER_LOGGER resources are INVALID_REQUEST; APPEND/SUBTRACT
 on a broker config Kafka does not know is INVALID_CONFIG (Kafka's broker fails it with
-UNKNOWN_SERVER_ERROR). No alter-config policy, no ACLs, throttle time 0. A new value reaches existing partitions at once.
+UNKNOWN_SERVER_ERROR). No alter-config policy, no ACLs, throttle time 0. A new value
+reaches existing partitions at once.
 
 With an authorizer, ALTER_CONFIGS on the resource (``config_authorization.py``).
 """
