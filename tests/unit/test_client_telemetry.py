@@ -28,8 +28,8 @@ from broker.observability.client_telemetry.client_telemetry_receiver import (
 )
 from broker.observability.client_telemetry.otlp_payload import decode_payload
 from broker.observability.client_telemetry.telemetry_metrics import client_telemetry_families
-from protocol.compression import GZIP, ZSTD, compress, decompress
 from protocol.builders import request_builder
+from protocol.compression import GZIP, ZSTD, compress, decompress
 from purgatory import ManualClock
 from tests.helpers.dispatch_node import dispatch_node
 from tests.unit.test_api_versions_vs_kafka import TELEMETRY_ON
