@@ -135,7 +135,9 @@ async def test_with_the_receiver_off_nothing_is_advertised_or_pushed() -> None:
         try:
             await wait_until(
                 lambda: (
-                    metrics.request_count("Fetch") >= 5 and metrics.request_count("Produce") >= 1
+                    metrics.request_count("SyncGroup") >= 1
+                    and metrics.request_count("Fetch") >= 5
+                    and metrics.request_count("Produce") >= 1
                 ),
                 "the clients at work",
             )
