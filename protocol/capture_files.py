@@ -331,7 +331,7 @@ class CaptureWriter:
 
     # -- public API ---------------------------------------------------------------
 
-    def write(self, record: CaptureRequest | DelayedOperationEvent) -> None:
+    def write(self, record: CaptureRequest | DelayedOperationEvent | ClientTelemetryPush) -> None:
         """Append one record; it is durable after the next flush."""
         self.write_lines(record.model_dump_json().encode() + b"\n", 1)
 
