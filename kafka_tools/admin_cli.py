@@ -1,5 +1,5 @@
-"""``minikafka topics|groups|quotas|acls|features|metadata-quorum|produce|consume``: Kafka's
-command line tools, against any bootstrap.
+"""``minikafka topics|groups|quotas|acls|features|metadata-quorum|client-metrics|produce|
+consume``: Kafka's command line tools, against any bootstrap.
 
 =====================================  ==============================================
 Kafka                                  minikafka

@@ -18,10 +18,10 @@ anything starts: ports and their range, the broker count, ``--data-dir`` and
 ``--capture-dir`` created and written to, the config's keys and values.
 
 Subcommands: ``serve``; ``fault`` (the control endpoint, ``broker/control/``);
-``topics``, ``groups``, ``features``, ``produce``, ``consume`` (Kafka's command line tools,
-``kafka_tools/admin_cli.py``); ``workload``, ``replay``, ``report``, ``compare``
-(``spark_jobs``, run in a child process; a missing extra is one line saying what to
-install).
+``topics``, ``groups``, ``features``, ``client-metrics``, ``produce``, ``consume`` (Kafka's
+command line tools, ``kafka_tools/admin_cli.py``); ``workload``, ``replay``, ``report``,
+``compare`` (``spark_jobs``, run in a child process; a missing extra is one line saying
+what to install).
 """
 
 from __future__ import annotations
