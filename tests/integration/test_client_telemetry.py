@@ -2,10 +2,10 @@
 
 With the receiver on (``metric.reporters``, as ``serve --client-telemetry``) and a
 subscription made by ``minikafka client-metrics alter`` (all metrics, every 500 ms), a
-producer and a consumer in a group push what the broker shows at ``/metrics`` under
-their client ids -- the producer's request latency (its requests are Produce), the
-consumer's fetch latency and rebalance latency -- and what the capture keeps, one
-record per push. With the receiver off, ApiVersions advertises neither 71 nor 72 and
+producer and a consumer in a group push what the broker shows at ``/metrics`` (and
+``/client-telemetry``) under their client ids -- the producer's request latency (its
+requests are Produce), the consumer's fetch latency and rebalance latency -- and what
+the capture keeps, one record per push. With the receiver off, ApiVersions advertises neither 71 nor 72 and
 librdkafka sends neither (``enable.metrics.push`` is on by default in both runs).
 """
 
@@ -109,6 +109,13 @@ async def test_librdkafka_pushes_what_metrics_and_the_capture_show(tmp_path: Pat
             ],
         )
         assert f'{REBALANCE}_total{{broker="0",client_id="tel-consumer"' in text
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{app.control_url}/client-telemetry") as response,
+        ):
+            shown = await response.json()
+        assert shown["enabled"] and shown["subscriptions"]["all"]["metrics"] == "*"
+        assert {"tel-producer", "tel-consumer"} <= {c["client_id"] for c in shown["clients"]}
         assert 'minikafka_client_telemetry_pushes_total{broker="0",client_id="tel-producer"' in text
         assert (
             await client_metrics_describe(argparse.Namespace(bootstrap=app.bootstrap, name=None))

@@ -58,6 +58,20 @@ class InstanceMetrics:
     #: series -> (kind, value): a gauge's latest value, a sum's total.
     series: dict[SeriesKey, tuple[str, float]] = field(default_factory=dict)
 
+    def as_json(self) -> dict[str, object]:
+        """The instance and its series (the control endpoint's ``/client-telemetry``)."""
+        return {
+            "client_id": self.client_id,
+            "client_instance_id": self.client_instance_id,
+            "client_software_name": self.software_name,
+            "client_software_version": self.software_version,
+            "pushes": self.pushes,
+            "metrics": [
+                {"name": name, "attributes": dict(attributes), "kind": kind, "value": value}
+                for (name, attributes), (kind, value) in sorted(self.series.items())
+            ],
+        }
+
     def add(self, point: MetricPoint) -> None:
         key = (point.name, point.attributes)
         if point.kind == "sum":
