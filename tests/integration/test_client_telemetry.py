@@ -5,8 +5,9 @@ subscription made by ``minikafka client-metrics alter`` (all metrics, every 500 
 producer and a consumer in a group push what the broker shows at ``/metrics`` (and
 ``/client-telemetry``) under their client ids -- the producer's request latency (its
 requests are Produce), the consumer's fetch latency and rebalance latency -- and what
-the capture keeps, one record per push. With the receiver off, ApiVersions advertises neither 71 nor 72 and
-librdkafka sends neither (``enable.metrics.push`` is on by default in both runs).
+the capture keeps, one record per push. With the receiver off, ApiVersions advertises
+neither 71 nor 72 and librdkafka sends neither (``enable.metrics.push`` is on by default
+in both runs).
 """
 
 from __future__ import annotations
