@@ -12,6 +12,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import MetadataError
+from broker.config.broker_config import CLIENT_TELEMETRY_RECEIVER, BrokerConfig
 from broker.ids import IdSource
 from broker.observability.client_telemetry.client_metrics_configs import INTERVAL_MS_DEFAULT
 from broker.observability.client_telemetry.client_metrics_instance import (
@@ -378,3 +379,18 @@ def test_the_apis_on_the_wire() -> None:
     assert pushed.error_code is E.none
     telemetry = node.broker.services.client_telemetry
     assert telemetry is not None and telemetry.receiver.pushes == 1
+
+
+def test_serve_client_telemetry_names_the_receiver_in_metric_reporters() -> None:
+    from minikafka.cli import build_parser, plan_serve
+
+    def config(*args: str) -> BrokerConfig:
+        return plan_serve(build_parser().parse_args(["serve", "--port", "0", *args])).config
+
+    assert not config().client_telemetry_enabled
+    on = config("--client-telemetry")
+    assert on.client_telemetry_enabled and on.metric_reporters == (
+        f"org.apache.kafka.common.metrics.JmxReporter,{CLIENT_TELEMETRY_RECEIVER}"
+    )
+    mine = config("--client-telemetry", "--override", "metric.reporters=com.example.Reporter")
+    assert mine.metric_reporters == f"com.example.Reporter,{CLIENT_TELEMETRY_RECEIVER}"
