@@ -536,6 +536,7 @@ def read_capture(
     newer, unknown format version raises ``ValueError`` rather than being misread.
     ``requests_only`` leaves out the delayed-operation events, and the ones this project
     wrote are not even parsed (most lines of a capture: a replay reads only requests).
+    Client telemetry pushes (KIP-714) are left out: ``read_client_telemetry`` reads them.
     """
     for file in capture_files(path_or_dir):
         for line in iter_capture_lines(file):
