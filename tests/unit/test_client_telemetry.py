@@ -394,3 +394,26 @@ def test_serve_client_telemetry_names_the_receiver_in_metric_reporters() -> None
     )
     mine = config("--client-telemetry", "--override", "metric.reporters=com.example.Reporter")
     assert mine.metric_reporters == f"com.example.Reporter,{CLIENT_TELEMETRY_RECEIVER}"
+
+
+def test_a_push_in_the_capture_is_read_apart_from_the_requests(tmp_path: Path) -> None:
+    """``read_capture`` (the replay's, the report's) yields requests and events only;
+    ``read_client_telemetry`` yields the pushes, points and all."""
+    from protocol.capture import ClientTelemetryPush, TelemetryPoint
+    from protocol.capture_files import CaptureWriter, read_capture, read_client_telemetry
+    from tests.helpers.captures import make_request
+
+    push = ClientTelemetryPush(
+        broker_id=1,
+        connection_id="c",
+        client_id="app-1",
+        client_instance_id=str(uuid.UUID(int=7)),
+        received_unix_us=1,
+        received_monotonic_us=1,
+        points=[TelemetryPoint(name="m.avg", kind="gauge", value=2.5, attributes={"node.id": "1"})],
+    )
+    with CaptureWriter(tmp_path, broker_id=1) as writer:
+        writer.write(make_request())
+        writer.write(push)
+    assert [type(r).__name__ for r in read_capture(tmp_path)] == ["CaptureRequest"]
+    assert list(read_client_telemetry(tmp_path)) == [push]
