@@ -11,8 +11,8 @@ the subscription. ListConfigResources lists the subscriptions. The subscriptions
 the cluster's (``ClusterStores.client_metrics``), kept whether the receiver is on or
 not, as Kafka keeps the resources without a telemetry plugin.
 
-Differences from Kafka: the legacy AlterConfigs (key 33) does not take CLIENT_METRICS
-resources here (INVALID_REQUEST).
+The legacy AlterConfigs (key 33) replaces a subscription's whole set
+(``ClientMetricsStore.replace``).
 """
 
 from __future__ import annotations

@@ -417,3 +417,25 @@ def test_a_push_in_the_capture_is_read_apart_from_the_requests(tmp_path: Path) -
         writer.write(push)
     assert [type(r).__name__ for r in read_capture(tmp_path)] == ["CaptureRequest"]
     assert list(read_client_telemetry(tmp_path)) == [push]
+
+
+def test_the_legacy_alter_configs_replaces_the_whole_set() -> None:
+    node = dispatch_node(config=TELEMETRY_ON)
+    store = node.broker.services.client_metrics
+    store.alter("s", [("metrics", "a.", SET), ("interval.ms", "1000", SET)])
+    b = request_builder(33, 2)
+
+    def alter(*configs: tuple[str, str]) -> ErrorCode:
+        resource = b.AlterConfigsResource(
+            resource_type=16,
+            resource_name="s",
+            configs=tuple(b.AlterableConfig(name=k, value=v) for k, v in configs),
+        )
+        body = b.AlterConfigsRequest(resources=(resource,), validate_only=False)
+        [result] = node.answer(node.send(33, 2, body)).responses
+        return ErrorCode(result.error_code)
+
+    assert alter(("metrics", "b.")) is E.none
+    assert store.configs("s") == {"metrics": "b."}  # interval.ms went back to its default
+    assert alter(("interval.ms", "5")) is E.invalid_request and store.configs("s")
+    assert alter() is E.none and store.names() == []

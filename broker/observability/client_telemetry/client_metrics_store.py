@@ -12,7 +12,8 @@ instances were built at.
 (the last two on the LIST configs ``metrics`` and ``match``; on ``interval.ms``
 INVALID_CONFIG, as Kafka's controller answers), then the resulting set is validated
 whole (``client_metrics_configs.validate``). A change that leaves no config removes the
-subscription, as Kafka does when every config of it is deleted.
+subscription, as Kafka does when every config of it is deleted. ``replace`` is the
+legacy AlterConfigs: the configs given become the whole set.
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ class ClientMetricsStore:
                 raise MetadataError(
                     ErrorCode.invalid_request, f"Unknown operations type {operation} for {key}"
                 )
+        validate(name, configs)
+        if not validate_only:
+            self.put(name, configs)
+
+    def replace(self, name: str, configs: Mapping[str, str], validate_only: bool = False) -> None:
+        """The legacy AlterConfigs: ``configs`` become the subscription's whole set
+        (none: it is removed), validated first."""
         validate(name, configs)
         if not validate_only:
             self.put(name, configs)
