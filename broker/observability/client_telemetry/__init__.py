@@ -7,7 +7,8 @@ PushTelemetry.
 - ``client_metrics_manager``: Kafka's ``ClientMetricsManager`` (APIs 71 and 72);
 - ``otlp_payload``: a push's payload decompressed and decoded (OTLP protobuf);
 - ``client_telemetry_receiver``: what keeps the pushed metrics (Kafka's exporter plugin);
-- ``telemetry_metrics``: those metrics at ``/metrics``.
+- ``telemetry_metrics``: those metrics at ``/metrics``;
+- ``client_telemetry_builder``: a broker's manager and receiver, built when on.
 
 On when ``metric.reporters`` names ``CLIENT_TELEMETRY_RECEIVER``
 (``minikafka serve --client-telemetry``); off, the broker neither advertises nor
