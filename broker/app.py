@@ -36,10 +36,14 @@ from broker.coordinator.coordinator_loader import EventLoopLoadScheduler, LoadSc
 from broker.group.group_builder import build_group_coordinators
 from broker.group.group_configs import GroupConfigStore
 from broker.handlers.base import ApiHandler
-from broker.handlers.registry import api_specs, build_registry
+from broker.handlers.registry import api_specs, broker_registry
 from broker.ids import IdSource
 from broker.log import LogManager
 from broker.log.memory_log import MemoryLog
+from broker.observability.client_telemetry.client_metrics_store import ClientMetricsStore
+from broker.observability.client_telemetry.client_telemetry_builder import (
+    build_client_telemetry,
+)
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.quota.quota_managers import build_quota_managers
 from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
@@ -88,8 +92,9 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
     log cleaner over it); the group coordinators over the replica manager (their
     ``__consumer_offsets``); the transaction coordinator (``__transaction_state`` and its
     marker channel); the share parts (``__share_group_state``, the persister, share
-    groups and partitions); the quota managers and the security parts; the services
-    handlers see, the dispatcher, and the broker that starts them all.
+    groups and partitions); the quota managers, the security parts and client telemetry
+    (when on); the services handlers see, the dispatcher, and the broker that starts
+    them all.
     """
     capture = stores.capture_of(options.broker_id)
     purgatories = PurgatorySet(
@@ -118,8 +123,19 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         stores.inter_broker,
     )
     share = build_share(options, stores, purgatories, replica_manager, groups)
-    handlers = options.handlers if options.handlers is not None else build_registry()
+    handlers = (
+        options.handlers
+        if options.handlers is not None
+        else broker_registry(options.config.client_telemetry_enabled)
+    )
     quotas = build_quota_managers(options.config, options.clock, stores.client_quotas)
+    client_telemetry = build_client_telemetry(
+        options.config,
+        options.clock,
+        stores.client_metrics,
+        stores.ids,
+        (capture,) if capture is not None else (),
+    )
     services = BrokerServices(
         broker_id=options.broker_id,
         config=options.config,
@@ -144,6 +160,8 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
         ),
         api_specs=api_specs(handlers),
         response_cache=ResponseCache(stores.metadata),
+        client_metrics=stores.client_metrics,
+        client_telemetry=client_telemetry,
     )
     dispatcher = build_dispatcher(options, stores, handlers, services, purgatories)
     components: tuple[Component, ...] = (
@@ -194,10 +212,11 @@ def build_standalone_broker(
     sockets — unit tests on a ``ManualClock`` and the in-process benchmarks."""
     metadata = ClusterMetadata()
     metadata.register_broker(0, "127.0.0.1", port)
+    config = config if config is not None else BrokerConfig.model_validate({})
     return build_broker(
         BrokerOptions(
             broker_id=0,
-            config=config if config is not None else BrokerConfig.model_validate({}),
+            config=config,
             clock=clock,
             logs=LogManager(None),
             port=port,
@@ -207,7 +226,9 @@ def build_standalone_broker(
         ),
         ClusterStores.in_memory(
             metadata,
-            faults if faults is not None else fault_injector(handlers or build_registry()),
+            faults
+            if faults is not None
+            else fault_injector(handlers or broker_registry(config.client_telemetry_enabled)),
         ),
     )
 
@@ -315,6 +336,7 @@ class MiniKafka:
         )
         group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         client_quotas = ClientQuotaStore(self.data_dir)
+        client_metrics = ClientMetricsStore(self.data_dir)  # KIP-714 subscriptions
         # Security (broker/security/): the TLS/SASL listeners beside the PLAINTEXT one.
         self.listeners = security_listeners(self.config)
         scram_credentials = ScramCredentialStore(self.data_dir)
@@ -338,7 +360,8 @@ class MiniKafka:
             static_min_insync_replicas=self.config.min_insync_replicas,
             eligible_leader_replicas_level=lambda: features.level(ELIGIBLE_LEADER_REPLICAS_VERSION),
         )
-        self.faults = fault_injector(build_registry())  # what can be failed, and limited
+        # what can be failed, and limited
+        self.faults = fault_injector(broker_registry(self.config.client_telemetry_enabled))
         # Capture (broker/observability/capture.py): every request and delayed-operation
         # event of every broker, into rolling files under capture_dir; off when None.
         self.captures: CaptureSet | None = None
@@ -360,6 +383,7 @@ class MiniKafka:
             features=features,
             group_configs=group_configs,
             client_quotas=client_quotas,
+            client_metrics=client_metrics,
             acls=acls,
             scram_credentials=scram_credentials,
             delegation_tokens=delegation_tokens,

@@ -1,5 +1,5 @@
-"""``minikafka topics|groups|quotas|acls|features|metadata-quorum|produce|consume``: Kafka's
-command line tools, against any bootstrap.
+"""``minikafka topics|groups|quotas|acls|features|metadata-quorum|client-metrics|produce|
+consume``: Kafka's command line tools, against any bootstrap.
 
 =====================================  ==============================================
 Kafka                                  minikafka
@@ -32,6 +32,9 @@ Kafka                                  minikafka
 |add-controller|remove-controller``    ``metadata-quorum add-controller|remove-controller
                                        --controller-id ID ...``
                                        (``admin_metadata_quorum.py``)
+``kafka-client-metrics.sh``            ``client-metrics list|describe|alter|delete
+                                       --name N --metrics M --interval MS --match K=V``
+                                       (``admin_client_metrics.py``)
 ``kafka-console-producer.sh``          ``produce TOPIC [--key-separator SEP]``
 ``kafka-console-consumer.sh``          ``consume TOPIC [--from-beginning] [--group G]
                                        [--max-messages N] [--timeout-ms MS]``
@@ -59,6 +62,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from kafka_tools.admin_acls import AclUsageError, acls_add, acls_list, acls_remove, add_acl_parsers
+from kafka_tools.admin_client_metrics import (
+    ClientMetricsUsageError,
+    add_client_metrics_parsers,
+    client_metrics_alter,
+    client_metrics_delete,
+    client_metrics_describe,
+    client_metrics_list,
+)
 from kafka_tools.admin_commands import (
     UsageError,
     groups_delete,
@@ -92,7 +103,17 @@ from kafka_tools.console_commands import consume_records, produce_lines
 __all__ = ["ADMIN_COMMANDS", "add_admin_parsers", "run_admin"]
 
 ADMIN_COMMANDS = frozenset(
-    {"topics", "groups", "quotas", "acls", "features", "metadata-quorum", "produce", "consume"}
+    {
+        "topics",
+        "groups",
+        "quotas",
+        "acls",
+        "features",
+        "metadata-quorum",
+        "client-metrics",
+        "produce",
+        "consume",
+    }
 )
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -212,6 +233,7 @@ def add_admin_parsers(sub: Any) -> None:
     add_acl_parsers(sub, _bootstrap_option)
     add_feature_parsers(sub, _bootstrap_option)
     add_metadata_quorum_parsers(sub, _bootstrap_option)
+    add_client_metrics_parsers(sub, _bootstrap_option)
 
     prod = sub.add_parser(
         "produce", help="send the lines of stdin as records (kafka-console-producer)"
@@ -315,6 +337,10 @@ def run_admin(
         "metadata-quorum describe": metadata_quorum_describe,
         "metadata-quorum add-controller": metadata_quorum_add_controller,
         "metadata-quorum remove-controller": metadata_quorum_remove_controller,
+        "client-metrics list": client_metrics_list,
+        "client-metrics describe": client_metrics_describe,
+        "client-metrics alter": client_metrics_alter,
+        "client-metrics delete": client_metrics_delete,
         "produce": produce_lines,
         "consume": consume_records,
     }
@@ -322,7 +348,13 @@ def run_admin(
     try:
         _resolve_topic(args)
         return runner(lambda: command(args))
-    except (UsageError, AclUsageError, FeatureUsageError, QuorumUsageError) as exc:
+    except (
+        UsageError,
+        AclUsageError,
+        FeatureUsageError,
+        QuorumUsageError,
+        ClientMetricsUsageError,
+    ) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except AdminError as exc:

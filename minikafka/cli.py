@@ -8,7 +8,8 @@ by `` <LISTENER>=HOST:PORT[,...] client_config=PATH`` with ``--security``), then
 until SIGINT or SIGTERM and exits 0. ``--security sasl_ssl|sasl_plaintext|ssl`` adds a
 secure listener with throwaway certificates and a user (``broker/security/quickstart.py``);
 ``--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'`` seeds a SCRAM
-credential as ``kafka-storage format --add-scram`` does.
+credential as ``kafka-storage format --add-scram`` does. ``--client-telemetry`` turns on
+KIP-714's receiver (``metric.reporters``: Kafka's is a reporter plugin, no plain switch).
 
 Exit codes: 0 done; 1 the command could not be done (a port in use, a cluster that
 refuses); 2 a bad argument or config -- with one line on stderr that names it
@@ -17,10 +18,10 @@ anything starts: ports and their range, the broker count, ``--data-dir`` and
 ``--capture-dir`` created and written to, the config's keys and values.
 
 Subcommands: ``serve``; ``fault`` (the control endpoint, ``broker/control/``);
-``topics``, ``groups``, ``features``, ``produce``, ``consume`` (Kafka's command line tools,
-``kafka_tools/admin_cli.py``); ``workload``, ``replay``, ``report``, ``compare``
-(``spark_jobs``, run in a child process; a missing extra is one line saying what to
-install).
+``topics``, ``groups``, ``features``, ``client-metrics``, ``produce``, ``consume`` (Kafka's
+command line tools, ``kafka_tools/admin_cli.py``); ``workload``, ``replay``, ``report``,
+``compare`` (``spark_jobs``, run in a child process; a missing extra is one line saying
+what to install).
 """
 
 from __future__ import annotations
@@ -41,7 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from broker.config.broker_config import BrokerConfig, ConfigError, parse_overrides, read_config
+from broker.config.broker_config import (
+    CLIENT_TELEMETRY_RECEIVER,
+    BrokerConfig,
+    ConfigError,
+    parse_overrides,
+    read_config,
+)
 from broker.control.guard import is_loopback
 from broker.control.token_file import TOKEN_ENV, remove_token, write_token
 from broker.observability.gc_policy import (
@@ -123,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_security_options(serve)
     _add_control_options(serve)
     _add_capture_options(serve)
+    _add_client_telemetry_option(serve)
     _add_gc_options(serve)
     _add_fault_parser(sub)
     add_admin_parsers(sub)
@@ -207,6 +215,19 @@ def _add_capture_options(serve: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         help="capture every request and delayed-operation event into this directory",
+    )
+
+
+def _add_client_telemetry_option(serve: argparse.ArgumentParser) -> None:
+    """KIP-714's receiver: Kafka has no plain switch (a ClientTelemetry reporter plugin
+    in ``metric.reporters``), so this adds minikafka's receiver name there."""
+    serve.add_argument(
+        "--client-telemetry",
+        action="store_true",
+        help="receive client telemetry (KIP-714: GetTelemetrySubscriptions and "
+        "PushTelemetry advertised, pushed metrics at /metrics and in the capture); Kafka "
+        f"has no plain config for it: this adds {CLIENT_TELEMETRY_RECEIVER} to "
+        "metric.reporters, where Kafka names its telemetry reporter plugin",
     )
 
 
@@ -458,6 +479,11 @@ def plan_serve(args: argparse.Namespace) -> ServePlan:
     overrides = parse_overrides(args.override)
     loaded = read_config(args.config, overrides)
     config = loaded.config
+    if args.client_telemetry and not config.client_telemetry_enabled:
+        reporters = f"{config.metric_reporters},{CLIENT_TELEMETRY_RECEIVER}".lstrip(",")
+        overrides["metric.reporters"] = reporters
+        loaded = read_config(args.config, overrides)
+        config = loaded.config
     listener = config.client_listener()
     port = args.port if args.port is not None else listener.port if listener else 9092
     security = None

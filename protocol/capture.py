@@ -4,9 +4,11 @@ The broker writes these records and the Spark jobs read them, so the fields are 
 once, here, in protocol/ (which both sides may import). ``spark_jobs.schema`` derives
 its Spark schema from these models, and a test keeps the two in step.
 
-Two record types share one file, told apart by the ``type`` field (a pydantic
-discriminator): ``CaptureRequest`` (one per request served) and
-``DelayedOperationEvent`` (one per created, completed or expired delayed operation).
+Three record types share one file, told apart by the ``type`` field (a pydantic
+discriminator): ``CaptureRequest`` (one per request served),
+``DelayedOperationEvent`` (one per created, completed or expired delayed operation) and
+``ClientTelemetryPush`` (one per accepted KIP-714 push, its metrics decoded; readers
+older than it skip those lines with a warning).
 Every file starts with a ``CaptureFileHeader`` carrying ``CAPTURE_FORMAT_VERSION`` so a
 reader can refuse a format it does not know instead of misreading it.
 
@@ -41,12 +43,14 @@ __all__ = [
     "CaptureFileHeader",
     "CaptureRecord",
     "CaptureRequest",
+    "ClientTelemetryPush",
     "DelayedOperationEvent",
     "DelayedOperationKind",
     "FileRecord",
     "OperationEvent",
     "PurgatoryName",
     "PurgatoryOutcome",
+    "TelemetryPoint",
     "kafka_connection_id",
     "parse_file_record",
 ]
@@ -232,21 +236,60 @@ class DelayedOperationEvent(_Record):
     correlation_id: int | None = None
 
 
+class TelemetryPoint(BaseModel):
+    """One data point a client pushed (an OTLP data point, flattened)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    name: str
+    #: ``gauge``, ``sum``, ``histogram``, ``exponential_histogram`` or ``summary``.
+    kind: str
+    #: A gauge's or sum's value; a histogram's or summary's sum.
+    value: float
+    attributes: dict[str, str] = {}
+    time_unix_nano: int = 0
+    #: A sum's: it only grows; each point is a delta (KIP-714 asks for deltas).
+    monotonic: bool = False
+    delta: bool = False
+    #: A histogram's or summary's count of observations.
+    count: int | None = None
+
+
+class ClientTelemetryPush(_Record):
+    """One accepted PushTelemetry (KIP-714) with its metrics decoded: the client's own
+    view (its request latencies, queue times, rebalances) beside its requests."""
+
+    type: Literal["client_telemetry"] = "client_telemetry"
+    broker_id: int
+    #: The connection the push came on (the same ids as the client's requests).
+    connection_id: str
+    client_id: str | None
+    client_instance_id: str
+    client_software_name: str | None = None
+    client_software_version: str | None = None
+    received_unix_us: int
+    received_monotonic_us: int
+    #: The OTLP resource's attributes (librdkafka: ``client_rack``, ``group_id``, ...).
+    resource: dict[str, str] = {}
+    points: list[TelemetryPoint] = Field(default_factory=list)
+
+
 #: What ``read_capture`` yields.
 CaptureRecord = Annotated[CaptureRequest | DelayedOperationEvent, Field(discriminator="type")]
 #: Any line of a capture file.
 FileRecord = Annotated[
-    CaptureFileHeader | CaptureRequest | DelayedOperationEvent, Field(discriminator="type")
+    CaptureFileHeader | CaptureRequest | DelayedOperationEvent | ClientTelemetryPush,
+    Field(discriminator="type"),
 ]
 
 _FILE_RECORD_ADAPTER: Final[
-    TypeAdapter[CaptureFileHeader | CaptureRequest | DelayedOperationEvent]
+    TypeAdapter[CaptureFileHeader | CaptureRequest | DelayedOperationEvent | ClientTelemetryPush]
 ] = TypeAdapter(FileRecord)
 
 
 def parse_file_record(
     line: str | bytes,
-) -> CaptureFileHeader | CaptureRequest | DelayedOperationEvent:
+) -> CaptureFileHeader | CaptureRequest | DelayedOperationEvent | ClientTelemetryPush:
     """Validate one JSON line of a capture file into its record type (by ``type``)."""
     return _FILE_RECORD_ADAPTER.validate_json(line)
 

@@ -56,6 +56,7 @@ from protocol.capture import (
     CAPTURE_FORMAT_VERSION,
     CaptureFileHeader,
     CaptureRequest,
+    ClientTelemetryPush,
     DelayedOperationEvent,
     parse_file_record,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "iter_capture_lines",
     "line_encoder",
     "read_capture",
+    "read_client_telemetry",
 ]
 
 DEFAULT_ROLL_BYTES: Final = 64 * 1024 * 1024
@@ -329,7 +331,7 @@ class CaptureWriter:
 
     # -- public API ---------------------------------------------------------------
 
-    def write(self, record: CaptureRequest | DelayedOperationEvent) -> None:
+    def write(self, record: CaptureRequest | DelayedOperationEvent | ClientTelemetryPush) -> None:
         """Append one record; it is durable after the next flush."""
         self.write_lines(record.model_dump_json().encode() + b"\n", 1)
 
@@ -520,6 +522,8 @@ def iter_capture_lines(path: str | os.PathLike[str]) -> Iterator[bytes]:
 
 #: How `line_encoder` starts a delayed-operation event (``type`` is its first key).
 _DELAYED_OP_PREFIX = b'{"type":"delayed_op"'
+#: How a client telemetry push's line starts (pydantic writes ``type`` first).
+_CLIENT_TELEMETRY_PREFIX = b'{"type":"client_telemetry"'
 
 
 def read_capture(
@@ -532,9 +536,12 @@ def read_capture(
     newer, unknown format version raises ``ValueError`` rather than being misread.
     ``requests_only`` leaves out the delayed-operation events, and the ones this project
     wrote are not even parsed (most lines of a capture: a replay reads only requests).
+    Client telemetry pushes (KIP-714) are left out: ``read_client_telemetry`` reads them.
     """
     for file in capture_files(path_or_dir):
         for line in iter_capture_lines(file):
+            if line.startswith(_CLIENT_TELEMETRY_PREFIX):
+                continue  # read_client_telemetry's
             if requests_only and line.startswith(_DELAYED_OP_PREFIX):
                 continue
             try:
@@ -554,9 +561,31 @@ def read_capture(
                         f"than this reader's {CAPTURE_FORMAT_VERSION}"
                     )
                 continue
-            if requests_only and not isinstance(record, CaptureRequest):
+            if isinstance(record, ClientTelemetryPush) or (
+                requests_only and not isinstance(record, CaptureRequest)
+            ):
                 continue
             yield record
+
+
+def read_client_telemetry(path_or_dir: str | os.PathLike[str]) -> Iterator[ClientTelemetryPush]:
+    """The client telemetry pushes (KIP-714) of a capture file or directory, in order;
+    a line that does not validate is skipped with a ``CaptureCorruptWarning``."""
+    for file in capture_files(path_or_dir):
+        for line in iter_capture_lines(file):
+            if not line.startswith(_CLIENT_TELEMETRY_PREFIX):
+                continue
+            try:
+                record = parse_file_record(line)
+            except ValidationError as exc:
+                warnings.warn(
+                    f"{file}: skipped a client telemetry line: {exc.errors()[0]['msg']}",
+                    CaptureCorruptWarning,
+                    stacklevel=2,
+                )
+                continue
+            if isinstance(record, ClientTelemetryPush):
+                yield record
 
 
 def captured_cluster_config(path_or_dir: str | os.PathLike[str]) -> dict[str, str]:

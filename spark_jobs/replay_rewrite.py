@@ -32,8 +32,10 @@ replay task (a leader's SyncGroup then also rewrites the other members it knows)
 generations are per group. Inter-broker requests (follower Fetch and
 OffsetForLeaderEpoch, with a replica id >= 0; WriteTxnMarkers) are not replayed: the new
 cluster's own brokers send their own, and a fake follower would move its ISR and high
-watermark (``spark_jobs.traffic``). ``skip_reason`` says so; the replay reports it as a
-skip, not an error.
+watermark (``spark_jobs.traffic``). Client telemetry (KIP-714: GetTelemetrySubscriptions,
+PushTelemetry) is not replayed either: it is the client's report of itself, with the
+captured broker's instance and subscription ids. ``skip_reason`` says so; the replay
+reports each as a skip, not an error.
 
 Sans-IO and Spark-free, so the rules are tested without a broker or a JVM.
 """
@@ -47,7 +49,13 @@ from typing import Any, Final
 
 from protocol.record_batch import compute_crc, iter_batches
 from spark_jobs.replay_share_rewrite import SHARE_APIS, ShareRewriter
-from spark_jobs.traffic import SKIP_INTER_BROKER, is_inter_broker, replica_id_of
+from spark_jobs.traffic import (
+    CLIENT_TELEMETRY_API_KEYS,
+    SKIP_CLIENT_TELEMETRY,
+    SKIP_INTER_BROKER,
+    is_inter_broker,
+    replica_id_of,
+)
 
 __all__ = [
     "FETCH",
@@ -186,6 +194,8 @@ class ReplayRewriter:
         """Why a request is not to be replayed, or None."""
         if is_inter_broker(api_key, replica_id_of(request)):
             return SKIP_INTER_BROKER
+        if api_key in CLIENT_TELEMETRY_API_KEYS:
+            return SKIP_CLIENT_TELEMETRY
         return None
 
     def rewrite(self, connection: str, api_key: int, request: Any) -> Any:

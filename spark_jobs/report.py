@@ -20,7 +20,9 @@ own are in a table apart (``spark_jobs.traffic``). Everything is computed with
 DataFrame aggregations; only aggregates come back to the driver, to be written as CSV
 and JSON under ``tables/``, drawn (``spark_jobs.plots``) and rendered into
 ``index.html`` from ``templates/report.html.j2`` (``spark_jobs.render``). With a capture at
-hand the page also has the quota throttle table (``spark_jobs.throttle_report``).
+hand the page also has the quota throttle table (``spark_jobs.throttle_report``) and,
+when clients pushed telemetry (KIP-714), their own latency per API beside the broker's
+(``spark_jobs.client_telemetry_report``).
 ``run_report`` reads as named steps: ``read_inputs``, ``replay_sides`` or
 ``analysis_sides``, the tables, ``draw_plots``.
 """
@@ -210,6 +212,24 @@ def throttle_report_table(inputs: ReportInputs) -> Table | None:
     if not throttle_sides:
         return None
     return throttle_table(throttle_stats(throttle_sides), [side for side, _ in throttle_sides])
+
+
+def client_latency_report_table(spark: SparkSession, inputs: ReportInputs) -> Table | None:
+    """The clients' own latency (KIP-714 pushes in the capture) beside the broker's, per
+    API; None when the capture holds no push (looked for on the driver first, so a
+    capture without telemetry costs no Spark job)."""
+    from protocol.capture_files import read_client_telemetry
+    from spark_jobs.client_telemetry_report import (
+        client_latency_stats,
+        client_latency_table,
+        read_client_telemetry_df,
+    )
+
+    path, analysis = inputs.capture_path, inputs.captured_requests
+    if path is None or analysis is None or next(read_client_telemetry(path), None) is None:
+        return None
+    stats = client_latency_stats(read_client_telemetry_df(spark, path), analysis)
+    return client_latency_table(stats) if stats else None
 
 
 def replay_sides(results_df: DataFrame, target_requests: DataFrame | None) -> Sides:
@@ -437,6 +457,7 @@ def run_report(
         ("inter_broker", inter_broker_table(inputs)),
         ("delayed_operations", delayed_operations_table(spark, inputs)),
         ("throttle", throttle_report_table(inputs)),
+        ("client_latency", client_latency_report_table(spark, inputs)),
     ):
         if table is not None:
             out_tables[name] = table

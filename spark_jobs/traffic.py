@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLIENT",
+    "CLIENT_TELEMETRY_API_KEYS",
     "INTER_BROKER",
     "INTER_BROKER_API_KEYS",
     "REPLICA_ID_APIS",
+    "SKIP_CLIENT_TELEMETRY",
     "SKIP_INTER_BROKER",
     "is_inter_broker",
     "replica_id_of",
@@ -44,6 +46,14 @@ CLIENT: Final = "client"
 INTER_BROKER: Final = "inter-broker"
 #: The reason the replay gives for every inter-broker request it does not send.
 SKIP_INTER_BROKER: Final = "inter-broker request: the target's own brokers send their own"
+
+#: The reason the replay gives for the client telemetry requests it does not send.
+SKIP_CLIENT_TELEMETRY: Final = (
+    "client telemetry (KIP-714): the client's report of itself, not load; its instance and "
+    "subscription ids are the captured broker's"
+)
+#: GetTelemetrySubscriptions and PushTelemetry.
+CLIENT_TELEMETRY_API_KEYS: Final = frozenset({71, 72})
 
 #: APIs only brokers send to brokers (LeaderAndIsr, StopReplica, UpdateMetadata,
 #: ControlledShutdown, WriteTxnMarkers, AlterPartition, KRaft's broker APIs, and the

@@ -34,6 +34,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from broker.cluster.kraft_quorum import parse_quorum_voters
 from broker.security.authorizer.acl import STANDARD_AUTHORIZER
 
+#: The metrics reporter (``metric.reporters``) that turns client telemetry on: a name, no
+#: Java class (KIP-714's receiver is a ``ClientTelemetry`` reporter plugin in Kafka).
+CLIENT_TELEMETRY_RECEIVER: Final = "minikafka.ClientTelemetryReceiver"
+
 
 class ConfigError(ValueError):
     """A configuration key or value the broker cannot start with."""
@@ -356,6 +360,14 @@ class BrokerConfig(BaseModel):
     rsm_latency_p50_ms: float = Field(0.0, alias="rsm.config.latency.p50.ms", ge=0)
     rsm_latency_p99_ms: float = Field(0.0, alias="rsm.config.latency.p99.ms", ge=0)
     rsm_bytes_per_second: int = Field(0, alias="rsm.config.bytes.per.second", ge=0)
+    # Client telemetry (KIP-714, broker/observability/client_telemetry/). Kafka has no
+    # switch of its own: its receiver is a metrics reporter implementing ClientTelemetry
+    # named in metric.reporters. Ours is CLIENT_TELEMETRY_RECEIVER there (what
+    # ``serve --client-telemetry`` adds); telemetry.max.bytes is Kafka's.
+    metric_reporters: str = Field(
+        "org.apache.kafka.common.metrics.JmxReporter", alias="metric.reporters"
+    )
+    telemetry_max_bytes: int = Field(1048576, alias="telemetry.max.bytes", ge=1)
 
     @model_validator(mode="after")
     def _check_session_bounds(self) -> BrokerConfig:
@@ -436,6 +448,12 @@ class BrokerConfig(BaseModel):
                 if entry.name == chosen.name:
                     advertised = entry.host or None
         return ListenerEndpoint(chosen.name, chosen.host, chosen.port, advertised)
+
+    @property
+    def client_telemetry_enabled(self) -> bool:
+        """Whether ``metric.reporters`` names minikafka's client-telemetry receiver."""
+        reporters = (r.strip() for r in self.metric_reporters.split(","))
+        return CLIENT_TELEMETRY_RECEIVER in reporters
 
     @property
     def log_retention_effective_ms(self) -> int:

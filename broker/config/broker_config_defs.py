@@ -31,6 +31,7 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    CLIENT_METRICS_CONFIG = 7  # KIP-714: a CLIENT_METRICS resource's config
     GROUP_CONFIG = 8  # KIP-848: a GROUP resource's override
 
 

@@ -27,6 +27,8 @@ Routes::
                                      their live updates (/console/events), static files
     GET    /purgatory                operations waiting now, per broker and purgatory (and
                                      the ThrottledChannel timer: connections muted by quotas)
+    GET    /client-telemetry         KIP-714: the subscriptions and each client instance's
+                                     latest pushed metrics, per broker
 
 Every request passes ``broker.control.guard`` first: the Host and Origin name this
 endpoint, and a state change (POST, DELETE) carries the token from the ready line as
@@ -191,6 +193,7 @@ class ControlServer:
                 web.delete("/faults/{broker_id}", self.clear_broker_faults),
                 web.get("/metrics", self.metrics),
                 web.get("/purgatory", self.purgatory),
+                web.get("/client-telemetry", self.client_telemetry),
                 web.get("/remote", self.remote_tier),
                 web.post("/remote", self.remote_fault),
                 web.delete("/remote", self.clear_remote_faults),
@@ -346,6 +349,23 @@ class ControlServer:
                 raise ControlError(400, f"failing takes a list of: {kinds}") from None
         log.info("Remote tier faults now %s", remote.faults.as_json())
         return _json(remote.faults.as_json())
+
+    async def client_telemetry(self, request: web.Request) -> web.Response:
+        """KIP-714: the subscriptions, and per broker (receiver on) each client instance's
+        latest pushed values; ``enabled`` false and no clients with the receiver off."""
+        brokers = self._brokers()
+        store = brokers[0].services.client_metrics if brokers else None
+        subscriptions = (
+            {name: store.configs(name) for name in store.names()} if store is not None else {}
+        )
+        clients = [
+            {"broker": broker.broker_id, **instance.as_json()}
+            for broker in sorted(brokers, key=lambda b: b.broker_id)
+            if broker.services.client_telemetry is not None
+            for instance in broker.services.client_telemetry.receiver.instances()
+        ]
+        enabled = any(b.services.client_telemetry is not None for b in brokers)
+        return _json({"enabled": enabled, "subscriptions": subscriptions, "clients": clients})
 
     async def remote_tier(self, request: web.Request) -> web.Response:
         """What the remote tier holds per partition (no Kafka API tells remote sizes):

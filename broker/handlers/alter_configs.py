@@ -10,9 +10,14 @@ KIP-226): "" is the cluster-wide default, "<id>" must be this broker
 per-broker config at the cluster level is INVALID_REQUEST, as Kafka's broker answers.
 ``validate_only`` checks and changes nothing.
 
-Differences from Kafka: other resource types are INVALID_REQUEST; no alter-config
-policy, throttle time 0. A new value reaches existing partitions at once: the
-replica manager re-applies topic configs (and broker defaults) on every metadata change.
+CLIENT_METRICS resources (KIP-714's telemetry subscriptions): the configs given become
+the subscription's whole set, checked as IncrementalAlterConfigs checks them
+(``handlers/client_metrics_configs.py``); none given removes it.
+
+Differences from Kafka: other resource types (GROUP, BROKER_LOGGER) are INVALID_REQUEST;
+no alter-config policy, throttle time 0. A new value reaches existing partitions at
+once: the replica manager re-applies topic configs (and broker defaults) on every
+metadata change.
 
 With an authorizer, ALTER_CONFIGS on the resource (``config_authorization.py``).
 """
@@ -25,6 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import SET, alter_broker_configs
+from broker.handlers.client_metrics_configs import CLIENT_METRICS_RESOURCE
 from broker.handlers.config_authorization import check_config_access
 from broker.handlers.topic_configs import (
     BROKER_RESOURCE,
@@ -59,6 +65,10 @@ def _alter(ctx: RequestContext, kind: int, name: str, configs: Any, validate_onl
     check_config_changes((c.name, c.value, SET) for c in configs)
     if kind == BROKER_RESOURCE:
         alter_broker_configs(ctx, name, {c.name: c.value for c in configs}, validate_only)
+        return
+    if kind == CLIENT_METRICS_RESOURCE:  # KIP-714 subscriptions: the whole set, validated
+        configs_given = {c.name: c.value or "" for c in configs}
+        ctx.services.client_metrics.replace(name, configs_given, validate_only)
         return
     cluster = ctx.services.metadata
     check_alterable_topic(cluster, kind, name)

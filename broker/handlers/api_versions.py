@@ -6,6 +6,8 @@ Behavior:
 - every API of the handler registry at its range (``api_specs``); an unsupported request
   version is answered by the connection layer with Kafka's v0-encoded UNSUPPORTED_VERSION
   response (KIP-511).
+- v3+ (KIP-511): the client's software name and version are kept on its connection
+  (Kafka's ``ClientInformation``), for client telemetry's ``match``.
 - v3+ (KIP-584): the features this broker supports (``SupportedFeatures``: Kafka 4.2's
   table, ``broker/cluster/features.py``) and the levels the cluster finalized
   (``FinalizedFeatures``: those above 0) with their epoch (``FinalizedFeaturesEpoch``,
@@ -34,6 +36,10 @@ MAX_VERSION = 4
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= 3:
+        # Kafka's SocketServer keeps these on the channel (ClientInformation).
+        ctx.connection.client_software_name = request.client_software_name
+        ctx.connection.client_software_version = request.client_software_version
     # The answer depends on the version only: encoded once, served from the broker's
     # response cache (which starts over when the cluster changes; cheap to rebuild).
     services = ctx.services

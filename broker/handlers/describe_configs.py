@@ -13,8 +13,9 @@ config; otherwise only the keys named (unknown keys are left out, as Kafka does)
 
 Differences from Kafka: configs minikafka does not model keep Kafka's default (a
 properties file's unmodelled keys are not shown); ``include_documentation`` returns no
-documentation; BROKER_LOGGER and CLIENT_METRICS resources are INVALID_REQUEST. GROUP
-resources (type 32, KIP-848): ``handlers/group_configs.py``.
+documentation; BROKER_LOGGER resources are INVALID_REQUEST. GROUP resources (type 32,
+KIP-848): ``handlers/group_configs.py``; CLIENT_METRICS resources (type 16, KIP-714):
+``handlers/client_metrics_configs.py``.
 Throttle time 0.
 
 With an authorizer, DESCRIBE_CONFIGS on the resource (``config_authorization.py``).
@@ -29,6 +30,10 @@ from kio.schema.errors import ErrorCode
 from broker.cluster.cluster_metadata import MetadataError, validate_topic_name
 from broker.handlers.base import error_message
 from broker.handlers.broker_configs import broker_config_entries, layers_for
+from broker.handlers.client_metrics_configs import (
+    CLIENT_METRICS_RESOURCE,
+    client_metrics_config_entries,
+)
 from broker.handlers.config_authorization import check_config_access
 from broker.handlers.group_configs import GROUP_RESOURCE, group_config_entries
 from broker.handlers.topic_configs import ConfigEntry, topic_config_entries
@@ -120,6 +125,8 @@ def _entries(ctx: RequestContext, kind: int, name: str) -> list[ConfigEntry]:
         return broker_config_entries(layers_for(services), name)
     if kind == GROUP_RESOURCE:
         return group_config_entries(ctx, name)
+    if kind == CLIENT_METRICS_RESOURCE:
+        return client_metrics_config_entries(ctx, name)
     raise MetadataError(ErrorCode.invalid_request, f"Unsupported resource type {kind}")
 
 

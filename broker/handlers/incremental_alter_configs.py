@@ -19,11 +19,13 @@ cluster level is INVALID_REQUEST; APPEND/SUBTRACT on a non-list is INVALID_CONFI
 ``validate_only`` checks and changes nothing.
 
 GROUP resources (type 32, KIP-848's per-group configs): ``handlers/group_configs.py``.
+CLIENT_METRICS resources (type 16, KIP-714's telemetry subscriptions):
+``handlers/client_metrics_configs.py``.
 
-Differences from Kafka: other resource types (BROKER_LOGGER, CLIENT_METRICS) are
-INVALID_REQUEST; APPEND/SUBTRACT on a broker config Kafka does not know is
-INVALID_CONFIG (Kafka's broker fails it with UNKNOWN_SERVER_ERROR). No alter-config
-policy, no ACLs, throttle time 0. A new value reaches existing partitions at once.
+Differences from Kafka: BROKER_LOGGER resources are INVALID_REQUEST; APPEND/SUBTRACT
+on a broker config Kafka does not know is INVALID_CONFIG (Kafka's broker fails it with
+UNKNOWN_SERVER_ERROR). No alter-config policy, no ACLs, throttle time 0. A new value
+reaches existing partitions at once.
 
 With an authorizer, ALTER_CONFIGS on the resource (``config_authorization.py``).
 """
@@ -44,6 +46,10 @@ from broker.handlers.broker_configs import (
     alter_broker_configs,
     incremental_broker_configs,
     layers_for,
+)
+from broker.handlers.client_metrics_configs import (
+    CLIENT_METRICS_RESOURCE,
+    alter_client_metrics_configs,
 )
 from broker.handlers.config_authorization import check_config_access
 from broker.handlers.group_configs import GROUP_RESOURCE, alter_group_configs
@@ -82,6 +88,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             alter_broker_configs(ctx, name, configs, validate_only)
         elif kind == GROUP_RESOURCE:
             alter_group_configs(ctx, name, changes, validate_only)
+        elif kind == CLIENT_METRICS_RESOURCE:
+            alter_client_metrics_configs(ctx, name, changes, validate_only)
         else:
             info = check_alterable_topic(ctx.services.metadata, kind, name)
             overrides = _apply(ctx, info, changes)

@@ -10,12 +10,11 @@ Behavior:
   ``GroupConfigManager.groupIds``), CLIENT_METRICS (16), BROKER_LOGGER (8) and BROKER (4)
   every live broker by id, TOPIC (2) every topic, internal ones included. A type outside
   those five is UNSUPPORTED_VERSION with no resources.
-- Differences from Kafka: there are no client-metrics subscriptions here (client
-  telemetry is another issue), so CLIENT_METRICS lists nothing.
+- CLIENT_METRICS lists the client telemetry subscriptions (KIP-714), by name.
 
 Version notes:
 - v0 (Kafka 3.7's ListClientMetricsResources, renamed) lists client-metrics resources
-  only, so here nothing.
+  only.
 - v1 adds ``resource_types``.
 """
 
@@ -94,8 +93,7 @@ def _groups(ctx: RequestContext) -> list[str]:
 
 
 def _client_metrics(ctx: RequestContext) -> list[str]:
-    del ctx
-    return []  # no client telemetry subscriptions (KIP-714) here yet
+    return ctx.services.client_metrics.names()
 
 
 def _brokers(ctx: RequestContext) -> list[str]:

@@ -52,6 +52,7 @@ from broker.handlers import (
     expire_delegation_token,
     fetch,
     find_coordinator,
+    get_telemetry_subscriptions,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
@@ -69,6 +70,7 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    push_telemetry,
     read_share_group_state,
     read_share_group_state_summary,
     remove_raft_voter,
@@ -179,6 +181,15 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     # the config resources of a type (issue 31, KIP-1142)
     list_config_resources,
 )
+#: Client telemetry (issue 32, KIP-714): served, and so advertised, only when the
+#: receiver is on (``metric.reporters``), as Kafka's only with a telemetry plugin.
+CLIENT_TELEMETRY_MODULES: tuple[ModuleType, ...] = (get_telemetry_subscriptions, push_telemetry)
+
+
+def broker_registry(client_telemetry: bool) -> dict[int, ApiHandler]:
+    """What a broker serves: every API, and client telemetry's when it is on."""
+    extra = CLIENT_TELEMETRY_MODULES if client_telemetry else ()
+    return build_registry(HANDLER_MODULES + extra)
 
 
 def build_registry(modules: tuple[ModuleType, ...] = HANDLER_MODULES) -> dict[int, ApiHandler]:

@@ -64,10 +64,12 @@ from protocol.api_registry import api_name
 from protocol.capture import (
     DELAYED_OPERATION_KINDS,
     CaptureRequest,
+    ClientTelemetryPush,
     DelayedOperationEvent,
     DelayedOperationKind,
     OperationEvent,
     PurgatoryName,
+    TelemetryPoint,
 )
 from protocol.capture_files import (
     DEFAULT_FLUSH_INTERVAL_MS,
@@ -80,6 +82,10 @@ from purgatory import Clock, ExpirationReaper, SystemTimer, TimerTask
 from purgatory.delayed_operation import DelayedOperation
 
 if TYPE_CHECKING:
+    from broker.observability.client_telemetry.client_metrics_instance import (
+        ClientMetricsInstance,
+    )
+    from broker.observability.client_telemetry.otlp_payload import TelemetryPayload
     from broker.server.context import RequestContext
 
 __all__ = [
@@ -319,6 +325,44 @@ class BrokerCapture:
             self.format_pending()
         elif self._format_later is None:
             self._arm_timer()
+
+    # -- on the loop: client telemetry (ClientTelemetryReceiver's listener) --------------
+
+    def client_telemetry_pushed(
+        self, instance: ClientMetricsInstance, payload: TelemetryPayload
+    ) -> None:
+        """One ``ClientTelemetryPush`` line for an accepted KIP-714 push, written at once
+        (a push comes every few seconds per client at most: no batching needed)."""
+        client = instance.attributes
+        mono_us = self._clocks.monotonic_ns() // 1000
+        record = ClientTelemetryPush(
+            broker_id=self.broker_id,
+            connection_id=client.connection_id,
+            client_id=client.client_id,
+            client_instance_id=str(instance.instance_id),
+            client_software_name=client.software_name,
+            client_software_version=client.software_version,
+            received_unix_us=mono_us + self._wall_offset_us,
+            received_monotonic_us=mono_us,
+            resource=dict(payload.resource),
+            points=[
+                TelemetryPoint(
+                    name=p.name,
+                    kind=p.kind,
+                    value=p.value,
+                    attributes=dict(p.attributes),
+                    time_unix_nano=p.time_unix_nano,
+                    monotonic=p.monotonic,
+                    delta=p.delta,
+                    count=p.count,
+                )
+                for p in payload.points
+            ],
+        )
+        try:
+            self.writer.write_lines(record.model_dump_json().encode() + b"\n", 1)
+        except Exception:
+            self._failed("client telemetry push")
 
     # -- on the loop: a batch at a time -------------------------------------------------
 

@@ -4,7 +4,9 @@ Request metrics follow Kafka's ``kafka.network:type=RequestMetrics`` (request na
 Kafka names them; a Fetch counts under ``Fetch`` and under ``FetchConsumer`` or
 ``FetchFollower``), with the six timing phases of ``RequestTiming``. Purgatory,
 replica-manager and controller gauges are read from the broker's state when
-``/metrics`` is scraped, so they cost nothing per request.
+``/metrics`` is scraped, so they cost nothing per request. The metrics clients push
+(KIP-714, when the receiver is on) are there too, under ``client_telemetry_``
+(``broker/observability/client_telemetry/telemetry_metrics.py``).
 
 JMX names map to Prometheus the way the usual JMX exporter rules do: domain, type and
 name, lower-cased and joined by ``_``, other key properties as labels, plus ``broker``:
@@ -35,6 +37,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from broker.observability.client_telemetry.telemetry_metrics import client_telemetry_families
 from broker.quota.quota_metrics import quota_families, replication_quota_families
 from broker.remote.remote_log_manager import RemoteLogManager
 from protocol.api_registry import KIO_VERSIONS, api_name
@@ -299,6 +302,13 @@ class MetricsCollector:
         yield from replication_quota_families(
             (b.broker_id, b.services.replica_manager.replication_quotas) for b in brokers
         )
+        telemetry = [
+            (b.broker_id, b.services.client_telemetry.receiver)
+            for b in brokers
+            if b.services.client_telemetry is not None
+        ]
+        if telemetry:
+            yield from client_telemetry_families(telemetry)
         if self._injected is not None:
             injected = CounterMetricFamily(
                 "minikafka_faults_injected",

@@ -189,6 +189,10 @@ class Broker:
         self._connections.pop(connection, None)
         # KIP-932: the share sessions the connection opened end with it
         self.services.share_partition_manager.connection_closed(connection.info.connection_id)
+        # KIP-714: a client instance goes with its connection (Kafka's disconnect listener)
+        telemetry = self.services.client_telemetry
+        if telemetry is not None:
+            telemetry.manager.connection_closed(connection.info.connection_id)
 
     def close_idle_connections(self) -> int:
         """Close every connection with nothing in flight for ``connections.max.idle.ms``."""

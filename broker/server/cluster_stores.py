@@ -23,6 +23,7 @@ from broker.cluster.controller import Controller
 from broker.cluster.features import FeatureControl
 from broker.group.group_configs import GroupConfigStore
 from broker.ids import IdSource
+from broker.observability.client_telemetry.client_metrics_store import ClientMetricsStore
 from broker.observability.metrics import RequestMetrics
 from broker.quota.client_quota_store import ClientQuotaStore
 from broker.remote.tiered_storage import TieredStorage
@@ -52,6 +53,8 @@ class ClusterStores:
     features: FeatureControl = field(default_factory=FeatureControl)
     #: KIP-848's GROUP resources (per-group configs).
     group_configs: GroupConfigStore = field(default_factory=GroupConfigStore)
+    #: KIP-714's CLIENT_METRICS resources (client telemetry subscriptions).
+    client_metrics: ClientMetricsStore = field(default_factory=ClientMetricsStore)
     #: The client quotas (Describe/AlterClientQuotas).
     client_quotas: ClientQuotaStore = field(default_factory=ClientQuotaStore)
     #: The ACLs (CreateAcls/DeleteAcls), read by every broker's authorizer.

@@ -41,6 +41,10 @@ class ConnectionInfo:
     #: The connection as Kafka's ``ThrottleCallback`` (``start_throttling`` mutes it,
     #: ``end_throttling`` unmutes it): what a client over its quota is throttled by.
     throttle_callback: ThrottleCallback | None = None
+    #: What the client's ApiVersions v3+ said it runs (Kafka's ``ClientInformation``):
+    #: client telemetry's ``match`` selects on them.
+    client_software_name: str | None = None
+    client_software_version: str | None = None
 
 
 @dataclass(slots=True)

@@ -6,14 +6,15 @@ uses (``grep 'services\\.' broker/handlers``): the broker's id, config and clock
 cluster metadata, the replica manager with the fetch sessions (KIP-227) and the share
 partitions it serves (KIP-932), the coordinators (``Coordinators``), the client quota
 managers, the security parts (``BrokerSecurity``: the authorizer, the cluster's ACLs and
-SCRAM credentials), the versions the broker serves and the cache of its encoded
-ApiVersions and Metadata answers. Not the listener, not the other brokers, not the
+SCRAM credentials), the versions the broker serves, the cache of its encoded
+ApiVersions and Metadata answers, and client telemetry's manager (when on). Not the
+listener, not the other brokers, not the
 control endpoint, not the purgatories (a handler parks through the part that owns one).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from broker.cluster.cluster_metadata import ClusterMetadata, TopicInfo
 from broker.cluster.features import FeatureControl
@@ -22,6 +23,8 @@ from broker.group.consumer import ConsumerGroupCoordinator
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupCoordinator
+from broker.observability.client_telemetry.client_metrics_store import ClientMetricsStore
+from broker.observability.client_telemetry.client_telemetry_builder import ClientTelemetry
 from broker.quota.quota_managers import QuotaManagers
 from broker.replica.fetch_session import FetchManager
 from broker.replica.replica_manager import ReplicaManager
@@ -78,6 +81,10 @@ class BrokerServices:
     security: BrokerSecurity
     api_specs: tuple[ApiSpec, ...]
     response_cache: ResponseCache
+    #: The cluster's client-metrics subscriptions (KIP-714's CLIENT_METRICS resources).
+    client_metrics: ClientMetricsStore = field(default_factory=ClientMetricsStore)
+    #: Client telemetry (KIP-714, APIs 71 and 72); None while the receiver is off.
+    client_telemetry: ClientTelemetry | None = None
 
     def auto_create_topic(self, name: str) -> TopicInfo:
         """Create a topic with the broker's defaults (``auto.create.topics.enable``)."""

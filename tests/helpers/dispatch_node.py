@@ -12,10 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.app import build_standalone_broker, fault_injector
+from broker.config.broker_config import BrokerConfig
 from broker.control.faults import FaultInjector
 from broker.coordinator.coordinator_loader import EventLoopLoadScheduler, LoadScheduler
 from broker.handlers.base import ApiHandler
-from broker.handlers.registry import build_registry
+from broker.handlers.registry import broker_registry
 from broker.server.broker_server import Broker
 from broker.server.context import ConnectionInfo
 from broker.server.dispatch import InFlight, RequestDispatcher
@@ -50,12 +51,15 @@ class Node:
 def dispatch_node(
     handlers: dict[int, ApiHandler] | None = None,
     load_scheduler: Callable[[], LoadScheduler] = EventLoopLoadScheduler,
+    config: BrokerConfig | None = None,
 ) -> Node:
-    """``load_scheduler``: what the coordinators load on (a test may hold loads)."""
+    """``load_scheduler``: what the coordinators load on (a test may hold loads);
+    ``config``: the broker's (Kafka's defaults when None)."""
     clock = ManualClock(1_000)
-    faults = fault_injector(handlers or build_registry())
+    telemetry = config is not None and config.client_telemetry_enabled
+    faults = fault_injector(handlers or broker_registry(telemetry))
     broker = build_standalone_broker(
-        clock, faults=faults, handlers=handlers, load_scheduler=load_scheduler
+        clock, config=config, faults=faults, handlers=handlers, load_scheduler=load_scheduler
     )
     closed: list[str] = []
     connection = ConnectionInfo("c-1", "127.0.0.1", 1, 9092, close=closed.append)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from protocol.capture import CaptureRequest
+from protocol.capture import CaptureRequest, ClientTelemetryPush, TelemetryPoint
 from protocol.capture_files import CaptureWriter
 from spark_jobs.traffic import SKIP_INTER_BROKER
 from tests.helpers.captures import make_event, make_request
@@ -336,7 +336,37 @@ def write_capture(directory: Path) -> list[CaptureRequest]:
             writer.write(make_event(operation_id=op, event="created", at_monotonic_us=0))
             end = "expired" if op == 0 else "completed"
             writer.write(make_event(operation_id=op, event=end, at_monotonic_us=(op + 1) * 1000))
+        for avg, peak in ((20.0, 30.0), (0.0, 0.0)):  # the second push saw no request
+            writer.write(
+                telemetry_push("org.apache.kafka.producer.node.request.latency", avg, peak)
+            )
+        writer.write(
+            telemetry_push(
+                "org.apache.kafka.consumer.coordinator.rebalance.latency", 3000.0, 3000.0
+            )
+        )
     return requests
+
+
+def telemetry_push(metric: str, avg: float, peak: float) -> ClientTelemetryPush:
+    """A KIP-714 push of one latency metric's average and maximum, as librdkafka's."""
+    return ClientTelemetryPush(
+        broker_id=1,
+        connection_id=CAPTURED_CONN,
+        client_id="producer-1",
+        client_instance_id="4ab15d58-8afd-419d-b550-dea9778cc064",
+        client_software_name="librdkafka",
+        received_unix_us=T0,
+        received_monotonic_us=0,
+        points=[
+            TelemetryPoint(
+                name=f"{metric}.avg", kind="gauge", value=avg, attributes={"node.id": "1"}
+            ),
+            TelemetryPoint(
+                name=f"{metric}.max", kind="gauge", value=peak, attributes={"node.id": "1"}
+            ),
+        ],
+    )
 
 
 def test_report_main_from_capture_and_request_logs(spark: SparkSession, tmp_path: Path) -> None:
@@ -363,6 +393,22 @@ def test_report_main_from_capture_and_request_logs(spark: SparkSession, tmp_path
     assert (fetch_ops["created"], fetch_ops["completed"], fetch_ops["expired"]) == (4, 3, 1)
     assert fetch_ops["expiry_rate"] == pytest.approx(0.25) and fetch_ops["max_wait_ms"] == 4.0
     assert not (out / "tables" / "schedule_lag.csv").exists()  # no replay results given
+    # KIP-714: the producer's own latency beside the broker's TotalTimeMs of its Produce
+    client = {
+        row["api"]: row for row in json.loads((out / "tables" / "client_latency.json").read_text())
+    }
+    produce = client["Produce"]
+    assert (produce["client_pushes"], produce["client_avg"], produce["client_max"]) == (
+        1,
+        20.0,
+        30.0,
+    )
+    assert produce["broker_count"] == 20 and produce["broker_max"] == 20.0
+    assert produce["broker_p50"] == pytest.approx(10, abs=1)
+    assert (
+        client["rebalance"]["client_max"] == 3000.0 and client["rebalance"]["broker_count"] is None
+    )
+    assert "Client-side latency beside the broker" in (out / "index.html").read_text()
 
 
 def test_capture_requests_keep_their_bytes_in_spark(spark: SparkSession, tmp_path: Path) -> None:

@@ -382,3 +382,25 @@ async def test_join_group_is_not_sent_before_the_find_coordinator_answer_of_its_
             server.close()
     joins = [(r[4], r[12], r[13]) for r in results if r[0] == JOIN_GROUP]
     assert joins == [(0, [MEMBER_ID_REQUIRED], None), (1, [0], None)]
+
+
+def test_client_telemetry_is_skipped_not_replayed() -> None:
+    """KIP-714's requests carry the captured broker's instance and subscription ids and
+    report the client, not load: a skip with its reason, as inter-broker requests."""
+    import uuid
+
+    from spark_jobs.traffic import SKIP_CLIENT_TELEMETRY
+
+    get = request_builder(71, 0).GetTelemetrySubscriptionsRequest(
+        client_instance_id=uuid.UUID(int=0)
+    )
+    assert ReplayRewriter.skip_reason(71, get) == SKIP_CLIENT_TELEMETRY
+    push = request_builder(72, 0).PushTelemetryRequest(
+        client_instance_id=uuid.UUID(int=5),
+        subscription_id=1,
+        terminating=False,
+        compression_type=4,
+        metrics=b"",
+    )
+    assert ReplayRewriter.skip_reason(72, push) == SKIP_CLIENT_TELEMETRY
+    assert ReplayRewriter.skip_reason(3, object()) is None

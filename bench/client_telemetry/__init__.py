@@ -1,0 +1,1 @@
+"""What client telemetry (KIP-714) costs the broker per push."""
