@@ -300,7 +300,9 @@ class MiniKafka:
         protocols = self.config.group_coordinator_rebalance_protocols.replace(" ", "").split(",")
         features = FeatureControl(
             self.data_dir,
-            bootstrap_levels("consumer" in protocols, self.config.group_share_enable),
+            bootstrap_levels(
+                "consumer" in protocols, self.config.group_share_enable, "streams" in protocols
+            ),
         )
         group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         client_quotas = ClientQuotaStore(self.data_dir)
