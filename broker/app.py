@@ -132,6 +132,7 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
             group_metadata_manager=groups.group_metadata_manager,
             consumer_group=groups.consumer_group,
             share_group=share.group_coordinator,
+            streams_group=groups.streams_group,
             txn=txn_coordinator,
             share=share.coordinator,
         ),

@@ -20,8 +20,6 @@ API_VERSIONS = 18
 NOT_YET = {
     71: "GetTelemetrySubscriptions",
     72: "PushTelemetry",
-    88: "StreamsGroupHeartbeat",
-    89: "StreamsGroupDescribe",
 }
 
 

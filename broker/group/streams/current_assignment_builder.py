@@ -106,7 +106,9 @@ def _next(
     a = _difference(current.active, target.active, active_unreleased)
     s = _difference(current.standby, target.standby, held_here)
     w = _difference(current.warmup, target.warmup, held_here)
-    kept, revoke, assign = (TasksTuple(a[i], s[i], w[i]) for i in range(3))
+    kept = TasksTuple(a[0], s[0], w[0])
+    revoke = TasksTuple(a[1], s[1], w[1])
+    assign = TasksTuple(a[2], s[2], w[2])
     waiting = a[3] or s[3] or w[3]
     if not revoke.is_empty() and (owned is None or owned.contains_any(revoke)):
         return replace(

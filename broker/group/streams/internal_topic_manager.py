@@ -57,12 +57,12 @@ def configure_topics(
             for s in sorted(topology.subtopologies.values(), key=lambda s: s.subtopology_id)
         }
         to_create = _missing_internal_topics(topology, configured, cluster)
-    except TopicConfigurationError as error:
+    except TopicConfigurationError as failed:
         log.warning(
-            "Topic configuration failed for topology epoch %d: %s", topology.topology_epoch, error
+            "Topic configuration failed for topology epoch %d: %s", topology.topology_epoch, failed
         )
-        return ConfiguredTopology(topology.topology_epoch, metadata_hash, None, {}, error)
-    error = None
+        return ConfiguredTopology(topology.topology_epoch, metadata_hash, None, {}, failed)
+    error: TopicConfigurationError | None = None
     if to_create:
         error = TopicConfigurationError(
             Status.MISSING_INTERNAL_TOPICS, f"Internal topics are missing: [{', '.join(to_create)}]"
@@ -113,12 +113,13 @@ def _decide_partition_counts(topology: StreamsTopology, cluster: PartitionCounts
     return decided
 
 
-def _repartition_counts(
-    subtopologies: list[Subtopology], count: CountOf
-) -> dict[str, int]:
+def _repartition_counts(subtopologies: list[Subtopology], count: CountOf) -> dict[str, int]:
     """Kafka's ``RepartitionTopics.setup``."""
     counts = {
-        t.name: t.partitions for s in subtopologies for t in s.repartition_source_topics if t.partitions
+        t.name: t.partitions
+        for s in subtopologies
+        for t in s.repartition_source_topics
+        if t.partitions
     }
     while True:
         needed = progress = False
@@ -126,7 +127,9 @@ def _repartition_counts(
             for sink in s.repartition_sink_topics:
                 if sink in counts:
                     continue
-                candidates = [counts[t.name] for t in s.repartition_source_topics if t.name in counts]
+                candidates = [
+                    counts[t.name] for t in s.repartition_source_topics if t.name in counts
+                ]
                 candidates += [c for t in s.source_topics if (c := count(t)) is not None]
                 if candidates:
                     counts[sink] = max(candidates)

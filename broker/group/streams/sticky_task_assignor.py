@@ -102,7 +102,9 @@ class StickyTaskAssignor:
         subtopologies: list[SubtopologyTasks],
         configs: Mapping[str, str],
     ) -> dict[str, TasksTuple]:
-        return _Assignment(members, subtopologies, int(configs.get(NUM_STANDBY_REPLICAS, "0"))).run()
+        return _Assignment(
+            members, subtopologies, int(configs.get(NUM_STANDBY_REPLICAS, "0"))
+        ).run()
 
 
 def _tasks_per_member(tasks: int, members: int) -> int:
@@ -133,7 +135,9 @@ class _Assignment:
         self.prev_standby: dict[TaskId, list[tuple[str, str]]] = {}
         for member_id in sorted(members):
             spec = members[member_id]
-            self.processes.setdefault(spec.process_id, _Process(spec.process_id)).add_member(member_id)
+            self.processes.setdefault(spec.process_id, _Process(spec.process_id)).add_member(
+                member_id
+            )
             for task in task_ids(spec.current.active):
                 self.prev_active[task] = (spec.process_id, member_id)
             for task in task_ids(spec.current.standby):
@@ -171,7 +175,9 @@ class _Assignment:
 
     def _least_loaded(self, exclude_task: TaskId | None = None) -> _Process | None:
         candidates = [
-            p for p in self.processes.values() if exclude_task is None or exclude_task not in p.tasks
+            p
+            for p in self.processes.values()
+            if exclude_task is None or exclude_task not in p.tasks
         ]
         return min(candidates, key=lambda p: (p.load, p.process_id), default=None)
 
@@ -184,9 +190,12 @@ class _Assignment:
         best = holders[0]
         for holder in holders[1:]:
             process, candidate = self.processes[holder[0]], self.processes[best[0]]
-            if process.load < candidate.load and (task is None or task not in process.tasks):
-                if process.counts[holder[1]] < candidate.counts[best[1]]:
-                    best = holder
+            if (
+                process.load < candidate.load
+                and (task is None or task not in process.tasks)
+                and process.counts[holder[1]] < candidate.counts[best[1]]
+            ):
+                best = holder
         if task is None or task not in self.processes[best[0]].tasks:
             return best
         return None
@@ -194,10 +203,14 @@ class _Assignment:
     # ---------------------------------------------------------------- active
     def _assign_active(self) -> None:
         remaining = sorted(self.active_tasks, key=lambda t: (t[1], t[0]))
-        for previous in (
-            lambda task: self.prev_active.get(task),
-            lambda task: self._prev_with_least_load(self.prev_standby.get(task), None),
-        ):
+
+        def previous_active(task: TaskId) -> tuple[str, str] | None:
+            return self.prev_active.get(task)
+
+        def previous_standby(task: TaskId) -> tuple[str, str] | None:
+            return self._prev_with_least_load(self.prev_standby.get(task), None)
+
+        for previous in (previous_active, previous_standby):
             left = []
             for task in remaining:
                 holder = previous(task)
@@ -246,7 +259,10 @@ class _Assignment:
                 self._give(active[0], active[1], task, active=False)
                 return True
         holder = self._prev_with_least_load(self.prev_standby.get(task), task)
-        if holder is not None and self.processes[holder[0]].counts[holder[1]] < self.total_per_member:
+        if (
+            holder is not None
+            and self.processes[holder[0]].counts[holder[1]] < self.total_per_member
+        ):
             self._give(holder[0], holder[1], task, active=False)
             return True
         return False

@@ -110,7 +110,10 @@ class StreamsGroup:
                     self.active_task_process[task] = process
                 elif self.active_task_process.get(task) == process:
                     del self.active_task_process[task]
-            for kind, table in ((tuple_.standby, self.standby_task_processes), (tuple_.warmup, self.warmup_task_processes)):
+            for kind, table in (
+                (tuple_.standby, self.standby_task_processes),
+                (tuple_.warmup, self.warmup_task_processes),
+            ):
                 for task in task_ids(kind):
                     holders = table.setdefault(task, set())
                     if add:

@@ -245,7 +245,9 @@ def _tasks_of(items: list[dict[str, Any]]) -> dict[str, frozenset[int]]:
 
 
 def _tuple_values(names: tuple[str, ...], t: TasksTuple) -> dict[str, Any]:
-    return dict(zip(names, (_task_ids(t.active), _task_ids(t.standby), _task_ids(t.warmup)), strict=True))
+    return dict(
+        zip(names, (_task_ids(t.active), _task_ids(t.standby), _task_ids(t.warmup)), strict=True)
+    )
 
 
 def _tuple_of(names: tuple[str, ...], v: dict[str, Any]) -> TasksTuple:
@@ -272,7 +274,9 @@ def member_metadata_value(m: StreamsGroupMember) -> dict[str, Any]:
         "RebalanceTimeoutMs": m.rebalance_timeout_ms,
         "TopologyEpoch": m.topology_epoch,
         "ProcessId": m.process_id,
-        "UserEndpoint": None if endpoint is None else {"Host": endpoint.host, "Port": endpoint.port},
+        "UserEndpoint": None
+        if endpoint is None
+        else {"Host": endpoint.host, "Port": endpoint.port},
         "ClientTags": [{"Key": k, "Value": v} for k, v in m.client_tags],
     }
 
@@ -422,11 +426,19 @@ def records_for_changes(
     if after.metadata != before.metadata:
         records.append(R(METADATA, group_id, None, after.metadata))
     for member_id, target in after.target_assignment.items():
-        if member_id not in before.target_assignment or before.target_assignment[member_id] != target:
+        if (
+            member_id not in before.target_assignment
+            or before.target_assignment[member_id] != target
+        ):
             records.append(R(TARGET_ASSIGNMENT_MEMBER, group_id, member_id, target_value(target)))
     if after.assignment_epoch != before.assignment_epoch or not before.exists:
         records.append(
-            R(TARGET_ASSIGNMENT_METADATA, group_id, None, {"AssignmentEpoch": after.assignment_epoch})
+            R(
+                TARGET_ASSIGNMENT_METADATA,
+                group_id,
+                None,
+                {"AssignmentEpoch": after.assignment_epoch},
+            )
         )
     for member_id, member in after.members.items():
         old = before.members.get(member_id)

@@ -62,7 +62,9 @@ class Subtopology:
         groups = []
         for group in self.copartition_groups:
             names = {self.source_topics[i] for i in group.source_topics}
-            names |= {self.repartition_source_topics[i].name for i in group.repartition_source_topics}
+            names |= {
+                self.repartition_source_topics[i].name for i in group.repartition_source_topics
+            }
             groups.append(frozenset(names))
         return groups
 

@@ -78,7 +78,9 @@ class TasksTuple:
         )
 
     def num_tasks(self) -> int:
-        return sum(len(ps) for kind in (self.active, self.standby, self.warmup) for ps in kind.values())
+        return sum(
+            len(ps) for kind in (self.active, self.standby, self.warmup) for ps in kind.values()
+        )
 
 
 EMPTY = TasksTuple()
