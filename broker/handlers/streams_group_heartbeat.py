@@ -215,9 +215,7 @@ def _task_ids(b: Builder, tasks: Tasks) -> tuple[Any, ...]:
     )
 
 
-def _topic_partitions(
-    b: Builder, items: tuple[tuple[str, tuple[int, ...]], ...]
-) -> tuple[Any, ...]:
+def _topic_partitions(b: Builder, items: TopicPartitions) -> tuple[Any, ...]:
     return tuple(b.TopicPartition(topic=t, partitions=ps) for t, ps in items)
 
 
