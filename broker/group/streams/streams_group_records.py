@@ -259,7 +259,10 @@ def metadata_value(group: StreamsGroup) -> dict[str, Any]:
     return {
         "Epoch": group.group_epoch,
         "MetadataHash": group.metadata_hash,
-        "ValidatedTopologyEpoch": group.validated_topology_epoch,
+        # tagged, default -1: written only when it differs (as Kafka's)
+        "ValidatedTopologyEpoch": (
+            None if group.validated_topology_epoch == -1 else group.validated_topology_epoch
+        ),
         "LastAssignmentConfigs": [{"Key": k, "Value": v} for k, v in sorted(configs.items())],
     }
 
@@ -522,7 +525,8 @@ def _build(group_id: str, parts: _Parts) -> StreamsGroup:
     meta = parts.metadata or {}
     group.group_epoch = meta.get("Epoch", 0)
     group.metadata_hash = meta.get("MetadataHash", 0)
-    group.validated_topology_epoch = meta.get("ValidatedTopologyEpoch", -1)
+    validated = meta.get("ValidatedTopologyEpoch")
+    group.validated_topology_epoch = -1 if validated is None else validated
     group.last_assignment_configs = {
         kv["Key"]: kv["Value"] for kv in meta.get("LastAssignmentConfigs") or []
     }
