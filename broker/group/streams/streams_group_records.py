@@ -220,6 +220,8 @@ def decode_streams_group_record(key: bytes, value: bytes | None) -> StreamsGroup
         if version != VALUE_VERSION:
             raise ValueError(f"unknown value version {version} for key type {type_id}")
         v = record_type.read_value(value)[1]
+        if type_id == METADATA and v.get("ValidatedTopologyEpoch") == -1:
+            v["ValidatedTopologyEpoch"] = None  # the tagged field's default: as written
     return StreamsGroupRecord(type_id, k["GroupId"], k.get("MemberId"), v)
 
 
