@@ -139,6 +139,8 @@ class StreamsGroups(Protocol):
 
     def is_streams_group(self, group_id: str) -> bool: ...
 
+    def maybe_delete_empty_group(self, group_id: str) -> bool: ...
+
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int
     ) -> ErrorCode | None: ...
@@ -276,6 +278,16 @@ class GroupCoordinator:
         ):
             # A classic member of a consumer group (Kafka 4's online migration).
             consumer_groups.classic_group_join(params, callback)
+            return
+        streams = self.streams_groups
+        if (
+            streams is not None
+            and streams.is_streams_group(params.group_id)
+            and not streams.maybe_delete_empty_group(params.group_id)
+        ):
+            # Kafka's maybeDeleteEmptyStreamsGroup: an Empty one becomes classic; one with
+            # members is not a classic group (GroupIdNotFoundException: UNKNOWN_MEMBER_ID).
+            callback(JoinGroupResult(params.member_id, E.unknown_member_id))
             return
         is_unknown_member = params.member_id == UNKNOWN_MEMBER_ID
         group = self.group_manager.get_or_maybe_create_group(params.group_id, is_unknown_member)

@@ -556,6 +556,17 @@ class StreamsGroupCoordinator:
         log.info("[GroupId %s] Deleted.", group_id)
         return None
 
+    def maybe_delete_empty_group(self, group_id: str) -> bool:
+        """Kafka's ``maybeDeleteEmptyStreamsGroup``, before a classic JoinGroup: an Empty
+        streams group is deleted so that the classic group of its id takes over. False
+        when there is none or it has members."""
+        group = self._groups.get(group_id)
+        if group is None or group.num_members > 0:
+            return False
+        self.delete_group(group_id)
+        log.info("[GroupId %s] Converted the empty streams group to a classic group.", group_id)
+        return True
+
     # ========================================================== offsets checks
     def validate_offset_commit(
         self, group_id: str, member_id: str, member_epoch: int
