@@ -331,6 +331,8 @@ def test_offset_commits_carry_the_member_epoch() -> None:
     assert w.coord.validate_offset_commit("app", "a", a.epoch) is None
     assert w.coord.validate_offset_commit("app", "a", a.epoch - 1) is E.stale_member_epoch
     assert w.coord.validate_offset_commit("app", "nobody", a.epoch) is E.unknown_member_id
+    assert w.coord.validate_offset_commit("app", "", -1, is_transactional=True) is None
+    assert w.coord.validate_offset_commit("app", "", -1) is E.unknown_member_id
     assert w.coord.validate_offset_fetch("app", "a", a.epoch) is None
     assert w.coord.delete_group("app") is E.non_empty_group
 

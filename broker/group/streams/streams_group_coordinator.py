@@ -569,11 +569,14 @@ class StreamsGroupCoordinator:
 
     # ========================================================== offsets checks
     def validate_offset_commit(
-        self, group_id: str, member_id: str, member_epoch: int
+        self, group_id: str, member_id: str, member_epoch: int, is_transactional: bool = False
     ) -> ErrorCode | None:
-        """Kafka's ``StreamsGroup.validateOffsetCommit`` (None: accepted)."""
+        """Kafka's ``StreamsGroup.validateOffsetCommit`` (None: accepted): epoch -1 while
+        the group is empty, or a transactional commit that names nobody."""
         group = self._groups[group_id]
         if member_epoch < 0 and group.num_members == 0:
+            return None
+        if is_transactional and member_epoch == -1 and member_id == "":
             return None
         member = group.members.get(member_id)
         if member is None:
