@@ -30,6 +30,11 @@ Use: ``member = StreamsMember(client, "app", topology, member_id=..., process_id
 ``task = asyncio.create_task(member.run())`` and ``member.stop()`` /
 ``await member.leave()``; ``member.pause()`` stops heartbeating without leaving (a member
 that dies: the broker fences it after its session timeout).
+
+In a simulation (``simulation/``): create the ``KafkaClient`` with the simulated cluster's
+bootstrap inside the virtual-time loop and run members as tasks of that loop; every
+connection then goes over the simulated network and every wait is virtual. Member ids
+and process ids are the caller's (pass seeded ones: the driver draws no randomness).
 """
 
 from __future__ import annotations

@@ -291,18 +291,10 @@ class StreamsGroupCoordinator:
     def _streams_group_heartbeat(
         self, p: StreamsGroupHeartbeatParams
     ) -> StreamsGroupHeartbeatResult:
+        """Kafka's steps 1-8 (the module docstring); every refusal before any change."""
         joining = p.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         group = self._get_or_create_group(p.group_id, joining)
-        if (
-            joining
-            and p.member_id not in group.members
-            and group.num_members >= self.config.group_streams_max_size
-        ):
-            raise ApiError(
-                E.group_max_size_reached,
-                "The streams group has reached its maximum capacity of "
-                f"{self.config.group_streams_max_size} members.",
-            )
+        self._throw_if_group_is_full(group, p, joining)
         member = self._get_or_create_member(group, p, joining)
         updated = _updated_member(member, p)
         bump = updated != member or p.member_id not in group.members
@@ -315,23 +307,49 @@ class StreamsGroupCoordinator:
             bump |= reconfigured.metadata_hash != group.metadata_hash
             group.metadata_hash = reconfigured.metadata_hash
             group.set_configured_topology(reconfigured)
-        statuses = []
-        if updated.topology_epoch < topology.topology_epoch:
-            statuses.append(
-                (
-                    Status.STALE_TOPOLOGY,
-                    f"The member's topology epoch {updated.topology_epoch} is behind the "
-                    f"group's topology epoch {topology.topology_epoch}.",
-                )
+        statuses = _stale_topology(updated, topology)
+        configs = self._maybe_bump_group_epoch(group, p, topology, bump)
+        if group.group_epoch > group.assignment_epoch:
+            target = update_target_assignment(
+                group, group.group_epoch, updated, self.assignor, configs
             )
+        else:
+            target = group.target_assignment_of(updated.member_id)
+        updated = self._maybe_reconcile(group, updated, target, p.owned_tasks())
+        group.update_member(updated)
+        self._schedule_session_timeout(group.group_id, p.member_id)
+        if p.shutdown_application:
+            group.shutdown_request_member_id = p.member_id
+        return self._answer(group, p, member, updated, statuses)
+
+    def _throw_if_group_is_full(
+        self, group: StreamsGroup, p: StreamsGroupHeartbeatParams, joining: bool
+    ) -> None:
+        """Kafka's ``throwIfStreamsGroupIsFull`` (``group.streams.max.size``)."""
+        limit = self.config.group_streams_max_size
+        if joining and p.member_id not in group.members and group.num_members >= limit:
+            raise ApiError(
+                E.group_max_size_reached,
+                f"The streams group has reached its maximum capacity of {limit} members.",
+            )
+
+    def _maybe_bump_group_epoch(
+        self,
+        group: StreamsGroup,
+        p: StreamsGroupHeartbeatParams,
+        topology: StreamsTopology,
+        bump: bool,
+    ) -> dict[str, str]:
+        """Bump the group epoch when the member or the topics' hash changed (``bump``),
+        the topology got validated (or lost it), or the assignment configs changed; the
+        assignment configs now."""
         configured = group.configured_topology
-        assert configured is not None
-        validated = topology.topology_epoch if configured.is_ready else -1
-        if validated != group.validated_topology_epoch:
-            bump = True
-        configs = {
-            NUM_STANDBY_REPLICAS: str(self.group_configs.streams_num_standby_replicas(p.group_id))
-        }
+        validated = (
+            topology.topology_epoch if configured is not None and configured.is_ready else -1
+        )
+        bump |= validated != group.validated_topology_epoch
+        standby = self.group_configs.streams_num_standby_replicas(p.group_id)
+        configs = {NUM_STANDBY_REPLICAS: str(standby)}
         if not bump and configs != group.last_assignment_configs:
             log.info(
                 "[GroupId %s][MemberId %s] Assignment configurations changed to %s. Triggering "
@@ -354,18 +372,7 @@ class StreamsGroupCoordinator:
                 group.metadata_hash,
                 validated,
             )
-        if group.group_epoch > group.assignment_epoch:
-            target = update_target_assignment(
-                group, group.group_epoch, updated, self.assignor, configs
-            )
-        else:
-            target = group.target_assignment_of(updated.member_id)
-        updated = self._maybe_reconcile(group, updated, target, p.owned_tasks())
-        group.update_member(updated)
-        self._schedule_session_timeout(group.group_id, p.member_id)
-        if p.shutdown_application:
-            group.shutdown_request_member_id = p.member_id
-        return self._answer(group, p, member, updated, statuses)
+        return configs
 
     def _answer(
         self,
@@ -622,6 +629,21 @@ def _throw_if_member_epoch_is_invalid(
                 f"one known by the group coordinator ({member.member_epoch}). The member must "
                 "abandon all its partitions and rejoin.",
             )
+
+
+def _stale_topology(
+    member: StreamsGroupMember, topology: StreamsTopology
+) -> list[tuple[Status, str]]:
+    """Kafka's ``maybeSetTopologyStaleStatus``."""
+    if member.topology_epoch >= topology.topology_epoch:
+        return []
+    return [
+        (
+            Status.STALE_TOPOLOGY,
+            f"The member's topology epoch {member.topology_epoch} is behind the group's "
+            f"topology epoch {topology.topology_epoch}.",
+        )
+    ]
 
 
 def _updated_member(
