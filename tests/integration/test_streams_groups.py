@@ -42,7 +42,7 @@ from testkit.raw_client import RawClient
 from tests.integration.conftest import running_cluster
 
 PARTITIONS = 4
-STREAMS: dict[str, str] = {
+STREAMS: dict[str, Any] = {
     "group.streams.session.timeout.ms": "1000",
     "group.streams.min.session.timeout.ms": "500",
     "group.streams.heartbeat.interval.ms": "200",

@@ -299,7 +299,7 @@ def test_a_stale_topology_epoch_is_a_status() -> None:
 def test_kafkas_request_checks() -> None:
     w = World()
     m = w.member("a")
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"instance_id": "i"}, "Static membership is not yet supported."),
         ({"warmup_tasks": {"0": (1,)}}, "WarmupTasks are not supported yet."),
         ({"rebalance_timeout_ms": -1}, "RebalanceTimeoutMs must be provided in first request."),
