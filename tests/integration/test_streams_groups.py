@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.app import MiniKafka
 from broker.cluster.cluster_metadata import OFFSETS_TOPIC
+from broker.cluster.features import STREAMS_VERSION, UpgradeType
 from broker.group.streams.streams_group import StreamsGroupState
 from kafka_tools.admin_commands import groups_describe
 from kafka_tools.client import AdminError, KafkaClient
@@ -335,3 +336,36 @@ async def test_the_group_survives_a_restart_from_the_data_directory(tmp_path: Pa
                 await m.heartbeat()
             assert [m.owned for m in members] == owned
             assert [m.state for m in members] == [MemberState.STABLE] * 2
+
+
+@module
+async def test_streams_version_0_turns_the_protocol_off(kafka: MiniKafka) -> None:
+    """With ``streams.version`` downgraded to 0 both APIs answer UNSUPPORTED_VERSION, as
+    Kafka's ``isStreamsGroupProtocolEnabled`` refuses them; at 1 again they are served."""
+    features = kafka.brokers[0].services.features
+    assert features.update_features({STREAMS_VERSION: (0, UpgradeType.SAFE_DOWNGRADE)}).error is (
+        ErrorCode.none
+    )
+    broker = kafka.brokers[0]
+    raw = await RawClient.connect(broker.advertised_host, broker.port)
+    try:
+        async with KafkaClient(kafka.bootstrap) as client:
+            (member,) = _members(client, f"streams-{uuid.uuid4().hex[:8]}", "a")
+            await member.heartbeat()
+            assert (member.state, member.error) == (
+                MemberState.FATAL,
+                ErrorCode.unsupported_version,
+            )
+        described = await raw.request(
+            89,
+            0,
+            "StreamsGroupDescribeRequest",
+            group_ids=("g",),
+            include_authorized_operations=False,
+        )
+        assert [g.error_code for g in described.groups] == [ErrorCode.unsupported_version]
+    finally:
+        await raw.close()
+        assert features.update_features({STREAMS_VERSION: (1, UpgradeType.UPGRADE)}).error is (
+            ErrorCode.none
+        )
