@@ -10,7 +10,8 @@ Behavior:
   are sent, and the endpoint -> partitions map for interactive queries.
 - Refused before the coordinator sees it, as Kafka's ``KafkaApis``: UNSUPPORTED_VERSION
   while ``streams.version`` is 0 or ``streams`` is not among
-  ``group.coordinator.rebalance.protocols``; GROUP_AUTHORIZATION_FAILED without READ on
+  ``group.coordinator.rebalance.protocols`` (ApiVersions advertises the API either way,
+  as Kafka 4.2's); GROUP_AUTHORIZATION_FAILED without READ on
   the group; STREAMS_INVALID_TOPOLOGY for a topology naming Kafka's internal topics ("Use
   of Kafka internal topics __consumer_offsets in a Kafka Streams topology is
   prohibited.") or invalid topic names; TOPIC_AUTHORIZATION_FAILED without DESCRIBE on
