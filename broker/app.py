@@ -151,6 +151,7 @@ def build_broker(options: BrokerOptions, stores: ClusterStores) -> Broker:
             group_metadata_manager=groups.group_metadata_manager,
             consumer_group=groups.consumer_group,
             share_group=share.group_coordinator,
+            streams_group=groups.streams_group,
             txn=txn_coordinator,
             share=share.coordinator,
         ),
@@ -332,7 +333,9 @@ class MiniKafka:
         protocols = self.config.group_coordinator_rebalance_protocols.replace(" ", "").split(",")
         features = FeatureControl(
             self.data_dir,
-            bootstrap_levels("consumer" in protocols, self.config.group_share_enable),
+            bootstrap_levels(
+                "consumer" in protocols, self.config.group_share_enable, "streams" in protocols
+            ),
         )
         group_configs = GroupConfigStore(self.data_dir)  # KIP-848 GROUP resources
         client_quotas = ClientQuotaStore(self.data_dir)

@@ -26,6 +26,7 @@ from kafka_tools.admin_consumer_groups import (
     type_label,
 )
 from kafka_tools.admin_share_groups import describe_share_group, print_share_group
+from kafka_tools.admin_streams_groups import describe_streams_group, print_streams_group
 from kafka_tools.client import (
     EARLIEST,
     LATEST,
@@ -302,6 +303,10 @@ async def groups_describe(args: argparse.Namespace) -> int:
             consumer_group = await describe_consumer_group(client, group, coordinator)
             if consumer_group is not None:
                 await _describe_consumer_group(client, args, consumer_group, coordinator)
+                continue
+            streams_group = await describe_streams_group(client, group, coordinator)
+            if streams_group is not None:  # KIP-1071 (kafka_tools/admin_streams_groups.py)
+                print_streams_group(client, args, streams_group, coordinator, _table)
                 continue
             share_group = await describe_share_group(client, group, coordinator)
             if share_group is not None:  # KIP-932 (kafka_tools/admin_share_groups.py)

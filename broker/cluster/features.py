@@ -33,11 +33,10 @@ metadata), durable in ``features.json`` under the data directory, and changes th
 Every applied change bumps the finalized features' epoch. A level of 0 is not reported as
 finalized (Kafka removes the feature from the finalized set).
 
-Where we differ from Kafka: a new cluster finalizes ``streams.version`` at 0 (Kafka 4.2:
-1), since streams groups (KIP-1071) are not served yet; ``group.version`` and
-``share.version`` start at 0 on a cluster whose broker config turns the consumer protocol
-or share groups off (Kafka formats them from ``--feature``); ``share.version`` 2 is
-Kafka 4.4's (supported, not finalized on a new cluster: Kafka's ``ShareVersion``
+Where we differ from Kafka: ``group.version``, ``share.version`` and ``streams.version``
+start at 0 on a cluster whose broker config turns the consumer protocol, share groups or
+streams groups off (Kafka formats them from ``--feature``); ``share.version`` 2 is Kafka
+4.4's (supported, not finalized on a new cluster: Kafka's ``ShareVersion``
 LATEST_PRODUCTION is still 1), and Kafka ties it to ``metadata.version`` 4.4-IV0, a level
 this 4.2 table lacks, so that dependency is not checked; there is no broker
 registration to check a level against other brokers (one process, one table).
@@ -104,7 +103,7 @@ FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec(GROUP_VERSION, 0, 1, 1),
     FeatureSpec(ELIGIBLE_LEADER_REPLICAS_VERSION, 0, 1, 1, {1: {METADATA_VERSION: 23}}),
     FeatureSpec(SHARE_VERSION, 0, 2, 1),  # 2: Kafka 4.4's dead-letter queue (KIP-1191)
-    FeatureSpec(STREAMS_VERSION, 0, 1, 0),  # Kafka 4.2: 1 (no streams groups here yet)
+    FeatureSpec(STREAMS_VERSION, 0, 1, 1),  # KIP-1071's streams groups (broker/group/streams/)
 )
 SPECS: dict[str, FeatureSpec] = {spec.name: spec for spec in FEATURES}
 
@@ -271,12 +270,17 @@ def _mv_name(level: int) -> str:
     return metadata_version_name(level)
 
 
-def bootstrap_levels(consumer_protocol: bool, share_groups: bool) -> dict[str, int]:
-    """A new cluster's levels that differ from Kafka 4.2's defaults: ``group.version``
-    and ``share.version`` at 0 where the broker config turns their protocol off
-    (``group.coordinator.rebalance.protocols`` without ``consumer``, ``group.share.enable``
-    false), as a cluster formatted with ``--feature group.version=0`` would be."""
+def bootstrap_levels(
+    consumer_protocol: bool, share_groups: bool, streams_protocol: bool = True
+) -> dict[str, int]:
+    """A new cluster's levels that differ from Kafka 4.2's defaults: ``group.version``,
+    ``share.version`` and ``streams.version`` at 0 where the broker config turns their
+    protocol off (``group.coordinator.rebalance.protocols`` without ``consumer`` or
+    ``streams``, ``group.share.enable`` false), as a cluster formatted with
+    ``--feature group.version=0`` would be."""
     levels: dict[str, int] = {}
+    if not streams_protocol:
+        levels[STREAMS_VERSION] = 0
     if not consumer_protocol:
         levels[GROUP_VERSION] = 0
     if not share_groups:

@@ -203,10 +203,37 @@ class BrokerConfig(BaseModel):
     group_consumer_max_size: int = Field(2147483647, alias="group.consumer.max.size", ge=1)
     group_consumer_assignors: str = Field("uniform,range", alias="group.consumer.assignors")
     group_coordinator_rebalance_protocols: str = Field(
-        "classic,consumer", alias="group.coordinator.rebalance.protocols"
+        "classic,consumer,streams", alias="group.coordinator.rebalance.protocols"
     )
     group_consumer_migration_policy: str = Field(
         "bidirectional", alias="group.consumer.migration.policy"
+    )
+    # Streams groups (KIP-1071, broker/group/streams/): Kafka 4.2's names and defaults;
+    # StreamsGroupConfig checks the bounds at start.
+    group_streams_session_timeout_ms: int = Field(
+        45000, alias="group.streams.session.timeout.ms", ge=1
+    )
+    group_streams_min_session_timeout_ms: int = Field(
+        45000, alias="group.streams.min.session.timeout.ms", ge=1
+    )
+    group_streams_max_session_timeout_ms: int = Field(
+        60000, alias="group.streams.max.session.timeout.ms", ge=1
+    )
+    group_streams_heartbeat_interval_ms: int = Field(
+        5000, alias="group.streams.heartbeat.interval.ms", ge=1
+    )
+    group_streams_min_heartbeat_interval_ms: int = Field(
+        5000, alias="group.streams.min.heartbeat.interval.ms", ge=1
+    )
+    group_streams_max_heartbeat_interval_ms: int = Field(
+        15000, alias="group.streams.max.heartbeat.interval.ms", ge=1
+    )
+    group_streams_max_size: int = Field(2147483647, alias="group.streams.max.size", ge=1)
+    group_streams_num_standby_replicas: int = Field(
+        0, alias="group.streams.num.standby.replicas", ge=0
+    )
+    group_streams_max_standby_replicas: int = Field(
+        2, alias="group.streams.max.standby.replicas", ge=0
     )
     # The share coordinator (broker/share_coordinator/): __share_group_state, Kafka's
     # names and defaults.

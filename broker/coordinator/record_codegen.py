@@ -330,7 +330,9 @@ def _write_struct(
         return f"{obj}.{f.attribute}" if objects else f"{obj}[{f.name!r}]"
 
     for f in _present(fields, version):
-        if f.tag is None:
+        if f.tag is None and _is_nullable_struct(f, version):
+            _write_nullable_struct(block, f, get(f), version, flexible)
+        elif f.tag is None:
             _write_field(block, f, get(f), version, flexible)
     if not flexible:
         return
@@ -354,6 +356,23 @@ def _write_struct(
         present.line(f"{block.out} += _UV[{f.tag}]")
         present.line(f"{block.out} += _UV[len({body})]")
         present.line(f"{block.out} += {body}")
+
+
+def _is_nullable_struct(f: Field, version: int) -> bool:
+    return isinstance(f.type, Struct) and not f.array and f.nullable_in(version)
+
+
+def _write_nullable_struct(
+    block: _Writer, f: Field, expr: str, version: int, flexible: bool
+) -> None:
+    """A nullable struct that is not tagged: Kafka's int8 marker (-1 null, 1 present),
+    then the struct."""
+    value = block.local(expr, "n")
+    block.fixed("b", f"-1 if {value} is None else 1")
+    block.flush()
+    present = block.nested(f"if {value} is not None:")
+    _write_field(present, f, value, version, flexible)
+    present.flush()
 
 
 def _write_field(block: _Writer, f: Field, expr: str, version: int, flexible: bool) -> None:
@@ -522,6 +541,15 @@ def _read_field(
     """Read one field; an array as a tuple when ``tuples`` (a field of an object)."""
     nullable = f.nullable_in(version)
     if isinstance(f.type, Struct):
+        if not f.array and nullable and f.tag is None:
+            marker = block.fixed("b")
+            block.flush()
+            target = block.src.name("s")
+            block.line(f"if {marker} < 0: {target} = None")
+            body = block.nested("else:")
+            value = _read_struct(body, f.type.fields, version, flexible, f.type.make)
+            body.statement(f"{target} = {value}")
+            return target
         if not f.array:
             return _read_struct(block, f.type.fields, version, flexible, f.type.make)
         return _read_array(block, f.name, f.type, version, flexible, nullable, tuples)

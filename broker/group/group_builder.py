@@ -4,7 +4,8 @@ Kafka's pair for classic groups — the ``GroupMetadataManager`` (groups, offset
 coordinator placement, over ``__consumer_offsets`` through the replica manager, loading
 its partitions on the coordinator load scheduler) and the ``GroupCoordinator``
 (membership and rebalances, in the Heartbeat and Rebalance purgatories) — and Kafka 4's
-consumer groups (KIP-848) beside them, over the same manager. Share-group membership
+consumer groups (KIP-848) and streams groups (KIP-1071) beside them, over the same
+manager. Share-group membership
 (KIP-932) is built with the share partitions it closes sessions of
 (``broker/share/share_components.py``).
 """
@@ -20,6 +21,8 @@ from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_log import offsets_topic_log
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share.share_group_config import ShareGroupConfig
+from broker.group.streams.streams_group_config import StreamsGroupConfig
+from broker.group.streams.streams_group_coordinator import StreamsGroupCoordinator
 from broker.replica.replica_manager import ReplicaManager
 from broker.server.broker_options import BrokerOptions
 from broker.server.cluster_stores import ClusterStores
@@ -33,6 +36,7 @@ class GroupCoordinators:
     group: GroupCoordinator
     group_metadata_manager: GroupMetadataManager
     consumer_group: ConsumerGroupCoordinator
+    streams_group: StreamsGroupCoordinator
 
 
 def build_group_coordinators(
@@ -62,6 +66,13 @@ def build_group_coordinators(
         load_scheduler=options.load_scheduler(),
         uuid_factory=stores.ids.member_id,
     )
+    # Per-group configs (GROUP resources): the cluster's store, this broker's bounds.
+    group_configs = GroupConfigManager(
+        stores.group_configs,
+        ConsumerGroupConfig.from_broker_config(config),
+        ShareGroupConfig.from_broker_config(config),
+        StreamsGroupConfig.from_broker_config(config),
+    )
     # Kafka 4's consumer groups (KIP-848) beside the classic ones: timeouts on the
     # scheduler timer, the assignor's topics from the metadata, the classic groups asked
     # only whether an id is taken; v0 member ids generated here (the random source).
@@ -71,12 +82,16 @@ def build_group_coordinators(
         stores.metadata,
         group_metadata_manager,
         member_id_factory=stores.ids.member_id,
-        # Per-group configs (GROUP resources): the cluster's store, this broker's bounds.
-        group_configs=GroupConfigManager(
-            stores.group_configs,
-            ConsumerGroupConfig.from_broker_config(config),
-            ShareGroupConfig.from_broker_config(config),
-        ),
+        group_configs=group_configs,
+    )
+    # Streams groups (KIP-1071): the same timer, topics, write path and GROUP configs.
+    streams_group_coordinator = StreamsGroupCoordinator(
+        StreamsGroupConfig.from_broker_config(config),
+        purgatories.scheduler_timer,
+        stores.metadata,
+        group_metadata_manager,
+        consumer_group_coordinator,
+        group_configs,
     )
     group_coordinator = GroupCoordinator(
         GroupConfig.from_broker_config(config),
@@ -84,5 +99,11 @@ def build_group_coordinators(
         purgatories.rebalance,
         group_metadata_manager,
         consumer_group_coordinator,
+        streams_group_coordinator,
     )
-    return GroupCoordinators(group_coordinator, group_metadata_manager, consumer_group_coordinator)
+    return GroupCoordinators(
+        group_coordinator,
+        group_metadata_manager,
+        consumer_group_coordinator,
+        streams_group_coordinator,
+    )

@@ -63,6 +63,7 @@ from broker.group.share.share_group_config import ShareGroupConfig
 
 if TYPE_CHECKING:
     from broker.group.consumer.consumer_group_config import ConsumerGroupConfig
+    from broker.group.streams.streams_group_config import StreamsGroupConfig
 
 CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
@@ -76,6 +77,9 @@ SHARE_ISOLATION_LEVEL = "share.isolation.level"
 SHARE_RENEW_ACKNOWLEDGE_ENABLE = "share.renew.acknowledge.enable"
 ERRORS_DEADLETTERQUEUE_TOPIC_NAME = "errors.deadletterqueue.topic.name"
 ERRORS_DEADLETTERQUEUE_COPY_RECORD_ENABLE = "errors.deadletterqueue.copy.record.enable"
+STREAMS_SESSION_TIMEOUT_MS = "streams.session.timeout.ms"
+STREAMS_HEARTBEAT_INTERVAL_MS = "streams.heartbeat.interval.ms"
+STREAMS_NUM_STANDBY_REPLICAS = "streams.num.standby.replicas"
 # The string-valued group configs and their defaults (the others are INTs or BOOLEANs).
 STRING_GROUP_CONFIGS: Mapping[str, str] = {
     SHARE_AUTO_OFFSET_RESET: "latest",
@@ -158,7 +162,52 @@ GROUP_CONFIG_DEFS: Mapping[str, GroupConfigDef] = {
         "group.share.min.partition.max.record.locks",
         "group.share.max.partition.max.record.locks",
     ),
+    # KIP-1071's streams groups: Kafka's GroupConfig (a standby count has no broker
+    # minimum; "group.streams.min.standby.replicas" is a key of ours, always 0)
+    STREAMS_HEARTBEAT_INTERVAL_MS: GroupConfigDef(
+        5000,
+        1,
+        "group.streams.heartbeat.interval.ms",
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+    ),
+    STREAMS_NUM_STANDBY_REPLICAS: GroupConfigDef(
+        0,
+        0,
+        "group.streams.num.standby.replicas",
+        "group.streams.min.standby.replicas",
+        "group.streams.max.standby.replicas",
+    ),
+    STREAMS_SESSION_TIMEOUT_MS: GroupConfigDef(
+        45000,
+        1,
+        "group.streams.session.timeout.ms",
+        "group.streams.min.session.timeout.ms",
+        "group.streams.max.session.timeout.ms",
+    ),
 }
+
+
+def _streams_broker_values(config: StreamsGroupConfig | None) -> dict[str, int]:
+    """The broker's ``group.streams.*`` values and bounds (Kafka's defaults without a
+    config), under their Kafka keys."""
+    values = {
+        "group.streams.session.timeout.ms": 45000,
+        "group.streams.min.session.timeout.ms": 45000,
+        "group.streams.max.session.timeout.ms": 60000,
+        "group.streams.heartbeat.interval.ms": 5000,
+        "group.streams.min.heartbeat.interval.ms": 5000,
+        "group.streams.max.heartbeat.interval.ms": 15000,
+        "group.streams.num.standby.replicas": 0,
+        "group.streams.min.standby.replicas": 0,
+        "group.streams.max.standby.replicas": 2,
+    }
+    if config is not None:
+        for key in values:
+            attribute = key.replace(".", "_")
+            if hasattr(config, attribute):
+                values[key] = int(getattr(config, attribute))
+    return values
 
 
 def _invalid(message: str) -> MetadataError:
@@ -207,6 +256,7 @@ class GroupConfigManager:
         store: GroupConfigStore,
         config: ConsumerGroupConfig,
         share_config: ShareGroupConfig | None = None,
+        streams_config: StreamsGroupConfig | None = None,
     ) -> None:
         self.store = store
         # the broker's group.share.* values and bounds, as configured (Kafka's
@@ -228,6 +278,7 @@ class GroupConfigManager:
         ):
             key = "group.consumer." + field.replace("_", ".")
             self._broker[key] = int(getattr(config, "group_consumer_" + field))
+        self._broker.update(_streams_broker_values(streams_config))
 
     # ---------------------------------------------------------------- values
     def value(self, group_id: str, name: str) -> int:
@@ -267,6 +318,15 @@ class GroupConfigManager:
 
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         return self.value(group_id, CONSUMER_HEARTBEAT_INTERVAL_MS)
+
+    def streams_session_timeout_ms(self, group_id: str) -> int:
+        return self.value(group_id, STREAMS_SESSION_TIMEOUT_MS)
+
+    def streams_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.value(group_id, STREAMS_HEARTBEAT_INTERVAL_MS)
+
+    def streams_num_standby_replicas(self, group_id: str) -> int:
+        return self.value(group_id, STREAMS_NUM_STANDBY_REPLICAS)
 
     def describe(self, group_id: str) -> list[tuple[str, str, bool]]:
         """Every group config: (name, value, overridden), sorted by name."""
@@ -310,6 +370,7 @@ class GroupConfigManager:
         for session, interval in (
             (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS),
             (SHARE_SESSION_TIMEOUT_MS, SHARE_HEARTBEAT_INTERVAL_MS),
+            (STREAMS_SESSION_TIMEOUT_MS, STREAMS_HEARTBEAT_INTERVAL_MS),
         ):
             if values[session] <= values[interval]:
                 raise _invalid(f"{session} must be greater than {interval}")

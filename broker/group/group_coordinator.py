@@ -38,6 +38,9 @@ Where this differs from Kafka (all deliberate, all small):
   and its OffsetCommits are checked against the member epoch there. The migration's
   conversions change this coordinator's group through ``group_migration.py``.
   Transactional offset commits: ``group_txn.py``.
+* Streams groups (KIP-1071) are the ``StreamsGroupCoordinator``'s (``streams/``): this
+  coordinator hands it the streams groups a load brings (``on_streams_group_loaded``)
+  and its members' OffsetCommits to check (member id and epoch).
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ from broker.group.results import (
     SyncGroupResult,
     TopicPartition,
 )
+from broker.group.streams.streams_group import StreamsGroup
 from broker.server.purgatories import ParkedRequest, PurgatoryName
 from purgatory import DelayedOperationPurgatory
 
@@ -129,6 +133,23 @@ class ConsumerGroups(Protocol):
     ) -> LeaveGroupResult: ...
 
 
+class StreamsGroups(Protocol):
+    """What the classic paths ask of the streams side (``StreamsGroupCoordinator``):
+    the groups a load brings and an unload takes, and a member's offset commits."""
+
+    def is_streams_group(self, group_id: str) -> bool: ...
+
+    def maybe_delete_empty_group(self, group_id: str) -> bool: ...
+
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, member_epoch: int, is_transactional: bool = False
+    ) -> ErrorCode | None: ...
+
+    def on_group_loaded(self, group: StreamsGroup) -> None: ...
+
+    def on_partition_unloaded(self, partition: int) -> None: ...
+
+
 class GroupCoordinator:
     """Runs the classic group protocol for the groups its manager holds."""
 
@@ -139,8 +160,10 @@ class GroupCoordinator:
         rebalance_purgatory: DelayedOperationPurgatory[Any],
         group_manager: GroupMetadataManager,
         consumer_groups: ConsumerGroups | None = None,
+        streams_groups: StreamsGroups | None = None,
     ) -> None:
         self.config = config
+        self.streams_groups = streams_groups
         self.heartbeat_purgatory = heartbeat_purgatory
         self.rebalance_purgatory = rebalance_purgatory
         self.group_manager = group_manager
@@ -201,6 +224,13 @@ class GroupCoordinator:
         """This broker no longer leads ``partition``: its consumer groups go."""
         if self.consumer_groups is not None:
             self.consumer_groups.on_partition_unloaded(partition)
+        if self.streams_groups is not None:
+            self.streams_groups.on_partition_unloaded(partition)
+
+    def on_streams_group_loaded(self, group: StreamsGroup) -> None:
+        """A streams group came back from the log: its coordinator takes it."""
+        if self.streams_groups is not None:
+            self.streams_groups.on_group_loaded(group)
 
     def on_group_unloaded(self, group: GroupMetadata) -> None:
         """This broker no longer coordinates ``group``: answer what waits on it."""
@@ -248,6 +278,16 @@ class GroupCoordinator:
         ):
             # A classic member of a consumer group (Kafka 4's online migration).
             consumer_groups.classic_group_join(params, callback)
+            return
+        streams = self.streams_groups
+        if (
+            streams is not None
+            and streams.is_streams_group(params.group_id)
+            and not streams.maybe_delete_empty_group(params.group_id)
+        ):
+            # Kafka's maybeDeleteEmptyStreamsGroup: an Empty one becomes classic; one with
+            # members is not a classic group (GroupIdNotFoundException: UNKNOWN_MEMBER_ID).
+            callback(JoinGroupResult(params.member_id, E.unknown_member_id))
             return
         is_unknown_member = params.member_id == UNKNOWN_MEMBER_ID
         group = self.group_manager.get_or_maybe_create_group(params.group_id, is_unknown_member)
@@ -670,10 +710,15 @@ class GroupCoordinator:
         in the Produce purgatory (the manager's append records it)."""
         tps = [TopicPartition(*tp) for tp in offsets]
         consumer_groups = self._consumer_group(group_id)
-        if consumer_groups is not None:
-            # A KIP-848 group: its member epoch is checked there; its offsets are kept in
-            # the one offsets store, an Empty classic group of the same id.
-            error = consumer_groups.validate_offset_commit(group_id, member_id, generation_id)
+        streams = self.streams_groups
+        if consumer_groups is not None or (
+            streams is not None and streams.is_streams_group(group_id)
+        ):
+            # A KIP-848 or streams group: its member epoch is checked there; its offsets
+            # are kept in the one offsets store, an Empty classic group of the same id.
+            validator = consumer_groups if consumer_groups is not None else streams
+            assert validator is not None
+            error = validator.validate_offset_commit(group_id, member_id, generation_id)
             if error is not None:
                 response_callback(dict.fromkeys(tps, error))
                 return

@@ -21,7 +21,8 @@ COORDINATOR_LOAD_IN_PROGRESS and its load can be given up at any yield.
    each group's last metadata; a group tombstone removes the group's metadata (its
    offsets go with their own tombstones, as in Kafka). A KIP-848 consumer group's
    records (key versions 3-8) are replayed (``ConsumerGroupLoad``, Kafka's ``replay``)
-   and its groups built at the end of this step: those with a group epoch record.
+   and its groups built at the end of this step: those with a group epoch record; a
+   streams group's (key types 17-23) the same way (``StreamsGroupLoad``).
 3. **Build** the groups, ``BUILD_UNIT`` a step (Kafka's ``GroupMetadata.loadGroup``):
    Stable with its members or Empty, its offsets attached; a group with offsets and no
    metadata comes back Empty; then the offsets of transactions with no marker yet, put
@@ -53,6 +54,9 @@ from broker.group.group_state import GroupState
 from broker.group.member_metadata import MemberMetadata
 from broker.group.offsets import OffsetAndMetadata
 from broker.group.results import TopicPartition
+from broker.group.streams.streams_group import StreamsGroup
+from broker.group.streams.streams_group_records import StreamsGroupLoad, is_streams_group_key
+from broker.group.streams.streams_group_records import decode_or_skip as decode_streams_record
 from broker.group.txn_offsets import restore_pending_txn_offsets
 
 DECODE_UNIT = 64  # records decoded a step (a few hundred microseconds)
@@ -84,6 +88,8 @@ class LoadedPartition:
     removed: set[str] = field(default_factory=set)  # group tombstones
     # KIP-848 consumer groups (their records, key versions 3-8, replayed).
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
+    # KIP-1071 streams groups (their records, key types 17-23, replayed).
+    streams_groups: dict[str, StreamsGroup] = field(default_factory=dict)
     records: int = 0  # records read (markers included)
     survivors: int = 0  # records left once each key's last was kept
 
@@ -119,12 +125,18 @@ def load_partition(
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
     metadata: dict[str, GroupMetadataValue] = {}
     consumer_groups = ConsumerGroupLoad()
+    streams_groups = StreamsGroupLoad()
     for start in range(0, len(survivors), DECODE_UNIT):
         for key, value in survivors[start : start + DECODE_UNIT]:
             if is_consumer_group_key(key):
                 consumer_record = decode_or_skip(key, value)
                 if consumer_record is not None:
                     consumer_groups.replay(consumer_record)
+                continue
+            if is_streams_group_key(key):
+                streams_record = decode_streams_record(key, value)
+                if streams_record is not None:
+                    streams_groups.replay(streams_record)
                 continue
             record = decode_record(key, value)
             if isinstance(record, OffsetCommitRecord):
@@ -145,7 +157,8 @@ def load_partition(
         yield DECODE_UNIT
     survivors.clear()
     loaded.consumer_groups = consumer_groups.groups()
-    yield max(len(loaded.consumer_groups), 1)
+    loaded.streams_groups = streams_groups.groups()
+    yield max(len(loaded.consumer_groups) + len(loaded.streams_groups), 1)
 
     groups = loaded.groups
     built = 0

@@ -268,6 +268,8 @@ def decode_record(key: bytes, value: bytes | None) -> Record | None:
             return GroupMetadataRecord(group_id, None if value is None else _decode_group(value))
         if 3 <= key_version <= 8:
             return None  # a consumer group's (consumer/consumer_group_records.py)
+        if 17 <= key_version <= 23:
+            return None  # a streams group's (streams/streams_group_records.py)
         log.warning(
             "Skipping %s record with unknown key version %d", GROUP_METADATA_TOPIC_NAME, key_version
         )

@@ -94,6 +94,7 @@ from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
 from broker.group.offsets import NO_LEADER_EPOCH, NO_METADATA, NO_OFFSET, OffsetAndMetadata
 from broker.group.results import CommitCallback, OffsetFetchPartition, TopicPartition
+from broker.group.streams.streams_group import StreamsGroup
 from broker.group.txn_offsets import complete_pending_txn_offsets
 from broker.server.purgatories import ParkedRequest
 from broker.server.scheduler import PeriodicTask
@@ -122,6 +123,8 @@ class GroupLoadListener(Protocol):
     def on_consumer_group_loaded(self, group: ConsumerGroup) -> None: ...
 
     def on_consumer_groups_unloaded(self, partition: int) -> None: ...
+
+    def on_streams_group_loaded(self, group: StreamsGroup) -> None: ...
 
 
 class GroupMetadataManager:
@@ -333,6 +336,9 @@ class GroupMetadataManager:
         if on_consumer_group_loaded is not None:
             for consumer_group in loaded.consumer_groups.values():
                 on_consumer_group_loaded(consumer_group)
+        if self._listener is not None:
+            for streams_group in loaded.streams_groups.values():
+                self._listener.on_streams_group_loaded(streams_group)
 
     def _install(
         self, partition: int, loaded: LoadedPartition, load: PartitionLoad
@@ -470,6 +476,17 @@ class GroupMetadataManager:
         self._append_records(
             group_id, [encode_consumer_group_record(r) for r in records], on_done, parked_request
         )
+
+    def append_coordinator_records(
+        self,
+        group_id: str,
+        records: list[KeyValue],
+        on_done: StoreCallback | None,
+        parked_request: ParkedRequest | None = None,
+    ) -> None:
+        """Records already encoded (a streams group's, ``streams/streams_group_records.py``),
+        written as a consumer group's are."""
+        self._append_records(group_id, records, on_done, parked_request)
 
     def store_group(
         self,

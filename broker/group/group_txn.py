@@ -109,7 +109,8 @@ def validate_txn_offset_commit(
     A KIP-848 consumer group's commit is checked beside that group
     (``consumer/offset_validation.py``: member id, and the generation id as the member
     epoch), STALE_MEMBER_EPOCH answered as ILLEGAL_GENERATION as Kafka answers it; its
-    offsets live in the Empty classic group of its id. An unknown group is created
+    offsets live in the Empty classic group of its id. A streams group's (KIP-1071) the
+    same way. An unknown group is created
     (a "simple" group) for generation -1, and is ILLEGAL_GENERATION otherwise; a classic
     group's is ``ClassicGroup.validateOffsetCommit(isTransactional = true)``."""
     manager = coordinator.group_manager
@@ -117,6 +118,14 @@ def validate_txn_offset_commit(
     if consumer_groups is not None and consumer_groups.is_consumer_group(group_id):
         error = consumer_groups.validate_offset_commit(
             group_id, member_id, generation_id, group_instance_id, is_transactional=True
+        )
+        if error is E.stale_member_epoch:
+            error = E.illegal_generation
+        return error if error is not None else _offsets_holder(manager, group_id)
+    streams = coordinator.streams_groups
+    if streams is not None and streams.is_streams_group(group_id):  # KIP-1071, the same way
+        error = streams.validate_offset_commit(
+            group_id, member_id, generation_id, is_transactional=True
         )
         if error is E.stale_member_epoch:
             error = E.illegal_generation

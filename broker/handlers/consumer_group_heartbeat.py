@@ -15,7 +15,9 @@ requires the client's own.
 
 Differences from Kafka: with ``consumer`` left out of ``group.coordinator.rebalance.protocols``
 the API is still advertised, and answers UNSUPPORTED_VERSION (Kafka stops advertising it
-too); regular-expression subscriptions answer INVALID_REQUEST (phase 2).
+too); regular-expression subscriptions answer INVALID_REQUEST (phase 2). The id of a
+streams group (KIP-1071) is GROUP_ID_NOT_FOUND ("Group g is not a consumer group."), as
+Kafka's.
 """
 
 from __future__ import annotations
@@ -79,6 +81,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     error = ctx.services.coordinators.group_metadata_manager.check_coordinator(request.group_id)
     if error is not ErrorCode.none:
         return error_response(ctx, request, error)
+    if ctx.services.coordinators.streams_group.is_streams_group(request.group_id):
+        return _response(
+            ctx,
+            ConsumerGroupHeartbeatResult(
+                error=ErrorCode.group_id_not_found,
+                error_message=f"Group {request.group_id} is not a consumer group.",
+            ),
+        )
     params = heartbeat_params(ctx, request)
 
     def start(respond: Callable[[ConsumerGroupHeartbeatResult], None]) -> None:

@@ -3,8 +3,9 @@
 A KIP-848 consumer group too: while it has members NON_EMPTY_GROUP, else it is
 forgotten along with the Empty classic group that keeps its offsets. A share group
 (KIP-932) too: NON_EMPTY_GROUP while it has members, else it goes with the share
-partitions this broker leads for it. With an authorizer, a group the principal may not
-DELETE is GROUP_AUTHORIZATION_FAILED.
+partitions this broker leads for it. A streams group (KIP-1071) as a consumer group: its
+records go (tombstones) with the Empty classic group keeping its offsets. With an
+authorizer, a group the principal may not DELETE is GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def _response(ctx: RequestContext, request: Any, results: dict[str, ErrorCode]) 
 def handle(ctx: RequestContext, request: Any) -> Any:
     manager = ctx.services.coordinators.group_metadata_manager
     consumer_groups = ctx.services.coordinators.consumer_group
+    streams_groups = ctx.services.coordinators.streams_group
     results: dict[str, ErrorCode] = {}
     ours = []
     deleted_consumer_groups = []
@@ -52,8 +54,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             results[group_id] = ctx.services.coordinators.share_group.delete_group(group_id)
             if results[group_id] is ErrorCode.none:
                 ctx.services.share_partition_manager.delete_group(group_id)
-        elif consumer_groups.is_consumer_group(group_id):
-            refused = consumer_groups.delete_group(group_id)
+        elif consumer_groups.is_consumer_group(group_id) or streams_groups.is_streams_group(
+            group_id
+        ):
+            if consumer_groups.is_consumer_group(group_id):
+                refused = consumer_groups.delete_group(group_id)
+            else:
+                refused = streams_groups.delete_group(group_id)
             if refused is not None:
                 results[group_id] = refused
             else:

@@ -3,9 +3,10 @@
 Versions 0-6.
 
 Behavior:
-- A KIP-848 consumer group or a KIP-932 share group is not a classic group: as Kafka 4.2
-  answers, it is described as unknown (Dead; GROUP_ID_NOT_FOUND from v6).
-  ConsumerGroupDescribe and ShareGroupDescribe describe them.
+- A KIP-848 consumer group, a KIP-932 share group or a KIP-1071 streams group is not a
+  classic group: as Kafka 4.2 answers, it is described as unknown (Dead;
+  GROUP_ID_NOT_FOUND from v6). ConsumerGroupDescribe, ShareGroupDescribe and
+  StreamsGroupDescribe describe them.
 - With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
 
 Version notes:
@@ -50,8 +51,11 @@ def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | Non
     )
 
 
-def _is_share_group(ctx: RequestContext, group_id: str) -> bool:
-    return ctx.services.coordinators.share_group.group(group_id) is not None
+def _is_other_group_type(ctx: RequestContext, group_id: str) -> bool:
+    coordinators = ctx.services.coordinators
+    return coordinators.share_group.group(
+        group_id
+    ) is not None or coordinators.streams_group.is_streams_group(group_id)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -67,9 +71,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if error is not ErrorCode.none:
             described.append(_group_error(b, group_id, error, None))
             continue
-        if ctx.services.coordinators.consumer_group.is_consumer_group(group_id) or _is_share_group(
-            ctx, group_id
-        ):
+        consumer_groups = ctx.services.coordinators.consumer_group
+        if consumer_groups.is_consumer_group(group_id) or _is_other_group_type(ctx, group_id):
             # Not a classic group (the Empty classic group keeping its offsets aside).
             not_found = ErrorCode.group_id_not_found if ctx.api_version >= 6 else ErrorCode.none
             summary = GroupSummary(group_id, not_found, "Dead", "", "")

@@ -4,8 +4,10 @@ type (v5+).
 Classic groups come with type ``classic``, KIP-848 consumer groups with type ``consumer``
 and protocol type ``consumer``, in their own states (Empty, Assigning, Reconciling,
 Stable), as Kafka 4 lists them; share groups (KIP-932) with type and protocol type
-``share``, in theirs (Empty, Stable). A consumer group's offsets are kept in an Empty classic
-group of the same id (``broker/group/consumer/``): that one is not listed.
+``share``, in theirs (Empty, Stable); streams groups (KIP-1071) with type and protocol type
+``streams``, in theirs (Empty, NotReady, Assigning, Reconciling, Stable). A consumer or
+streams group's offsets are kept in an Empty classic group of the same id
+(``broker/group/consumer/``): that one is not listed.
 
 With an authorizer, a principal without DESCRIBE on the cluster sees only the groups it
 may DESCRIBE (``KafkaApis.handleListGroupsRequest``).
@@ -59,9 +61,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         ctx.services.coordinators.group_metadata_manager, states
     )
     listed: list[tuple[GroupOverview, str]] = []
+    streams_groups = ctx.services.coordinators.streams_group
     if not types or "classic" in types:
         listed += [
-            (g, "classic") for g in classic if not consumer_groups.is_consumer_group(g.group_id)
+            (g, "classic")
+            for g in classic
+            if not consumer_groups.is_consumer_group(g.group_id)
+            and not streams_groups.is_streams_group(g.group_id)
         ]
     if not types or "consumer" in types:
         wanted = {s.lower() for s in states}
@@ -75,6 +81,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         listed += [
             (GroupOverview(g.group_id, "share", g.state.value), "share")
             for g in ctx.services.coordinators.share_group.groups()
+            if not wanted or g.state.value.lower() in wanted
+        ]
+    if not types or "streams" in types:  # KIP-1071's streams groups (broker/group/streams/)
+        wanted = {s.lower() for s in states}
+        listed += [
+            (GroupOverview(g.group_id, "streams", g.state.value), "streams")
+            for g in streams_groups.groups
             if not wanted or g.state.value.lower() in wanted
         ]
     if ctx.services.security.authorizer is not None and not authorize_cluster(

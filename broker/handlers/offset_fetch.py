@@ -74,7 +74,10 @@ def _fetch(
     manager = ctx.services.coordinators.group_metadata_manager
     error = manager.check_coordinator(group_id)
     if error is ErrorCode.none and member is not None:
-        refused = ctx.services.coordinators.consumer_group.validate_offset_fetch(group_id, *member)
+        coordinators = ctx.services.coordinators
+        refused = coordinators.consumer_group.validate_offset_fetch(group_id, *member)
+        if refused is None:  # a streams group's member (KIP-1071), checked the same way
+            refused = coordinators.streams_group.validate_offset_fetch(group_id, *member)
         error = refused if refused is not None else ErrorCode.none
     if error is not ErrorCode.none:
         return error, {tp: OffsetFetchPartition(-1, -1, "", error) for tp in wanted or []}

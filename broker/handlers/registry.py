@@ -81,6 +81,8 @@ from broker.handlers import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    streams_group_describe,
+    streams_group_heartbeat,
     sync_group,
     txn_offset_commit,
     unregister_broker,
@@ -168,6 +170,9 @@ HANDLER_MODULES: tuple[ModuleType, ...] = (
     describe_share_group_offsets,
     alter_share_group_offsets,  # 91 and 92: issue 20, the admin gaps
     delete_share_group_offsets,
+    # streams groups (issue 32, KIP-1071): broker/group/streams/
+    streams_group_heartbeat,
+    streams_group_describe,
     # security (issue 21): SASL is the authenticator's; these answer after it
     sasl_handshake,
     sasl_authenticate,

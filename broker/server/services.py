@@ -25,6 +25,7 @@ from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupCoordinator
 from broker.observability.client_telemetry.client_metrics_store import ClientMetricsStore
 from broker.observability.client_telemetry.client_telemetry_builder import ClientTelemetry
+from broker.group.streams.streams_group_coordinator import StreamsGroupCoordinator
 from broker.quota.quota_managers import QuotaManagers
 from broker.replica.fetch_session import FetchManager
 from broker.replica.replica_manager import ReplicaManager
@@ -45,7 +46,8 @@ class Coordinators:
     ``group`` runs classic groups' membership and rebalances over
     ``group_metadata_manager`` (groups, offsets and coordinator placement in
     ``__consumer_offsets``); ``consumer_group`` is KIP-848's consumer groups,
-    ``share_group`` KIP-932's share-group membership, ``txn`` the transaction
+    ``share_group`` KIP-932's share-group membership, ``streams_group`` KIP-1071's
+    streams groups, ``txn`` the transaction
     coordinator, ``share`` KIP-932's share coordinator (durable share-partition state,
     APIs 83-87).
     """
@@ -54,6 +56,7 @@ class Coordinators:
     group_metadata_manager: GroupMetadataManager
     consumer_group: ConsumerGroupCoordinator
     share_group: ShareGroupCoordinator
+    streams_group: StreamsGroupCoordinator
     txn: TransactionCoordinator
     share: ShareCoordinator
 

@@ -69,6 +69,9 @@ async def test_group_configs_are_altered_and_described_per_group() -> None:
             "share.renew.acknowledge.enable",
             "errors.deadletterqueue.topic.name",
             "errors.deadletterqueue.copy.record.enable",
+            "streams.session.timeout.ms",
+            "streams.heartbeat.interval.ms",
+            "streams.num.standby.replicas",
         }
         renew = described["share.renew.acknowledge.enable"]
         assert (renew.value, renew.source) == ("false", ConfigSource.DEFAULT_CONFIG.value)

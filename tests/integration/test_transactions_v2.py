@@ -76,7 +76,7 @@ async def test_kafka_python_admin_and_the_cli_read_and_move_the_levels() -> None
             assert described["transaction.version"]["supported"] == (0, 2)
             assert described["transaction.version"]["finalized"] == (2, 2)
             assert described["metadata.version"]["finalized"] == (29, 29)
-            assert "finalized" not in described["streams.version"]
+            assert described["streams.version"]["finalized"] == (1, 1)
             with pytest.raises(InvalidUpdateVersionError, match="only supports versions 0-2"):
                 await asyncio.to_thread(
                     admin.update_features, {"transaction.version": ("UPGRADE", 3)}

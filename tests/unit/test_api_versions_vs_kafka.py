@@ -19,11 +19,8 @@ from tests.helpers.dispatch_node import dispatch_node
 TABLE = Path(__file__).parents[1] / "data" / "kafka_4_2_api_versions.json"
 TELEMETRY_ON = BrokerConfig.model_validate({"metric.reporters": CLIENT_TELEMETRY_RECEIVER})
 API_VERSIONS = 18
-#: Kafka 4.2's keys we do not serve yet: streams groups (issue 32).
-NOT_YET = {
-    88: "StreamsGroupHeartbeat",
-    89: "StreamsGroupDescribe",
-}
+#: Kafka 4.2's keys we do not serve: none (streams groups and client telemetry landed).
+NOT_YET: dict[int, str] = {}
 
 
 def kafka_4_2() -> dict[int, tuple[str, int, int]]:

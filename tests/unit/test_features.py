@@ -35,9 +35,10 @@ def test_a_new_cluster_finalizes_kafka_42s_levels() -> None:
         "kraft.version": 1,
         "metadata.version": 29,
         "share.version": 1,
+        "streams.version": 1,
         "transaction.version": 2,
     }
-    assert features.level(STREAMS_VERSION) == 0  # not reported while 0
+    assert features.level(STREAMS_VERSION) == 1
     assert features.epoch == 0
 
 
@@ -104,7 +105,7 @@ def test_downgrade_and_upgrade_move_the_level_and_the_epoch() -> None:
 def test_kafkas_refusals_are_invalid_update_version_with_its_message(
     updates: dict[str, tuple[int, UpgradeType]], message: str
 ) -> None:
-    features = FeatureControl()
+    features = FeatureControl(bootstrap={STREAMS_VERSION: 0})
     result = features.update_features(updates)
     assert (result.error, result.message) == (E.invalid_update_version, message)
     assert features.epoch == 0
@@ -177,7 +178,7 @@ def test_api_versions_v4_reports_every_supported_feature_and_the_finalized_level
         ("streams.version", 0, 1),
     ]
     finalized = {f.name: f.max_version_level for f in answer.finalized_features}
-    assert finalized["transaction.version"] == 2 and "streams.version" not in finalized
+    assert finalized["transaction.version"] == 2 and finalized["streams.version"] == 1
     assert answer.finalized_features_epoch == 0
 
 

@@ -44,6 +44,9 @@ def test_describe_lists_them_all_with_the_brokers_values_as_defaults() -> None:
         ("share.record.lock.duration.ms", "30000", False),
         ("share.renew.acknowledge.enable", "false", False),
         ("share.session.timeout.ms", "45000", False),
+        ("streams.heartbeat.interval.ms", "5000", False),
+        ("streams.num.standby.replicas", "0", False),
+        ("streams.session.timeout.ms", "45000", False),
     ]
 
 
@@ -280,3 +283,20 @@ def test_share_configs_of_kafka_4_3_are_read_per_group() -> None:
     assert m.share_renew_acknowledge_enable("g")
     assert not m.share_renew_acknowledge_enable("other")
     assert ("share.renew.acknowledge.enable", "true", True) in m.describe("g")
+
+
+def test_streams_group_configs_are_checked_against_the_brokers_bounds() -> None:
+    m = manager()
+    error = refused(m, [("streams.num.standby.replicas", "3", SET)])
+    assert error.message == (
+        "streams.num.standby.replicas must be less than or equal to "
+        "group.streams.max.standby.replicas"
+    )
+    error = refused(m, [("streams.session.timeout.ms", "1000", SET)])
+    assert error.message == (
+        "streams.session.timeout.ms must be greater than or equal to "
+        "group.streams.min.session.timeout.ms"
+    )
+    m.alter("g", [("streams.num.standby.replicas", "2", SET)], validate_only=False)
+    assert m.streams_num_standby_replicas("g") == 2
+    assert m.streams_num_standby_replicas("other") == 0

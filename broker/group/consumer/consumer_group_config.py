@@ -16,7 +16,7 @@ ASSIGNOR_CLASS_NAMES = {
     "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
 }
-REBALANCE_PROTOCOLS = ("classic", "consumer")
+REBALANCE_PROTOCOLS = ("classic", "consumer", "streams")
 # Kafka's ConsumerGroupMigrationPolicy (case-insensitive): which online conversions of a
 # group with members are allowed.
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
@@ -46,7 +46,7 @@ class ConsumerGroupConfig(_FromBrokerConfig):
     group_consumer_max_size: int = 2147483647  # group.consumer.max.size
     group_consumer_assignors: str = "uniform,range"  # group.consumer.assignors
     group_coordinator_rebalance_protocols: str = (
-        "classic,consumer"  # group.coordinator.rebalance.protocols
+        "classic,consumer,streams"  # group.coordinator.rebalance.protocols
     )
     group_consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy
 
