@@ -23,9 +23,9 @@ from broker.group.consumer import ConsumerGroupCoordinator
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata_manager import GroupMetadataManager
 from broker.group.share import ShareGroupCoordinator
+from broker.group.streams.streams_group_coordinator import StreamsGroupCoordinator
 from broker.observability.client_telemetry.client_metrics_store import ClientMetricsStore
 from broker.observability.client_telemetry.client_telemetry_builder import ClientTelemetry
-from broker.group.streams.streams_group_coordinator import StreamsGroupCoordinator
 from broker.quota.quota_managers import QuotaManagers
 from broker.replica.fetch_session import FetchManager
 from broker.replica.replica_manager import ReplicaManager
