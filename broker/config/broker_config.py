@@ -56,8 +56,7 @@ class BrokerConfig(BaseModel):
     listener_security_protocol_map: str | None = Field(None, alias="listener.security.protocol.map")
     controller_listener_names: str | None = Field(None, alias="controller.listener.names")
     # The simulated KRaft quorum (broker/cluster/kraft_quorum.py): id@host:port voters; unset,
-    # every broker is a combined-mode voter (controller.quorum.bootstrap.servers, the
-    # stock file's, stays ignored: the voters are then the brokers themselves).
+    # every broker is a voter (controller.quorum.bootstrap.servers is ignored).
     controller_quorum_voters: str = Field("", alias="controller.quorum.voters")
     inter_broker_listener_name: str | None = Field(None, alias="inter.broker.listener.name")
     # Kafka's ssl.*, sasl.* and listener.name.<l>.* keys, read by broker/security/listeners.py
@@ -82,9 +81,8 @@ class BrokerConfig(BaseModel):
         3600000, alias="delegation.token.expiry.check.interval.ms", ge=1
     )
     num_partitions: int = Field(1, alias="num.partitions", ge=1)
-    # Kafka's request handler and network threads: one event loop serves everything in
-    # real time; a simulation's request handlers (simulation/request_handlers.py)
-    # model them, so a what-if grid can vary them.
+    # Kafka's request handler and network threads: one event loop in real time; modelled
+    # in a simulation (simulation/request_handlers.py) so a what-if grid can vary them.
     num_io_threads: int = Field(8, alias="num.io.threads", ge=1)
     num_network_threads: int = Field(3, alias="num.network.threads", ge=1)
     default_replication_factor: int = Field(1, alias="default.replication.factor", ge=1)
@@ -387,10 +385,8 @@ class BrokerConfig(BaseModel):
     rsm_latency_p50_ms: float = Field(0.0, alias="rsm.config.latency.p50.ms", ge=0)
     rsm_latency_p99_ms: float = Field(0.0, alias="rsm.config.latency.p99.ms", ge=0)
     rsm_bytes_per_second: int = Field(0, alias="rsm.config.bytes.per.second", ge=0)
-    # Client telemetry (KIP-714, broker/observability/client_telemetry/). Kafka has no
-    # switch of its own: its receiver is a metrics reporter implementing ClientTelemetry
-    # named in metric.reporters. Ours is CLIENT_TELEMETRY_RECEIVER there (what
-    # ``serve --client-telemetry`` adds); telemetry.max.bytes is Kafka's.
+    # Client telemetry (KIP-714, broker/observability/client_telemetry/): on when
+    # metric.reporters names CLIENT_TELEMETRY_RECEIVER, as Kafka's is a metrics reporter.
     metric_reporters: str = Field(
         "org.apache.kafka.common.metrics.JmxReporter", alias="metric.reporters"
     )
