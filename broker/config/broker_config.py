@@ -150,8 +150,7 @@ class BrokerConfig(BaseModel):
     replica_fetch_wait_max_ms: int = Field(500, alias="replica.fetch.wait.max.ms", ge=0)
     replica_fetch_min_bytes: int = Field(1, alias="replica.fetch.min.bytes", ge=1)
     replica_fetch_max_bytes: int = Field(1048576, alias="replica.fetch.max.bytes", ge=0)
-    # Incremental fetch sessions (KIP-227, broker/replica/fetch_session.py): how many the broker
-    # keeps.
+    # Incremental fetch sessions (KIP-227, broker/replica/fetch_session.py) kept at most.
     max_incremental_fetch_session_cache_slots: int = Field(
         1000, alias="max.incremental.fetch.session.cache.slots", ge=0
     )
