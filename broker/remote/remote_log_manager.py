@@ -10,7 +10,8 @@ partitions) it goes over the hosted partitions of topics with ``remote.storage.e
   end below the last stable offset (which is at most the high watermark) and below the
   active segment. Metadata COPY_SEGMENT_STARTED, the storage manager's copy (its time is
   the storage model's), then COPY_SEGMENT_FINISHED; the next segment follows at once.
-  The copy quota (``remote.log.manager.copy.max.bytes.per.second``) holds the copier;
+  The copy quota (``remote.log.manager.copy.max.bytes.per.second``) holds the copier; a
+  copy that ends after its leader epoch was fenced is deleted, never FINISHED;
 - a leader **expires** remote segments past the topic's total retention (retention.ms on
   their max timestamp, retention.bytes over remote + local bytes), oldest first
   (DELETE_SEGMENT_STARTED, delete, DELETE_SEGMENT_FINISHED), and deletes segments a
@@ -235,9 +236,20 @@ class RemoteLogManager:
         )
         self.remote_metadata.add_remote_log_segment_metadata(segment)
         self._copying.add(tp)
+        epoch = partition.leader_epoch
 
         def done(_: object, error: Exception | None) -> None:
             self._copying.discard(tp)
+            current = self.partitions.get(tp)
+            if error is None and not self._still_leader(current, epoch):
+                log.info(
+                    "broker %d: copy of %s finished after leader epoch %d was fenced; deleting it",
+                    self.broker_id,
+                    segment.segment_id,
+                    epoch,
+                )
+                self._delete_segment(segment)
+                return
             if error is not None:
                 self.copy_errors += 1
                 log.warning(
@@ -251,7 +263,6 @@ class RemoteLogManager:
             self.copy_quota.record(companions.size)
             self.copy_bytes += len(data)
             self._transition(segment, FINISHED)
-            current = self.partitions.get(tp)
             if current is not None:
                 self.refresh_log_start(current)
                 self.maybe_copy(current)  # the next rolled segment, at once
@@ -264,6 +275,17 @@ class RemoteLogManager:
             done,
         )
         return True
+
+    @staticmethod
+    def _still_leader(partition: Partition | None, epoch: int) -> bool:
+        """The copier is still the leader of the epoch it copied under. Kafka cancels a
+        partition's RLMCopyTask when its broker stops leading it, and the new leader's
+        expiration deletes what the cancelled copy left (a dangling COPY_SEGMENT_STARTED,
+        or a segment outside its leader-epoch lineage); here the check is made where the
+        copy would commit COPY_SEGMENT_FINISHED, so a fenced leader's late copy never
+        becomes readable and is deleted at once (the new leader may hold other records
+        at those offsets)."""
+        return partition is not None and partition.is_leader and partition.leader_epoch == epoch
 
     def _transition(
         self, segment: RemoteLogSegmentMetadata, state: RemoteLogSegmentState

@@ -234,6 +234,23 @@ async def test_the_leader_copies_rolled_segments_and_local_retention_waits_for_t
         assert node.rlm.copy_bytes > 0
 
 
+async def test_a_copy_that_ends_after_its_leader_epoch_was_fenced_is_deleted() -> None:
+    async with tiered_node(replicas=[0, 1]) as node:
+        node.produce(20)
+        node.metadata.change_partition(TOPIC, 0, isr=[0])  # the follower never fetches
+        node.tick(TASK_MS)  # the copy starts under epoch e; the store takes 50 ms
+        [started] = node.segments(RemoteLogSegmentState.COPY_SEGMENT_STARTED)
+        epoch = node.partition.leader_epoch
+        node.metadata.change_partition(TOPIC, 0, leader=1, isr=[1])  # fenced meanwhile
+        assert node.partition.leader_epoch > epoch
+        node.tick(STORE_MS)  # the late copy ends: deleted, never readable
+        assert node.segments(RemoteLogSegmentState.COPY_SEGMENT_FINISHED) == []
+        assert node.segments(RemoteLogSegmentState.DELETE_SEGMENT_STARTED) == [started]
+        node.tick(STORE_MS)
+        assert list(node.tiered.metadata.list_remote_log_segments(TP)) == []
+        assert node.rlm.copy_bytes == 0 and node.tiered.metadata.highest_offset_for_epoch(TP) < 0
+
+
 async def test_nothing_above_the_high_watermark_is_copied() -> None:
     async with tiered_node(replicas=[0, 1]) as node:  # the follower never fetches: HW 0
         node.produce(20)
