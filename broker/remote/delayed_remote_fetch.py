@@ -93,7 +93,11 @@ class DelayedRemoteFetch(DelayedOperation):
                 if remote.error.value != 0:
                     answered.append((status, ReadResult(remote.error)))
                     continue
-                result = dataclasses.replace(result, records=remote.records)
+                result = dataclasses.replace(
+                    result,
+                    records=remote.records,
+                    aborted_transactions=remote.aborted_transactions,
+                )
             answered.append(
                 (status, dataclasses.replace(result, delayed_remote_storage_fetch=None))
             )

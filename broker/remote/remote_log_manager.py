@@ -39,6 +39,7 @@ from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.config.broker_config import BrokerConfig
 from broker.config.dynamic_config import broker_topic_defaults, dynamic_layers
 from broker.ids import IdSource
+from broker.log.transaction_index import AbortedTxn
 from broker.remote.delayed_remote_fetch import DelayedRemoteFetch
 from broker.remote.delayed_remote_list_offsets import (
     DelayedRemoteListOffsets,
@@ -233,6 +234,11 @@ class RemoteLogManager:
             time_index=time_index(next_offset, batches),
             leader_epoch_index=leader_epoch_checkpoint(partition.epoch_cache.entries, end),
             producer_snapshot=producer_snapshot(partition.producers.active_producers().values()),
+            transaction_index=b"".join(
+                t.encode()
+                for t in partition.txn_index.entries()
+                if next_offset <= t.last_offset <= end
+            ),
         )
         self.remote_metadata.add_remote_log_segment_metadata(segment)
         self._copying.add(tp)
@@ -366,14 +372,21 @@ class RemoteLogManager:
         self.fetch_quota.record(nbytes)
 
     def remote_fetch_info(
-        self, result: ReadResult, status: FetchPartitionStatus, limit: int, min_one: bool
+        self,
+        result: ReadResult,
+        status: FetchPartitionStatus,
+        limit: int,
+        min_one: bool,
+        read_committed: bool = False,
     ) -> ReadResult:
         """A consumer's read below the local log start (Kafka's handleOffsetOutOfRangeError
         for tiered storage): no records now, and a remote read to do -- none when the
         fetch quota is exceeded or nothing may be read (then just no records)."""
         info = None
         if limit > 0 and not self.fetch_quota.is_quota_exceeded():
-            info = RemoteStorageFetchInfo(limit, min_one, status.tp, status.fetch_offset)
+            info = RemoteStorageFetchInfo(
+                limit, min_one, status.tp, status.fetch_offset, read_committed
+            )
         return replace(result, error=ErrorCode.none, delayed_remote_storage_fetch=info)
 
     def process_remote_fetches(
@@ -402,6 +415,7 @@ class RemoteLogManager:
                 tp: Any = status.tp,
             ) -> None:
                 outcome.records, outcome.error, outcome.done = read.records, read.error, True
+                outcome.aborted_transactions = self._with_local_aborted(tp, read)
                 purgatory.check_and_complete(tp)
 
             tasks[status.tp] = self.reader.async_read(info, finished)
@@ -414,6 +428,21 @@ class RemoteLogManager:
         purgatory.try_complete_else_watch(operation, tuple(outcomes))
         if parked_request is not None and operation.watch_keys:
             parked_request.parked_in(PurgatoryName.REMOTE_FETCH)
+
+    def _with_local_aborted(
+        self, tp: TopicPartition, read: RemoteLogReadResult
+    ) -> list[AbortedTxn] | None:
+        """A read_committed read's aborted transactions: the tier's, then -- when their
+        search was not complete (Kafka's collectAbortedTransactions) -- the local log's
+        index, where transactions whose markers are not yet copied are."""
+        found = read.aborted_transactions
+        if found is None or read.txn_search_complete:
+            return found
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            local = partition.txn_index.collect_aborted_txns(read.fetch_offset, read.upper_bound)
+            found = [*found, *(t for t in local if t not in found)]
+        return found
 
     # -- ListOffsets -------------------------------------------------------------------------
 

@@ -6,9 +6,15 @@ manager), and cuts from it whole batches from the one holding the offset, up to 
 fetch's max bytes (KIP-74: at least one batch when ``min_one_message``). Here the read is
 submitted to the storage model and its result handed back on the broker's timer.
 
+A read_committed read also returns the aborted transactions that overlap the records it
+returns (Kafka's collectAbortedTransactions): the transaction indexes of this segment and
+of the remote segments after it, until an entry's last stable offset reaches past the
+records (the search is complete: no later marker can belong to a transaction they
+overlap); an incomplete search goes on in the local log's index (the remote log manager's
+part, on the broker's side).
+
 Where we differ: the whole segment is fetched and cut in memory (Kafka reads from the
-position its offset index gives); a read_committed consumer gets no aborted
-transactions from the remote tier (their index is not copied).
+position its offset index gives).
 """
 
 from __future__ import annotations
@@ -19,9 +25,15 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from broker.log.timestamps import first_record_at_or_after
+from broker.log.transaction_index import ENTRY_SIZE as TXN_ENTRY_SIZE
+from broker.log.transaction_index import AbortedTxn
 from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
 from broker.remote.remote_log_segment_metadata import RemoteLogSegmentMetadata, TopicPartition
-from broker.remote.remote_storage_manager import RemoteStorageManager
+from broker.remote.remote_storage_manager import (
+    IndexType,
+    RemoteResourceNotFoundException,
+    RemoteStorageManager,
+)
 from broker.remote.storage_model import RemoteOperation, RemoteStorageModel, RemoteTask
 from protocol.record_batch import iter_batches
 from purgatory import SystemTimer
@@ -35,6 +47,8 @@ class RemoteStorageFetchInfo:
     min_one_message: bool
     tp: TopicPartition
     fetch_offset: int
+    #: Kafka's fetchIsolation: a read_committed consumer's read (aborted transactions too).
+    read_committed: bool = False
 
 
 @dataclass(slots=True)
@@ -44,6 +58,12 @@ class RemoteLogReadResult:
     done: bool = False
     records: bytes = b""
     error: ErrorCode = ErrorCode.none
+    #: read_committed only: the aborted transactions over [fetch_offset, upper_bound),
+    #: and whether the tier's indexes alone settled them (else the local index too).
+    aborted_transactions: list[AbortedTxn] | None = None
+    txn_search_complete: bool = False
+    fetch_offset: int = 0
+    upper_bound: int = 0
 
 
 def cut_batches(segment: bytes, offset: int, max_bytes: int, min_one: bool) -> bytes:
@@ -90,22 +110,57 @@ class RemoteLogReader:
             callback(RemoteLogReadResult(True, b"", ErrorCode.offset_out_of_range))
             return None
 
-        def read() -> bytes:
+        def read() -> RemoteLogReadResult:
             data = self.storage.fetch_log_segment(segment, 0)
-            return cut_batches(data, info.fetch_offset, info.fetch_max_bytes, info.min_one_message)
+            records = cut_batches(
+                data, info.fetch_offset, info.fetch_max_bytes, info.min_one_message
+            )
+            result = RemoteLogReadResult(True, records, fetch_offset=info.fetch_offset)
+            if info.read_committed:
+                result.upper_bound = info.fetch_offset
+                for _, header in iter_batches(records, allow_partial_tail=True):
+                    result.upper_bound = header.next_offset
+                self._collect_aborted(segment, result)
+            return result
 
-        def done(records: bytes | None, error: Exception | None) -> None:
-            if error is not None or records is None:
+        def done(result: RemoteLogReadResult | None, error: Exception | None) -> None:
+            if error is not None or result is None:
                 # Kafka's reader: any failure is the partition's error (a RemoteStorage-
                 # Exception is no ApiException: UNKNOWN_SERVER_ERROR to the client)
                 callback(RemoteLogReadResult(True, b"", ErrorCode.unknown_server_error))
                 return
-            self._on_bytes_read(len(records))
-            callback(RemoteLogReadResult(True, records))
+            self._on_bytes_read(len(result.records))
+            callback(result)
 
         return self.model.submit(
             self.timer, RemoteOperation.FETCH_SEGMENT, segment.segment_size_in_bytes, read, done
         )
+
+    def _collect_aborted(
+        self, first: RemoteLogSegmentMetadata, result: RemoteLogReadResult
+    ) -> None:
+        """The tier's part of Kafka's collectAbortedTransactions, into ``result``."""
+        found: list[AbortedTxn] = []
+        start, upper = result.fetch_offset, result.upper_bound
+        for segment in self.metadata.copied_segments(first.segment_id.tp):
+            if segment.start_offset < first.start_offset:
+                continue
+            for txn in self._aborted_txns(segment):
+                if txn.last_offset >= start and txn.first_offset < upper:
+                    found.append(txn)
+                if txn.last_stable_offset >= upper:
+                    result.txn_search_complete = True
+            if result.txn_search_complete:
+                break
+        result.aborted_transactions = found
+
+    def _aborted_txns(self, segment: RemoteLogSegmentMetadata) -> list[AbortedTxn]:
+        try:
+            data = self.storage.fetch_index(segment, IndexType.TRANSACTION)
+        except RemoteResourceNotFoundException:  # copied before the index was
+            return []
+        positions = range(0, len(data) - TXN_ENTRY_SIZE + 1, TXN_ENTRY_SIZE)
+        return [AbortedTxn.decode(data, position) for position in positions]
 
     def async_find_offset_by_timestamp(
         self,

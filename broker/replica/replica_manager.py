@@ -687,7 +687,9 @@ class ReplicaManager:
                 and not follower
                 and self.remote_log_manager is not None
             ):  # a consumer below the local log start: the remote tier answers
-                result = self.remote_log_manager.remote_fetch_info(result, status, limit, min_one)
+                result = self.remote_log_manager.remote_fetch_info(
+                    result, status, limit, min_one, params.read_committed
+                )
                 if result.delayed_remote_storage_fetch is not None:
                     remaining -= limit  # Kafka's estimate: all it may read
                     min_one = False

@@ -372,3 +372,74 @@ async def test_a_follower_below_the_local_log_start_builds_its_state_from_the_ti
         assert await _aiokafka_read(app.bootstrap) == EXPECTED
     finally:
         await app.stop()
+
+
+TXN_TOPIC = "tiered-txn"
+TRANSACTIONS = 24
+
+
+def _txn_value(txn: int, i: int) -> bytes:
+    return b"t%03d-%02d-" % (txn, i) + b"x" * 200
+
+
+async def test_read_committed_skips_the_aborted_transactions_of_remote_segments() -> None:
+    """Kafka's collectAbortedTransactions over the tier: a transactional producer aborts
+    every third transaction into a tiered topic; once those segments have left the local
+    log, a read_committed consumer from offset 0 gets the committed records only (the
+    aborted ones come from the remote tier with the aborted transactions of its copied
+    transaction indexes), a read_uncommitted one gets all of them."""
+    app = _cluster(
+        **{"transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"}
+    )
+    await app.start()
+    try:
+        app.cluster.create_topic(TXN_TOPIC, 1, 1, TIERED_TOPIC)
+        producer = AIOKafkaProducer(bootstrap_servers=app.bootstrap, transactional_id="tiered-tx")
+        await producer.start()
+        committed: list[bytes] = []
+        every: list[bytes] = []
+        try:
+            for txn in range(TRANSACTIONS):
+                await producer.begin_transaction()
+                values = [_txn_value(txn, i) for i in range(4)]
+                for value in values:
+                    await producer.send_and_wait(TXN_TOPIC, value, partition=0)
+                every += values
+                if txn % 3 == 2:
+                    await producer.abort_transaction()
+                else:
+                    await producer.commit_transaction()
+                    committed += values
+        finally:
+            await producer.stop()
+        tiered = app.stores.tiered_storage
+        assert tiered is not None
+        partition = app.brokers[0].replica_manager.partitions[(TXN_TOPIC, 0)]
+
+        def aborted_txns_tiered() -> bool:  # past the 6th aborted transaction's marker
+            return partition.local_log_start_offset > TRANSACTIONS * 5 // 2
+
+        await wait_until(aborted_txns_tiered, "the aborted transactions to leave the local log")
+        assert await _read_from_zero(app.bootstrap, "read_committed") == committed
+        assert await _read_from_zero(app.bootstrap, "read_uncommitted") == every
+    finally:
+        await app.stop()
+
+
+async def _read_from_zero(bootstrap: str, isolation: str) -> list[bytes]:
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level=isolation
+    )
+    await consumer.start()
+    tp = TopicPartition(TXN_TOPIC, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    got: list[bytes] = []
+    try:
+        end = (await consumer.end_offsets([tp]))[tp]
+        while await consumer.position(tp) < end:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                got.extend(r.value for r in records if r.value is not None)
+    finally:
+        await consumer.stop()
+    return got
