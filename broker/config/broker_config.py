@@ -337,6 +337,9 @@ class BrokerConfig(BaseModel):
         30000, alias="remote.list.offsets.request.timeout.ms", ge=1
     )
     remote_log_reader_threads: int = Field(10, alias="remote.log.reader.threads", ge=1)
+    remote_log_reader_max_pending_tasks: int = Field(
+        100, alias="remote.log.reader.max.pending.tasks", ge=1
+    )
     remote_log_index_file_cache_total_size_bytes: int = Field(
         1073741824, alias="remote.log.index.file.cache.total.size.bytes", ge=1
     )

@@ -380,7 +380,8 @@ class MetricsCollector:
 
     def _remote_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
         """Tiered storage (KIP-405): Kafka's BrokerTopicMetrics Remote* meters, as totals,
-        and RemoteCopyLagBytes (bytes of rolled segments not yet copied); none without
+        RemoteCopyLagBytes (bytes of rolled segments not yet copied) and the reader
+        pool's RemoteLogReaderTaskQueueSize/AvgIdlePercent; none without
         remote.log.storage.system.enable."""
         labels = ["broker"]
         families = {
@@ -410,6 +411,16 @@ class MetricsCollector:
             "Kafka RemoteCopyLagBytes: bytes of rolled segments not yet in the remote tier.",
             labels=labels,
         )
+        queue = GaugeMetricFamily(
+            "kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize",
+            "Kafka RemoteLogReaderTaskQueueSize: remote reads waiting for a reader thread.",
+            labels=labels,
+        )
+        idle = GaugeMetricFamily(
+            "kafka_log_remote_remotestoragethreadpool_remotelogreaderavgidlepercent",
+            "Kafka RemoteLogReaderAvgIdlePercent: the reader threads not reading, now.",
+            labels=labels,
+        )
         any_remote = False
         for broker in brokers:
             rlm = broker.replica_manager.remote_log_manager
@@ -420,9 +431,11 @@ class MetricsCollector:
             for attribute, family in families.items():
                 family.add_metric([b], getattr(rlm, attribute))
             lag.add_metric([b], sum(rlm.copy_lag_bytes.values()))
+            queue.add_metric([b], rlm.reader_pool.queue_size)
+            idle.add_metric([b], rlm.reader_pool.idle_percent)
         if any_remote:
             yield from families.values()
-            yield lag
+            yield from (lag, queue, idle)
 
     def _replica_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
         labels = ["broker"]

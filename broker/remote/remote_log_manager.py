@@ -45,6 +45,7 @@ from broker.remote.delayed_remote_list_offsets import (
     DelayedRemoteListOffsets,
     ListOffsetsPartitionStatus,
 )
+from broker.remote.remote_index_cache import RemoteIndexCache
 from broker.remote.remote_log_config import RemoteTopicConfig
 from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
 from broker.remote.remote_log_reader import (
@@ -52,6 +53,7 @@ from broker.remote.remote_log_reader import (
     RemoteLogReadResult,
     RemoteStorageFetchInfo,
 )
+from broker.remote.remote_log_reader_pool import PooledRead, RemoteLogReaderPool
 from broker.remote.remote_log_segment_metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
@@ -64,7 +66,7 @@ from broker.remote.segment_companions import (
     producer_snapshot,
     time_index,
 )
-from broker.remote.storage_model import RemoteOperation, RemoteStorageModel, RemoteTask
+from broker.remote.storage_model import RemoteOperation, RemoteStorageModel
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
 from broker.replica.partition import Partition, ReadResult, TopicPartition
 from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatorySet
@@ -110,8 +112,21 @@ class RemoteLogManager:
         self.storage = storage
         self.model = model
         self.ids = ids
+        self.reader_pool = RemoteLogReaderPool(
+            lambda: self._dynamic_int(
+                "remote.log.reader.threads", config.remote_log_reader_threads
+            ),
+            config.remote_log_reader_max_pending_tasks,
+        )
+        self.index_cache = RemoteIndexCache(config.remote_log_index_file_cache_total_size_bytes)
         self.reader = RemoteLogReader(
-            remote_metadata, storage, model, self.timer, self._record_fetch_bytes
+            remote_metadata,
+            storage,
+            model,
+            self.timer,
+            self._record_fetch_bytes,
+            self.reader_pool,
+            self.index_cache,
         )
         self.copy_quota = RLMQuotaManager(
             clock, config.remote_log_manager_copy_max_bytes_per_second
@@ -350,6 +365,7 @@ class RemoteLogManager:
 
         def done(_: object, error: Exception | None) -> None:
             self._deleting.discard(segment.segment_id.id)
+            self.index_cache.remove(segment.segment_id.id)
             if error is not None:
                 log.warning(
                     "broker %d: deleting %s failed: %s", self.broker_id, segment.segment_id, error
@@ -398,7 +414,7 @@ class RemoteLogManager:
         parked_request: ParkedRequest | None,
     ) -> None:
         """Kafka's processRemoteFetches: start every remote read, park the fetch."""
-        tasks: dict[TopicPartition, RemoteTask | None] = {}
+        tasks: dict[TopicPartition, PooledRead | None] = {}
         outcomes: dict[TopicPartition, RemoteLogReadResult] = {}
         purgatory = self.remote_fetch_purgatory
         for status, result in results:

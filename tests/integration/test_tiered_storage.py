@@ -213,6 +213,7 @@ async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
             )
             assert float(line.split()[-1]) > 0, line
         assert "kafka_server_brokertopicmetrics_remotecopylagbytes" in metrics
+        assert "remotestoragethreadpool_remotelogreadertaskqueuesize" in metrics
         async with (
             aiohttp.ClientSession(app.control_url) as session,
             session.get("/remote") as response,

@@ -119,7 +119,9 @@ def offsets(records: bytes) -> list[int]:
 
 
 @contextlib.asynccontextmanager
-async def tiered_node(replicas: list[int] | None = None) -> AsyncIterator[Node]:
+async def tiered_node(
+    replicas: list[int] | None = None, **overrides: object
+) -> AsyncIterator[Node]:
     clock = ManualClock(START_MS)
     config = BrokerConfig.model_validate(
         {
@@ -129,6 +131,7 @@ async def tiered_node(replicas: list[int] | None = None) -> AsyncIterator[Node]:
             "log.retention.check.interval.ms": TASK_MS,
             "rsm.config.latency.p50.ms": STORE_MS,
             "rsm.config.latency.p99.ms": STORE_MS,
+            **overrides,
         }
     )
     metadata = ClusterMetadata(cluster_id="test-cluster")
@@ -283,6 +286,8 @@ async def test_a_fetch_below_the_local_log_start_parks_in_remote_fetch_until_the
         calls = node.fetch(0, parked)
         assert calls == [] and parked.parked == [PurgatoryName.REMOTE_FETCH]
         assert node.purgatories.remote_fetch.num_delayed() == 1
+        node.tick(STORE_MS)  # the segment's indexes (a cold cache: one FETCH_INDEX call)
+        assert calls == [] and node.rlm.index_cache.misses == 1
         node.tick(STORE_MS - 1)
         assert calls == []
         node.tick(1)  # Case c: the remote read is done
@@ -290,6 +295,42 @@ async def test_a_fetch_below_the_local_log_start_parks_in_remote_fetch_until_the
         assert result.error is ErrorCode.none and offsets(result.records)[0] == 0
         assert result.log_start_offset == 0 and result.delayed_remote_storage_fetch is None
         assert parked.outcomes == [PurgatoryOutcome.COMPLETED]
+
+
+async def test_a_cached_index_saves_its_fetch_and_a_cache_too_small_keeps_none() -> None:
+    # (cache bytes, whether the second read of a segment finds its indexes cached)
+    for cache_bytes, cached in ((1 << 20, True), (1, False)):
+        overrides = {"remote.log.index.file.cache.total.size.bytes": cache_bytes}
+        async with tiered_node(**overrides) as node:
+            await tiered_until_trimmed(node)
+            for hit in (False, cached):
+                calls = node.fetch(0)
+                if not hit:  # FETCH_INDEX first, then the segment (ticks of one call each)
+                    node.tick(STORE_MS)
+                node.tick(STORE_MS - 1)
+                assert calls == []
+                node.tick(1)
+                assert len(calls) == 1 and offsets(calls[0][0][1].records)[0] == 0
+            cache = node.rlm.index_cache
+            assert (cache.hits, len(cache)) == ((1, 1) if cached else (0, 0))
+
+
+async def test_remote_reads_queue_behind_the_reader_threads_and_a_full_queue_refuses() -> None:
+    overrides = {"remote.log.reader.threads": 1, "remote.log.reader.max.pending.tasks": 1}
+    async with tiered_node(**overrides) as node:
+        await tiered_until_trimmed(node)
+        node.fetch(0)  # warm the index cache: each read is one STORE_MS on its thread
+        node.tick(STORE_MS)
+        node.tick(STORE_MS)
+        first, second = node.fetch(0), node.fetch(0)
+        pool = node.rlm.reader_pool
+        assert (pool.running, pool.queue_size) == (1, 1)  # the second waits for the thread
+        [[(_, refused)]] = node.fetch(0)  # the queue is full: Kafka's RejectedExecution
+        assert refused.error is ErrorCode.unknown_server_error
+        node.tick(STORE_MS)
+        assert len(first) == 1 and second == [] and pool.queue_size == 0
+        node.tick(STORE_MS)
+        assert len(second) == 1 and pool.running == 0
 
 
 async def test_with_the_store_down_a_remote_fetch_expires_empty_at_remote_fetch_max_wait() -> None:
