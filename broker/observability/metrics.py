@@ -380,7 +380,8 @@ class MetricsCollector:
 
     def _remote_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
         """Tiered storage (KIP-405): Kafka's BrokerTopicMetrics Remote* meters, as totals,
-        RemoteCopyLagBytes (bytes of rolled segments not yet copied) and the reader
+        RemoteCopyLagBytes (bytes of rolled segments not yet copied), RemoteLogSizeBytes
+        per partition (KIP-963) and the reader
         pool's RemoteLogReaderTaskQueueSize/AvgIdlePercent; none without
         remote.log.storage.system.enable."""
         labels = ["broker"]
@@ -416,6 +417,12 @@ class MetricsCollector:
             "Kafka RemoteLogReaderTaskQueueSize: remote reads waiting for a reader thread.",
             labels=labels,
         )
+        remote_size = GaugeMetricFamily(
+            "kafka_server_brokertopicmetrics_remotelogsizebytes",
+            "Kafka RemoteLogSizeBytes (KIP-963): bytes the remote tier holds per partition, "
+            "from its leader.",
+            labels=["broker", "topic", "partition"],
+        )
         idle = GaugeMetricFamily(
             "kafka_log_remote_remotestoragethreadpool_remotelogreaderavgidlepercent",
             "Kafka RemoteLogReaderAvgIdlePercent: the reader threads not reading, now.",
@@ -432,10 +439,14 @@ class MetricsCollector:
                 family.add_metric([b], getattr(rlm, attribute))
             lag.add_metric([b], sum(rlm.copy_lag_bytes.values()))
             queue.add_metric([b], rlm.reader_pool.queue_size)
+            for (topic, index), partition in sorted(rlm.partitions.items()):
+                if partition.is_leader and rlm.remote_config(topic) is not None:
+                    size = rlm.remote_size_bytes((topic, index))
+                    remote_size.add_metric([b, topic, str(index)], size)
             idle.add_metric([b], rlm.reader_pool.idle_percent)
         if any_remote:
             yield from families.values()
-            yield from (lag, queue, idle)
+            yield from (lag, remote_size, queue, idle)
 
     def _replica_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
         labels = ["broker"]

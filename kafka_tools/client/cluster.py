@@ -38,12 +38,13 @@ DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 UPDATE_FEATURES = 57
 DESCRIBE_QUORUM, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 55, 80, 81
+DESCRIBE_LOG_DIRS = 35
 
 #: The newest version of each API this code builds, and the oldest whose shape it builds.
 PREFERRED = {
     PRODUCE: 9,
     FETCH: 12,
-    LIST_OFFSETS: 7,
+    LIST_OFFSETS: 9,  # v8/v9: EARLIEST_LOCAL (-4), LATEST_TIERED (-5); v7's shape
     METADATA: 12,
     OFFSET_COMMIT: 8,
     OFFSET_FETCH: 7,
@@ -69,6 +70,7 @@ PREFERRED = {
     DESCRIBE_QUORUM: 2,  # v2: directory ids and the voters' endpoints (KIP-853)
     ADD_RAFT_VOTER: 1,
     REMOVE_RAFT_VOTER: 0,
+    DESCRIBE_LOG_DIRS: 4,
 }
 FLOOR = {
     PRODUCE: 3,
@@ -99,6 +101,7 @@ FLOOR = {
     DESCRIBE_QUORUM: 0,
     ADD_RAFT_VOTER: 0,
     REMOVE_RAFT_VOTER: 0,
+    DESCRIBE_LOG_DIRS: 1,
 }
 
 EARLIEST, LATEST = -2, -1

@@ -12,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ from kafka import TopicPartition as KpTopicPartition
 from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
 from broker.control.client import ControlClient
+from broker.control.console.view_cluster import topic_detail
 from protocol.builders import request_builder
 from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
@@ -46,6 +50,16 @@ TIERED_TOPIC = {
     "segment.bytes": "2048",
     "local.retention.bytes": "1",
 }
+
+
+async def _cli(bootstrap: str, *args: str) -> str:
+    command = [sys.executable, "-m", "minikafka", *args]
+    env = {**os.environ, "MINIKAFKA_BOOTSTRAP": bootstrap}
+    run = await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, env=env, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout
 
 
 def _cluster(brokers: int = 1, data_dir: Path | None = None, **overrides: Any) -> MiniKafka:
@@ -221,7 +235,16 @@ async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
             [held] = (await response.json())["partitions"]
         assert held["remote_log_start_offset"] == 0 and held["remote_size_bytes"] > 0
         assert {"RemoteFetch", "RemoteListOffsets"} <= set(purgatory["brokers"][0]["purgatories"])
+        assert "kafka_server_brokertopicmetrics_remotelogsizebytes{" in metrics
         await _list_offsets_across_tiers(app)
+        # The tiers where a user looks: topics describe (Kafka's APIs), the console.
+        [line] = (await _cli(app.bootstrap, "topics", "describe", TOPIC)).splitlines()[1:]
+        fields = dict(part.split(": ", 1) for part in line.strip().split("\t"))
+        local_start = int(fields["LocalLogStartOffset"])
+        assert COUNT // 2 < local_start <= int(fields["TieredOffset"]) + 1
+        assert int(fields["LocalSize"]) > 0
+        [shown] = topic_detail(app, TOPIC)["partitions"]  # type: ignore[index]
+        assert shown["remote_bytes"] == held["remote_size_bytes"] > 0
     finally:
         await app.stop()
 
