@@ -204,4 +204,6 @@ TIERED_BROKER_CONFIGS = {
     "log.retention.check.interval.ms": "1000",
     "rsm.config.latency.p50.ms": "20",
     "rsm.config.latency.p99.ms": "200",
+    # __remote_log_metadata: 3 partitions, not Kafka's 50 (as the offsets topic above)
+    "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
 }

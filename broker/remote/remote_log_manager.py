@@ -230,7 +230,7 @@ class RemoteLogManager:
             return False
         end = batches[-1][1].last_offset
         segment = RemoteLogSegmentMetadata(
-            segment_id=self.remote_metadata.new_segment_id(tp, self.ids.hex(22)),
+            segment_id=self.remote_metadata.new_segment_id(tp, self.ids.hex(32)),
             start_offset=next_offset,
             end_offset=end,
             max_timestamp_ms=max(h.max_timestamp for _, h in batches),
@@ -255,47 +255,62 @@ class RemoteLogManager:
                 if next_offset <= t.last_offset <= end
             ),
         )
-        self.remote_metadata.add_remote_log_segment_metadata(segment)
         self._copying.add(tp)
         epoch = partition.leader_epoch
 
-        def done(_: object, error: Exception | None) -> None:
-            self._copying.discard(tp)
-            current = self.partitions.get(tp)
-            if error is None and not self._still_leader(current, epoch):
+        def started(error: ErrorCode) -> None:  # COPY_SEGMENT_STARTED is in the topic
+            if error is not ErrorCode.none:
+                self._copy_failed(segment, f"publishing its start failed: {error.name}")
+                return
+            self.model.submit(
+                self.timer,
+                RemoteOperation.COPY,
+                companions.size,
+                lambda: self.storage.copy_log_segment_data(segment, companions),
+                copied,
+            )
+
+        def copied(_: object, error: Exception | None) -> None:
+            if error is None and not self._still_leader(self.partitions.get(tp), epoch):
                 log.info(
                     "broker %d: copy of %s finished after leader epoch %d was fenced; deleting it",
                     self.broker_id,
                     segment.segment_id,
                     epoch,
                 )
+                self._copying.discard(tp)
                 self._delete_segment(segment)
                 return
             if error is not None:
-                self.copy_errors += 1
-                log.warning(
-                    "broker %d: copying %s to the remote tier failed: %s",
-                    self.broker_id,
-                    segment.segment_id,
-                    error,
-                )
+                self._copy_failed(segment, str(error))
                 self._delete_segment(segment)
                 return
             self.copy_quota.record(companions.size)
             self.copy_bytes += len(data)
-            self._transition(segment, FINISHED)
+            self._transition(segment, FINISHED, finished)
+
+        def finished(error: ErrorCode) -> None:  # COPY_SEGMENT_FINISHED is in the topic
+            self._copying.discard(tp)
+            if error is not ErrorCode.none:  # left STARTED: expiration deletes it
+                log.warning("broker %d: %s not finished: %s", self.broker_id, segment, error.name)
+                return
+            current = self.partitions.get(tp)
             if current is not None:
                 self.refresh_log_start(current)
                 self.maybe_copy(current)  # the next rolled segment, at once
 
-        self.model.submit(
-            self.timer,
-            RemoteOperation.COPY,
-            companions.size,
-            lambda: self.storage.copy_log_segment_data(segment, companions),
-            done,
-        )
+        self.remote_metadata.add_remote_log_segment_metadata(segment, started)
         return True
+
+    def _copy_failed(self, segment: RemoteLogSegmentMetadata, why: str) -> None:
+        self._copying.discard(segment.segment_id.tp)
+        self.copy_errors += 1
+        log.warning(
+            "broker %d: copying %s to the remote tier failed: %s",
+            self.broker_id,
+            segment.segment_id,
+            why,
+        )
 
     @staticmethod
     def _still_leader(partition: Partition | None, epoch: int) -> bool:
@@ -309,24 +324,24 @@ class RemoteLogManager:
         return partition is not None and partition.is_leader and partition.leader_epoch == epoch
 
     def _transition(
-        self, segment: RemoteLogSegmentMetadata, state: RemoteLogSegmentState
+        self,
+        segment: RemoteLogSegmentMetadata,
+        state: RemoteLogSegmentState,
+        then: Callable[[ErrorCode], None],
     ) -> RemoteLogSegmentMetadata | None:
-        """Record ``segment``'s next state; None if another broker moved it meanwhile."""
-        current = next(
-            (
-                m
-                for m in self.remote_metadata.list_remote_log_segments(segment.segment_id.tp)
-                if m.segment_id == segment.segment_id
-            ),
-            None,
-        )
-        if current is None:
+        """Publish ``segment``'s next state; ``then(error)`` once it is in the topic. None
+        (and ``then`` told so) when the segment is gone or another broker moved it on."""
+        current = self.remote_metadata.segment(segment.segment_id)
+        updated = None
+        if current is not None:
+            try:
+                updated = current.with_state(state, self.broker_id, self.wall_clock_ms())
+            except ValueError:
+                updated = None
+        if updated is None:
+            then(ErrorCode.invalid_request)
             return None
-        try:
-            updated = current.with_state(state, self.broker_id, self.wall_clock_ms())
-        except ValueError:
-            return None
-        self.remote_metadata.update_remote_log_segment_metadata(updated)
+        self.remote_metadata.update_remote_log_segment_metadata(updated, then)
         return updated
 
     # -- expiration ----------------------------------------------------------------------
@@ -351,35 +366,50 @@ class RemoteLogManager:
             doomed.append(m)
         for m in doomed:
             self._delete_segment(m)
-        if doomed:
-            self.refresh_log_start(partition)
         return len(doomed)
 
     def _delete_segment(self, segment: RemoteLogSegmentMetadata) -> None:
-        if segment.segment_id.id in self._deleting:
+        """DELETE_SEGMENT_STARTED in the topic, the store's delete, DELETE_SEGMENT_FINISHED
+        (the partition's remote log start moves at the first)."""
+        sid = segment.segment_id
+        if sid.id in self._deleting:
             return
-        started = self._transition(segment, DELETE_STARTED)
-        if started is None:
-            return
-        self._deleting.add(segment.segment_id.id)
+        self._deleting.add(sid.id)
+        doomed: list[RemoteLogSegmentMetadata] = []
 
-        def done(_: object, error: Exception | None) -> None:
-            self._deleting.discard(segment.segment_id.id)
-            self.index_cache.remove(segment.segment_id.id)
-            if error is not None:
-                log.warning(
-                    "broker %d: deleting %s failed: %s", self.broker_id, segment.segment_id, error
-                )
+        def started(error: ErrorCode) -> None:
+            if error is not ErrorCode.none:
+                self._deleting.discard(sid.id)
                 return
-            self._transition(started, DELETE_FINISHED)
+            partition = self.partitions.get(sid.tp)
+            if partition is not None:
+                self.refresh_log_start(partition)
+            self.model.submit(
+                self.timer,
+                RemoteOperation.DELETE,
+                0,
+                lambda: self.storage.delete_log_segment_data(doomed[0]),
+                deleted,
+            )
 
-        self.model.submit(
-            self.timer,
-            RemoteOperation.DELETE,
-            0,
-            lambda: self.storage.delete_log_segment_data(started),
-            done,
-        )
+        def deleted(_: object, error: Exception | None) -> None:
+            self.index_cache.remove(sid.id)
+            if error is not None:
+                self._deleting.discard(sid.id)
+                log.warning("broker %d: deleting %s failed: %s", self.broker_id, sid, error)
+                return
+            self._transition(doomed[0], DELETE_FINISHED, lambda _: self._deleting.discard(sid.id))
+
+        current = self.remote_metadata.segment(sid)
+        if current is None:
+            self._deleting.discard(sid.id)
+            return
+        try:
+            doomed.append(current.with_state(DELETE_STARTED, self.broker_id, self.wall_clock_ms()))
+        except ValueError:
+            self._deleting.discard(sid.id)
+            return
+        self.remote_metadata.update_remote_log_segment_metadata(doomed[0], started)
 
     # -- reads ---------------------------------------------------------------------------
 

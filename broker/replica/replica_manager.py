@@ -268,6 +268,14 @@ class ReplicaManager:
         self.partitions[tp] = partition
         return partition
 
+    def refresh_tier_start(self, partition: Partition) -> None:
+        """Re-read where the remote tier starts before answering below the local log
+        start: a broker that just started (or became leader) may not have read the
+        tier's metadata yet when the partition opened (Kafka keeps the log start in its
+        log-start-offset checkpoint). Nothing without tiered storage."""
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.refresh_log_start(partition)
+
     def _apply_topic_config(self, partition: Partition, topic: TopicInfo) -> None:
         """Topic config changes (AlterConfigs) reach partitions that already exist."""
         config = self._topic_log_config(topic)
@@ -675,6 +683,8 @@ class ReplicaManager:
                 results.append((status, ReadResult(fenced)))
                 continue
             limit = min(status.partition_max_bytes, max(remaining, 0))
+            if status.fetch_offset < partition.local_log_start_offset:
+                self.refresh_tier_start(partition)
             result = partition.read(
                 status.fetch_offset,
                 limit,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import os
 import subprocess
 import sys
@@ -31,9 +30,12 @@ from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
 from broker.control.client import ControlClient
 from broker.control.console.view_cluster import topic_detail
+from broker.log.cleaner_batch import iter_key_values
+from broker.remote.remote_log_metadata_records import decode_event
 from protocol.builders import request_builder
 from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
+from protocol.record_batch import iter_batches
 from testkit.polling import wait_until
 from testkit.raw_client import RawClient
 from tests.integration.conftest import FAST_GROUPS
@@ -331,10 +333,19 @@ def _overrides(values: dict[str, str]) -> list[str]:
 
 
 def _copy_events(data_dir: Path) -> list[int]:
-    """The states of every remote segment event written so far."""
-    states = []
-    for events in data_dir.glob("__remote_log_metadata-*/events.jsonl"):
-        states += [json.loads(line)["state"] for line in events.read_text().splitlines()]
+    """The states of every remote segment event written so far: the records of
+    ``__remote_log_metadata`` in the broker's log files."""
+    states: list[int] = []
+    known: dict[tuple[str, int, str], Any] = {}
+    for segment in sorted(data_dir.glob("broker-0/__remote_log_metadata-*/*.log")):
+        data = segment.read_bytes()
+        for position, header in iter_batches(data, allow_partial_tail=True):
+            for _, value in iter_key_values(data[position : position + header.size], header):
+                event = decode_event(value or b"", known)
+                if event is not None:
+                    sid = event.segment_id
+                    known[(sid.topic, sid.partition, sid.id)] = event
+                    states.append(int(event.state))
     return states
 
 

@@ -26,6 +26,7 @@ from broker.ids import IdSource
 from broker.log import LogManager
 from broker.remote.delayed_remote_list_offsets import ListOffsetsPartitionStatus
 from broker.remote.remote_log_manager import RemoteLogManager
+from broker.remote.remote_log_metadata_topic import REMOTE_LOG_METADATA_TOPIC
 from broker.remote.remote_log_segment_metadata import RemoteLogSegmentState
 from broker.remote.remote_storage_manager import RemoteStorageException
 from broker.remote.storage_model import (
@@ -139,20 +140,26 @@ async def tiered_node(
         metadata.register_broker(broker_id, "127.0.0.1", 1)
     replicas = replicas or [0]
     metadata.create_topic(TOPIC, 1, len(replicas), TIERED, assignment=[replicas])
+    # __remote_log_metadata on this broker alone (broker 1 never fetches)
+    metadata.create_topic(REMOTE_LOG_METADATA_TOPIC, 1, 1, {}, assignment=[[0]])
     purgatories = PurgatorySet(clock, config)
     hosted: dict[TopicPartition, Partition] = {}
     fetchers = ReplicaFetcherManager(0, config, metadata, clock, hosted)
     fetchers.pause_replication()
-    tiered = TieredStorage.build(config, None, random.Random(7))
+    managers: dict[int, ReplicaManager] = {}
+    tiered = TieredStorage.build(
+        config, None, random.Random(7), metadata, lambda: managers, clock.now_ms
+    )
     ids = IdSource.seeded(7)
     rlm = RemoteLogManager(
         0, config, metadata, clock, clock.now_ms, purgatories, hosted,
-        tiered.metadata, tiered.storage, tiered.model, ids,
+        tiered.new_metadata_manager(), tiered.storage, tiered.model, ids,
     )  # fmt: skip
     manager = ReplicaManager(
         0, metadata, config, clock, purgatories, LogManager(None), Controller(metadata),
         fetchers, wall_clock_ms=clock.now_ms, remote_log_manager=rlm,
     )  # fmt: skip
+    managers[0] = manager
     await manager.start()
     try:
         yield Node(clock, metadata, purgatories, manager, rlm, tiered)
@@ -252,6 +259,25 @@ async def test_a_copy_that_ends_after_its_leader_epoch_was_fenced_is_deleted() -
         node.tick(STORE_MS)
         assert list(node.tiered.metadata.list_remote_log_segments(TP)) == []
         assert node.rlm.copy_bytes == 0 and node.tiered.metadata.highest_offset_for_epoch(TP) < 0
+
+
+async def test_segment_events_are_records_of_remote_log_metadata_any_broker_reads() -> None:
+    async with tiered_node() as node:
+        await tiered_until_trimmed(node)
+        events, end = node.tiered.topic.read(0, 0)
+        copied = node.tiered.metadata.copied_segments(TP)
+        # Kafka's framing (api key, version as varints): a full record when a copy
+        # starts, an update when it finishes; nothing else happened yet.
+        assert [e[:2] for e in events] == [b"\x00\x00", b"\x01\x00"] * len(copied)
+        assert (
+            end
+            == len(events)
+            == node.manager.partitions[(REMOTE_LOG_METADATA_TOPIC, 0)].high_watermark
+        )
+        # A cache that has read nothing yet (a new leader's, a restarted broker's)
+        # learns every segment from the topic.
+        fresh = node.tiered.new_metadata_manager()
+        assert fresh.copied_segments(TP) == copied and copied
 
 
 async def test_nothing_above_the_high_watermark_is_copied() -> None:
