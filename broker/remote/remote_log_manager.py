@@ -8,8 +8,12 @@ partitions) it goes over the hosted partitions of topics with ``remote.storage.e
 - a leader **copies** its rolled segments, oldest first, one at a time per partition
   (Kafka's RLMCopyTask): the next segment starts after the highest copied offset and must
   end below the last stable offset (which is at most the high watermark) and below the
-  active segment. Metadata COPY_SEGMENT_STARTED, the storage manager's copy (its time is
-  the storage model's), then COPY_SEGMENT_FINISHED; the next segment follows at once.
+  active segment. COPY_SEGMENT_STARTED published to ``__remote_log_metadata``, the
+  storage manager's copy (its time is the storage model's), then COPY_SEGMENT_FINISHED;
+  each step waits for the one before (a publish is acknowledged once the metadata
+  partition's in-sync replicas have it, as Kafka's RLM waits on the RLMM's future), and
+  the next segment follows at once. A publish that fails abandons the copy (what it left
+  in COPY_SEGMENT_STARTED is deleted by a later expiration).
   The copy quota (``remote.log.manager.copy.max.bytes.per.second``) holds the copier; a
   copy that ends after its leader epoch was fenced is deleted, never FINISHED;
 - a leader **expires** remote segments past the topic's total retention (retention.ms on
