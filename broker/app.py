@@ -55,6 +55,7 @@ from broker.replica.replica_builder import (
     build_replica_manager,
 )
 from broker.replica.replica_fetcher import ReplicaFetcherManager
+from broker.replica.replica_manager import ReplicaManager
 from broker.replica.replication_faults import ReplicationFaults
 from broker.security.authorizer.acl_store import AclStore
 from broker.security.broker_security import build_security
@@ -392,17 +393,30 @@ class MiniKafka:
             delegation_tokens=delegation_tokens,
             inter_broker=inter_broker,
             capture=self.captures,
-            tiered_storage=self._tiered_storage(ids),
+            tiered_storage=self._tiered_storage(ids, metadata),
         )
 
-    def _tiered_storage(self, ids: IdSource) -> TieredStorage | None:
+    def _tiered_storage(self, ids: IdSource, metadata: ClusterMetadata) -> TieredStorage | None:
         """The shared remote tier when remote.log.storage.system.enable (KIP-405); its
-        latency draws from a generator seeded off the cluster's random source."""
+        latency draws from a generator seeded off the cluster's random source; its
+        metadata topic is appended to and read at the running brokers' replica managers."""
         if not self.config.remote_log_storage_system_enable:
             return None
         return TieredStorage.build(
-            self.config, self.data_dir, random.Random(ids.rng.getrandbits(64))
+            self.config,
+            self.data_dir,
+            random.Random(ids.rng.getrandbits(64)),
+            metadata,
+            self._running_replica_managers,
+            self._clocks.wall_clock_ms,
         )
+
+    def _running_replica_managers(self) -> dict[int, ReplicaManager]:
+        return {
+            b.broker_id: b.replica_manager
+            for b in self.brokers
+            if b.broker_id not in self.stopped_brokers
+        }
 
     # -- the stores, by the names tests, tools and the control endpoint use ----------
 

@@ -2,10 +2,12 @@
 ``kafka-consumer-groups.sh`` and ``kafka-configs.sh``'s quota forms do, with their messages and
 table columns (see ``kafka_tools/admin_cli.py``).
 
-``topics create|list|describe|delete``; ``groups list|describe|reset-offsets|delete`` (a
-KIP-848 consumer group is described by ``admin_consumer_groups.py``, a share group by
-``admin_share_groups.py``); ``quotas describe|alter`` with ``--user``/``--client`` entities
-(DescribeClientQuotas, AlterClientQuotas)."""
+``topics create|list|describe|delete`` (a tiered topic's partitions with their local log
+start, tiered offset and local size: ``admin_tiered.py``);
+``groups list|describe|reset-offsets|delete`` (a KIP-848 consumer group is described by
+``admin_consumer_groups.py``, a share group by ``admin_share_groups.py``);
+``quotas describe|alter`` with ``--user``/``--client`` entities (DescribeClientQuotas,
+AlterClientQuotas)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from kafka_tools.admin_consumer_groups import (
 )
 from kafka_tools.admin_share_groups import describe_share_group, print_share_group
 from kafka_tools.admin_streams_groups import describe_streams_group, print_streams_group
+from kafka_tools.admin_tiered import is_tiered, tier_fields
 from kafka_tools.client import (
     EARLIEST,
     LATEST,
@@ -141,6 +144,10 @@ async def topics_describe(args: argparse.Namespace) -> int:
             partitions = [view.partitions[p] for p in sorted(view.partitions)]
             rf = len(partitions[0].replicas) if partitions else 0
             configs = ",".join(f"{k}={v}" for k, v in sorted(overrides.get(name, {}).items()))
+            tiers: dict[int, str] = {}
+            if is_tiered(overrides.get(name, {})):
+                leaders = {p.partition: p.leader for p in partitions}
+                tiers = await tier_fields(client, name, leaders)
             print(
                 f"Topic: {name}\tTopicId: {kafka_uuid(view.topic_id)}\t"
                 f"PartitionCount: {len(partitions)}\tReplicationFactor: {rf}\tConfigs: {configs}"
@@ -150,6 +157,7 @@ async def topics_describe(args: argparse.Namespace) -> int:
                 print(
                     f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\t"
                     f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+                    f"{tiers.get(p.partition, '')}"
                 )
     return 0
 

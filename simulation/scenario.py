@@ -234,17 +234,8 @@ async def _create_topics(app: MiniKafka, tiered: bool) -> None:
     replication = min(3, app.num_brokers)
     for name, partitions in ((workload.EVENTS, 3), (workload.OUTPUT, 2)):
         app.cluster.create_topic(name, partitions, replication, {})
-    if tiered:  # small segments that leave the local logs as soon as they are copied
-        app.cluster.create_topic(
-            workload.TIERED,
-            2,
-            replication,
-            {
-                "remote.storage.enable": "true",
-                "segment.bytes": "4096",
-                "local.retention.bytes": "1",
-            },
-        )
+    if tiered:
+        await workload.create_tiered_topic(app.bootstrap, 2, replication)
 
 
 #: ``--tiered``: the remote tier on, its tasks every second, each remote call ~20 ms
@@ -255,4 +246,6 @@ TIERED_BROKER_CONFIGS = {
     "log.retention.check.interval.ms": "1000",
     "rsm.config.latency.p50.ms": "20",
     "rsm.config.latency.p99.ms": "200",
+    # __remote_log_metadata: 3 partitions, not Kafka's 50 (as the offsets topic above)
+    "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
 }

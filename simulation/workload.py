@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
 from simulation.history import Assignment, History
@@ -406,17 +407,43 @@ async def run_clients(settings: WorkloadSettings, history: History, rng: random.
     await asyncio.gather(*tasks)
 
 
+#: The tiered topic's configs: small segments that leave the local logs once copied.
+TIERED_TOPIC_CONFIGS = {
+    "remote.storage.enable": "true",
+    "segment.bytes": "1024",
+    "local.retention.bytes": "1",
+}
+
+
+async def create_tiered_topic(bootstrap: str, partitions: int, replication: int) -> None:
+    """The tiered topic, created by a CreateTopics request as an application creates it: a
+    capture of the run holds the request, so its what-if replay creates the topic tiered
+    (topics created without a request reach a replay without their configs)."""
+    with client_node("admin"):
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+    try:
+        topic = NewTopic(TIERED, partitions, replication, topic_configs=TIERED_TOPIC_CONFIGS)
+        await admin.create_topics([topic])
+    finally:
+        await admin.close()
+
+
 async def read_tiered_from_start(settings: WorkloadSettings, history: History) -> None:
-    """Read the tiered topic from offset 0 to its end, again and again: below the local log
-    start every fetch is the remote tier's (DelayedRemoteFetch), faults or not."""
+    """Read the tiered topic from its start to its end, again and again: below the local log
+    start every fetch is the remote tier's (DelayedRemoteFetch), faults or not. Every other
+    pass finds the start by time (ListOffsets by timestamp: the tier's search parks in
+    DelayedRemoteListOffsets), the others by ``seek_to_beginning``."""
     consumer = _new_consumer_at(settings.bootstrap, None, "read_uncommitted")
     await consumer.start()
     try:
         partitions = await _wait_for_partitions(consumer, TIERED)
         consumer.assign(partitions)
+        passes = 0
         while asyncio.get_running_loop().time() < settings.stop_at_s:
-            await consumer.seek_to_beginning(*partitions)
+            passes += 1
             try:
+                await _seek_to_start(consumer, partitions, by_time=passes % 2 == 0)
                 ends = await consumer.end_offsets(partitions)
                 while [tp for tp in partitions if await consumer.position(tp) < ends[tp]]:
                     if asyncio.get_running_loop().time() >= settings.stop_at_s:
@@ -427,6 +454,21 @@ async def read_tiered_from_start(settings: WorkloadSettings, history: History) -
             await asyncio.sleep(settings.think_s)
     finally:
         await consumer.stop()
+
+
+async def _seek_to_start(
+    consumer: AIOKafkaConsumer, partitions: list[TopicPartition], *, by_time: bool
+) -> None:
+    if not by_time:
+        await consumer.seek_to_beginning(*partitions)
+        return
+    found = await consumer.offsets_for_times(dict.fromkeys(partitions, 0))
+    for tp in partitions:
+        at = found.get(tp)
+        if at is None:  # nothing written yet
+            await consumer.seek_to_beginning(tp)
+        else:
+            consumer.seek(tp, at.offset)
 
 
 async def read_final_state(bootstrap: str, history: History, *, tiered: bool = False) -> None:

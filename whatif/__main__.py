@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from whatif.grid_cells import expand_grid, parse_grid, parse_seeds
+from whatif.grid_cells import check_axes, expand_grid, parse_grid, parse_seeds
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -52,6 +52,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args, _ = parser.parse_known_args(argv)  # simulate's own options pass through unused
     try:
         args.axes = parse_grid(args.grid)
+        check_axes(args.axes)
         args.seed_list = parse_seeds(str(args.seeds))
     except ValueError as exc:
         parser.error(str(exc))

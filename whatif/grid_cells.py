@@ -17,7 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from broker import real_clock
+from broker.config.broker_config import BrokerConfig
 from protocol.capture_files import captured_cluster_config
 from protocol.service_times import ServiceTimeModel
 from spark_jobs.replay_result import ReplayResult
@@ -29,7 +32,15 @@ from whatif.virtual_replay import (
     replay_virtual,
 )
 
-__all__ = ["Cell", "CellOutcome", "expand_grid", "parse_grid", "parse_seeds", "run_cell"]
+__all__ = [
+    "Cell",
+    "CellOutcome",
+    "check_axes",
+    "expand_grid",
+    "parse_grid",
+    "parse_seeds",
+    "run_cell",
+]
 
 
 def parse_grid(options: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -44,6 +55,20 @@ def parse_grid(options: Sequence[str]) -> list[tuple[str, list[str]]]:
             raise ValueError(f"--grid: {key.strip()} given twice")
         axes.append((key.strip(), choices))
     return axes
+
+
+def check_axes(axes: Sequence[tuple[str, list[str]]]) -> None:
+    """Every value of every axis as a broker config, each alone: ValueError names the first
+    one a broker refuses (an unknown name, a bad value), before any cell starts -- a
+    misspelled key otherwise fails every cell, one Spark task at a time."""
+    for key, values in axes:
+        for value in values:
+            try:
+                BrokerConfig.model_validate({key: value})
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                reason = "not a broker config" if error["type"] == "extra_forbidden" else None
+                raise ValueError(f"--grid: {key}={value}: {reason or error['msg']}") from None
 
 
 def parse_seeds(text: str) -> list[int]:

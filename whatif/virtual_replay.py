@@ -137,7 +137,9 @@ _TOPIC_APIS = {0: ("topic_data", "name", "partition_data", "index"),
                1: ("topics", "topic", "partitions", "partition"),
                2: ("topics", "name", "partitions", "partition_index")}  # fmt: skip
 #: Topics the cluster creates for itself.
-_INTERNAL = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+_INTERNAL = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", "__remote_log_metadata"}
+)
 #: CreateTopics: a topic it names is created by the replay itself, as when captured.
 _CREATE_TOPICS = 19
 

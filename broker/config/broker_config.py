@@ -378,9 +378,23 @@ class BrokerConfig(BaseModel):
         30000, alias="remote.list.offsets.request.timeout.ms", ge=1
     )
     remote_log_reader_threads: int = Field(10, alias="remote.log.reader.threads", ge=1)
+    remote_log_reader_max_pending_tasks: int = Field(
+        100, alias="remote.log.reader.max.pending.tasks", ge=1
+    )
     remote_log_index_file_cache_total_size_bytes: int = Field(
         1073741824, alias="remote.log.index.file.cache.total.size.bytes", ge=1
     )
+    # The topic-based metadata manager's configs, under Kafka's rlmm.config. prefix.
+    rlmm_topic_num_partitions: int = Field(
+        50, alias="rlmm.config.remote.log.metadata.topic.num.partitions", ge=1
+    )
+    rlmm_topic_replication_factor: int = Field(
+        3, alias="rlmm.config.remote.log.metadata.topic.replication.factor", ge=1
+    )
+    rlmm_topic_retention_ms: int = Field(
+        -1, alias="rlmm.config.remote.log.metadata.topic.retention.ms", ge=-1
+    )
+    rlmm_topic_min_isr: int = Field(2, alias="rlmm.config.remote.log.metadata.topic.min.isr", ge=1)
     rsm_latency_p50_ms: float = Field(0.0, alias="rsm.config.latency.p50.ms", ge=0)
     rsm_latency_p99_ms: float = Field(0.0, alias="rsm.config.latency.p99.ms", ge=0)
     rsm_bytes_per_second: int = Field(0, alias="rsm.config.bytes.per.second", ge=0)

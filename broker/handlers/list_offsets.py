@@ -103,6 +103,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 else:
                     fetchable = partition.high_watermark
                 if wanted == EARLIEST:
+                    ctx.services.replica_manager.refresh_tier_start(partition)
                     status.offset = partition.log_start_offset
                 elif wanted == EARLIEST_LOCAL:
                     status.offset = partition.local_log_start_offset

@@ -391,7 +391,9 @@ class MetricsCollector:
 
     def _remote_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
         """Tiered storage (KIP-405): Kafka's BrokerTopicMetrics Remote* meters, as totals,
-        and RemoteCopyLagBytes (bytes of rolled segments not yet copied); none without
+        RemoteCopyLagBytes (bytes of rolled segments not yet copied), RemoteLogSizeBytes
+        per partition (KIP-963) and the reader
+        pool's RemoteLogReaderTaskQueueSize/AvgIdlePercent; none without
         remote.log.storage.system.enable."""
         labels = ["broker"]
         families = {
@@ -421,6 +423,22 @@ class MetricsCollector:
             "Kafka RemoteCopyLagBytes: bytes of rolled segments not yet in the remote tier.",
             labels=labels,
         )
+        queue = GaugeMetricFamily(
+            "kafka_log_remote_remotestoragethreadpool_remotelogreadertaskqueuesize",
+            "Kafka RemoteLogReaderTaskQueueSize: remote reads waiting for a reader thread.",
+            labels=labels,
+        )
+        remote_size = GaugeMetricFamily(
+            "kafka_server_brokertopicmetrics_remotelogsizebytes",
+            "Kafka RemoteLogSizeBytes (KIP-963): bytes the remote tier holds per partition, "
+            "from its leader.",
+            labels=["broker", "topic", "partition"],
+        )
+        idle = GaugeMetricFamily(
+            "kafka_log_remote_remotestoragethreadpool_remotelogreaderavgidlepercent",
+            "Kafka RemoteLogReaderAvgIdlePercent: the reader threads not reading, now.",
+            labels=labels,
+        )
         any_remote = False
         for broker in brokers:
             rlm = broker.replica_manager.remote_log_manager
@@ -431,9 +449,15 @@ class MetricsCollector:
             for attribute, family in families.items():
                 family.add_metric([b], getattr(rlm, attribute))
             lag.add_metric([b], sum(rlm.copy_lag_bytes.values()))
+            queue.add_metric([b], rlm.reader_pool.queue_size)
+            for (topic, index), partition in sorted(rlm.partitions.items()):
+                if partition.is_leader and rlm.remote_config(topic) is not None:
+                    size = rlm.remote_size_bytes((topic, index))
+                    remote_size.add_metric([b, topic, str(index)], size)
+            idle.add_metric([b], rlm.reader_pool.idle_percent)
         if any_remote:
             yield from families.values()
-            yield lag
+            yield from (lag, remote_size, queue, idle)
 
     def _share_dlq_families(self, brokers: Sequence[Broker]) -> Iterator[Metric]:
         """Kafka 4.4's ShareGroupMetrics DLQ meters (KIP-1191), per group, as totals;

@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Callable
 
 from broker.remote.remote_log_reader import RemoteLogReadResult
-from broker.remote.storage_model import RemoteTask
+from broker.remote.remote_log_reader_pool import PooledRead
 from broker.replica.delayed_fetch import FetchPartitionStatus, FetchResults
 from broker.replica.partition import ReadResult, TopicPartition
 from broker.replica.ports import OnlinePartitions
@@ -46,7 +46,7 @@ class DelayedRemoteFetch(DelayedOperation):
 
     def __init__(
         self,
-        remote_fetch_tasks: dict[TopicPartition, RemoteTask | None],
+        remote_fetch_tasks: dict[TopicPartition, PooledRead | None],
         remote_fetch_results: dict[TopicPartition, RemoteLogReadResult],
         remote_fetch_max_wait_ms: int,
         statuses: list[FetchPartitionStatus],
@@ -79,7 +79,7 @@ class DelayedRemoteFetch(DelayedOperation):
     def on_expiration(self) -> None:
         for task in self._remote_fetch_tasks.values():
             if task is not None:
-                task.abandon()  # a read not yet run never runs (Kafka's cancel(false))
+                task.abandon()  # Kafka's cancel(false): a queued read never runs
 
     def on_complete(self) -> None:
         if self.parked_request is not None and self.watch_keys:  # it was parked
@@ -93,7 +93,11 @@ class DelayedRemoteFetch(DelayedOperation):
                 if remote.error.value != 0:
                     answered.append((status, ReadResult(remote.error)))
                     continue
-                result = dataclasses.replace(result, records=remote.records)
+                result = dataclasses.replace(
+                    result,
+                    records=remote.records,
+                    aborted_transactions=remote.aborted_transactions,
+                )
             answered.append(
                 (status, dataclasses.replace(result, delayed_remote_storage_fetch=None))
             )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from broker.remote.storage_model import RemoteTask
+from broker.remote.remote_log_reader_pool import PooledRead
 from broker.replica.partition import TopicPartition
 from broker.replica.ports import OnlinePartitions
 from broker.server.purgatories import ParkedRequest, PurgatoryOutcome
@@ -41,7 +41,7 @@ class ListOffsetsPartitionStatus:
     timestamp: int = -1
     offset: int = -1
     leader_epoch: int = -1
-    task: RemoteTask | None = None
+    task: PooledRead | None = None
 
 
 class DelayedRemoteListOffsets(DelayedOperation):

@@ -8,7 +8,7 @@ topic partition and one file per segment and index::
     remote-storage/<topic>-<partition>/<start offset:020d>-<segment id>.log
                                                                     .index .timeindex
                                                                     .leader_epoch_checkpoint
-                                                                    .snapshot
+                                                                    .snapshot .txnindex
 
 A file is written whole under a ``.tmp`` name and renamed, so a crash mid-copy leaves no
 half segment under its real name. Without a data directory the files are kept in a dict.
@@ -84,6 +84,7 @@ class LocalTieredStorage:
         self._write(self._key(metadata, IndexType.TIMESTAMP), data.time_index)
         self._write(self._key(metadata, IndexType.LEADER_EPOCH), data.leader_epoch_index)
         self._write(self._key(metadata, IndexType.PRODUCER_SNAPSHOT), data.producer_snapshot)
+        self._write(self._key(metadata, IndexType.TRANSACTION), data.transaction_index)
         self._write(self._key(metadata, _LOG_SUFFIX), data.log_segment)
 
     def fetch_log_segment(

@@ -8,9 +8,14 @@ partitions) it goes over the hosted partitions of topics with ``remote.storage.e
 - a leader **copies** its rolled segments, oldest first, one at a time per partition
   (Kafka's RLMCopyTask): the next segment starts after the highest copied offset and must
   end below the last stable offset (which is at most the high watermark) and below the
-  active segment. Metadata COPY_SEGMENT_STARTED, the storage manager's copy (its time is
-  the storage model's), then COPY_SEGMENT_FINISHED; the next segment follows at once.
-  The copy quota (``remote.log.manager.copy.max.bytes.per.second``) holds the copier;
+  active segment. COPY_SEGMENT_STARTED published to ``__remote_log_metadata``, the
+  storage manager's copy (its time is the storage model's), then COPY_SEGMENT_FINISHED;
+  each step waits for the one before (a publish is acknowledged once the metadata
+  partition's in-sync replicas have it, as Kafka's RLM waits on the RLMM's future), and
+  the next segment follows at once. A publish that fails abandons the copy (what it left
+  in COPY_SEGMENT_STARTED is deleted by a later expiration).
+  The copy quota (``remote.log.manager.copy.max.bytes.per.second``) holds the copier; a
+  copy that ends after its leader epoch was fenced is deleted, never FINISHED;
 - a leader **expires** remote segments past the topic's total retention (retention.ms on
   their max timestamp, retention.bytes over remote + local bytes), oldest first
   (DELETE_SEGMENT_STARTED, delete, DELETE_SEGMENT_FINISHED), and deletes segments a
@@ -38,11 +43,13 @@ from broker.cluster.cluster_metadata import ClusterMetadata
 from broker.config.broker_config import BrokerConfig
 from broker.config.dynamic_config import broker_topic_defaults, dynamic_layers
 from broker.ids import IdSource
+from broker.log.transaction_index import AbortedTxn
 from broker.remote.delayed_remote_fetch import DelayedRemoteFetch
 from broker.remote.delayed_remote_list_offsets import (
     DelayedRemoteListOffsets,
     ListOffsetsPartitionStatus,
 )
+from broker.remote.remote_index_cache import RemoteIndexCache
 from broker.remote.remote_log_config import RemoteTopicConfig
 from broker.remote.remote_log_metadata_manager import RemoteLogMetadataManager
 from broker.remote.remote_log_reader import (
@@ -50,6 +57,7 @@ from broker.remote.remote_log_reader import (
     RemoteLogReadResult,
     RemoteStorageFetchInfo,
 )
+from broker.remote.remote_log_reader_pool import PooledRead, RemoteLogReaderPool
 from broker.remote.remote_log_segment_metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
@@ -62,7 +70,7 @@ from broker.remote.segment_companions import (
     producer_snapshot,
     time_index,
 )
-from broker.remote.storage_model import RemoteOperation, RemoteStorageModel, RemoteTask
+from broker.remote.storage_model import RemoteOperation, RemoteStorageModel
 from broker.replica.delayed_fetch import FetchParams, FetchPartitionStatus, FetchResults
 from broker.replica.partition import Partition, ReadResult, TopicPartition
 from broker.server.purgatories import ParkedRequest, PurgatoryName, PurgatorySet
@@ -108,8 +116,21 @@ class RemoteLogManager:
         self.storage = storage
         self.model = model
         self.ids = ids
+        self.reader_pool = RemoteLogReaderPool(
+            lambda: self._dynamic_int(
+                "remote.log.reader.threads", config.remote_log_reader_threads
+            ),
+            config.remote_log_reader_max_pending_tasks,
+        )
+        self.index_cache = RemoteIndexCache(config.remote_log_index_file_cache_total_size_bytes)
         self.reader = RemoteLogReader(
-            remote_metadata, storage, model, self.timer, self._record_fetch_bytes
+            remote_metadata,
+            storage,
+            model,
+            self.timer,
+            self._record_fetch_bytes,
+            self.reader_pool,
+            self.index_cache,
         )
         self.copy_quota = RLMQuotaManager(
             clock, config.remote_log_manager_copy_max_bytes_per_second
@@ -213,7 +234,7 @@ class RemoteLogManager:
             return False
         end = batches[-1][1].last_offset
         segment = RemoteLogSegmentMetadata(
-            segment_id=self.remote_metadata.new_segment_id(tp, self.ids.hex(22)),
+            segment_id=self.remote_metadata.new_segment_id(tp, self.ids.hex(32)),
             start_offset=next_offset,
             end_offset=end,
             max_timestamp_ms=max(h.max_timestamp for _, h in batches),
@@ -232,58 +253,99 @@ class RemoteLogManager:
             time_index=time_index(next_offset, batches),
             leader_epoch_index=leader_epoch_checkpoint(partition.epoch_cache.entries, end),
             producer_snapshot=producer_snapshot(partition.producers.active_producers().values()),
+            transaction_index=b"".join(
+                t.encode()
+                for t in partition.txn_index.entries()
+                if next_offset <= t.last_offset <= end
+            ),
         )
-        self.remote_metadata.add_remote_log_segment_metadata(segment)
         self._copying.add(tp)
+        epoch = partition.leader_epoch
 
-        def done(_: object, error: Exception | None) -> None:
-            self._copying.discard(tp)
-            if error is not None:
-                self.copy_errors += 1
-                log.warning(
-                    "broker %d: copying %s to the remote tier failed: %s",
+        def started(error: ErrorCode) -> None:  # COPY_SEGMENT_STARTED is in the topic
+            if error is not ErrorCode.none:
+                self._copy_failed(segment, f"publishing its start failed: {error.name}")
+                return
+            self.model.submit(
+                self.timer,
+                RemoteOperation.COPY,
+                companions.size,
+                lambda: self.storage.copy_log_segment_data(segment, companions),
+                copied,
+            )
+
+        def copied(_: object, error: Exception | None) -> None:
+            if error is None and not self._still_leader(self.partitions.get(tp), epoch):
+                log.info(
+                    "broker %d: copy of %s finished after leader epoch %d was fenced; deleting it",
                     self.broker_id,
                     segment.segment_id,
-                    error,
+                    epoch,
                 )
+                self._copying.discard(tp)
+                self._delete_segment(segment)
+                return
+            if error is not None:
+                self._copy_failed(segment, str(error))
                 self._delete_segment(segment)
                 return
             self.copy_quota.record(companions.size)
             self.copy_bytes += len(data)
-            self._transition(segment, FINISHED)
+            self._transition(segment, FINISHED, finished)
+
+        def finished(error: ErrorCode) -> None:  # COPY_SEGMENT_FINISHED is in the topic
+            self._copying.discard(tp)
+            if error is not ErrorCode.none:  # left STARTED: expiration deletes it
+                log.warning("broker %d: %s not finished: %s", self.broker_id, segment, error.name)
+                return
             current = self.partitions.get(tp)
             if current is not None:
                 self.refresh_log_start(current)
                 self.maybe_copy(current)  # the next rolled segment, at once
 
-        self.model.submit(
-            self.timer,
-            RemoteOperation.COPY,
-            companions.size,
-            lambda: self.storage.copy_log_segment_data(segment, companions),
-            done,
-        )
+        self.remote_metadata.add_remote_log_segment_metadata(segment, started)
         return True
 
-    def _transition(
-        self, segment: RemoteLogSegmentMetadata, state: RemoteLogSegmentState
-    ) -> RemoteLogSegmentMetadata | None:
-        """Record ``segment``'s next state; None if another broker moved it meanwhile."""
-        current = next(
-            (
-                m
-                for m in self.remote_metadata.list_remote_log_segments(segment.segment_id.tp)
-                if m.segment_id == segment.segment_id
-            ),
-            None,
+    def _copy_failed(self, segment: RemoteLogSegmentMetadata, why: str) -> None:
+        self._copying.discard(segment.segment_id.tp)
+        self.copy_errors += 1
+        log.warning(
+            "broker %d: copying %s to the remote tier failed: %s",
+            self.broker_id,
+            segment.segment_id,
+            why,
         )
-        if current is None:
+
+    @staticmethod
+    def _still_leader(partition: Partition | None, epoch: int) -> bool:
+        """The copier is still the leader of the epoch it copied under. Kafka cancels a
+        partition's RLMCopyTask when its broker stops leading it, and the new leader's
+        expiration deletes what the cancelled copy left (a dangling COPY_SEGMENT_STARTED,
+        or a segment outside its leader-epoch lineage); here the check is made where the
+        copy would commit COPY_SEGMENT_FINISHED, so a fenced leader's late copy never
+        becomes readable and is deleted at once (the new leader may hold other records
+        at those offsets)."""
+        return partition is not None and partition.is_leader and partition.leader_epoch == epoch
+
+    def _transition(
+        self,
+        segment: RemoteLogSegmentMetadata,
+        state: RemoteLogSegmentState,
+        then: Callable[[ErrorCode], None],
+    ) -> RemoteLogSegmentMetadata | None:
+        """Publish ``segment``'s next state; ``then(error)`` once it is in the topic. None
+        (and ``then`` told so) when the segment is gone or another broker moved it on."""
+        current = self.remote_metadata.segment(segment.segment_id)
+        updated = None
+        if current is not None:
+            try:
+                updated = current.with_state(state, self.broker_id, self.wall_clock_ms())
+            except ValueError:
+                updated = None
+        if updated is None:
+            then(ErrorCode.invalid_request)
             return None
-        try:
-            updated = current.with_state(state, self.broker_id, self.wall_clock_ms())
-        except ValueError:
-            return None
-        self.remote_metadata.update_remote_log_segment_metadata(updated)
+        self.remote_metadata.update_remote_log_segment_metadata(updated, then)
         return updated
 
     # -- expiration ----------------------------------------------------------------------
@@ -308,34 +370,50 @@ class RemoteLogManager:
             doomed.append(m)
         for m in doomed:
             self._delete_segment(m)
-        if doomed:
-            self.refresh_log_start(partition)
         return len(doomed)
 
     def _delete_segment(self, segment: RemoteLogSegmentMetadata) -> None:
-        if segment.segment_id.id in self._deleting:
+        """DELETE_SEGMENT_STARTED in the topic, the store's delete, DELETE_SEGMENT_FINISHED
+        (the partition's remote log start moves at the first)."""
+        sid = segment.segment_id
+        if sid.id in self._deleting:
             return
-        started = self._transition(segment, DELETE_STARTED)
-        if started is None:
-            return
-        self._deleting.add(segment.segment_id.id)
+        self._deleting.add(sid.id)
+        doomed: list[RemoteLogSegmentMetadata] = []
 
-        def done(_: object, error: Exception | None) -> None:
-            self._deleting.discard(segment.segment_id.id)
-            if error is not None:
-                log.warning(
-                    "broker %d: deleting %s failed: %s", self.broker_id, segment.segment_id, error
-                )
+        def started(error: ErrorCode) -> None:
+            if error is not ErrorCode.none:
+                self._deleting.discard(sid.id)
                 return
-            self._transition(started, DELETE_FINISHED)
+            partition = self.partitions.get(sid.tp)
+            if partition is not None:
+                self.refresh_log_start(partition)
+            self.model.submit(
+                self.timer,
+                RemoteOperation.DELETE,
+                0,
+                lambda: self.storage.delete_log_segment_data(doomed[0]),
+                deleted,
+            )
 
-        self.model.submit(
-            self.timer,
-            RemoteOperation.DELETE,
-            0,
-            lambda: self.storage.delete_log_segment_data(started),
-            done,
-        )
+        def deleted(_: object, error: Exception | None) -> None:
+            self.index_cache.remove(sid.id)
+            if error is not None:
+                self._deleting.discard(sid.id)
+                log.warning("broker %d: deleting %s failed: %s", self.broker_id, sid, error)
+                return
+            self._transition(doomed[0], DELETE_FINISHED, lambda _: self._deleting.discard(sid.id))
+
+        current = self.remote_metadata.segment(sid)
+        if current is None:
+            self._deleting.discard(sid.id)
+            return
+        try:
+            doomed.append(current.with_state(DELETE_STARTED, self.broker_id, self.wall_clock_ms()))
+        except ValueError:
+            self._deleting.discard(sid.id)
+            return
+        self.remote_metadata.update_remote_log_segment_metadata(doomed[0], started)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -344,14 +422,21 @@ class RemoteLogManager:
         self.fetch_quota.record(nbytes)
 
     def remote_fetch_info(
-        self, result: ReadResult, status: FetchPartitionStatus, limit: int, min_one: bool
+        self,
+        result: ReadResult,
+        status: FetchPartitionStatus,
+        limit: int,
+        min_one: bool,
+        read_committed: bool = False,
     ) -> ReadResult:
         """A consumer's read below the local log start (Kafka's handleOffsetOutOfRangeError
         for tiered storage): no records now, and a remote read to do -- none when the
         fetch quota is exceeded or nothing may be read (then just no records)."""
         info = None
         if limit > 0 and not self.fetch_quota.is_quota_exceeded():
-            info = RemoteStorageFetchInfo(limit, min_one, status.tp, status.fetch_offset)
+            info = RemoteStorageFetchInfo(
+                limit, min_one, status.tp, status.fetch_offset, read_committed
+            )
         return replace(result, error=ErrorCode.none, delayed_remote_storage_fetch=info)
 
     def process_remote_fetches(
@@ -363,7 +448,7 @@ class RemoteLogManager:
         parked_request: ParkedRequest | None,
     ) -> None:
         """Kafka's processRemoteFetches: start every remote read, park the fetch."""
-        tasks: dict[TopicPartition, RemoteTask | None] = {}
+        tasks: dict[TopicPartition, PooledRead | None] = {}
         outcomes: dict[TopicPartition, RemoteLogReadResult] = {}
         purgatory = self.remote_fetch_purgatory
         for status, result in results:
@@ -380,6 +465,7 @@ class RemoteLogManager:
                 tp: Any = status.tp,
             ) -> None:
                 outcome.records, outcome.error, outcome.done = read.records, read.error, True
+                outcome.aborted_transactions = self._with_local_aborted(tp, read)
                 purgatory.check_and_complete(tp)
 
             tasks[status.tp] = self.reader.async_read(info, finished)
@@ -392,6 +478,21 @@ class RemoteLogManager:
         purgatory.try_complete_else_watch(operation, tuple(outcomes))
         if parked_request is not None and operation.watch_keys:
             parked_request.parked_in(PurgatoryName.REMOTE_FETCH)
+
+    def _with_local_aborted(
+        self, tp: TopicPartition, read: RemoteLogReadResult
+    ) -> list[AbortedTxn] | None:
+        """A read_committed read's aborted transactions: the tier's, then -- when their
+        search was not complete (Kafka's collectAbortedTransactions) -- the local log's
+        index, where transactions whose markers are not yet copied are."""
+        found = read.aborted_transactions
+        if found is None or read.txn_search_complete:
+            return found
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            local = partition.txn_index.collect_aborted_txns(read.fetch_offset, read.upper_bound)
+            found = [*found, *(t for t in local if t not in found)]
+        return found
 
     # -- ListOffsets -------------------------------------------------------------------------
 

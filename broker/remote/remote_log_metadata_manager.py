@@ -1,31 +1,35 @@
 """RemoteLogMetadataManager: which segments of which partitions are remote, and in what state.
 
-Kafka's default (``TopicBasedRemoteLogMetadataManager``) writes every segment event to
-the internal topic ``__remote_log_metadata`` (50 partitions by default,
-``remote.log.metadata.topic.num.partitions``; a user partition's events go to one of
-them by hash) and each broker consumes the partitions of the user partitions it hosts,
-which is how a new leader learns what its predecessor copied. minikafka's brokers share
-one process, so they share one manager: the events keep Kafka's partitioning and order,
-each appended (one JSON line per event) to ``__remote_log_metadata-<n>/events.jsonl``
-under the data directory and replayed when the cluster starts (in memory without a data
-directory). Where we differ: the events are not records of an internal topic (not
-fetchable, not replicated -- the data directory is the cluster's, as the other
-cluster-wide stores), and a reader sees an event as soon as it is written.
+Kafka's default is ``TopicBasedRemoteLogMetadataManager``: every segment event is a record
+of the internal topic ``__remote_log_metadata`` (``remote_log_metadata_topic.py``), and
+each broker keeps the metadata of the partitions it hosts in a cache
+(``RemoteLogMetadataCache``) that its consumer fills from the topic -- which is how a new
+leader after a failover, or a broker after a restart, knows what was copied before.
 
-A torn last line (a kill -9 mid-write) is ignored on replay: the event it held was never
-acknowledged to the copier, which redoes the copy.
+This is one such cache over the topic. Each broker's remote log manager has its own (and
+the cluster has one more for the control endpoint and the console, as an admin client
+reading the topic would). Writes publish an event (``add_remote_log_segment_metadata``,
+``update_remote_log_segment_metadata``) and call ``on_done`` with the append's error
+once the in-sync replicas hold it (Kafka's RLM waits on the returned future); reads
+first catch up with the topic: the events of the metadata partition that holds the
+asked partition, from where this cache stopped up to the leader's high watermark, in
+the topic's order (Kafka's consumer task polls; here the reading happens when asked).
+A published event is therefore seen by every cache once it is acknowledged, by its
+writer's too. An event that does not apply (an update of an unknown segment, a state
+transition Kafka's ``RemoteLogSegmentState`` forbids, e.g. a late copy's FINISHED after
+a new leader's DELETE_STARTED) is skipped with a warning, as Kafka's cache refuses it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import zlib
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
+from kio.schema.errors import ErrorCode
+
+from broker.remote.remote_log_metadata_records import decode_event, encode_event
+from broker.remote.remote_log_metadata_topic import RemoteLogMetadataTopic
 from broker.remote.remote_log_segment_metadata import (
-    VALID_TRANSITIONS,
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
@@ -34,90 +38,84 @@ from broker.remote.remote_log_segment_metadata import (
 
 log = logging.getLogger("broker.remote")
 
-REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
-#: Kafka's remote.log.metadata.topic.num.partitions default.
-METADATA_TOPIC_PARTITIONS = 50
-_EVENTS_FILE = "events.jsonl"
-
-
-def metadata_partition(tp: TopicPartition, partitions: int = METADATA_TOPIC_PARTITIONS) -> int:
-    """The ``__remote_log_metadata`` partition that holds ``tp``'s events (stable hash)."""
-    return zlib.crc32(f"{tp[0]}-{tp[1]}".encode()) % partitions
+#: ``on_done(error)`` of a published event.
+PublishCallback = Callable[[ErrorCode], None]
 
 
 class RemoteLogMetadataManager:
-    """Every remote segment's latest metadata, by topic partition, durable as events."""
+    """Every remote segment's latest metadata by topic partition, read from the topic."""
 
-    def __init__(self, data_dir: Path | None) -> None:
-        self.directory = data_dir
+    def __init__(self, topic: RemoteLogMetadataTopic) -> None:
+        self.topic = topic
         # tp -> segment id -> the segment's latest metadata (insertion = copy order)
         self._segments: dict[TopicPartition, dict[str, RemoteLogSegmentMetadata]] = {}
-        if data_dir is not None:
-            self._replay()
+        self._by_id: dict[tuple[str, int, str], RemoteLogSegmentMetadata] = {}
+        self._positions: dict[int, int] = {}  # metadata partition -> next offset to read
 
-    # -- durability -----------------------------------------------------------------
+    # -- the consumer's side ----------------------------------------------------------
 
-    def _events_path(self, tp: TopicPartition) -> Path | None:
-        if self.directory is None:
-            return None
-        name = f"{REMOTE_LOG_METADATA_TOPIC}-{metadata_partition(tp)}"
-        return self.directory / name / _EVENTS_FILE
+    def _catch_up(self, tp: TopicPartition) -> None:
+        partition = self.topic.partition_for(tp)
+        values, self._positions[partition] = self.topic.read(
+            partition, self._positions.get(partition, 0)
+        )
+        for value in values:
+            self._apply(value)
 
-    def _append(self, metadata: RemoteLogSegmentMetadata) -> None:
-        path = self._events_path(metadata.segment_id.tp)
-        if path is None:
+    def _apply(self, value: bytes) -> None:
+        try:
+            metadata = decode_event(value, self._by_id)
+        except (ValueError, KeyError, IndexError) as exc:
+            log.warning("__remote_log_metadata: ignoring an event that does not apply: %s", exc)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(metadata.to_json(), separators=(",", ":")) + "\n"
-        # Written to the OS before the call returns (a kill -9 loses nothing), not fsynced:
-        # as the logs (Kafka's topic-based manager produces with acks=all, no fsync); an
-        # fsync per event cost the event loop ~4x the produce throughput of a tiered topic.
-        with path.open("a") as f:
-            f.write(line)
-
-    def _replay(self) -> None:
-        assert self.directory is not None
-        if not self.directory.exists():
+        if metadata is None:
             return
-        for events in sorted(self.directory.glob(f"{REMOTE_LOG_METADATA_TOPIC}-*/{_EVENTS_FILE}")):
-            for line in events.read_text().splitlines():
-                try:
-                    metadata = RemoteLogSegmentMetadata.from_json(json.loads(line))
-                except (ValueError, KeyError):
-                    log.warning("%s: ignoring a torn event", events)
-                    continue
-                self._put(metadata)
-
-    def _put(self, metadata: RemoteLogSegmentMetadata) -> None:
         sid = metadata.segment_id
         segments = self._segments.setdefault(sid.tp, {})
         if metadata.state is RemoteLogSegmentState.DELETE_SEGMENT_FINISHED:
             segments.pop(sid.id, None)
+            self._by_id.pop((sid.topic, sid.partition, sid.id), None)
         else:
             segments[sid.id] = metadata
+            self._by_id[(sid.topic, sid.partition, sid.id)] = metadata
 
-    # -- Kafka's calls --------------------------------------------------------------------
+    # -- Kafka's calls: writes --------------------------------------------------------
 
-    def add_remote_log_segment_metadata(self, metadata: RemoteLogSegmentMetadata) -> None:
+    def add_remote_log_segment_metadata(
+        self, metadata: RemoteLogSegmentMetadata, on_done: PublishCallback
+    ) -> None:
         """A copy starts (state COPY_SEGMENT_STARTED)."""
         if metadata.state is not RemoteLogSegmentState.COPY_SEGMENT_STARTED:
             raise ValueError("a new remote segment starts in COPY_SEGMENT_STARTED")
-        self._append(metadata)
-        self._put(metadata)
+        self._publish(metadata, on_done)
 
-    def update_remote_log_segment_metadata(self, metadata: RemoteLogSegmentMetadata) -> None:
+    def update_remote_log_segment_metadata(
+        self, metadata: RemoteLogSegmentMetadata, on_done: PublishCallback
+    ) -> None:
         """A segment's next state (copy finished, delete started or finished)."""
-        current = self._segments.get(metadata.segment_id.tp, {}).get(metadata.segment_id.id)
-        if current is None:
-            raise KeyError(f"no remote segment {metadata.segment_id}")
-        if metadata.state not in VALID_TRANSITIONS[current.state]:
-            raise ValueError(f"{current.state.name} -> {metadata.state.name}")
-        self._append(metadata)
-        self._put(metadata)
+        self._publish(metadata, on_done)
+
+    def _publish(self, metadata: RemoteLogSegmentMetadata, on_done: PublishCallback) -> None:
+        sid = metadata.segment_id
+        info = self.topic.metadata.topics.get(sid.topic)
+        if info is None:  # the topic was deleted meanwhile
+            on_done(ErrorCode.unknown_topic_or_partition)
+            return
+        self.topic.append(
+            self.topic.partition_for(sid.tp), encode_event(metadata, info.topic_id), on_done
+        )
+
+    # -- Kafka's calls: reads ---------------------------------------------------------
 
     def list_remote_log_segments(self, tp: TopicPartition) -> Iterator[RemoteLogSegmentMetadata]:
         """Every segment of ``tp`` in any state but deleted, by start offset."""
+        self._catch_up(tp)
         yield from sorted(self._segments.get(tp, {}).values(), key=lambda m: m.start_offset)
+
+    def segment(self, segment_id: RemoteLogSegmentId) -> RemoteLogSegmentMetadata | None:
+        """A segment's latest metadata, None once deleted (or never seen)."""
+        self._catch_up(segment_id.tp)
+        return self._segments.get(segment_id.tp, {}).get(segment_id.id)
 
     def copied_segments(self, tp: TopicPartition) -> list[RemoteLogSegmentMetadata]:
         """The readable segments (COPY_SEGMENT_FINISHED), by start offset."""
@@ -139,8 +137,7 @@ class RemoteLogMetadataManager:
     def highest_offset_for_epoch(self, tp: TopicPartition) -> int:
         """The end offset of the highest copied segment, -1 when none (Kafka's
         highestOffsetForEpoch over every epoch)."""
-        segments = self.copied_segments(tp)
-        return max((m.end_offset for m in segments), default=-1)
+        return max((m.end_offset for m in self.copied_segments(tp)), default=-1)
 
     def remote_log_start_offset(self, tp: TopicPartition) -> int:
         """The first offset the tier holds, -1 when it holds nothing."""
@@ -151,11 +148,15 @@ class RemoteLogMetadataManager:
         return sum(m.segment_size_in_bytes for m in self.copied_segments(tp))
 
     def partitions(self) -> list[TopicPartition]:
+        """Every partition with segments in the tier (the whole topic read first)."""
+        for partition in range(self.topic.num_partitions):
+            values, self._positions[partition] = self.topic.read(
+                partition, self._positions.get(partition, 0)
+            )
+            for value in values:
+                self._apply(value)
         return sorted(tp for tp, segments in self._segments.items() if segments)
 
-    def remove_partition(self, tp: TopicPartition) -> list[RemoteLogSegmentMetadata]:
-        """A deleted topic's partition: its segments (for the caller to delete)."""
-        return list(self._segments.pop(tp, {}).values())
-
     def new_segment_id(self, tp: TopicPartition, token: str) -> RemoteLogSegmentId:
+        """``token``: 32 hex digits (the record carries the segment id as a uuid)."""
         return RemoteLogSegmentId(tp[0], tp[1], token)

@@ -31,7 +31,12 @@ class RemoteLogPort(Protocol):
         ...
 
     def remote_fetch_info(
-        self, result: ReadResult, status: FetchPartitionStatus, limit: int, min_one: bool
+        self,
+        result: ReadResult,
+        status: FetchPartitionStatus,
+        limit: int,
+        min_one: bool,
+        read_committed: bool,
     ) -> ReadResult:
         """A consumer's read below the local log start, as a remote read to do."""
         ...

@@ -44,6 +44,8 @@ def build_replica_manager(
     )
     inter_broker = stores.inter_broker
     tiered = stores.tiered_storage
+    # The broker's own cache of __remote_log_metadata (Kafka's RLMM on each broker).
+    remote_metadata = tiered.new_metadata_manager() if tiered is not None else None
     fetcher_manager = ReplicaFetcherManager(
         options.broker_id,
         config,
@@ -58,13 +60,13 @@ def build_replica_manager(
             options.handler_pool.follower_work if options.handler_pool is not None else None
         ),
         tier_state_machine=(
-            ReplicaFetcherTierStateMachine(tiered.metadata, tiered.storage)
-            if tiered is not None
+            ReplicaFetcherTierStateMachine(remote_metadata, tiered.storage)
+            if tiered is not None and remote_metadata is not None
             else None
         ),
     )
     remote_log_manager = None
-    if tiered is not None:  # KIP-405: the broker's side of the shared remote tier
+    if tiered is not None and remote_metadata is not None:  # KIP-405: the broker's side
         remote_log_manager = RemoteLogManager(
             options.broker_id,
             config,
@@ -73,7 +75,7 @@ def build_replica_manager(
             options.request_clock.wall_clock_ms,
             purgatories,
             hosted,
-            tiered.metadata,
+            remote_metadata,
             tiered.storage,
             tiered.model,
             stores.ids,

@@ -284,6 +284,14 @@ class ReplicaManager:
         self.partitions[tp] = partition
         return partition
 
+    def refresh_tier_start(self, partition: Partition) -> None:
+        """Re-read where the remote tier starts before answering below the local log
+        start: a broker that just started (or became leader) may not have read the
+        tier's metadata yet when the partition opened (Kafka keeps the log start in its
+        log-start-offset checkpoint). Nothing without tiered storage."""
+        if self.remote_log_manager is not None:
+            self.remote_log_manager.refresh_log_start(partition)
+
     def _apply_topic_config(self, partition: Partition, topic: TopicInfo) -> None:
         """Topic config changes (AlterConfigs) reach partitions that already exist."""
         config = self._topic_log_config(topic)
@@ -700,6 +708,8 @@ class ReplicaManager:
             limit = min(status.partition_max_bytes, max(remaining, 0))
             if limit and buggify.fires(FETCH_FEWER_BYTES):
                 limit = 1  # one batch while nothing is read yet (KIP-74), else nothing
+            if status.fetch_offset < partition.local_log_start_offset:
+                self.refresh_tier_start(partition)
             result = partition.read(
                 status.fetch_offset,
                 limit,
@@ -712,7 +722,9 @@ class ReplicaManager:
                 and not follower
                 and self.remote_log_manager is not None
             ):  # a consumer below the local log start: the remote tier answers
-                result = self.remote_log_manager.remote_fetch_info(result, status, limit, min_one)
+                result = self.remote_log_manager.remote_fetch_info(
+                    result, status, limit, min_one, params.read_committed
+                )
                 if result.delayed_remote_storage_fetch is not None:
                     remaining -= limit  # Kafka's estimate: all it may read
                     min_one = False

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,9 +29,13 @@ from kafka import TopicPartition as KpTopicPartition
 from broker.app import MiniKafka
 from broker.config.broker_config import BrokerConfig
 from broker.control.client import ControlClient
+from broker.control.console.view_cluster import topic_detail
+from broker.log.cleaner_batch import iter_key_values
+from broker.remote.remote_log_metadata_records import decode_event
 from protocol.builders import request_builder
 from protocol.capture import CaptureRequest
 from protocol.capture_files import read_capture
+from protocol.record_batch import iter_batches
 from testkit.polling import wait_until
 from testkit.raw_client import RawClient
 from tests.integration.conftest import FAST_GROUPS
@@ -46,6 +52,16 @@ TIERED_TOPIC = {
     "segment.bytes": "2048",
     "local.retention.bytes": "1",
 }
+
+
+async def _cli(bootstrap: str, *args: str) -> str:
+    command = [sys.executable, "-m", "minikafka", *args]
+    env = {**os.environ, "MINIKAFKA_BOOTSTRAP": bootstrap}
+    run = await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, env=env, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout
 
 
 def _cluster(brokers: int = 1, data_dir: Path | None = None, **overrides: Any) -> MiniKafka:
@@ -213,6 +229,7 @@ async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
             )
             assert float(line.split()[-1]) > 0, line
         assert "kafka_server_brokertopicmetrics_remotecopylagbytes" in metrics
+        assert "remotestoragethreadpool_remotelogreadertaskqueuesize" in metrics
         async with (
             aiohttp.ClientSession(app.control_url) as session,
             session.get("/remote") as response,
@@ -220,7 +237,16 @@ async def test_three_clients_read_a_tiered_topic_from_offset_zero() -> None:
             [held] = (await response.json())["partitions"]
         assert held["remote_log_start_offset"] == 0 and held["remote_size_bytes"] > 0
         assert {"RemoteFetch", "RemoteListOffsets"} <= set(purgatory["brokers"][0]["purgatories"])
+        assert "kafka_server_brokertopicmetrics_remotelogsizebytes{" in metrics
         await _list_offsets_across_tiers(app)
+        # The tiers where a user looks: topics describe (Kafka's APIs), the console.
+        [line] = (await _cli(app.bootstrap, "topics", "describe", TOPIC)).splitlines()[1:]
+        fields = dict(part.split(": ", 1) for part in line.strip().split("\t"))
+        local_start = int(fields["LocalLogStartOffset"])
+        assert COUNT // 2 < local_start <= int(fields["TieredOffset"]) + 1
+        assert int(fields["LocalSize"]) > 0
+        [shown] = topic_detail(app, TOPIC)["partitions"]  # type: ignore[index]
+        assert shown["remote_bytes"] == held["remote_size_bytes"] > 0
     finally:
         await app.stop()
 
@@ -307,10 +333,19 @@ def _overrides(values: dict[str, str]) -> list[str]:
 
 
 def _copy_events(data_dir: Path) -> list[int]:
-    """The states of every remote segment event written so far."""
-    states = []
-    for events in data_dir.glob("__remote_log_metadata-*/events.jsonl"):
-        states += [json.loads(line)["state"] for line in events.read_text().splitlines()]
+    """The states of every remote segment event written so far: the records of
+    ``__remote_log_metadata`` in the broker's log files."""
+    states: list[int] = []
+    known: dict[tuple[str, int, str], Any] = {}
+    for segment in sorted(data_dir.glob("broker-0/__remote_log_metadata-*/*.log")):
+        data = segment.read_bytes()
+        for position, header in iter_batches(data, allow_partial_tail=True):
+            for _, value in iter_key_values(data[position : position + header.size], header):
+                event = decode_event(value or b"", known)
+                if event is not None:
+                    sid = event.segment_id
+                    known[(sid.topic, sid.partition, sid.id)] = event
+                    states.append(int(event.state))
     return states
 
 
@@ -372,3 +407,74 @@ async def test_a_follower_below_the_local_log_start_builds_its_state_from_the_ti
         assert await _aiokafka_read(app.bootstrap) == EXPECTED
     finally:
         await app.stop()
+
+
+TXN_TOPIC = "tiered-txn"
+TRANSACTIONS = 24
+
+
+def _txn_value(txn: int, i: int) -> bytes:
+    return b"t%03d-%02d-" % (txn, i) + b"x" * 200
+
+
+async def test_read_committed_skips_the_aborted_transactions_of_remote_segments() -> None:
+    """Kafka's collectAbortedTransactions over the tier: a transactional producer aborts
+    every third transaction into a tiered topic; once those segments have left the local
+    log, a read_committed consumer from offset 0 gets the committed records only (the
+    aborted ones come from the remote tier with the aborted transactions of its copied
+    transaction indexes), a read_uncommitted one gets all of them."""
+    app = _cluster(
+        **{"transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"}
+    )
+    await app.start()
+    try:
+        app.cluster.create_topic(TXN_TOPIC, 1, 1, TIERED_TOPIC)
+        producer = AIOKafkaProducer(bootstrap_servers=app.bootstrap, transactional_id="tiered-tx")
+        await producer.start()
+        committed: list[bytes] = []
+        every: list[bytes] = []
+        try:
+            for txn in range(TRANSACTIONS):
+                await producer.begin_transaction()
+                values = [_txn_value(txn, i) for i in range(4)]
+                for value in values:
+                    await producer.send_and_wait(TXN_TOPIC, value, partition=0)
+                every += values
+                if txn % 3 == 2:
+                    await producer.abort_transaction()
+                else:
+                    await producer.commit_transaction()
+                    committed += values
+        finally:
+            await producer.stop()
+        tiered = app.stores.tiered_storage
+        assert tiered is not None
+        partition = app.brokers[0].replica_manager.partitions[(TXN_TOPIC, 0)]
+
+        def aborted_txns_tiered() -> bool:  # past the 6th aborted transaction's marker
+            return partition.local_log_start_offset > TRANSACTIONS * 5 // 2
+
+        await wait_until(aborted_txns_tiered, "the aborted transactions to leave the local log")
+        assert await _read_from_zero(app.bootstrap, "read_committed") == committed
+        assert await _read_from_zero(app.bootstrap, "read_uncommitted") == every
+    finally:
+        await app.stop()
+
+
+async def _read_from_zero(bootstrap: str, isolation: str) -> list[bytes]:
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level=isolation
+    )
+    await consumer.start()
+    tp = TopicPartition(TXN_TOPIC, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    got: list[bytes] = []
+    try:
+        end = (await consumer.end_offsets([tp]))[tp]
+        while await consumer.position(tp) < end:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                got.extend(r.value for r in records if r.value is not None)
+    finally:
+        await consumer.stop()
+    return got

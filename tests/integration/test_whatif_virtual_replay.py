@@ -1,7 +1,8 @@
 """A capture replayed in virtual time (whatif.virtual_replay), and the what-if grid on Spark.
 
-The captures are short `minikafka simulate` runs (three brokers; 10 virtual seconds, and 4 for
-the grid, whose cells each replay it in a Spark task), made in this process. The virtual
+The captures are short `minikafka simulate` runs (three brokers; 10 virtual seconds with a
+tiered topic, and 4 for the grid on Spark, whose cells each replay it in a Spark task), made
+in this process. The virtual
 replay needs no TCP: the cluster and the replay client share the simulated network, so what
 is checked is the outcome, not a timing.
 """
@@ -15,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from protocol.capture_files import captured_cluster_config
 from simulation.scenario import SimulationConfig, simulate
 from spark_jobs.replay_result import VIRTUAL_TIME
 from spark_jobs.run_info import read_run
+from whatif.grid_cells import expand_grid, run_cell
+from whatif.grid_compare import comparison_rows
 from whatif.virtual_replay import (
     VirtualReplayConfig,
     capture_brokers,
@@ -28,22 +32,26 @@ from whatif.virtual_replay import (
 CAPTURE_S = 10.0
 
 
-def _capture(where: Path, duration_s: float) -> Path:
+def _capture(where: Path, duration_s: float, *, tiered: bool = False) -> Path:
     out = where / "capture"
-    simulate(SimulationConfig(brokers=3, seed=5, duration_s=duration_s, out=out))
+    simulate(SimulationConfig(brokers=3, seed=5, duration_s=duration_s, out=out, tiered=tiered))
     return out
 
 
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _capture(tmp_path_factory.mktemp("whatif"), CAPTURE_S)
+    """A tiered run (``--tiered``): the mix, plus a tiered topic read from its start."""
+    return _capture(tmp_path_factory.mktemp("whatif"), CAPTURE_S, tiered=True)
 
 
 def test_a_capture_replays_in_virtual_time_deterministically_and_every_request_is_answered(
     capture: Path,
 ) -> None:
     rows = read_replay_rows(capture)
-    config = VirtualReplayConfig(brokers=capture_brokers(rows), seed=7)
+    # The target runs as the captured cluster (remote.log.storage.system.enable among them),
+    # as a grid cell's does.
+    configs = captured_cluster_config(capture)
+    config = VirtualReplayConfig(brokers=capture_brokers(rows), seed=7, captured_configs=configs)
     first = replay_virtual(rows, config)
     client = [r for r in first.results if r.traffic == "client"]
     assert len(first.results) == len(rows)
@@ -58,7 +66,30 @@ def test_a_capture_replays_in_virtual_time_deterministically_and_every_request_i
     produce_codes = {c for r in client if r.api_name == "Produce" for c in r.error_codes or []}
     assert produce_codes <= {0}
     assert replay_virtual(rows, config).digest == first.digest
-    assert replay_virtual(rows, VirtualReplayConfig(brokers=3, seed=8)).digest != first.digest
+    other_seed = VirtualReplayConfig(brokers=3, seed=8, captured_configs=configs)
+    assert replay_virtual(rows, other_seed).digest != first.digest
+
+
+def test_a_grid_over_the_remote_tiers_latency_moves_remote_fetches_and_searches(
+    capture: Path, tmp_path: Path
+) -> None:
+    """The done-when of issue 30: a tiered capture (``simulate --tiered``: its topic created
+    by a CreateTopics the replay repeats, its reader below the local log start) replayed
+    under two store latencies, two seeds each: the RemoteFetch and RemoteListOffsets rows
+    move with the latency. The cells run here, one after the other, as a Spark task runs
+    them (the Spark side of the grid is the test below)."""
+    axis = [("rsm.config.latency.p50.ms", ["1", "200"])]
+    cells = expand_grid(axis, [0, 1], str(capture), None, 8, None, tmp_path / "grid")
+    outcomes = [run_cell(cell) for cell in cells]
+    assert [o.error for o in outcomes] == [None] * 4
+    rows = {(r.group, r.config): r for r in comparison_rows(outcomes) if r.kind == "purgatory"}
+    for purgatory in ("RemoteFetch", "RemoteListOffsets"):
+        fast, slow = rows[(purgatory, 0)], rows[(purgatory, 1)]
+        assert fast.seeds == slow.seeds == 2 and fast.requests > 0
+        # p50 (min, median, max over the seeds): every seed's median wait moved to about
+        # the store's 200 ms (the replayed requests are not all the captured ones' twins:
+        # a few answer otherwise, so the median may sit a hair below it)
+        assert fast.spreads[0][2] < 100 and slow.spreads[0][0] > 190
 
 
 @pytest.mark.spark

@@ -26,6 +26,7 @@ from broker.ids import IdSource
 from broker.log import LogManager
 from broker.remote.delayed_remote_list_offsets import ListOffsetsPartitionStatus
 from broker.remote.remote_log_manager import RemoteLogManager
+from broker.remote.remote_log_metadata_topic import REMOTE_LOG_METADATA_TOPIC
 from broker.remote.remote_log_segment_metadata import RemoteLogSegmentState
 from broker.remote.remote_storage_manager import RemoteStorageException
 from broker.remote.storage_model import (
@@ -119,7 +120,9 @@ def offsets(records: bytes) -> list[int]:
 
 
 @contextlib.asynccontextmanager
-async def tiered_node(replicas: list[int] | None = None) -> AsyncIterator[Node]:
+async def tiered_node(
+    replicas: list[int] | None = None, **overrides: object
+) -> AsyncIterator[Node]:
     clock = ManualClock(START_MS)
     config = BrokerConfig.model_validate(
         {
@@ -129,6 +132,7 @@ async def tiered_node(replicas: list[int] | None = None) -> AsyncIterator[Node]:
             "log.retention.check.interval.ms": TASK_MS,
             "rsm.config.latency.p50.ms": STORE_MS,
             "rsm.config.latency.p99.ms": STORE_MS,
+            **overrides,
         }
     )
     metadata = ClusterMetadata(cluster_id="test-cluster")
@@ -136,20 +140,26 @@ async def tiered_node(replicas: list[int] | None = None) -> AsyncIterator[Node]:
         metadata.register_broker(broker_id, "127.0.0.1", 1)
     replicas = replicas or [0]
     metadata.create_topic(TOPIC, 1, len(replicas), TIERED, assignment=[replicas])
+    # __remote_log_metadata on this broker alone (broker 1 never fetches)
+    metadata.create_topic(REMOTE_LOG_METADATA_TOPIC, 1, 1, {}, assignment=[[0]])
     purgatories = PurgatorySet(clock, config)
     hosted: dict[TopicPartition, Partition] = {}
     fetchers = ReplicaFetcherManager(0, config, metadata, clock, hosted)
     fetchers.pause_replication()
-    tiered = TieredStorage.build(config, None, random.Random(7))
+    managers: dict[int, ReplicaManager] = {}
+    tiered = TieredStorage.build(
+        config, None, random.Random(7), metadata, lambda: managers, clock.now_ms
+    )
     ids = IdSource.seeded(7)
     rlm = RemoteLogManager(
         0, config, metadata, clock, clock.now_ms, purgatories, hosted,
-        tiered.metadata, tiered.storage, tiered.model, ids,
+        tiered.new_metadata_manager(), tiered.storage, tiered.model, ids,
     )  # fmt: skip
     manager = ReplicaManager(
         0, metadata, config, clock, purgatories, LogManager(None), Controller(metadata),
         fetchers, wall_clock_ms=clock.now_ms, remote_log_manager=rlm,
     )  # fmt: skip
+    managers[0] = manager
     await manager.start()
     try:
         yield Node(clock, metadata, purgatories, manager, rlm, tiered)
@@ -234,6 +244,42 @@ async def test_the_leader_copies_rolled_segments_and_local_retention_waits_for_t
         assert node.rlm.copy_bytes > 0
 
 
+async def test_a_copy_that_ends_after_its_leader_epoch_was_fenced_is_deleted() -> None:
+    async with tiered_node(replicas=[0, 1]) as node:
+        node.produce(20)
+        node.metadata.change_partition(TOPIC, 0, isr=[0])  # the follower never fetches
+        node.tick(TASK_MS)  # the copy starts under epoch e; the store takes 50 ms
+        [started] = node.segments(RemoteLogSegmentState.COPY_SEGMENT_STARTED)
+        epoch = node.partition.leader_epoch
+        node.metadata.change_partition(TOPIC, 0, leader=1, isr=[1])  # fenced meanwhile
+        assert node.partition.leader_epoch > epoch
+        node.tick(STORE_MS)  # the late copy ends: deleted, never readable
+        assert node.segments(RemoteLogSegmentState.COPY_SEGMENT_FINISHED) == []
+        assert node.segments(RemoteLogSegmentState.DELETE_SEGMENT_STARTED) == [started]
+        node.tick(STORE_MS)
+        assert list(node.tiered.metadata.list_remote_log_segments(TP)) == []
+        assert node.rlm.copy_bytes == 0 and node.tiered.metadata.highest_offset_for_epoch(TP) < 0
+
+
+async def test_segment_events_are_records_of_remote_log_metadata_any_broker_reads() -> None:
+    async with tiered_node() as node:
+        await tiered_until_trimmed(node)
+        events, end = node.tiered.topic.read(0, 0)
+        copied = node.tiered.metadata.copied_segments(TP)
+        # Kafka's framing (api key, version as varints): a full record when a copy
+        # starts, an update when it finishes; nothing else happened yet.
+        assert [e[:2] for e in events] == [b"\x00\x00", b"\x01\x00"] * len(copied)
+        assert (
+            end
+            == len(events)
+            == node.manager.partitions[(REMOTE_LOG_METADATA_TOPIC, 0)].high_watermark
+        )
+        # A cache that has read nothing yet (a new leader's, a restarted broker's)
+        # learns every segment from the topic.
+        fresh = node.tiered.new_metadata_manager()
+        assert fresh.copied_segments(TP) == copied and copied
+
+
 async def test_nothing_above_the_high_watermark_is_copied() -> None:
     async with tiered_node(replicas=[0, 1]) as node:  # the follower never fetches: HW 0
         node.produce(20)
@@ -266,6 +312,8 @@ async def test_a_fetch_below_the_local_log_start_parks_in_remote_fetch_until_the
         calls = node.fetch(0, parked)
         assert calls == [] and parked.parked == [PurgatoryName.REMOTE_FETCH]
         assert node.purgatories.remote_fetch.num_delayed() == 1
+        node.tick(STORE_MS)  # the segment's indexes (a cold cache: one FETCH_INDEX call)
+        assert calls == [] and node.rlm.index_cache.misses == 1
         node.tick(STORE_MS - 1)
         assert calls == []
         node.tick(1)  # Case c: the remote read is done
@@ -273,6 +321,42 @@ async def test_a_fetch_below_the_local_log_start_parks_in_remote_fetch_until_the
         assert result.error is ErrorCode.none and offsets(result.records)[0] == 0
         assert result.log_start_offset == 0 and result.delayed_remote_storage_fetch is None
         assert parked.outcomes == [PurgatoryOutcome.COMPLETED]
+
+
+async def test_a_cached_index_saves_its_fetch_and_a_cache_too_small_keeps_none() -> None:
+    # (cache bytes, whether the second read of a segment finds its indexes cached)
+    for cache_bytes, cached in ((1 << 20, True), (1, False)):
+        overrides = {"remote.log.index.file.cache.total.size.bytes": cache_bytes}
+        async with tiered_node(**overrides) as node:
+            await tiered_until_trimmed(node)
+            for hit in (False, cached):
+                calls = node.fetch(0)
+                if not hit:  # FETCH_INDEX first, then the segment (ticks of one call each)
+                    node.tick(STORE_MS)
+                node.tick(STORE_MS - 1)
+                assert calls == []
+                node.tick(1)
+                assert len(calls) == 1 and offsets(calls[0][0][1].records)[0] == 0
+            cache = node.rlm.index_cache
+            assert (cache.hits, len(cache)) == ((1, 1) if cached else (0, 0))
+
+
+async def test_remote_reads_queue_behind_the_reader_threads_and_a_full_queue_refuses() -> None:
+    overrides = {"remote.log.reader.threads": 1, "remote.log.reader.max.pending.tasks": 1}
+    async with tiered_node(**overrides) as node:
+        await tiered_until_trimmed(node)
+        node.fetch(0)  # warm the index cache: each read is one STORE_MS on its thread
+        node.tick(STORE_MS)
+        node.tick(STORE_MS)
+        first, second = node.fetch(0), node.fetch(0)
+        pool = node.rlm.reader_pool
+        assert (pool.running, pool.queue_size) == (1, 1)  # the second waits for the thread
+        [[(_, refused)]] = node.fetch(0)  # the queue is full: Kafka's RejectedExecution
+        assert refused.error is ErrorCode.unknown_server_error
+        node.tick(STORE_MS)
+        assert len(first) == 1 and second == [] and pool.queue_size == 0
+        node.tick(STORE_MS)
+        assert len(second) == 1 and pool.running == 0
 
 
 async def test_with_the_store_down_a_remote_fetch_expires_empty_at_remote_fetch_max_wait() -> None:

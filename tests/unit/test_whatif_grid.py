@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from broker.config.broker_config import BrokerConfig
 from protocol.service_times import ServiceTimeModel
 from spark_jobs.replay_result import ReplayResult
-from whatif.grid_cells import CellOutcome, expand_grid, parse_grid, parse_seeds
+from whatif.grid_cells import CellOutcome, check_axes, expand_grid, parse_grid, parse_seeds
 from whatif.grid_compare import comparison_rows, format_table, percentile
 from whatif.virtual_replay import VirtualReplayConfig, _handler_pools
 
@@ -22,6 +24,16 @@ def test_grid_and_seed_options() -> None:
     for bad in ("0", "x", "5..4", ""):
         with pytest.raises(ValueError):
             parse_seeds(bad)
+
+
+def test_a_grid_axis_is_checked_as_a_broker_config_before_any_cell_runs() -> None:
+    # The remote tier's model (minikafka's rsm.config.* keys) is an axis like any other.
+    check_axes([("rsm.config.latency.p50.ms", ["5", "50"]), ("num.io.threads", ["8"])])
+    unknown = re.escape("remote.storage.latency.p50.ms=5: not a broker config")
+    with pytest.raises(ValueError, match=unknown):
+        check_axes([("remote.storage.latency.p50.ms", ["5"])])
+    with pytest.raises(ValueError, match=re.escape("rsm.config.latency.p99.ms=-1")):
+        check_axes([("rsm.config.latency.p99.ms", ["10", "-1"])])
 
 
 def test_cells_are_every_config_by_every_seed_first_values_first() -> None:

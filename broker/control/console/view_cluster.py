@@ -102,6 +102,7 @@ def topic_detail(app: ClusterControl, name: str) -> dict[str, Any] | None:
     if info is None:
         return None
     partitions = []
+    tier = app.remote_tier_metadata
     for state in info.partitions:
         leader = local_partition(app, state.leader, name, state.partition)
         replicas = []
@@ -127,8 +128,10 @@ def topic_detail(app: ClusterControl, name: str) -> dict[str, Any] | None:
                 "log_start": leader.log_start_offset if leader is not None else None,
                 "log_end": leader.log_end_offset if leader is not None else None,
                 "local_bytes": leader.log.size_bytes if leader is not None else None,
-                # Tiered storage is not modelled yet: nothing is remote.
-                "remote_bytes": None,
+                # What the remote tier holds (KIP-405), None without tiered storage.
+                "remote_bytes": tier.remote_size_bytes((name, state.partition))
+                if tier is not None
+                else None,
             }
         )
     configs = []
