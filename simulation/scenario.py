@@ -31,6 +31,7 @@ from broker.ids import IdSource
 from broker.server.request_timing import RequestClock
 from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
+from simulation.clients.tv2 import TXN_TOPIC
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
 from simulation.planted import planted
@@ -190,7 +191,7 @@ def _handler_pools(
 
 async def _create_topics(app: MiniKafka, tiered: bool) -> None:
     replication = min(3, app.num_brokers)
-    for name, partitions in ((workload.EVENTS, 3), (workload.OUTPUT, 2)):
+    for name, partitions in ((workload.EVENTS, 3), (workload.OUTPUT, 2), (TXN_TOPIC, 2)):
         app.cluster.create_topic(name, partitions, replication, {})
     if tiered:  # small segments that leave the local logs as soon as they are copied
         app.cluster.create_topic(
