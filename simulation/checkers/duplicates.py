@@ -1,5 +1,7 @@
 """Jepsen's duplicates: one acknowledged write at two offsets of the final log (a value the
-idempotent or transactional producer wrote once), or one offset read with two values.
+idempotent or transactional producer wrote once), one offset read with two values, or one
+offset acknowledged to two writes (a broker that took a new batch for a retry of an old
+one answers with the old batch's offset).
 
 The second half is invariant 8's "read two ways" over every reader, the final read-back
 included; the first generalises invariant 2 (the idempotent producer's values) to every
@@ -43,6 +45,12 @@ def check(history: History, seen: Observations) -> Verdict:
         "\n".join(["one offset, two values", show_read(seen.reads[j]), show_read(seen.reads[i])])
         for j, i in two_ways[: SHOWN - len(evidence)]
     ]
+    evidence += [
+        "\n".join(["one offset acknowledged twice", show_write(k, v1, b1), show_write(k, v2, b2)])
+        for k, (v1, b1), (v2, b2) in seen.claimed_twice[: max(0, SHOWN - len(evidence))]
+    ]
+    claimed = len(seen.claimed_twice)
     detail = f"{len(where)} acknowledged values, {len(twice)} at two offsets, "
-    detail += f"{len(two_ways)} offsets read two ways"
-    return Verdict(NAME, not twice and not two_ways, detail, tuple(evidence))
+    detail += f"{len(two_ways)} offsets read two ways, {claimed} acknowledged twice"
+    held = not twice and not two_ways and not claimed
+    return Verdict(NAME, held, detail, tuple(evidence))

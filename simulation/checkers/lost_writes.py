@@ -1,5 +1,6 @@
 """Jepsen's lost writes, per partition: an acknowledged write at or below the highest offset
-anyone read (the final read-back included) that nobody read. Records below an offset a
+anyone read (the final read-back included) that nobody read -- at its offset with its
+value: a read of another value there does not count. Records below an offset a
 DeleteRecords asked for are not lost, answered or not.
 
 With the final read-back among the reads this subsumes invariant 1 (every acknowledged
@@ -19,16 +20,16 @@ NAME = "no lost write (Jepsen)"
 
 def check(history: History, seen: Observations) -> Verdict:
     highest: dict[tuple[str, int], int] = {}
-    read_keys: set[Key] = set()
+    read: set[tuple[Key, bytes]] = set()
     for r in seen.reads:
         tp = (r.topic, r.partition)
         highest[tp] = max(highest.get(tp, -1), r.offset)
-        read_keys.add((r.topic, r.partition, r.offset))
+        read.add(((r.topic, r.partition, r.offset), r.value))
     lost = sorted(
         key
-        for key in seen.acknowledged
+        for key, (value, _) in seen.acknowledged.items()
         if key[2] <= highest.get((key[0], key[1]), -1)
-        and key not in read_keys
+        and (key, value) not in read
         and not seen.deleted(key)
     )
     detail = f"{len(seen.acknowledged)} acknowledged, {len(lost)} lost"
@@ -43,8 +44,9 @@ def _evidence(history: History, seen: Observations, key: Key) -> str:
     same = [r for r in seen.reads if (r.topic, r.partition) == key[:2]]
     below = max((r for r in same if r.offset < key[2]), key=lambda r: r.offset, default=None)
     above = min((r for r in same if r.offset > key[2]), key=lambda r: r.offset, default=None)
+    there = [r for r in same if r.offset == key[2]][:1]
     lines = [f"lost {key[0]}/{key[1]}@{key[2]}", show_write(key, value, by)]
-    lines += [show_read(r) for r in (below, above) if r is not None]
+    lines += [show_read(r) for r in (below, *there, above) if r is not None]
     lines += [
         f"{d.at_s:9.3f}s  delete {d.topic}/{d.partition} below {d.offset}"
         for d in history.events.deletes

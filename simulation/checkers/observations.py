@@ -10,6 +10,7 @@ read_committed consumer could see: the "visible" records a gap is measured again
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 
 from simulation.events import Key, Read, Txn
@@ -27,8 +28,9 @@ def _text(value: bytes) -> str:
 
 def show_read(r: Read) -> str:
     isolation = "rc" if r.read_committed else "ru"
+    at = "      end " if math.isinf(r.at_s) else f"{r.at_s:9.3f}s"
     return (
-        f"{r.at_s:9.3f}s  read   {r.reader} run {r.run} ({isolation}) "
+        f"{at}  read   {r.reader} run {r.run} ({isolation}) "
         f"{r.topic}/{r.partition}@{r.offset} = {_text(r.value)}"
     )
 
@@ -47,6 +49,15 @@ class Observations:
     #: (key, value) -> the transaction that wrote it
     writer: dict[tuple[Key, bytes], Txn] = field(default_factory=dict)
     deleted_below: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: one offset acknowledged to two writes: (key, (value, by), (value, by))
+    claimed_twice: list[tuple[Key, tuple[bytes, str], tuple[bytes, str]]] = field(
+        default_factory=list
+    )
+
+    def acknowledge(self, key: Key, value: bytes, by: str) -> None:
+        before = self.acknowledged.setdefault(key, (value, by))
+        if before != (value, by):
+            self.claimed_twice.append((key, before, (value, by)))
 
     def deleted(self, key: Key) -> bool:
         return key[2] < self.deleted_below.get((key[0], key[1]), 0)
@@ -61,14 +72,14 @@ def observe(history: History) -> Observations:
     events = history.events
     seen = Observations(deleted_below=events.deleted_below())
     for key, value in history.acked_all.items():
-        seen.acknowledged[key] = (value, "acks=all")
+        seen.acknowledge(key, value, "acks=all")
     for txn in events.txns:
         for key, value in txn.writes:
             seen.writer[(key, value)] = txn
             if txn.outcome == "committed":
-                seen.acknowledged[key] = (value, txn.name)
+                seen.acknowledge(key, value, txn.name)
     seen.reads = list(events.reads)
-    end = max((r.at_s for r in events.reads), default=0.0)
+    end = math.inf  # after every client stopped: later than anything they did
     run = events.run_of(FINAL) + 1
     for topic, records in sorted(history.final_records.items()):
         committed = history.final_isolation.get(topic, False)
