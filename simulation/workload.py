@@ -433,7 +433,7 @@ def start_more_clients(
     start(
         "throttled",
         produce_throttled(
-            settings.bootstrap, until, history, throttled_rng, EVENTS, settings.rate_per_s / 2
+            settings.bootstrap, until, history, throttled_rng, EVENTS, settings.rate_per_s / 4
         ),
     )
 

@@ -24,7 +24,7 @@ from virtual_time.determinism import DEFAULT_EPOCH_S
 
 CLIENT_ID = "sim-throttled"
 #: Bytes per second: below what one record every 1/rate s of ~80-byte batches needs.
-BYTE_RATE = 200.0
+BYTE_RATE = 50.0
 PRODUCE, ALTER_CLIENT_QUOTAS = 0, 49
 
 

@@ -37,7 +37,10 @@ from virtual_time.determinism import DEFAULT_EPOCH_S
 
 TXN_TOPIC, TV2_ID, TV2_GROUP = "sim-txn", "sim-tv2", "sim-tv2"
 READER = "tv2"
-MAX_RECORDS, ABORT_EVERY = 7, 4
+MAX_RECORDS, ABORT_EVERY = 10, 4
+#: What the pipeline spends on a transaction's records before it polls again (the
+#: aiokafka transform's think time).
+THINK_S = 2.0
 PRODUCE, OFFSET_FETCH, INIT_PRODUCER_ID, END_TXN, TXN_OFFSET_COMMIT = 0, 9, 22, 26, 28
 RETRIABLE = frozenset(
     {
@@ -74,6 +77,15 @@ class Tv2Producer:
         self.epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
         self._leaders: dict[str, dict[int, int]] = {}
+        self._coordinators: dict[tuple[str, int], int] = {}
+
+    async def _coordinator(self, key: str, key_type: int) -> int:
+        """The coordinator of ``key``, asked again only after an error (a retry)."""
+        found = self._coordinators.get((key, key_type))
+        if found is None:
+            found = await self._cluster.coordinator(key, key_type)
+            self._coordinators[(key, key_type)] = found
+        return found
 
     async def _retrying(self, what: str, attempt: Any) -> Any:
         """``attempt()`` until it answers an error that is not retriable (5 tries)."""
@@ -87,12 +99,13 @@ class Tv2Producer:
             if error not in RETRIABLE:
                 raise TxnFailed(f"{what}: {error.name}")
             self._leaders.clear()
+            self._coordinators.clear()
             await asyncio.sleep(0.5)
         raise TxnFailed(f"{what}: gave up")
 
     async def init(self) -> None:
         async def attempt() -> Any:
-            node = await self._cluster.coordinator(self._id, 1)
+            node = await self._coordinator(self._id, 1)
             answer = await self._cluster.call(
                 node, INIT_PRODUCER_ID, 5, "InitProducerIdRequest",
                 transactional_id=self._id, transaction_timeout=30_000,
@@ -164,7 +177,7 @@ class Tv2Producer:
         )
 
         async def attempt() -> Any:
-            node = await self._cluster.coordinator(group, 0)
+            node = await self._coordinator(group, 0)
             answer = await self._cluster.call(
                 node, TXN_OFFSET_COMMIT, 5, "TxnOffsetCommitRequest",
                 transactional_id=self._id, group_id=group, producer_id=self.producer_id,
@@ -180,7 +193,7 @@ class Tv2Producer:
         """EndTxn v5; its answer's epoch (bumped) is the next transaction's."""
 
         async def attempt() -> Any:
-            node = await self._cluster.coordinator(self._id, 1)
+            node = await self._coordinator(self._id, 1)
             answer = await self._cluster.call(
                 node, END_TXN, 5, "EndTxnRequest", transactional_id=self._id,
                 producer_id=self.producer_id, producer_epoch=self.epoch, committed=commit,
@@ -278,6 +291,7 @@ class _Pipeline:
             txn.outcome = "unknown" if txn.end_sent_at_s is not None else "aborted"
             self._history.transactions[f"v2 {txn.outcome}"] += 1
             await self.recover()
+        await asyncio.sleep(THINK_S)
 
     async def _transact(self, txn: Txn, records: list[tuple[TopicPartition, Any]]) -> None:
         writes: dict[int, list[tuple[Key, bytes]]] = {}
