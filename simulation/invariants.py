@@ -16,6 +16,10 @@ Each is a promise Kafka makes to the clients of the workload mix:
    that value (Kafka gives consumers only what the in-sync replicas have: a record read and
    later truncated was read above the high watermark), and no two consumers were given two
    values at one offset.
+
+Records below an offset a DeleteRecords asked for (`events.Delete`) may be gone: 1, 7 and
+8 leave them out. After these eight come Jepsen's checkers (`simulation.checkers`), which
+judge the same run more finely (and say which invariant each subsumes).
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@
 
 1. an N-broker `MiniKafka` (logs in memory; capture into ``--out`` when given, in the format
    ``serve --capture-dir`` writes, so ``report`` reads it), topics ``sim-events`` (3
-   partitions) and ``sim-out`` (2) with replication factor min(3, N);
+   partitions), ``sim-out`` (2) and ``sim-txn`` (2) with replication factor min(3, N);
 2. the clients of `workload.run_clients` until 85% of the duration, the nemesis' faults
    between 10% and 75% of it, the zombie member frozen at 30%;
 3. once the clients stop and the faults are healed, the final state read back
-   (`workload.read_final_state`) and the invariants checked (`invariants.check_all`).
+   (`workload.read_final_state`) and the invariants and Jepsen's checkers run
+   (`invariants.check_all`).
 
 The digest hashes the History and the virtual end time: the same seed (in a process with the
 same ``PYTHONHASHSEED``, which `minikafka simulate` fixes) gives the same digest.

@@ -12,10 +12,14 @@
 - a transactional consume-transform-produce from ``sim-events`` to ``sim-out``
   (read_committed, offsets committed in the transaction), aborting every fifth transaction on
   purpose after writing to it;
-- a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks.
+- a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks;
+- the clients of `simulation.clients` (`start_more_clients`): a transactions-v2 pipeline
+  from ``sim-out`` to ``sim-txn`` on the project's own client, a DeleteRecords caller on
+  ``sim-events`` partition 0, a producer throttled by a ``producer_byte_rate`` quota.
 
-Every consumer notes each record it is given (`History.read`) and the high watermark of each
-assigned partition after every poll, for the checkers. Spacing between sends is drawn from the
+Every consumer notes each record it is given (`History.read`, and into the event log with
+its run and isolation, for Jepsen's checkers) and the high watermark of each assigned
+partition after every poll, for the checkers. Spacing between sends is drawn from the
 seed. Errors a client meets are counted (they are what
 faults cause) and the client goes on, as an application would.
 """

@@ -42,13 +42,15 @@ async def delete_records_now_and_then(
     loop = asyncio.get_running_loop()
     done: dict[int, int] = {}
     try:
-        await asyncio.sleep(rng.uniform(0.5, 1.5) * every_s)
+        # never asleep past the stop: a run's virtual end waits for every client
+        await asyncio.sleep(min(rng.uniform(0.5, 1.5) * every_s, stop_at_s - loop.time()))
         while loop.time() < stop_at_s:
             try:
                 await _delete_round(cluster, history, topic, partition, groups, done)
             except (RawError, TxnFailed) as exc:
                 history.client_errors[f"deleter {type(exc).__name__}"] += 1
-            await asyncio.sleep(rng.uniform(0.5, 1.5) * every_s)
+            pause = rng.uniform(0.5, 1.5) * every_s
+            await asyncio.sleep(max(0.0, min(pause, stop_at_s - loop.time())))
     finally:
         await cluster.close()
 
