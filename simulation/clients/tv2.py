@@ -274,6 +274,7 @@ class _Pipeline:
             batch = await self._consumer.getmany(timeout_ms=500, max_records=MAX_RECORDS)
         except KafkaError as exc:
             self._history.client_errors[f"{READER} {type(exc).__name__}"] += 1
+            await asyncio.sleep(THINK_S)  # an error at once again must not spin the clock
             return
         records = [(tp, r) for tp, found in batch.items() for r in found if r.value is not None]
         if not records:
