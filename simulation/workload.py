@@ -35,6 +35,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
+from simulation.clients.aiokafka_stop import stop_consumer
 from simulation.clients.aiokafka_txn import note_writes, settle_open_txns
 from simulation.clients.deleter import delete_records_now_and_then
 from simulation.clients.throttled import produce_throttled
@@ -212,7 +213,7 @@ async def group_member(
     try:
         await _consume_and_commit(settings, history, name, consumer, zombie)
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
 
 
 async def _consume_and_commit(
@@ -281,7 +282,7 @@ async def transform(settings: WorkloadSettings, history: History) -> None:
             committed.clear()
             await _rewind(consumer, committed, history)
     await producer.stop()
-    await consumer.stop()
+    await stop_consumer(consumer)
 
 
 async def _transform_batch(
@@ -383,7 +384,7 @@ async def watch_output(settings: WorkloadSettings, history: History) -> None:
         _note_poll(history, "watcher", consumer, batch, read_committed=True)
         for records in batch.values():
             history.read_committed_values.extend(r.value for r in records if r.value is not None)
-    await consumer.stop()
+    await stop_consumer(consumer)
 
 
 async def _wait_for_partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
@@ -462,7 +463,7 @@ async def read_tiered_from_start(settings: WorkloadSettings, history: History) -
                 history.client_errors[f"tiered-reader {_error_name(exc)}"] += 1
             await asyncio.sleep(settings.think_s)
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
 
 
 async def read_final_state(bootstrap: str, history: History, *, tiered: bool = False) -> None:
@@ -485,14 +486,14 @@ async def read_final_state(bootstrap: str, history: History, *, tiered: bool = F
             try:
                 history.final_records[TIERED] = await _read_to_end(reader, TIERED)
             finally:
-                await reader.stop()
+                await stop_consumer(reader)
         for tp in await _wait_for_partitions(offsets, EVENTS):
             offset = await offsets.committed(tp)
             if offset is not None:
                 history.final_committed[(TRANSFORM_GROUP, tp.topic, tp.partition)] = offset
     finally:
         for consumer in (everything, committed, offsets):
-            await consumer.stop()
+            await stop_consumer(consumer)
 
 
 async def _read_final(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, int, bytes]]:
@@ -503,7 +504,7 @@ async def _read_final(bootstrap: str, topic: str, isolation: str) -> list[tuple[
     try:
         return await _read_to_end(reader, topic)
     finally:
-        await reader.stop()
+        await stop_consumer(reader)
 
 
 def _new_consumer_at(bootstrap: str, group: str | None, isolation: str) -> AIOKafkaConsumer:

@@ -30,6 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from protocol.builders import request_builder
 from protocol.record_builder import build_record_batch
+from simulation.clients.aiokafka_stop import stop_consumer
 from simulation.clients.raw import RawCluster, RawError
 from simulation.events import Key, Txn
 from simulation.history import History
@@ -252,7 +253,7 @@ async def tv2_pipeline(
         while _now() < stop_at_s:
             await pipeline.step()
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
         await cluster.close()
 
 
