@@ -142,8 +142,12 @@ def _transform_exactly_once(history: History) -> Verdict:
 
 
 def _of_deleted_input(output: bytes, deleted: dict[tuple[str, int], int]) -> bool:
-    _, partition, offset = output.split(b":")
-    return int(offset) < deleted.get((EVENTS, int(partition)), 0)
+    """Whether ``out:<partition>:<offset>`` names an input a DeleteRecords took (anything
+    else in the output, an aborted transaction's ``aborted:...`` leaked, names none)."""
+    parts = output.split(b":")
+    if len(parts) != 3 or parts[0] != b"out":
+        return False
+    return int(parts[2]) < deleted.get((EVENTS, int(parts[1])), 0)
 
 
 def _no_dirty_read(history: History) -> Verdict:

@@ -150,3 +150,16 @@ def test_a_write_order_closed_by_a_read_is_a_g1c_cycle() -> None:
         "  x#1 -ww-> x#3  (o/0@0 then @3)",
         "  x#3 -wr-> x#1  (read o/0@3)",
     ]
+
+
+def test_the_invariants_read_a_leaked_aborted_value_in_the_output_without_failing() -> None:
+    from simulation.invariants import check_all
+    from simulation.workload import EVENTS, OUTPUT
+
+    h = History()
+    h.final_records[EVENTS] = [(0, 0, b"a-0")]
+    h.final_records[OUTPUT] = [(0, 0, b"out:0:0"), (0, 1, b"aborted:out:0:0")]
+    h.final_committed[("sim-ctp", EVENTS, 0)] = 1
+    h.events.deletes.append(Delete(EVENTS, 0, 1, 1.0, 1))
+    verdicts = {v.name: v for v in check_all(h)}
+    assert verdicts["transform output exactly once"].detail.endswith("1 extra")
