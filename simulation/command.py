@@ -359,4 +359,9 @@ def _print_run(result: Any, out: TextIO) -> None:
     print(f"  {'invariant'.ljust(width)}  held  detail", file=out)
     for v in result.verdicts:
         print(f"  {v.name.ljust(width)}  {'yes' if v.held else 'NO '}   {v.detail}", file=out)
+    for v in result.verdicts:  # the smallest pieces of history that show each violation
+        for piece in v.evidence:
+            print(
+                f"\n{v.name}:\n" + "\n".join(f"  {line}" for line in piece.splitlines()), file=out
+            )
     print(f"digest {result.digest}  {_speed(result)}", file=out)

@@ -10,6 +10,8 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 
+from simulation.events import EventLog
+
 Partition = tuple[str, int]
 
 
@@ -54,6 +56,10 @@ class History:
     # offsets the transform's group committed last
     final_records: dict[str, list[tuple[int, int, bytes]]] = field(default_factory=dict)
     final_committed: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    #: per topic of ``final_records``: whether its final read was read_committed
+    final_isolation: dict[str, bool] = field(default_factory=dict)
+    #: reads, transactions, deletes and throttles, for Jepsen's checkers (`events`)
+    events: EventLog = field(default_factory=EventLog)
 
     def high_watermark(self, consumer: str, topic: str, partition: int, value: int) -> None:
         seen = self.high_watermarks.setdefault((consumer, topic, partition), [])
@@ -91,5 +97,6 @@ class History:
         )
         h.update(repr(sorted(self.commits.items())).encode())
         h.update(repr(self.faults).encode())
+        h.update(repr(self.events.digest_items()).encode())
         h.update(b"t=%.9f messages=%d" % (virtual_end_s, messages))
         return h.hexdigest()[:16]

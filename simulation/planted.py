@@ -15,6 +15,7 @@ leader change, markers, truncation, group generations).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -23,8 +24,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.group.group_coordinator import GroupCoordinator
+from broker.log.memory_log import MemoryLog
 from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
+from broker.replica.producer_state import ProducerStateEntry
 from broker.replica.replica_fetcher import ReplicaFetcher
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
@@ -148,6 +151,56 @@ def _aborted_transactions_not_listed(stack: ExitStack) -> None:
     _replace(stack, Partition, "read", read)
 
 
+def _epoch_bump_keeps_old_batches(stack: ExitStack) -> None:
+    def maybe_update_producer_epoch(self: ProducerStateEntry, epoch: int) -> bool:
+        if epoch == self.producer_epoch:
+            return False
+        # The bug: the old epoch's batches are kept (no ``self.batches.clear()``), so a
+        # batch of the new epoch whose sequences match one of them -- a transactions-v2
+        # producer starts every transaction at sequence 0 -- is taken for its retry:
+        # answered with the old batch's offset, and not written.
+        self.producer_epoch = epoch
+        return True
+
+    _replace(stack, ProducerStateEntry, "maybe_update_producer_epoch", maybe_update_producer_epoch)
+
+
+def _lso_admits_first_open_record(stack: ExitStack) -> None:
+    def last_stable_offset(self: Partition) -> int:
+        hw = self.high_watermark
+        self.producers.on_high_watermark_updated(hw)
+        first = self.producers.first_unstable_offset()
+        if first is not None:
+            # The bug: the LSO is taken as the offset *after* the first unstable one (an
+            # off-by-one of "last" against "first"): each open transaction's first record
+            # reaches read_committed consumers before its outcome is known.
+            first = max(first + 1, self.log_start_offset)
+            if first < hw:
+                return first
+        return hw
+
+    _replace(stack, Partition, "last_stable_offset", property(last_stable_offset))
+
+
+def _fetch_inside_batch_skips_it(stack: ExitStack) -> None:
+    original = MemoryLog.__dict__["read"]
+
+    def read(self: MemoryLog, fetch_offset: int, max_bytes: int, **kwargs: Any) -> bytes:
+        # The bug: the first batch is looked up by base offset, not last offset, so a fetch
+        # from inside a batch (a consumer that seeked to a committed offset) is answered
+        # from the next batch: the rest of the batch is skipped.
+        bases: list[int] = self._base
+        i = bisect.bisect_left(bases, fetch_offset)
+        if 0 < i <= len(bases) and bases[i - 1] < fetch_offset <= self._last[i - 1]:
+            if i == len(bases):
+                return b""
+            fetch_offset = bases[i]
+        result: bytes = original(self, fetch_offset, max_bytes, **kwargs)
+        return result
+
+    _replace(stack, MemoryLog, "read", read)
+
+
 # -- transactions and groups ----------------------------------------------------------------
 
 
@@ -244,6 +297,29 @@ PLANTED: dict[str, PlantedBug] = {
             "the fetch offset only): aborted records reach read_committed consumers",
             "Partition.read",
             _aborted_transactions_not_listed,
+        ),
+        PlantedBug(
+            "epoch-bump-keeps-old-batches",
+            "a producer's new epoch keeps the previous epoch's last batches: the first "
+            "batches of a transactions-v2 producer's next transaction (sequence 0 again) "
+            "are answered as retries, with old offsets, and never written",
+            "ProducerStateEntry.maybe_update_producer_epoch",
+            _epoch_bump_keeps_old_batches,
+        ),
+        PlantedBug(
+            "lso-admits-first-open-record",
+            "the last stable offset is one past the first unstable offset: read_committed "
+            "consumers get each open transaction's first record before it commits or aborts",
+            "Partition.last_stable_offset",
+            _lso_admits_first_open_record,
+        ),
+        PlantedBug(
+            "fetch-inside-batch-skips-it",
+            "a fetch from an offset inside a batch is answered from the next batch (the "
+            "lookup by base offset, not last offset): a consumer that seeks into a batch "
+            "skips its rest",
+            "MemoryLog.read",
+            _fetch_inside_batch_skips_it,
         ),
         PlantedBug(
             "marker-skipped-on-one-partition",

@@ -29,7 +29,10 @@ def row_of(result: SimulationResult, replay: str) -> dict[str, Any]:
         "seed": result.seed,
         "digest": result.digest,
         "held": result.held,
-        "invariants": {v.name: {"held": v.held, "detail": v.detail} for v in result.verdicts},
+        "invariants": {
+            v.name: {"held": v.held, "detail": v.detail, "evidence": list(v.evidence)}
+            for v in result.verdicts
+        },
         "virtual_s": round(result.virtual_s, 3),
         "wall_s": round(result.wall_s, 3),
         "faults": list(result.history.faults),
@@ -76,6 +79,20 @@ def history_document(history: History) -> dict[str, Any]:
             topic: [[p, o, _text(v)] for p, o, v in records]
             for topic, records in sorted(history.final_records.items())
         },
+        "transactions_log": [
+            {
+                "name": t.name,
+                "outcome": t.outcome,
+                "end_sent_at_s": t.end_sent_at_s,
+                "reads": [list(k) for k in t.reads],
+                "writes": [[*k, _text(v)] for k, v in t.writes],
+            }
+            for t in history.events.txns
+        ],
+        "deletes": [
+            {"topic": d.topic, "partition": d.partition, "offset": d.offset, "at_s": d.at_s}
+            for d in history.events.deletes
+        ],
         "final_committed": [
             {"group": g, "topic": t, "partition": p, "offset": o}
             for (g, t, p), o in sorted(history.final_committed.items())

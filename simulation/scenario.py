@@ -4,11 +4,12 @@
 
 1. an N-broker `MiniKafka` (logs in memory; capture into ``--out`` when given, in the format
    ``serve --capture-dir`` writes, so ``report`` reads it), topics ``sim-events`` (3
-   partitions) and ``sim-out`` (2) with replication factor min(3, N);
+   partitions), ``sim-out`` (2) and ``sim-txn`` (2) with replication factor min(3, N);
 2. the clients of `workload.run_clients` until 85% of the duration, the nemesis' faults
    between 10% and 75% of it, the zombie member frozen at 30%;
 3. once the clients stop and the faults are healed, the final state read back
-   (`workload.read_final_state`) and the invariants checked (`invariants.check_all`).
+   (`workload.read_final_state`) and the invariants and Jepsen's checkers run
+   (`invariants.check_all`).
 
 The digest hashes the History and the virtual end time: the same seed (in a process with the
 same ``PYTHONHASHSEED``, which `minikafka simulate` fixes) gives the same digest.
@@ -37,6 +38,7 @@ from broker.server.request_timing import RequestClock
 from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
 from simulation.faults.clock_skew import SkewedClocks
+from simulation.clients.tv2 import TXN_TOPIC
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
 from simulation.planted import planted
@@ -232,7 +234,7 @@ def _handler_pools(
 
 async def _create_topics(app: MiniKafka, tiered: bool) -> None:
     replication = min(3, app.num_brokers)
-    for name, partitions in ((workload.EVENTS, 3), (workload.OUTPUT, 2)):
+    for name, partitions in ((workload.EVENTS, 3), (workload.OUTPUT, 2), (TXN_TOPIC, 2)):
         app.cluster.create_topic(name, partitions, replication, {})
     if tiered:
         await workload.create_tiered_topic(app.bootstrap, 2, replication)

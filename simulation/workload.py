@@ -12,10 +12,14 @@
 - a transactional consume-transform-produce from ``sim-events`` to ``sim-out``
   (read_committed, offsets committed in the transaction), aborting every fifth transaction on
   purpose after writing to it;
-- a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks.
+- a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks;
+- the clients of `simulation.clients` (`start_more_clients`): a transactions-v2 pipeline
+  from ``sim-out`` to ``sim-txn`` on the project's own client, a DeleteRecords caller on
+  ``sim-events`` partition 0, a producer throttled by a ``producer_byte_rate`` quota.
 
-Every consumer notes each record it is given (`History.read`) and the high watermark of each
-assigned partition after every poll, for the checkers. Spacing between sends is drawn from the
+Every consumer notes each record it is given (`History.read`, and into the event log with
+its run and isolation, for Jepsen's checkers) and the high watermark of each assigned
+partition after every poll, for the checkers. Spacing between sends is drawn from the
 seed. Errors a client meets are counted (they are what
 faults cause) and the client goes on, as an application would.
 """
@@ -32,6 +36,11 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
+from simulation.clients.aiokafka_stop import stop_consumer
+from simulation.clients.aiokafka_txn import note_writes, settle_open_txns
+from simulation.clients.deleter import delete_records_now_and_then
+from simulation.clients.throttled import produce_throttled
+from simulation.clients.tv2 import TXN_TOPIC, tv2_pipeline
 from simulation.history import Assignment, History
 from virtual_time.determinism import DEFAULT_EPOCH_S
 from virtual_time.network import client_node
@@ -112,12 +121,16 @@ async def produce_acks_one(
 
 
 class _Recorder(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Writes each assignment a member is told of, with its generation, into the history."""
+    """Writes each assignment a member is told of, with its generation, into the history
+    (and starts the member's next run of reads: `EventLog.new_run`)."""
 
-    def __init__(self, history: History, group: str, consumer: Callable[[], Any]) -> None:
+    def __init__(
+        self, history: History, group: str, consumer: Callable[[], Any], name: str
+    ) -> None:
         self._history = history
         self._group = group
         self._consumer = consumer
+        self._name = name
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
         return None
@@ -125,6 +138,7 @@ class _Recorder(ConsumerRebalanceListener):  # type: ignore[misc]
     async def on_partitions_assigned(self, assigned: Any) -> None:
         coordinator = self._consumer()._coordinator
         parts = tuple(sorted((tp.topic, tp.partition) for tp in assigned))
+        self._history.events.new_run(self._name)
         self._history.assignments.append(
             Assignment(self._group, coordinator.generation, coordinator.member_id, parts)
         )
@@ -143,15 +157,22 @@ def _new_consumer(settings: WorkloadSettings, group: str | None, **extra: Any) -
 
 
 def _note_poll(
-    history: History, name: str, consumer: AIOKafkaConsumer, batch: dict[TopicPartition, Any]
+    history: History,
+    name: str,
+    consumer: AIOKafkaConsumer,
+    batch: dict[TopicPartition, Any],
+    read_committed: bool = False,
 ) -> None:
     """What a poll gave: each record, and every assigned partition's high watermark (an
     empty answer carries one too: a high watermark that moved back below the consumer's
     position gives no records, and is exactly what must be seen)."""
+    now = asyncio.get_running_loop().time()
     for tp, records in batch.items():
         for r in records:
             if r.value is not None:
                 history.read(name, tp.topic, tp.partition, r.offset, r.value)
+                key = (tp.topic, tp.partition, r.offset)
+                history.events.read(name, key, r.value, now, read_committed=read_committed)
     for tp in sorted(consumer.assignment()):
         high = consumer.highwater(tp)
         if high is not None:
@@ -188,12 +209,12 @@ async def group_member(
 ) -> None:
     """A member of ``sim-group`` committing after every batch; a zombie once when told."""
     consumer = _new_consumer(settings, GROUP)
-    consumer.subscribe([EVENTS], listener=_Recorder(history, GROUP, lambda: consumer))
+    consumer.subscribe([EVENTS], listener=_Recorder(history, GROUP, lambda: consumer, name))
     await consumer.start()
     try:
         await _consume_and_commit(settings, history, name, consumer, zombie)
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
 
 
 async def _consume_and_commit(
@@ -253,7 +274,7 @@ async def transform(settings: WorkloadSettings, history: History) -> None:
     # KIP-447), so the broker may still answer the offsets from before the last commit, whose
     # marker is on its way — a duplicate Kafka would give aiokafka too.
     committed: dict[TopicPartition, int] = {}
-    resume = _Resume()
+    resume = _Resume(lambda: history.events.new_run("transform"))
     consumer.subscribe([EVENTS], listener=resume)
     producer = AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap, transactional_id="sim-transform"
@@ -268,7 +289,7 @@ async def transform(settings: WorkloadSettings, history: History) -> None:
                 resume.reassigned = False
                 await _rewind(consumer, committed, history)
             batch = await consumer.getmany(timeout_ms=500, max_records=50)
-            _note_poll(history, "transform", consumer, batch)
+            _note_poll(history, "transform", consumer, batch, read_committed=True)
             if not batch:
                 continue
             n += 1
@@ -279,13 +300,14 @@ async def transform(settings: WorkloadSettings, history: History) -> None:
             await _rewind(consumer, committed, history)
         except KafkaError as exc:
             history.client_errors[f"transform {_error_name(exc)}"] += 1
-            await _abort_after_error(producer, history)
+            aborted = await _abort_after_error(producer, history)
+            settle_open_txns(history.events, aborted)
             # the last commit's outcome is unknown: let its markers land, then ask the broker
             await asyncio.sleep(5)
             committed.clear()
             await _rewind(consumer, committed, history)
     await producer.stop()
-    await consumer.stop()
+    await stop_consumer(consumer)
 
 
 async def _transform_batch(
@@ -296,20 +318,25 @@ async def _transform_batch(
         for tp, records in batch.items()
         for record in records
     ]
+    txn = history.events.begin(f"sim-transform#{len(history.events.txns)}")
+    txn.reads = [(tp.topic, tp.partition, r.offset) for tp, rs in batch.items() for r in rs]
     await producer.begin_transaction()
-    for value in values:
-        await producer.send(OUTPUT, value, timestamp_ms=_stamp())
+    sent = [(await producer.send(OUTPUT, v, timestamp_ms=_stamp()), v) for v in values]
     if abort:
         values = [b"aborted:" + v for v in values]
         for value in values:
-            await producer.send(OUTPUT, value, timestamp_ms=_stamp())
+            sent.append((await producer.send(OUTPUT, value, timestamp_ms=_stamp()), value))
         await producer.abort_transaction()
+        note_writes(txn, sent, "aborted")
         history.aborted_values.update(values)
         history.transactions["aborted on purpose"] += 1
         raise _Rewind()
     offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
     await producer.send_offsets_to_transaction(offsets, TRANSFORM_GROUP)
+    txn.end_sent_at_s = asyncio.get_running_loop().time()
+    note_writes(txn, sent, "open")
     await producer.commit_transaction()
+    note_writes(txn, sent, "committed")
     history.transactions["committed"] += 1
     return offsets
 
@@ -318,41 +345,51 @@ class _Resume(ConsumerRebalanceListener):  # type: ignore[misc]
     """Notes a (re)assignment; the transform then goes back to its own committed positions.
 
     Not in the callback itself: aiokafka runs it while the transform may be awaiting a
-    commit, whose offsets are not in ``committed`` yet."""
+    commit, whose offsets are not in ``committed`` yet. The transform's next reads are a
+    new run at once (``on_assigned``): aiokafka resumes the new assignment at the group's
+    committed offsets before the transform's seek."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_assigned: Callable[[], None]) -> None:
         self.reassigned = False
+        self._on_assigned = on_assigned
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
         return None
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         self.reassigned = True
+        self._on_assigned()
 
 
 class _Rewind(Exception):
     """Go back to where the last committed transaction left each partition."""
 
 
-async def _abort_after_error(producer: AIOKafkaProducer, history: History) -> None:
+async def _abort_after_error(producer: AIOKafkaProducer, history: History) -> bool:
     if producer._txn_manager is not None and producer._txn_manager.is_in_transaction():
         try:
             await producer.abort_transaction()
             history.transactions["aborted after an error"] += 1
+            return True
         except KafkaError as exc:
             history.client_errors[f"transform abort {_error_name(exc)}"] += 1
+    return False
 
 
 async def _rewind(
     consumer: AIOKafkaConsumer, committed: dict[TopicPartition, int], history: History
 ) -> None:
+    starts = {}
     try:
         for tp in consumer.assignment():
             if tp in committed:
                 consumer.seek(tp, committed[tp])
+                starts[(tp.topic, tp.partition)] = committed[tp]
             else:
                 await consumer.seek_to_committed(tp)
+        history.events.new_run("transform", starts)
     except KafkaError as exc:
+        history.events.new_run("transform")
         history.client_errors[f"transform seek {_error_name(exc)}"] += 1
 
 
@@ -369,10 +406,10 @@ async def watch_output(settings: WorkloadSettings, history: History) -> None:
         except KafkaError as exc:
             history.client_errors[f"watcher {_error_name(exc)}"] += 1
             continue
-        _note_poll(history, "watcher", consumer, batch)
+        _note_poll(history, "watcher", consumer, batch, read_committed=True)
         for records in batch.values():
             history.read_committed_values.extend(r.value for r in records if r.value is not None)
-    await consumer.stop()
+    await stop_consumer(consumer)
 
 
 async def _wait_for_partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
@@ -400,6 +437,7 @@ async def run_clients(settings: WorkloadSettings, history: History, rng: random.
     start("doomed", group_member(settings, history, "doomed", zombie))
     start("transform", transform(settings, history))
     start("watcher", watch_output(settings, history))
+    start_more_clients(start, settings, history, rng)
     if settings.tiered:
         tiered_rng = random.Random(rng.random())
         start("producer-tiered", produce_acks_all(settings, history, tiered_rng, TIERED))
@@ -427,6 +465,27 @@ async def create_tiered_topic(bootstrap: str, partitions: int, replication: int)
         await admin.create_topics([topic])
     finally:
         await admin.close()
+def start_more_clients(
+    start: Callable[[str, Any], None], settings: WorkloadSettings, history: History,
+    rng: random.Random,
+) -> None:  # fmt: skip
+    """The clients of `simulation.clients` (issue 33): a transactions-v2 pipeline from
+    ``sim-out`` to ``sim-txn``, a DeleteRecords caller on ``sim-events`` below both
+    groups' commits, a producer throttled by a ``producer_byte_rate`` quota."""
+    until = settings.stop_at_s
+    start("tv2", tv2_pipeline(settings.bootstrap, until, history, OUTPUT, 2))
+    deleter_rng, throttled_rng = random.Random(rng.random()), random.Random(rng.random())
+    groups = (GROUP, TRANSFORM_GROUP)
+    deleter = delete_records_now_and_then(
+        settings.bootstrap, until, history, deleter_rng, EVENTS, groups
+    )
+    start("deleter", deleter)
+    start(
+        "throttled",
+        produce_throttled(
+            settings.bootstrap, until, history, throttled_rng, EVENTS, settings.rate_per_s / 4
+        ),
+    )
 
 
 async def read_tiered_from_start(settings: WorkloadSettings, history: History) -> None:
@@ -453,7 +512,7 @@ async def read_tiered_from_start(settings: WorkloadSettings, history: History) -
                 history.client_errors[f"tiered-reader {_error_name(exc)}"] += 1
             await asyncio.sleep(settings.think_s)
     finally:
-        await consumer.stop()
+        await stop_consumer(consumer)
 
 
 async def _seek_to_start(
@@ -482,20 +541,34 @@ async def read_final_state(bootstrap: str, history: History, *, tiered: bool = F
     try:
         history.final_records[EVENTS] = await _read_to_end(everything, EVENTS)
         history.final_records[OUTPUT] = await _read_to_end(committed, OUTPUT)
+        history.final_isolation.update({EVENTS: False, OUTPUT: True, TIERED: False})
+        history.final_records[TXN_TOPIC] = await _read_final(bootstrap, TXN_TOPIC, "read_committed")
+        history.final_isolation[TXN_TOPIC] = True
         if tiered:  # a consumer of its own: one assigned elsewhere asks no other metadata
             reader = _new_consumer_at(bootstrap, None, "read_uncommitted")
             await reader.start()
             try:
                 history.final_records[TIERED] = await _read_to_end(reader, TIERED)
             finally:
-                await reader.stop()
+                await stop_consumer(reader)
         for tp in await _wait_for_partitions(offsets, EVENTS):
             offset = await offsets.committed(tp)
             if offset is not None:
                 history.final_committed[(TRANSFORM_GROUP, tp.topic, tp.partition)] = offset
     finally:
         for consumer in (everything, committed, offsets):
-            await consumer.stop()
+            await stop_consumer(consumer)
+
+
+async def _read_final(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, int, bytes]]:
+    """A topic read to its end by a consumer of its own (one assigned elsewhere asks no
+    other topic's metadata)."""
+    reader = _new_consumer_at(bootstrap, None, isolation)
+    await reader.start()
+    try:
+        return await _read_to_end(reader, topic)
+    finally:
+        await stop_consumer(reader)
 
 
 def _new_consumer_at(bootstrap: str, group: str | None, isolation: str) -> AIOKafkaConsumer:

@@ -11,7 +11,9 @@ from simulation.planted import PLANTED, planted
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) -> None:
     import broker.group.group_coordinator as gc
+    import broker.log.memory_log as ml
     import broker.replica.delayed_produce as dp
+    import broker.replica.producer_state as ps
     import broker.replica.replica_fetcher as rf
     import broker.txn.transaction_marker_channel_manager as tm
 
@@ -21,6 +23,8 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "ReplicaFetcher": rf.ReplicaFetcher,
         "TransactionMarkerChannelManager": tm.TransactionMarkerChannelManager,
         "GroupCoordinator": gc.GroupCoordinator,
+        "MemoryLog": ml.MemoryLog,
+        "ProducerStateEntry": ps.ProducerStateEntry,
     }
     owner_name, method = PLANTED[name].where.rsplit(".", 1)
     owner = owners[owner_name]
