@@ -465,6 +465,8 @@ async def create_tiered_topic(bootstrap: str, partitions: int, replication: int)
         await admin.create_topics([topic])
     finally:
         await admin.close()
+
+
 def start_more_clients(
     start: Callable[[str, Any], None], settings: WorkloadSettings, history: History,
     rng: random.Random,
