@@ -10,6 +10,8 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 
+from simulation.clients.client_history import ProtocolHistory
+
 Partition = tuple[str, int]
 
 
@@ -49,6 +51,8 @@ class History:
     # offsets the transform's group committed last
     final_records: dict[str, list[tuple[int, int, bytes]]] = field(default_factory=dict)
     final_committed: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # what the KIP-848 members and the share consumers saw (`simulation.clients`)
+    protocol: ProtocolHistory = field(default_factory=ProtocolHistory)
 
     def high_watermark(self, consumer: str, topic: str, partition: int, value: int) -> None:
         seen = self.high_watermarks.setdefault((consumer, topic, partition), [])
@@ -81,5 +85,6 @@ class History:
         )
         h.update(repr(sorted(self.commits.items())).encode())
         h.update(repr(self.faults).encode())
+        self.protocol.digest_update(h)
         h.update(b"t=%.9f messages=%d" % (virtual_end_s, messages))
         return h.hexdigest()[:16]

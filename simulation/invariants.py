@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from simulation.clients.checks import check_protocol_clients
 from simulation.history import History
 from simulation.workload import EVENTS, OUTPUT, TRANSFORM_GROUP
 
@@ -46,6 +47,12 @@ def check_all(history: History) -> list[Verdict]:
         _read_committed_never_sees_aborted(history),
         _transform_exactly_once(history),
         _no_dirty_read(history),
+        *(
+            Verdict(f.name, f.held, f.detail)
+            for f in check_protocol_clients(
+                history.protocol, history.aborted_values, history.final_records
+            )
+        ),
     ]
 
 

@@ -31,6 +31,7 @@ from broker.ids import IdSource
 from broker.server.request_timing import RequestClock
 from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
+from simulation.clients.mix import broker_configs as protocol_client_configs
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
 from simulation.planted import planted
@@ -114,6 +115,7 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
             "transaction.state.log.min.isr": str(min(2, replication)),
             "min.insync.replicas": str(min(2, replication)),
             "group.initial.rebalance.delay.ms": "0",
+            **protocol_client_configs(config.brokers),
             **(TIERED_BROKER_CONFIGS if config.tiered else {}),
             **config.overrides,
         }

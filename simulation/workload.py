@@ -31,6 +31,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
+from simulation.clients.mix import protocol_clients
 from simulation.history import Assignment, History
 from virtual_time.determinism import DEFAULT_EPOCH_S
 from virtual_time.network import client_node
@@ -375,6 +376,12 @@ async def run_clients(settings: WorkloadSettings, history: History, rng: random.
     start("doomed", group_member(settings, history, "doomed", zombie))
     start("transform", transform(settings, history))
     start("watcher", watch_output(settings, history))
+    for name, coro in protocol_clients(  # KIP-848 members and share consumers
+        bootstrap=settings.bootstrap, now_s=asyncio.get_running_loop().time(),
+        stop_at_s=settings.stop_at_s, events_topic=EVENTS, output_topic=OUTPUT,
+        history=history, rng=rng,
+    ):  # fmt: skip
+        start(name, coro)
     if settings.tiered:
         tiered_rng = random.Random(rng.random())
         start("producer-tiered", produce_acks_all(settings, history, tiered_rng, TIERED))
