@@ -46,6 +46,9 @@ from simulation.clients.client_history import (
 
 __all__ = ["Finding", "check_protocol_clients"]
 
+#: The error an acknowledgement is noted with when its answer never came.
+UNKNOWN_OUTCOME = "network_exception"
+
 MAX_EVENTS = 10
 
 
@@ -273,7 +276,13 @@ def every_record_settled(
     """Once the faults heal and a drainer has taken what was left, every committed record
     of a share group's topic was ACCEPTed, REJECTed or delivered up to the limit (then
     archived)."""
-    settled = {_key(k) for k in share.acknowledgements if k.ok and k.kind in (ACCEPT, REJECT, GAP)}
+    # An acknowledgement whose answer was lost (the connection broke) may have been
+    # applied: if it was not, the record was given to someone again (a drainer at last).
+    settled = {
+        _key(k)
+        for k in share.acknowledgements
+        if k.kind in (ACCEPT, REJECT, GAP) and (k.ok or k.error == UNKNOWN_OUTCOME)
+    }
     settled |= {_key(a) for a in share.acquisitions if a.delivery_count >= share.delivery_limit}
     unsettled: list[_Key] = []
     committed = 0

@@ -79,9 +79,10 @@ class Acknowledgement:
     kind: int  # ACCEPT, RELEASE, REJECT, GAP
     sent_s: float
     ok: bool  # answered without an error for its partition
+    error: str = ""  # the error it was answered with, if any
 
     def describe(self) -> str:
-        outcome = "ok" if self.ok else "refused"
+        outcome = "ok" if self.ok else self.error or "refused"
         return f"{self.sent_s:.3f}s {self.name} {ACK_NAMES[self.kind]} ({outcome})"
 
 

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from client_io import ClientShell
 from protocol.builders import Builder, request_builder
+from protocol.errors import ProtocolError
 
 __all__ = ["ClusterLink", "Leader"]
 
@@ -97,7 +98,7 @@ class ClusterLink:
                     api_key, version, payload, timeout_s or self._timeout_s
                 )
                 return response.body, connection.serial
-            except (ConnectionError, TimeoutError, OSError) as exc:
+            except (ConnectionError, TimeoutError, OSError, ProtocolError) as exc:
                 self.forget(broker)
                 raise ConnectionError(f"broker {broker}: {exc}") from exc
 

@@ -425,10 +425,20 @@ class ShareMember:
             errors = await self._send_acknowledge(broker, session[0], topic_id, acks)
         for (topic, partition), offset, kind in acks:
             self._held.pop(((topic, partition), offset), None)
-            ok = errors.get(partition, ErrorCode.unknown_server_error) is ErrorCode.none
+            error = errors.get(partition, ErrorCode.network_exception)
+            ok = error is ErrorCode.none
             self._events.acknowledgements.append(
                 Acknowledgement(
-                    self.group, self.member_id, self.name, topic, partition, offset, kind, sent, ok
+                    self.group,
+                    self.member_id,
+                    self.name,
+                    topic,
+                    partition,
+                    offset,
+                    kind,
+                    sent,
+                    ok,
+                    "" if ok else error.name,
                 )
             )
 
