@@ -50,6 +50,9 @@ __all__ = ["Finding", "check_protocol_clients"]
 UNKNOWN_OUTCOME = "network_exception"
 
 MAX_EVENTS = 10
+#: Timers fire on a timing wheel's tick, a little before their deadline: a session or a
+#: lock is taken to end this much earlier than the bounds above say.
+TIMER_SLACK_S = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +117,8 @@ def _tenure(groups: GroupEvents, since: Owned, until_s: float) -> _Tenure:
     lease = lease_end(
         groups.heartbeats_ok.get(since.member, []), since.at_s, groups.session_timeout_s
     )
-    return _Tenure(since.member, since.name, since.epoch, since.at_s, min(until_s, lease))
+    end = min(until_s, lease - TIMER_SLACK_S)
+    return _Tenure(since.member, since.name, since.epoch, since.at_s, end)
 
 
 def one_owner_at_a_time(groups: GroupEvents) -> Finding:
@@ -194,13 +198,15 @@ def _offset_events(share: ShareEvents, key: _Key) -> str:
 def _hold_end(
     share: ShareEvents, a: Acquisition, acks: Mapping[tuple[str, _Key], list[float]]
 ) -> float:
-    end = a.sent_s + a.lock_s
+    end = a.sent_s + a.lock_s - TIMER_SLACK_S
     for sent in acks.get((a.member, _key(a)), []):
         if sent >= a.received_s:
             end = min(end, sent)
             break
     end = min(
-        end, lease_end(share.heartbeats_ok.get(a.member, []), a.received_s, share.session_timeout_s)
+        end,
+        lease_end(share.heartbeats_ok.get(a.member, []), a.received_s, share.session_timeout_s)
+        - TIMER_SLACK_S,
     )
     closed = share.closed.get(a.connection)
     if closed is not None and closed >= a.received_s:

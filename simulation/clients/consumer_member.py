@@ -50,6 +50,8 @@ __all__ = ["ConsumerMember", "MemberPlan"]
 FETCH, OFFSET_COMMIT, OFFSET_FETCH, CONSUMER_GROUP_HEARTBEAT = 1, 8, 9, 68
 REBALANCE_TIMEOUT_MS = 60_000
 COMMIT_TIMEOUT_S = 5.0
+#: What the member spends on a batch before it fetches again.
+THINK_S = 2.0
 FENCED = (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id)
 
 
@@ -352,7 +354,7 @@ class ConsumerMember:
             if fetched:
                 await self._maybe_freeze()
                 await self._commit(set(self.owned))
-            await asyncio.sleep(max(0.001, min(1.0, until_s - self._now())))
+            await asyncio.sleep(max(0.001, min(THINK_S, until_s - self._now())))
 
     async def _maybe_freeze(self) -> None:
         plan = self._plan
@@ -392,7 +394,7 @@ class ConsumerMember:
     async def _fetch_from(self, broker: int, positions: dict[Partition, int]) -> bool:
         def build(b: Builder) -> Any:
             return b.FetchRequest(
-                max_wait=500,
+                max_wait=1000,
                 min_bytes=1,
                 max_bytes=1 << 20,
                 isolation_level=0,

@@ -261,7 +261,7 @@ class ShareMember:
             got = sum(map(len, acquired.values()))
             if got:
                 await self._maybe_freeze()
-            await asyncio.sleep(0.05 if self._drain else self._rng.uniform(0.5, 2.0))
+            await asyncio.sleep(0.05 if self._drain else self._rng.uniform(1.0, 3.0))
             for broker, records in acquired.items():
                 await self._acknowledge_acquired(broker, records)
             if self._drain:
