@@ -310,8 +310,9 @@ PLANTED: dict[str, PlantedBug] = {
         PlantedBug(
             "kip848-assigned-before-revoked",
             "the consumer group coordinator gives a member a partition its previous owner "
-            "has not revoked yet: two KIP-848 members own one partition at once",
-            "CurrentAssignmentBuilder.__init__, ConsumerGroup._add_partition_epochs",
+            "has not revoked yet (and ConsumerGroup._add_partition_epochs overwrites the "
+            "holder's epoch): two KIP-848 members own one partition at once",
+            "CurrentAssignmentBuilder.__init__",
             _assigned_before_revoked,
         ),
         PlantedBug(

@@ -10,9 +10,11 @@ from simulation.planted import PLANTED, planted
 
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) -> None:
+    import broker.group.consumer.current_assignment_builder as cab
     import broker.group.group_coordinator as gc
     import broker.replica.delayed_produce as dp
     import broker.replica.replica_fetcher as rf
+    import broker.share.share_partition as sp
     import broker.txn.transaction_marker_channel_manager as tm
 
     owners = {
@@ -21,6 +23,8 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "ReplicaFetcher": rf.ReplicaFetcher,
         "TransactionMarkerChannelManager": tm.TransactionMarkerChannelManager,
         "GroupCoordinator": gc.GroupCoordinator,
+        "CurrentAssignmentBuilder": cab.CurrentAssignmentBuilder,
+        "SharePartition": sp.SharePartition,
     }
     owner_name, method = PLANTED[name].where.rsplit(".", 1)
     owner = owners[owner_name]
