@@ -9,9 +9,10 @@ apart from its application thread.
 
 A connection that fails (reset, closed by a dying broker, no answer in ``timeout_s``) is
 closed and forgotten; the caller gets ``ConnectionError`` and tries again later. Each
-connection has a serial, and ``on_closed(serial, broker)`` is told when one ends: the share
-checker ends what a member held through it there (Kafka 4.1 releases a closed
-connection's share sessions).
+connection has a serial; ``on_opened(serial, broker)`` and ``on_closed(serial, broker)``
+are told when one starts and ends: the share checker ends what a member held through it
+there (Kafka 4.1 releases a closed connection's share sessions), and trusts a connection
+that stayed open to show that its broker did not restart.
 """
 
 from __future__ import annotations

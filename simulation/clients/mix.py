@@ -80,8 +80,20 @@ def protocol_clients(
     history.protocol.groups.session_timeout_s = SESSION_MS / 1000
     share.reads.update({SHARE_GROUP: events_topic, SHARE_RC_GROUP: output_topic})
     share.read_committed.add(SHARE_RC_GROUP)
+    clients = _consumer_members(bootstrap, stop_at_s, events_topic, history, rng, at)
+    clients += _share_members(bootstrap, stop_at_s, events_topic, output_topic, history, rng, at)
+    return clients
+
+
+def _consumer_members(
+    bootstrap: str,
+    stop_at_s: float,
+    topic: str,
+    history: History,
+    rng: random.Random,
+    at: list[float],
+) -> list[tuple[str, Coroutine[Any, Any, None]]]:
     frozen = 3 * SESSION_MS / 1000
-    common: dict[str, Any] = {"bootstrap": bootstrap, "history": history}
     clients: list[tuple[str, Coroutine[Any, Any, None]]] = []
     for name, plan in (
         ("k848-1", MemberPlan()),
@@ -89,9 +101,10 @@ def protocol_clients(
         ("k848-killed", _plan(at[3], stop_at_s)),
     ):
         member = ConsumerMember(
-            **common,
+            bootstrap=bootstrap,
+            history=history,
             group=CONSUMER_GROUP,
-            topic=events_topic,
+            topic=topic,
             name=name,
             stop_at_s=stop_at_s,
             events=history.protocol.groups,
@@ -99,8 +112,23 @@ def protocol_clients(
             plan=plan,
         )
         clients.append((name, member.run()))
+    return clients
+
+
+def _share_members(
+    bootstrap: str,
+    stop_at_s: float,
+    events_topic: str,
+    output_topic: str,
+    history: History,
+    rng: random.Random,
+    at: list[float],
+) -> list[tuple[str, Coroutine[Any, Any, None]]]:
     earliest = {"share.auto.offset.reset": "earliest"}
     read_committed = {**earliest, "share.isolation.level": "read_committed"}
+    common: dict[str, Any] = {"bootstrap": bootstrap, "history": history}
+    common["events"] = history.protocol.share
+    clients: list[tuple[str, Coroutine[Any, Any, None]]] = []
     for name, group, topic, configs, plan in (
         ("share-1", SHARE_GROUP, events_topic, earliest, MemberPlan()),
         ("share-frozen", SHARE_GROUP, events_topic, earliest, _plan(at[0], stop_at_s, freeze_s=25)),
@@ -114,7 +142,6 @@ def protocol_clients(
             topic=topic,
             name=name,
             stop_at_s=stop_at_s,
-            events=share,
             rng=random.Random(rng.random()),
             plan=plan,
             group_configs=configs,
@@ -130,7 +157,6 @@ def protocol_clients(
             topic=topic,
             name=f"drain-{group}",
             stop_at_s=stop_at_s + 120,
-            events=share,
             rng=random.Random(rng.random()),
             plan=MemberPlan(),
             group_configs=configs,

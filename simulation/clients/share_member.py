@@ -379,6 +379,13 @@ class ShareMember:
             self._sessions.pop(broker, None)
             return []
         self._sessions[broker] = (epoch + 1, wanted)
+        return await self._acquired(body, broker, (self._data.client_id, serial), sent)
+
+    async def _acquired(
+        self, body: Any, broker: int, connection: tuple[str, int], sent: float
+    ) -> list[tuple[Partition, int, bool]]:
+        """What a ShareFetch answer acquired, noted in the events: (tp, offset, is a data
+        record); offsets without one (markers) are acquired too, and acknowledged as GAP."""
         received = self._now()
         lock_s = body.acquisition_lock_timeout.total_seconds()
         acquired: list[tuple[Partition, int, bool]] = []
@@ -392,26 +399,16 @@ class ShareMember:
                 records = data_records(data.records)
                 for batch in data.acquired_records:
                     for offset in range(int(batch.first_offset), int(batch.last_offset) + 1):
-                        has_record = offset in records
-                        acquired.append((tp, offset, has_record))
-                        if has_record:
-                            self._events.acquisitions.append(
-                                Acquisition(
-                                    self.group,
-                                    self.member_id,
-                                    self.name,
-                                    tp[0],
-                                    tp[1],
-                                    offset,
-                                    int(batch.delivery_count),
-                                    broker,
-                                    (self._data.client_id, serial),
-                                    sent,
-                                    received,
-                                    lock_s,
-                                    records[offset],
-                                )
+                        acquired.append((tp, offset, offset in records))
+                        if offset not in records:
+                            continue
+                        self._events.acquisitions.append(
+                            Acquisition(
+                                self.group, self.member_id, self.name, tp[0], tp[1], offset,
+                                int(batch.delivery_count), broker, connection, sent, received,
+                                lock_s, records[offset],
                             )
+                        )  # fmt: skip
         return acquired
 
     async def _acknowledge(self, broker: int, acks: list[tuple[Partition, int, int]]) -> None:
