@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from simulation.events import EventLog
+from simulation.clients.client_history import ProtocolHistory
 
 Partition = tuple[str, int]
 
@@ -60,6 +61,8 @@ class History:
     final_isolation: dict[str, bool] = field(default_factory=dict)
     #: reads, transactions, deletes and throttles, for Jepsen's checkers (`events`)
     events: EventLog = field(default_factory=EventLog)
+    # what the KIP-848 members and the share consumers saw (`simulation.clients`)
+    protocol: ProtocolHistory = field(default_factory=ProtocolHistory)
 
     def high_watermark(self, consumer: str, topic: str, partition: int, value: int) -> None:
         seen = self.high_watermarks.setdefault((consumer, topic, partition), [])
@@ -98,5 +101,6 @@ class History:
         h.update(repr(sorted(self.commits.items())).encode())
         h.update(repr(self.faults).encode())
         h.update(repr(self.events.digest_items()).encode())
+        self.protocol.digest_update(h)
         h.update(b"t=%.9f messages=%d" % (virtual_end_s, messages))
         return h.hexdigest()[:16]

@@ -29,6 +29,7 @@ from collections import Counter
 from typing import Any
 
 from simulation.checkers import check_jepsen
+from simulation.clients.checks import check_protocol_clients
 from simulation.history import History
 from simulation.verdict import Verdict
 from simulation.workload import EVENTS, OUTPUT, TRANSFORM_GROUP
@@ -48,6 +49,12 @@ def check_all(history: History) -> list[Verdict]:
         _transform_exactly_once(history),
         _no_dirty_read(history),
         *check_jepsen(history),
+        *(
+            Verdict(f.name, f.held, f.detail)
+            for f in check_protocol_clients(
+                history.protocol, history.aborted_values, history.final_records
+            )
+        ),
     ]
 
 

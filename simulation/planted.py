@@ -23,12 +23,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.group.consumer.consumer_group import ConsumerGroup
+from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.group_coordinator import GroupCoordinator
 from broker.log.memory_log import MemoryLog
 from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerStateEntry
 from broker.replica.replica_fetcher import ReplicaFetcher
+from broker.share.share_partition import RecordState, SharePartition
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
 __all__ = ["PLANTED", "PlantedBug", "planted"]
@@ -239,6 +242,51 @@ def _stale_generation_commit_accepted(stack: ExitStack) -> None:
     _replace(stack, GroupCoordinator, "_validate_offset_commit", _validate_offset_commit)
 
 
+# -- KIP-848 and share groups (issue 33: the protocol clients' checkers catch these) ------
+
+
+def _assigned_before_revoked(stack: ExitStack) -> None:
+    original = CurrentAssignmentBuilder.__dict__["__init__"]
+
+    def __init__(self: CurrentAssignmentBuilder, *args: Any) -> None:
+        original(self, *args)
+        # The bug: the builder does not ask who still holds a partition, so a member is
+        # given one its previous owner has not revoked yet (no UNRELEASED_PARTITIONS).
+        self.current_partition_epoch = lambda topic_id, partition: -1
+
+    def _add_partition_epochs(self: ConsumerGroup, member: Any) -> None:
+        for tp in member.owned_partitions():  # and the holder's epoch is overwritten
+            self.partition_epochs[tp] = member.member_epoch
+
+    _replace(stack, CurrentAssignmentBuilder, "__init__", __init__)
+    _replace(stack, ConsumerGroup, "_add_partition_epochs", _add_partition_epochs)
+
+
+def _share_lock_released_twice(stack: ExitStack) -> None:
+    def _on_lock_expired(self: SharePartition, lock: Any) -> None:
+        self.locks_expired += 1
+        start = self.start_offset
+        changed: list[int] = []
+        for offset in range(max(lock.first_offset, self.start_offset), lock.last_offset + 1):
+            record = self._in_flight.get(offset)
+            # The bug: the expiring lock releases every ACQUIRED offset of its run, not
+            # only those it still holds: one released earlier and acquired again by
+            # another member (under a newer lock) is released a second time.
+            if record is None or record.state is not RecordState.ACQUIRED:
+                continue
+            record.lock = None
+            self.acquired_count -= 1
+            record.member_id = None
+            self._release(record)
+            changed.append(offset)
+        if changed:
+            self._maybe_update_start_offset()
+            self._write(changed, start)
+            self._on_available()
+
+    _replace(stack, SharePartition, "_on_lock_expired", _on_lock_expired)
+
+
 PLANTED: dict[str, PlantedBug] = {
     bug.name: bug
     for bug in (
@@ -334,6 +382,22 @@ PLANTED: dict[str, PlantedBug] = {
             "accepted: a zombie that lost its partitions moves their committed offsets back",
             "GroupCoordinator._validate_offset_commit",
             _stale_generation_commit_accepted,
+        ),
+        PlantedBug(
+            "kip848-assigned-before-revoked",
+            "the consumer group coordinator gives a member a partition its previous owner "
+            "has not revoked yet (and ConsumerGroup._add_partition_epochs overwrites the "
+            "holder's epoch): two KIP-848 members own one partition at once",
+            "CurrentAssignmentBuilder.__init__",
+            _assigned_before_revoked,
+        ),
+        PlantedBug(
+            "share-lock-released-twice",
+            "an expiring acquisition lock releases every acquired offset of its run, also "
+            "those released earlier and acquired again by another member under a newer "
+            "lock: two share consumers hold one record at once",
+            "SharePartition._on_lock_expired",
+            _share_lock_released_twice,
         ),
     )
 }

@@ -39,6 +39,7 @@ from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
 from simulation.clients.tv2 import TXN_TOPIC
 from simulation.faults.clock_skew import SkewedClocks
+from simulation.clients.mix import broker_configs as protocol_client_configs
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
 from simulation.planted import planted
@@ -125,6 +126,7 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
             "min.insync.replicas": str(min(2, replication)),
             "group.initial.rebalance.delay.ms": "0",
             **flush_policy(config.seed),
+            **protocol_client_configs(config.brokers),
             **(TIERED_BROKER_CONFIGS if config.tiered else {}),
             **config.overrides,
         }

@@ -41,6 +41,7 @@ from simulation.clients.aiokafka_txn import note_writes, settle_open_txns
 from simulation.clients.deleter import delete_records_now_and_then
 from simulation.clients.throttled import produce_throttled
 from simulation.clients.tv2 import TXN_TOPIC, tv2_pipeline
+from simulation.clients.mix import protocol_clients
 from simulation.history import Assignment, History
 from virtual_time.determinism import DEFAULT_EPOCH_S
 from virtual_time.network import client_node
@@ -438,6 +439,12 @@ async def run_clients(settings: WorkloadSettings, history: History, rng: random.
     start("transform", transform(settings, history))
     start("watcher", watch_output(settings, history))
     start_more_clients(start, settings, history, rng)
+    for name, coro in protocol_clients(  # KIP-848 members and share consumers
+        bootstrap=settings.bootstrap, now_s=asyncio.get_running_loop().time(),
+        stop_at_s=settings.stop_at_s, events_topic=EVENTS, output_topic=OUTPUT,
+        history=history, rng=rng,
+    ):  # fmt: skip
+        start(name, coro)
     if settings.tiered:
         tiered_rng = random.Random(rng.random())
         start("producer-tiered", produce_acks_all(settings, history, tiered_rng, TIERED))

@@ -118,6 +118,8 @@ class _Link:
     reverse: _Link | None = None
     #: Delivery timers of messages a hold took off the wire: each fires for nothing.
     stale_timers: int = 0
+    #: Its connection is gone; kept only while it holds messages.
+    forgotten: bool = False
 
 
 class _SimSocket:
@@ -388,8 +390,13 @@ class SimNetwork:
         self._links.setdefault(port, set()).update((to_server, to_client))
 
         def forget(transport: SimTransport) -> None:
+            # A link that still holds messages (the close, for an isolated client) stays
+            # until a heal sends them on; `_resend_held` drops it then.
             self._accepted[port].pop(transport, None)
-            self._links[port].difference_update((to_server, to_client))
+            for link in (to_server, to_client):
+                link.forgotten = True
+                if not link.held:
+                    self._links[port].discard(link)
 
         accepted.on_lost = forget
         self._send(to_server, accepted._connection_made)
@@ -522,6 +529,8 @@ class SimNetwork:
             waiting, link.held = link.held, deque()
             for deliver, args in waiting:
                 self._send(link, deliver, *args)
+            if link.forgotten and not link.held:
+                self._links[link.server_port].discard(link)
 
     def reset_connections(self, port: int) -> None:
         """Reset every connection to ``port``: the listener's side aborts, the client learns

@@ -1,5 +1,10 @@
-"""The simulated clients beyond aiokafka's mix (issue 33), each in a module of its own:
-the project's own client over the simulated network (`raw`), a transactions-v2 pipeline
-(`tv2`), a DeleteRecords caller (`deleter`), a quota-throttled producer (`throttled`), and
-the recording of aiokafka's transactions (`aiokafka_txn`). `workload.start_more_clients`
-starts them."""
+"""The simulated clients beyond aiokafka's mix (issue 33), each in a module of its own, on
+the project's client over the simulated network (`client_io.ClientShell`, `raw`):
+
+- a transactions-v2 pipeline (`tv2`), a DeleteRecords caller (`deleter`), a quota-throttled
+  producer (`throttled`), and the recording of aiokafka's transactions (`aiokafka_txn`),
+  started by `workload.start_more_clients`;
+- KIP-848 members and share consumers (ConsumerGroupHeartbeat, ShareGroupHeartbeat,
+  ShareFetch, ShareAcknowledge: what aiokafka does not speak), their history and the
+  checkers that read it; `mix.protocol_clients` is what `workload.run_clients` starts.
+"""

@@ -10,11 +10,13 @@ from simulation.planted import PLANTED, planted
 
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) -> None:
+    import broker.group.consumer.current_assignment_builder as cab
     import broker.group.group_coordinator as gc
     import broker.log.memory_log as ml
     import broker.replica.delayed_produce as dp
     import broker.replica.producer_state as ps
     import broker.replica.replica_fetcher as rf
+    import broker.share.share_partition as sp
     import broker.txn.transaction_marker_channel_manager as tm
 
     owners = {
@@ -25,6 +27,8 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "GroupCoordinator": gc.GroupCoordinator,
         "MemoryLog": ml.MemoryLog,
         "ProducerStateEntry": ps.ProducerStateEntry,
+        "CurrentAssignmentBuilder": cab.CurrentAssignmentBuilder,
+        "SharePartition": sp.SharePartition,
     }
     owner_name, method = PLANTED[name].where.rsplit(".", 1)
     owner = owners[owner_name]

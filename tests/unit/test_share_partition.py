@@ -368,3 +368,17 @@ def test_initialize_keeps_the_record_lock_window_only() -> None:
     sp, _, _, _ = _durable(max_record_locks=10)
     sp.initialize(100, [PersisterStateBatch(100, 2**62, 0, 1)])
     assert sp.in_flight_count() == 10 and sp.end_offset == 110
+
+
+def test_a_marker_offset_read_back_as_a_gap_is_archived_when_its_control_batch_comes() -> None:
+    """A new leader reads the durable state back; a transaction marker between two state
+    batches is a gap, made AVAILABLE. Its control batch is never delivered, so it is
+    archived when fetched, and the start offset moves past it (it used to stay there for
+    good: found by the simulation's share checkers, issue 33)."""
+    sp, _, _, writes = _durable()
+    sp.initialize(0, [PersisterStateBatch(0, 2, 2, 1), PersisterStateBatch(4, 5, 0, 1)])
+    assert sp.start_offset == 3 and sp.record_state(3) == (RecordState.AVAILABLE, 0, None)
+    acquired = sp.acquire("m1", [(3, 3, CONTROL), (4, 5, DATA)], 100)
+    assert acquired == [AcquiredRecords(4, 5, 2)]
+    assert sp.start_offset == 4 and sp.record_state(3) is None  # archived, then left behind
+    assert writes and writes[-1][0] == 4  # the new start offset is made durable

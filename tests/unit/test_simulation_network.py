@@ -147,6 +147,31 @@ def test_an_isolated_client_is_cut_off_and_others_are_not() -> None:
     assert run_simulated(isolated(), seed=9) == (False, b"fine", b"lost?")
 
 
+def test_a_reset_held_for_an_isolated_client_reaches_it_when_it_rejoins() -> None:
+    """A broker dies while a client is isolated: the close waits on the link like any other
+    message and arrives when the client rejoins -- it used to be dropped with the dead
+    side's links, leaving the client a connection nobody answers (issue 33: aiokafka's
+    zombie member then waited out its 40 s request timeout)."""
+
+    async def reset_while_isolated() -> bytes:
+        loop = asyncio.get_running_loop()
+        port = await _echo_server()
+        with client_node("frozen"):
+            reader, _writer = await asyncio.open_connection("127.0.0.1", port)
+        loop.network.isolate("frozen")  # type: ignore[attr-defined]
+        loop.network.reset_connections(port)  # type: ignore[attr-defined]
+        await asyncio.sleep(1)
+        loop.network.rejoin("frozen")  # type: ignore[attr-defined]
+        try:
+            return await asyncio.wait_for(reader.read(100), timeout=10)
+        except ConnectionResetError:
+            return b"reset"
+        except TimeoutError:
+            return b"never told"
+
+    assert run_simulated(reset_while_isolated(), seed=4) == b"reset"
+
+
 def _kafka_frame(client_id: str) -> bytes:
     """A request frame's first bytes: size, api key, version, correlation id, client id."""
     name = client_id.encode()
