@@ -10,8 +10,8 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from simulation.events import EventLog
 from simulation.clients.client_history import ProtocolHistory
+from simulation.events import EventLog
 
 Partition = tuple[str, int]
 

@@ -277,11 +277,12 @@ def _share_lock_released_twice(stack: ExitStack) -> None:
             record.lock = None
             self.acquired_count -= 1
             record.member_id = None
-            self._release(record)
+            self._release(record, offset)
             changed.append(offset)
         if changed:
             self._maybe_update_start_offset()
             self._write(changed, start)
+            self._send_dead_letters()
             self._on_available()
 
     _replace(stack, SharePartition, "_on_lock_expired", _on_lock_expired)

@@ -332,6 +332,7 @@ class ConsumerMember:
                 ),
             )
 
+        sent = self._now()
         try:
             body, _ = await self._hb.call(self._coordinator, OFFSET_COMMIT, 9, build, timeout_s)
         except ConnectionError:
@@ -342,7 +343,9 @@ class ConsumerMember:
                 tp = (str(topic.name), int(p.partition_index))
                 if p.error_code is ErrorCode.none:
                     self.committed[tp] = offsets[tp]
-                    self._history.committed(self.group, tp[0], tp[1], offsets[tp])
+                    self._history.committed(
+                        self.group, tp[0], tp[1], offsets[tp], (sent, self._now())
+                    )
                 else:
                     self._error(f"commit {p.error_code.name}")
 
