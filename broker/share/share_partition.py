@@ -431,10 +431,8 @@ class SharePartition:
         return count
 
     def _archive_markers(self, base: int, last: int, archived: list[int]) -> None:
-        """A control batch's offsets that are in flight as AVAILABLE -- a gap in the
-        durable state a new leader read back, which `initialize` makes AVAILABLE -- are
-        ARCHIVED: never delivered, they would otherwise hold the start offset there
-        for good (found by the simulation's share checkers, issue 33)."""
+        """ARCHIVE a control batch's offsets in flight as AVAILABLE (a durable-state gap a
+        new leader read back), which would hold the start offset for good (issue 33)."""
         for offset in range(max(base, self.start_offset), min(last + 1, self.end_offset)):
             record = self._in_flight.get(offset)
             if record is not None and record.state is RecordState.AVAILABLE:
