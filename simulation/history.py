@@ -23,6 +23,27 @@ class Assignment:
     partitions: tuple[Partition, ...]
 
 
+Task = tuple[str, int]  # a streams task: (subtopology id, partition)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsAssignment:
+    """What a streams group member holds from ``at_s`` on, as it reconciled it.
+
+    ``event`` says why it changed: ``heartbeat`` (an answer moved its epoch or its tasks;
+    ``member_epoch`` is the target assignment epoch it answers), ``fenced`` (the broker
+    fenced it: everything dropped), ``left`` (it is leaving: its tasks closed before the
+    leave heartbeat, as Kafka Streams closes them), ``died`` (its process stopped)."""
+
+    member: str
+    at_s: float
+    event: str
+    member_epoch: int
+    active: tuple[Task, ...]
+    standby: tuple[Task, ...]
+    warmup: tuple[Task, ...]
+
+
 @dataclass
 class History:
     # (topic, partition, offset) -> value, for every record an acks=all producer was told is in
@@ -54,6 +75,14 @@ class History:
     # offsets the transform's group committed last
     final_records: dict[str, list[tuple[int, int, bytes]]] = field(default_factory=dict)
     final_committed: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # the streams group: every member's reconciled assignments in order; the tasks of its
+    # topology; and, once the faults healed, each live member's (active, standby) when the
+    # group converged -- or at the deadline, if it never did
+    streams: list[StreamsAssignment] = field(default_factory=list)
+    streams_tasks: tuple[Task, ...] = ()
+    streams_final: dict[str, tuple[tuple[Task, ...], tuple[Task, ...]]] = field(
+        default_factory=dict
+    )
 
     def high_watermark(self, consumer: str, topic: str, partition: int, value: int) -> None:
         seen = self.high_watermarks.setdefault((consumer, topic, partition), [])
@@ -90,6 +119,8 @@ class History:
             ).encode()
         )
         h.update(repr(sorted(self.commits.items())).encode())
+        h.update(repr(self.streams).encode())
+        h.update(repr(sorted(self.streams_final.items())).encode())
         h.update(repr(self.faults).encode())
         h.update(b"t=%.9f messages=%d" % (virtual_end_s, messages))
         return h.hexdigest()[:16]

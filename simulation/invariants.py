@@ -22,18 +22,14 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from simulation.history import History
+from simulation.streams_invariants import check_streams
+from simulation.verdict import Verdict
 from simulation.workload import EVENTS, OUTPUT, TRANSFORM_GROUP
 
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    name: str
-    held: bool
-    detail: str
+__all__ = ["Verdict", "check_all"]
 
 
 def check_all(history: History) -> list[Verdict]:
@@ -46,6 +42,7 @@ def check_all(history: History) -> list[Verdict]:
         _read_committed_never_sees_aborted(history),
         _transform_exactly_once(history),
         _no_dirty_read(history),
+        *check_streams(history),
     ]
 
 

@@ -122,6 +122,7 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
             "transaction.state.log.min.isr": str(min(2, replication)),
             "min.insync.replicas": str(min(2, replication)),
             "group.initial.rebalance.delay.ms": "0",
+            "group.streams.num.standby.replicas": "1",  # the streams app's standby tasks
             **flush_policy(config.seed),
             **(TIERED_BROKER_CONFIGS if config.tiered else {}),
             **config.overrides,

@@ -12,7 +12,9 @@
 - a transactional consume-transform-produce from ``sim-events`` to ``sim-out``
   (read_committed, offsets committed in the transaction), aborting every fifth transaction on
   purpose after writing to it;
-- a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks.
+- a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks;
+- a Kafka Streams application, a streams group over ``sim-events`` whose members die, leave
+  and come back (`simulation.clients.streams_app`).
 
 Every consumer notes each record it is given (`History.read`) and the high watermark of each
 assigned partition after every poll, for the checkers. Spacing between sends is drawn from the
@@ -31,6 +33,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
+from simulation.clients.streams_app import run_streams_app
 from simulation.history import Assignment, History
 from virtual_time.determinism import DEFAULT_EPOCH_S
 from virtual_time.network import client_node
@@ -403,6 +406,9 @@ async def run_clients(settings: WorkloadSettings, history: History, rng: random.
         tiered_rng = random.Random(rng.random())
         start("producer-tiered", produce_acks_all(settings, history, tiered_rng, TIERED))
         start("tiered-reader", read_tiered_from_start(settings, history))
+    streams_rng = random.Random(rng.random())
+    streams = run_streams_app(settings.bootstrap, settings.stop_at_s, history, streams_rng, 3)
+    start("streams-app", streams)  # 3: the partitions `scenario` gives sim-events
     await asyncio.gather(*tasks)
 
 

@@ -1,0 +1,1 @@
+"""Simulated clients of the workload that are not aiokafka's: one module per client."""
