@@ -23,6 +23,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.group.group_coordinator import GroupCoordinator
+from broker.group.streams.streams_group import StreamsGroup
 from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
 from broker.replica.replica_fetcher import ReplicaFetcher
@@ -186,6 +187,17 @@ def _stale_generation_commit_accepted(stack: ExitStack) -> None:
     _replace(stack, GroupCoordinator, "_validate_offset_commit", _validate_offset_commit)
 
 
+def _streams_task_given_before_revoked(stack: ExitStack) -> None:
+    def current_active_task_process_id(
+        self: StreamsGroup, subtopology_id: str, partition: int
+    ) -> str | None:
+        # The bug: reconciliation is told no process holds any active task, so a task
+        # moved by the assignor is given to its new owner while the old one still runs it.
+        return None
+
+    _replace(stack, StreamsGroup, "current_active_task_process_id", current_active_task_process_id)
+
+
 PLANTED: dict[str, PlantedBug] = {
     bug.name: bug
     for bug in (
@@ -258,6 +270,13 @@ PLANTED: dict[str, PlantedBug] = {
             "accepted: a zombie that lost its partitions moves their committed offsets back",
             "GroupCoordinator._validate_offset_commit",
             _stale_generation_commit_accepted,
+        ),
+        PlantedBug(
+            "streams-task-given-before-revoked",
+            "a streams group's reconciliation does not wait for an active task's owner to "
+            "revoke it before giving it to its new owner: two members process one task",
+            "StreamsGroup.current_active_task_process_id",
+            _streams_task_given_before_revoked,
         ),
     )
 }
