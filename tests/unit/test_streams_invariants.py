@@ -6,6 +6,7 @@ expired)."""
 from __future__ import annotations
 
 from simulation.history import History, StreamsAssignment, Task
+from simulation.run_row import history_document
 from simulation.streams_invariants import check_streams
 from simulation.verdict import Verdict
 
@@ -88,3 +89,19 @@ def test_a_group_that_left_a_task_unowned_has_not_converged() -> None:
     verdict = _verdict(history, "the streams group converges")
     assert not verdict.held
     assert "1 unowned" in verdict.detail
+
+
+def test_a_broken_seeds_history_file_has_the_streams_assignments() -> None:
+    document = history_document(_history(_a("a", 1.0, 4, (("0", 1),), (("1", 0),))))
+    assert document["streams"] == [
+        {
+            "member": "a",
+            "at_s": 1.0,
+            "event": "heartbeat",
+            "member_epoch": 4,
+            "active": ["0_1"],
+            "standby": ["1_0"],
+            "warmup": [],
+        }
+    ]
+    assert document["streams_final"]["b"] == {"active": ["0_1", "1_1"], "standby": ["1_0"]}
