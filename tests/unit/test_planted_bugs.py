@@ -11,6 +11,7 @@ from simulation.planted import PLANTED, planted
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) -> None:
     import broker.group.group_coordinator as gc
+    import broker.group.streams.streams_group as sg
     import broker.replica.delayed_produce as dp
     import broker.replica.replica_fetcher as rf
     import broker.txn.transaction_marker_channel_manager as tm
@@ -21,6 +22,7 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "ReplicaFetcher": rf.ReplicaFetcher,
         "TransactionMarkerChannelManager": tm.TransactionMarkerChannelManager,
         "GroupCoordinator": gc.GroupCoordinator,
+        "StreamsGroup": sg.StreamsGroup,
     }
     owner_name, method = PLANTED[name].where.rsplit(".", 1)
     owner = owners[owner_name]
