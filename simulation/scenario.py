@@ -36,6 +36,7 @@ from broker.ids import IdSource
 from broker.server.request_timing import RequestClock
 from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
+from simulation.clients.streams_app import STREAMS_BROKER_CONFIGS
 from simulation.faults.clock_skew import SkewedClocks
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
@@ -122,7 +123,7 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
             "transaction.state.log.min.isr": str(min(2, replication)),
             "min.insync.replicas": str(min(2, replication)),
             "group.initial.rebalance.delay.ms": "0",
-            "group.streams.num.standby.replicas": "1",  # the streams app's standby tasks
+            **STREAMS_BROKER_CONFIGS,
             **flush_policy(config.seed),
             **(TIERED_BROKER_CONFIGS if config.tiered else {}),
             **config.overrides,

@@ -5,7 +5,8 @@ The topology reads ``sim-events`` (subtopology ``0``), repartitions by key into 
 repartition topic, and counts in subtopology ``1``, a stateful one with a changelog: the
 group's first heartbeat makes the coordinator create both internal topics. Six active
 tasks (two subtopologies by three partitions) and, with the broker's
-``group.streams.num.standby.replicas=1``, a standby of each stateful task.
+``group.streams.num.standby.replicas=1``, a standby of each stateful task
+(`STREAMS_BROKER_CONFIGS`, which also shortens the session to 10 s).
 
 Members come and go while the nemesis works on the brokers (the streams coordinator's
 failover included):
@@ -43,7 +44,7 @@ from kafka_tools.client.streams_member import (
 from simulation.history import History, StreamsAssignment, Task
 from virtual_time.network import client_node
 
-__all__ = ["STREAMS_GROUP", "TOPOLOGY", "run_streams_app"]
+__all__ = ["STREAMS_BROKER_CONFIGS", "STREAMS_GROUP", "TOPOLOGY", "run_streams_app"]
 
 STREAMS_GROUP = "sim-streams"
 SOURCE = "sim-events"  # workload.EVENTS (not imported: workload registers this module)
@@ -59,9 +60,18 @@ TOPOLOGY = TopologySpec(
     ),
 )
 STATEFUL = frozenset(s.subtopology_id for s in TOPOLOGY.subtopologies if s.changelog_topics)
-#: The broker's group.streams.session.timeout.ms (Kafka's default): how long a dead member
-#: keeps its tasks.
-SESSION_S = 45.0
+#: How long a dead member keeps its tasks: the group's session, 10 s as the workload's
+#: classic group has (Kafka's 45 s default would let a paused broker expire nobody), with
+#: heartbeats every 2 s.
+SESSION_S = 10.0
+#: The broker configs (`scenario`) that give the streams group that session.
+STREAMS_BROKER_CONFIGS = {
+    "group.streams.num.standby.replicas": "1",
+    "group.streams.session.timeout.ms": str(int(SESSION_S * 1000)),
+    "group.streams.min.session.timeout.ms": str(int(SESSION_S * 1000)),
+    "group.streams.heartbeat.interval.ms": "2000",
+    "group.streams.min.heartbeat.interval.ms": "2000",
+}
 #: After the clients stop, how long the group has to converge before the checkers say no.
 CONVERGE_WITHIN_S = 90.0
 RETRY_S = 1.0
