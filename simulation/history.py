@@ -26,6 +26,27 @@ class Assignment:
     partitions: tuple[Partition, ...]
 
 
+Task = tuple[str, int]  # a streams task: (subtopology id, partition)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsAssignment:
+    """What a streams group member holds from ``at_s`` on, as it reconciled it.
+
+    ``event`` says why it changed: ``heartbeat`` (an answer moved its epoch or its tasks;
+    ``member_epoch`` is the target assignment epoch it answers), ``fenced`` (the broker
+    fenced it: everything dropped), ``left`` (it is leaving: its tasks closed before the
+    leave heartbeat, as Kafka Streams closes them), ``died`` (its process stopped)."""
+
+    member: str
+    at_s: float
+    event: str
+    member_epoch: int
+    active: tuple[Task, ...]
+    standby: tuple[Task, ...]
+    warmup: tuple[Task, ...]
+
+
 @dataclass
 class History:
     # (topic, partition, offset) -> value, for every record an acks=all producer was told is in
@@ -63,6 +84,14 @@ class History:
     events: EventLog = field(default_factory=EventLog)
     # what the KIP-848 members and the share consumers saw (`simulation.clients`)
     protocol: ProtocolHistory = field(default_factory=ProtocolHistory)
+    # the streams group: every member's reconciled assignments in order; the tasks of its
+    # topology; and, once the faults healed, each live member's (active, standby) when the
+    # group converged -- or at the deadline, if it never did
+    streams: list[StreamsAssignment] = field(default_factory=list)
+    streams_tasks: tuple[Task, ...] = ()
+    streams_final: dict[str, tuple[tuple[Task, ...], tuple[Task, ...]]] = field(
+        default_factory=dict
+    )
 
     def high_watermark(self, consumer: str, topic: str, partition: int, value: int) -> None:
         seen = self.high_watermarks.setdefault((consumer, topic, partition), [])
@@ -99,6 +128,8 @@ class History:
             ).encode()
         )
         h.update(repr(sorted(self.commits.items())).encode())
+        h.update(repr(self.streams).encode())
+        h.update(repr(sorted(self.streams_final.items())).encode())
         h.update(repr(self.faults).encode())
         h.update(repr(self.events.digest_items()).encode())
         self.protocol.digest_update(h)

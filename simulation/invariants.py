@@ -31,6 +31,7 @@ from typing import Any
 from simulation.checkers import check_jepsen
 from simulation.clients.checks import check_protocol_clients
 from simulation.history import History
+from simulation.streams_invariants import check_streams
 from simulation.verdict import Verdict
 from simulation.workload import EVENTS, OUTPUT, TRANSFORM_GROUP
 
@@ -55,6 +56,7 @@ def check_all(history: History) -> list[Verdict]:
                 history.protocol, history.aborted_values, history.final_records
             )
         ),
+        *check_streams(history),
     ]
 
 

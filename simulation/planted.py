@@ -27,6 +27,7 @@ from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.group_coordinator import GroupCoordinator
 from broker.log.memory_log import MemoryLog
+from broker.group.streams.streams_group import StreamsGroup
 from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerStateEntry
@@ -286,6 +287,15 @@ def _share_lock_released_twice(stack: ExitStack) -> None:
             self._on_available()
 
     _replace(stack, SharePartition, "_on_lock_expired", _on_lock_expired)
+def _streams_task_given_before_revoked(stack: ExitStack) -> None:
+    def current_active_task_process_id(
+        self: StreamsGroup, subtopology_id: str, partition: int
+    ) -> str | None:
+        # The bug: reconciliation is told no process holds any active task, so a task
+        # moved by the assignor is given to its new owner while the old one still runs it.
+        return None
+
+    _replace(stack, StreamsGroup, "current_active_task_process_id", current_active_task_process_id)
 
 
 PLANTED: dict[str, PlantedBug] = {
@@ -399,6 +409,11 @@ PLANTED: dict[str, PlantedBug] = {
             "lock: two share consumers hold one record at once",
             "SharePartition._on_lock_expired",
             _share_lock_released_twice,
+            "streams-task-given-before-revoked",
+            "a streams group's reconciliation does not wait for an active task's owner to "
+            "revoke it before giving it to its new owner: two members process one task",
+            "StreamsGroup.current_active_task_process_id",
+            _streams_task_given_before_revoked,
         ),
     )
 }

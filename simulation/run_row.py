@@ -97,7 +97,27 @@ def history_document(history: History) -> dict[str, Any]:
             {"group": g, "topic": t, "partition": p, "offset": o}
             for (g, t, p), o in sorted(history.final_committed.items())
         ],
+        "streams": [
+            {
+                "member": a.member,
+                "at_s": a.at_s,
+                "event": a.event,
+                "member_epoch": a.member_epoch,
+                **{kind: [f"{s}_{p}" for s, p in getattr(a, kind)] for kind in _TASK_KINDS},
+            }
+            for a in history.streams
+        ],
+        "streams_final": {
+            member: {
+                "active": [f"{s}_{p}" for s, p in active],
+                "standby": [f"{s}_{p}" for s, p in standby],
+            }
+            for member, (active, standby) in sorted(history.streams_final.items())
+        },
     }
+
+
+_TASK_KINDS = ("active", "standby", "warmup")
 
 
 def write_row(path: Path, result: SimulationResult, replay: str) -> None:

@@ -39,6 +39,7 @@ from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
 from simulation.clients.mix import broker_configs as protocol_client_configs
 from simulation.clients.tv2 import TXN_TOPIC
+from simulation.clients.streams_app import STREAMS_BROKER_CONFIGS
 from simulation.faults.clock_skew import SkewedClocks
 from simulation.history import History
 from simulation.invariants import Verdict, check_all
@@ -125,6 +126,7 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
             "transaction.state.log.min.isr": str(min(2, replication)),
             "min.insync.replicas": str(min(2, replication)),
             "group.initial.rebalance.delay.ms": "0",
+            **STREAMS_BROKER_CONFIGS,
             **flush_policy(config.seed),
             **protocol_client_configs(config.brokers),
             **(TIERED_BROKER_CONFIGS if config.tiered else {}),

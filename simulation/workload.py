@@ -16,6 +16,8 @@
 - the clients of `simulation.clients` (`start_more_clients`): a transactions-v2 pipeline
   from ``sim-out`` to ``sim-txn`` on the project's own client, a DeleteRecords caller on
   ``sim-events`` partition 0, a producer throttled by a ``producer_byte_rate`` quota.
+- a Kafka Streams application, a streams group over ``sim-events`` whose members die, leave
+  and come back (`simulation.clients.streams_app`).
 
 Every consumer notes each record it is given (`History.read`, and into the event log with
 its run and isolation, for Jepsen's checkers) and the high watermark of each assigned
@@ -42,6 +44,7 @@ from simulation.clients.deleter import delete_records_now_and_then
 from simulation.clients.mix import protocol_clients
 from simulation.clients.throttled import produce_throttled
 from simulation.clients.tv2 import TXN_TOPIC, tv2_pipeline
+from simulation.clients.streams_app import run_streams_app
 from simulation.history import Assignment, History
 from virtual_time.determinism import DEFAULT_EPOCH_S
 from virtual_time.network import client_node
@@ -449,6 +452,9 @@ async def run_clients(settings: WorkloadSettings, history: History, rng: random.
         tiered_rng = random.Random(rng.random())
         start("producer-tiered", produce_acks_all(settings, history, tiered_rng, TIERED))
         start("tiered-reader", read_tiered_from_start(settings, history))
+    streams_rng = random.Random(rng.random())
+    streams = run_streams_app(settings.bootstrap, settings.stop_at_s, history, streams_rng, 3)
+    start("streams-app", streams)  # 3: the partitions `scenario` gives sim-events
     await asyncio.gather(*tasks)
 
 

@@ -29,7 +29,10 @@ Use: ``member = StreamsMember(client, "app", topology, member_id=..., process_id
 ``await member.heartbeat()`` for one step (tests drive it step by step), or
 ``task = asyncio.create_task(member.run())`` and ``member.stop()`` /
 ``await member.leave()``; ``member.pause()`` stops heartbeating without leaving (a member
-that dies: the broker fences it after its session timeout).
+that dies: the broker fences it after its session timeout). ``on_change(event, member)``,
+when given, hears every successful heartbeat (``"heartbeat"``: epoch and tasks as
+reconciled) and every fencing (``"fenced"``: all tasks dropped) -- the simulation's
+history is written from it.
 
 In a simulation (``simulation/``): create the ``KafkaClient`` with the simulated cluster's
 bootstrap inside the virtual-time loop and run members as tasks of that loop; every
@@ -41,7 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -131,6 +134,7 @@ class StreamsMember:
         rebalance_timeout_ms: int = 30000,
         user_endpoint: tuple[str, int] | None = None,
         client_tags: Mapping[str, str] | None = None,
+        on_change: Callable[[str, StreamsMember], None] | None = None,
     ) -> None:
         self.client = client
         self.group_id = group_id
@@ -154,6 +158,7 @@ class StreamsMember:
         self._sent_owned: tuple[Any, ...] | None = None
         self._stopped = asyncio.Event()
         self._paused = False
+        self._on_change = on_change
 
     # ------------------------------------------------------------------ run
     async def run(self) -> None:
@@ -299,6 +304,7 @@ class StreamsMember:
             log.info("[%s] fenced (%s): rejoining", self.member_id, error_name(error))
             self._drop_all("fenced")
             self.state = MemberState.FENCED
+            self._notify("fenced")
         elif error in RETRIABLE:
             if error is not ErrorCode.coordinator_load_in_progress:
                 self._coordinator = None
@@ -326,6 +332,11 @@ class StreamsMember:
             self.state = MemberState.ACKNOWLEDGING
         elif self.state in (MemberState.ACKNOWLEDGING, MemberState.JOINING):
             self.state = MemberState.STABLE
+        self._notify("heartbeat")
+
+    def _notify(self, event: str) -> None:
+        if self._on_change is not None:
+            self._on_change(event, self)
 
     def _reconcile(self, active: Tasks, standby: Tasks, warmup: Tasks) -> None:
         """Kafka Streams revokes, then assigns (no callbacks to wait for here)."""

@@ -6,5 +6,7 @@ the project's client over the simulated network (`client_io.ClientShell`, `raw`)
   started by `workload.start_more_clients`;
 - KIP-848 members and share consumers (ConsumerGroupHeartbeat, ShareGroupHeartbeat,
   ShareFetch, ShareAcknowledge: what aiokafka does not speak), their history and the
-  checkers that read it; `mix.protocol_clients` is what `workload.run_clients` starts.
+  checkers that read it; `mix.protocol_clients` is what `workload.run_clients` starts;
+- a Kafka Streams application (`streams_app`): a streams group whose members die, leave
+  and come back.
 """

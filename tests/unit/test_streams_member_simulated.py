@@ -45,8 +45,16 @@ async def _scenario() -> dict[str, Any]:
     try:
         app.cluster.create_topic("input", 4, 1, {})
         await client.connect()
+        heard: list[tuple[str, int]] = []
         a, b = (
-            StreamsMember(client, "app", TOPOLOGY, member_id=f"m-{n}", process_id=f"p-{n}")
+            StreamsMember(
+                client,
+                "app",
+                TOPOLOGY,
+                member_id=f"m-{n}",
+                process_id=f"p-{n}",
+                on_change=lambda event, m: heard.append((event, len(m.owned.active.get("0", ())))),
+            )
             for n in "ab"
         )
         runners = [asyncio.create_task(m.run()) for m in (a, b)]
@@ -60,6 +68,7 @@ async def _scenario() -> dict[str, Any]:
             **shared,
             "after": _actives(a),
             "changelog": len(app.cluster.topics["app-changelog"].partitions),
+            "heard": heard,
         }
     finally:
         client.close()
@@ -73,3 +82,6 @@ def test_members_share_the_tasks_on_the_simulated_network() -> None:
     assert len(result["a"]) == len(result["b"]) == 2
     assert result["after"] == [0, 1, 2, 3]
     assert result["changelog"] == 4
+    # on_change hears every answer: the first ones with no task, later ones with some
+    assert {event for event, _ in result["heard"]} == {"heartbeat"}
+    assert result["heard"][0][1] == 0 and max(n for _, n in result["heard"]) == 4
