@@ -26,8 +26,8 @@ from kio.schema.errors import ErrorCode
 from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.group_coordinator import GroupCoordinator
-from broker.log.memory_log import MemoryLog
 from broker.group.streams.streams_group import StreamsGroup
+from broker.log.memory_log import MemoryLog
 from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerStateEntry
@@ -287,6 +287,8 @@ def _share_lock_released_twice(stack: ExitStack) -> None:
             self._on_available()
 
     _replace(stack, SharePartition, "_on_lock_expired", _on_lock_expired)
+
+
 def _streams_task_given_before_revoked(stack: ExitStack) -> None:
     def current_active_task_process_id(
         self: StreamsGroup, subtopology_id: str, partition: int
@@ -409,6 +411,8 @@ PLANTED: dict[str, PlantedBug] = {
             "lock: two share consumers hold one record at once",
             "SharePartition._on_lock_expired",
             _share_lock_released_twice,
+        ),
+        PlantedBug(
             "streams-task-given-before-revoked",
             "a streams group's reconciliation does not wait for an active task's owner to "
             "revoke it before giving it to its new owner: two members process one task",

@@ -38,8 +38,8 @@ from broker.server.request_timing import RequestClock
 from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
 from simulation.clients.mix import broker_configs as protocol_client_configs
-from simulation.clients.tv2 import TXN_TOPIC
 from simulation.clients.streams_app import STREAMS_BROKER_CONFIGS
+from simulation.clients.tv2 import TXN_TOPIC
 from simulation.faults.clock_skew import SkewedClocks
 from simulation.history import History
 from simulation.invariants import Verdict, check_all

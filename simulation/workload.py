@@ -42,9 +42,9 @@ from simulation.clients.aiokafka_stop import stop_consumer
 from simulation.clients.aiokafka_txn import note_writes, settle_open_txns
 from simulation.clients.deleter import delete_records_now_and_then
 from simulation.clients.mix import protocol_clients
+from simulation.clients.streams_app import run_streams_app
 from simulation.clients.throttled import produce_throttled
 from simulation.clients.tv2 import TXN_TOPIC, tv2_pipeline
-from simulation.clients.streams_app import run_streams_app
 from simulation.history import Assignment, History
 from virtual_time.determinism import DEFAULT_EPOCH_S
 from virtual_time.network import client_node

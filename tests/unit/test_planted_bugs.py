@@ -12,8 +12,8 @@ from simulation.planted import PLANTED, planted
 def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) -> None:
     import broker.group.consumer.current_assignment_builder as cab
     import broker.group.group_coordinator as gc
-    import broker.log.memory_log as ml
     import broker.group.streams.streams_group as sg
+    import broker.log.memory_log as ml
     import broker.replica.delayed_produce as dp
     import broker.replica.producer_state as ps
     import broker.replica.replica_fetcher as rf
