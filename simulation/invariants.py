@@ -15,7 +15,10 @@ Each is a promise Kafka makes to the clients of the workload mix:
 8. no dirty read: every record a consumer was given is in the final log at that offset with
    that value (Kafka gives consumers only what the in-sync replicas have: a record read and
    later truncated was read above the high watermark), and no two consumers were given two
-   values at one offset.
+   values at one offset;
+9-14. the KIP-848 members' and share consumers' own (`simulation.clients.checks`): one
+   owner per partition at a time, one holder per share record at a time, the delivery
+   limit, no double ACCEPT, no aborted record to read_committed, every record settled.
 """
 
 from __future__ import annotations

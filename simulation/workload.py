@@ -13,6 +13,7 @@
   (read_committed, offsets committed in the transaction), aborting every fifth transaction on
   purpose after writing to it;
 - a read_committed watcher of ``sim-out``, recording what it reads and its high watermarks.
+- the project's own KIP-848 members and share consumers (`simulation.clients.mix`).
 
 Every consumer notes each record it is given (`History.read`) and the high watermark of each
 assigned partition after every poll, for the checkers. Spacing between sends is drawn from the
