@@ -18,8 +18,11 @@ Each is a promise Kafka makes to the clients of the workload mix:
    values at one offset.
 
 Records below an offset a DeleteRecords asked for (`events.Delete`) may be gone: 1, 7 and
-8 leave them out. After these eight come Jepsen's checkers (`simulation.checkers`), which
-judge the same run more finely (and say which invariant each subsumes).
+8 leave them out. Then come Jepsen's checkers (`simulation.checkers`), which judge the same
+run more finely (and say which invariant each subsumes), the KIP-848 members' and share
+consumers' own (`simulation.clients.checks`: one owner per partition at a time, one holder
+per share record at a time, the delivery limit, no double ACCEPT, no aborted record to
+read_committed, every record settled) and the streams group's (`streams_invariants`).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@
   ``sim-events`` partition 0, a producer throttled by a ``producer_byte_rate`` quota.
 - a Kafka Streams application, a streams group over ``sim-events`` whose members die, leave
   and come back (`simulation.clients.streams_app`).
+- the project's own KIP-848 members and share consumers (`simulation.clients.mix`).
 
 Every consumer notes each record it is given (`History.read`, and into the event log with
 its run and isolation, for Jepsen's checkers) and the high watermark of each assigned
