@@ -569,9 +569,7 @@ class Partition:
             result.aborted_transactions = []
         if fetch_offset >= bound:
             return result
-        result.records = log.read(
-            fetch_offset, max_bytes, max_offset=bound, min_one_batch=min_one
-        )
+        result.records = log.read(fetch_offset, max_bytes, max_offset=bound, min_one_batch=min_one)
         if read_committed and result.records:
             upper = fetch_offset
             for _, header in iter_batches(result.records, allow_partial_tail=True):
