@@ -176,8 +176,13 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
             if base._stopping:
                 self._advance(0.0)
             elif scheduled:
-                wait_s = min(max(0.0, scheduled[0]._when - self.now), _MAXIMUM_SELECT_TIMEOUT_S)
-                self._advance(wait_s)
+                # `_advance` inlined (it runs at nearly every iteration), the same arithmetic.
+                now = self.now
+                when = scheduled[0]._when
+                target = now + min(max(0.0, when - now), _MAXIMUM_SELECT_TIMEOUT_S)
+                if when <= target + 1e-9:
+                    target = when
+                self.now = max(target, now + MIN_STEP_S)
             else:
                 raise SimulationStalled(
                     f"nothing runnable and no timer pending at virtual t={self.now:.6f}s"
@@ -260,6 +265,19 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         timer._scheduled = True
         heappush(base._scheduled, timer)
         return timer  # type: ignore[no-any-return]
+
+    def call_later(  # type: ignore[override]
+        self,
+        delay: float,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        """`asyncio.BaseEventLoop.call_later` straight to `call_at` (every ``sleep``)."""
+        base: Any = self
+        if base._debug or delay is None:
+            return super().call_later(delay, callback, *args, context=context)
+        return self.call_at(self.now + delay, callback, *args, context=context)
 
     def _release_due_timers(self) -> None:
         """Move the timers due now into the ready queue, ties in the seed's order."""
