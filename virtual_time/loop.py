@@ -187,7 +187,8 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
                 raise SimulationStalled(
                     f"nothing runnable and no timer pending at virtual t={self.now:.6f}s"
                 )
-        self._release_due_timers()
+        if scheduled and scheduled[0]._when <= self.now:  # (most iterations have none due)
+            self._release_due_timers()
         end_time = self.now + base._clock_resolution
         while scheduled and scheduled[0]._when < end_time:
             handle = heappop(scheduled)
