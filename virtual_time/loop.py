@@ -34,9 +34,12 @@ import gc
 import heapq
 import random
 import selectors
+from asyncio import format_helpers
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
+from contextvars import copy_context
+from heapq import heappop, heappush
 from typing import Any, TypeVar
 
 from virtual_time.determinism import DEFAULT_EPOCH_S, pinned_process
@@ -50,6 +53,24 @@ MIN_STEP_S = 1e-6
 _MIN_SCHEDULED_TIMER_HANDLES = 100
 _MIN_CANCELLED_TIMER_HANDLES_FRACTION = 0.5
 _MAXIMUM_SELECT_TIMEOUT_S = 24 * 3600.0
+
+
+_Handle = asyncio.Handle
+_new_handle = object.__new__  # a handle's slots set one by one: see `call_soon`
+
+
+class _SimTimerHandle(asyncio.TimerHandle):
+    """asyncio's timer with a cheaper ``<``: the heap holds only timers (``_when``
+    compared as `asyncio.TimerHandle.__lt__` compares it, without its type check), so
+    every comparison, and with them the heap's order of equal times, is what it was.
+
+    The loop's hottest calls build their handles slot by slot, as ``Handle.__init__``
+    sets them outside debug mode, without its two calls (and ``get_debug``'s)."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: asyncio.TimerHandle) -> bool:
+        return self._when < other._when  # type: ignore[attr-defined,no-any-return]
 
 
 class SimulationStalled(RuntimeError):
@@ -117,8 +138,8 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         """
         scheduled = self._scheduled  # type: ignore[attr-defined]
         target = self.now + timeout
-        if scheduled and scheduled[0].when() <= target + 1e-9:
-            target = scheduled[0].when()
+        if scheduled and scheduled[0]._when <= target + 1e-9:
+            target = scheduled[0]._when
         self.now = max(target, self.now + MIN_STEP_S)
 
     def _run_once(self) -> None:
@@ -150,28 +171,53 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         else:
             while scheduled and scheduled[0]._cancelled:
                 base._timer_cancelled_count -= 1
-                heapq.heappop(scheduled)._scheduled = False
+                heappop(scheduled)._scheduled = False
         if not ready:
             if base._stopping:
                 self._advance(0.0)
             elif scheduled:
-                wait_s = min(max(0.0, scheduled[0]._when - self.now), _MAXIMUM_SELECT_TIMEOUT_S)
-                self._advance(wait_s)
+                # `_advance` inlined (it runs at nearly every iteration), the same arithmetic.
+                now = self.now
+                when = scheduled[0]._when
+                target = now + min(max(0.0, when - now), _MAXIMUM_SELECT_TIMEOUT_S)
+                if when <= target + 1e-9:
+                    target = when
+                self.now = max(target, now + MIN_STEP_S)
             else:
                 raise SimulationStalled(
                     f"nothing runnable and no timer pending at virtual t={self.now:.6f}s"
                 )
-        self._release_due_timers()
+        if scheduled and scheduled[0]._when <= self.now:  # (most iterations have none due)
+            self._release_due_timers()
         end_time = self.now + base._clock_resolution
         while scheduled and scheduled[0]._when < end_time:
-            handle = heapq.heappop(scheduled)
+            handle = heappop(scheduled)
             handle._scheduled = False
             ready.append(handle)
         popleft = ready.popleft
         for _ in range(len(ready)):
             handle = popleft()
-            if not handle._cancelled:
-                handle._run()
+            if handle._cancelled:
+                continue
+            # `asyncio.Handle._run`, inlined: a frame less for every callback of the run.
+            try:
+                handle._context.run(handle._callback, *handle._args)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                self._report_callback_error(handle, exc)
+
+    def _report_callback_error(self, handle: Any, exc: BaseException) -> None:
+        """What `asyncio.Handle._run` tells the exception handler of a failed callback."""
+        callback = format_helpers._format_callback_source(handle._callback, handle._args)
+        context: dict[str, Any] = {
+            "message": f"Exception in callback {callback}",
+            "exception": exc,
+            "handle": handle,
+        }
+        if handle._source_traceback:
+            context["source_traceback"] = handle._source_traceback
+        self.call_exception_handler(context)
 
     def call_soon(  # type: ignore[override]
         self,
@@ -180,13 +226,21 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         context: contextvars.Context | None = None,
     ) -> asyncio.Handle:
         """`asyncio.BaseEventLoop.call_soon` without its debug-only checks (futures call
-        this for every done callback: it is the loop's most frequent call)."""
+        this for every done callback: it is the loop's most frequent call), the handle
+        built as `_new_handle` builds it."""
         base: Any = self
         if base._debug or base._closed:
             return super().call_soon(callback, *args, context=context)
-        handle = asyncio.Handle(callback, args, self, context)
+        handle: Any = _new_handle(_Handle)
+        handle._context = copy_context() if context is None else context
+        handle._loop = self
+        handle._callback = callback
+        handle._args = args
+        handle._cancelled = False
+        handle._repr = None
+        handle._source_traceback = None
         base._ready.append(handle)
-        return handle
+        return handle  # type: ignore[no-any-return]
 
     def call_at(  # type: ignore[override]
         self,
@@ -196,32 +250,57 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         context: contextvars.Context | None = None,
     ) -> asyncio.TimerHandle:
         """`asyncio.BaseEventLoop.call_at` without its debug-only checks (every sleep,
-        timeout and network delivery is one)."""
+        timeout and network delivery is one), the timer a `_SimTimerHandle`."""
         base: Any = self
         if base._debug or base._closed or when is None:
             return super().call_at(when, callback, *args, context=context)
-        timer = asyncio.TimerHandle(when, callback, args, self, context)
-        heapq.heappush(base._scheduled, timer)
-        base_timer: Any = timer
-        base_timer._scheduled = True
-        return timer
+        timer: Any = _new_handle(_SimTimerHandle)
+        timer._context = copy_context() if context is None else context
+        timer._loop = self
+        timer._callback = callback
+        timer._args = args
+        timer._cancelled = False
+        timer._repr = None
+        timer._source_traceback = None
+        timer._when = when
+        timer._scheduled = True
+        heappush(base._scheduled, timer)
+        return timer  # type: ignore[no-any-return]
+
+    def call_later(  # type: ignore[override]
+        self,
+        delay: float,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        """`asyncio.BaseEventLoop.call_later` straight to `call_at` (every ``sleep``)."""
+        base: Any = self
+        if base._debug or delay is None:
+            return super().call_later(delay, callback, *args, context=context)
+        return self.call_at(self.now + delay, callback, *args, context=context)
 
     def _release_due_timers(self) -> None:
         """Move the timers due now into the ready queue, ties in the seed's order."""
-        scheduled = self._scheduled  # type: ignore[attr-defined]
-        due: list[asyncio.TimerHandle] = []
-        while scheduled and scheduled[0].when() <= self.now:
-            handle = heapq.heappop(scheduled)
+        base: Any = self
+        scheduled = base._scheduled
+        now = self.now
+        if not scheduled or scheduled[0]._when > now:
+            return
+        due: list[Any] = []
+        while scheduled and scheduled[0]._when <= now:
+            handle = heappop(scheduled)
             handle._scheduled = False
-            if handle.cancelled():
-                self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
+            if handle._cancelled:
+                base._timer_cancelled_count -= 1
                 continue
             due.append(handle)
         if len(due) > 1:
-            keys = {id(h): (h.when(), self.random.random()) for h in due}
+            draw = self.random.random
+            keys = {id(h): (h._when, draw()) for h in due}
             due.sort(key=lambda h: keys[id(h)])
-            self.timer_ties += len(due) - len({h.when() for h in due})
-        self._ready.extend(due)  # type: ignore[attr-defined]
+            self.timer_ties += len(due) - len({h._when for h in due})
+        base._ready.extend(due)
 
     def _process_events(self, event_list: list[Any]) -> None:
         """No descriptors, so no events: the network schedules its own callbacks."""

@@ -107,8 +107,13 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()
             log = partition.log
             fetch_offset = status.fetch_offset
-            if fetch_offset < log.log_start_offset or fetch_offset > log.log_end_offset:
+            log_end_offset = log.log_end_offset
+            if fetch_offset < log.log_start_offset or fetch_offset > log_end_offset:
                 return self.force_complete()
+            if fetch_offset == log_end_offset and accumulated < min_bytes:
+                # Nothing at or past the log end, whatever the isolation bounds a read by:
+                # no bytes, so no change. Most partitions of a parked fetch are here.
+                continue
             available = partition.bytes_available(
                 fetch_offset,
                 follower,

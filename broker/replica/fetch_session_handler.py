@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -34,9 +35,11 @@ __all__ = ["FetchRequestData", "FetchSessionHandler", "PartitionData"]
 log = logging.getLogger("broker.replica.fetcher")
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionData:
-    """What a Fetch asks of one partition; a change of any field is sent again."""
+class PartitionData(NamedTuple):
+    """What a Fetch asks of one partition; a change of any field is sent again.
+
+    A named tuple, not a frozen dataclass: every follower fetch builds one per partition
+    and compares it with the session's, and a tuple is built and compared in C."""
 
     fetch_offset: int
     log_start_offset: int

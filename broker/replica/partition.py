@@ -546,30 +546,36 @@ class Partition:
     ) -> ReadResult:
         """Read for a consumer (below the HW; below the LSO for ``read_committed``, with
         the aborted transactions the records overlap) or a follower (``up_to_log_end``)."""
-        if not self.is_leader:
+        if self.leader_id != self.broker_id:
             return ReadResult(ErrorCode.not_leader_or_follower)
+        # Every fetch of every partition comes here (and most find nothing new): each
+        # offset is read once, not once per use.
         read_committed = read_committed and not up_to_log_end
+        log = self.log
         lso = self.last_stable_offset
-        bound = self._fetch_bound(up_to_log_end, read_committed)
+        bound = self._fetch_bound(up_to_log_end, read_committed)  # (a planted bug's seam)
+        high_watermark = self.high_watermark
+        log_end = log.log_end_offset
+        local_start = log.log_start_offset
+        remote_start = self.remote_log_start_offset
+        log_start = remote_start if 0 <= remote_start < local_start else local_start
         result = ReadResult(
-            high_watermark=self.high_watermark,
-            log_start_offset=self.log_start_offset,
-            log_end_offset=self.log_end_offset,
+            high_watermark=high_watermark,
+            log_start_offset=log_start,
+            log_end_offset=log_end,
             last_stable_offset=lso,
         )
-        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
+        if fetch_offset < log_start or fetch_offset > log_end:
             result.error = ErrorCode.offset_out_of_range
             return result
-        if fetch_offset < self.local_log_start_offset:  # in the remote tier only
+        if fetch_offset < local_start:  # in the remote tier only
             result.error = ErrorCode.offset_moved_to_tiered_storage
             return result
         if read_committed:
             result.aborted_transactions = []
         if fetch_offset >= bound:
             return result
-        result.records = self.log.read(
-            fetch_offset, max_bytes, max_offset=bound, min_one_batch=min_one
-        )
+        result.records = log.read(fetch_offset, max_bytes, max_offset=bound, min_one_batch=min_one)
         if read_committed and result.records:
             upper = fetch_offset
             for _, header in iter_batches(result.records, allow_partial_tail=True):

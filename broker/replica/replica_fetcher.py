@@ -299,20 +299,26 @@ class ReplicaFetcher:
         sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
         wanted: dict[TopicPartition, PartitionData] = {}
         quotas = self.manager.replication_quotas
+        if quotas is not None:
+            quotas.refresh()
+            if not quotas.follower.throttles_any:
+                quotas = None  # no partition is throttled: none is asked (most fetches)
+        max_bytes = config.replica_fetch_max_bytes
         for state in states:
-            partition = hosted.get(state.tp)
+            tp = state.tp
+            partition = hosted.get(tp)
             if partition is None or partition.is_leader:
                 continue
             if quotas is not None and quotas.should_follower_throttle(
-                *state.tp, state.is_replica_in_sync
+                *tp, state.is_replica_in_sync
             ):
                 continue  # over the follower quota: left out of this fetch, as Kafka's
             offset = partition.log_end_offset
-            sent[state.tp] = (state, offset)
-            wanted[state.tp] = PartitionData(
+            sent[tp] = (state, offset)
+            wanted[tp] = PartitionData(
                 fetch_offset=offset,
                 log_start_offset=partition.log_start_offset,
-                max_bytes=config.replica_fetch_max_bytes,
+                max_bytes=max_bytes,
                 current_leader_epoch=state.leader_epoch,
             )
         if not sent:
