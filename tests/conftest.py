@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import warnings
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,10 +21,47 @@ if TYPE_CHECKING:
 SPARK_TIMEOUT_S = 600
 
 
+#: The modules whose tests use the session's ``spark`` fixture: under ``make test``'s
+#: workers they are one unit of work, so one JVM serves them all (a module missing here
+#: still passes, on a JVM of its own; collection warns).
+SPARK_SESSION_MODULES = frozenset(
+    f"tests/integration/{name}.py"
+    for name in ("test_replay_e2e", "test_report", "test_throttle_report")
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The Spark tests' longer timeout; the Spark tests first, because under ``make
+    test``'s two workers they are the longest units of work, and one started last would
+    leave the other worker idle at the end (the sort is stable: files keep their order)."""
     for item in items:
         if item.get_closest_marker("spark") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SPARK_TIMEOUT_S))
+        module = item.nodeid.split("::", 1)[0]
+        if "spark" in getattr(item, "fixturenames", ()) and module not in SPARK_SESSION_MODULES:
+            warnings.warn(f"{module} uses the spark fixture: add it to SPARK_SESSION_MODULES")
+    items.sort(key=lambda item: item.get_closest_marker("spark") is None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (pyproject's addopts) with the Spark-session modules as one unit.
+
+    A module is one unit of work, so a module-scoped cluster or browser starts once and
+    tests that run in order on one stay in order. (xdist's ``loadgroup`` would say this
+    with marks, but it groups by rewriting node ids, which pytest 9.2 ignores: xdist
+    issue 1386.)
+    """
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "spark-session" if module in SPARK_SESSION_MODULES else module
+
+    return ModuleScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
