@@ -39,7 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(SPARK_TIMEOUT_S))
         module = item.nodeid.split("::", 1)[0]
         if "spark" in getattr(item, "fixturenames", ()) and module not in SPARK_SESSION_MODULES:
-            warnings.warn(f"{module} uses the spark fixture: add it to SPARK_SESSION_MODULES")
+            note = f"{module} uses the spark fixture: add it to SPARK_SESSION_MODULES"
+            warnings.warn(note, pytest.PytestWarning, stacklevel=1)
     items.sort(key=lambda item: item.get_closest_marker("spark") is None)
 
 
