@@ -26,7 +26,7 @@ SPARK_TIMEOUT_S = 600
 #: still passes, on a JVM of its own; collection warns).
 SPARK_SESSION_MODULES = frozenset(
     f"tests/integration/{name}.py"
-    for name in ("test_replay_e2e", "test_report", "test_throttle_report")
+    for name in ("test_replay_e2e", "test_replay_quota", "test_report", "test_throttle_report")
 )
 
 
