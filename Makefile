@@ -85,10 +85,10 @@ imports: install-dev
 	$(VENV)/bin/lint-imports
 
 unit: install-dev
-	$(PY) -m pytest -q tests/unit
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q tests/unit
 
 integration: install-dev
-	$(PY) -m pytest -q tests/integration
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q tests/integration
 
 clean:
 	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache build *.egg-info
