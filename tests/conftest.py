@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -19,6 +20,17 @@ if TYPE_CHECKING:
 # machine and went past 120 s with both cores kept busy (then the interrupted py4j
 # gateway failed the Spark tests after it). A timeout detects a hang; it is not a figure.
 SPARK_TIMEOUT_S = 600
+
+
+#: For every JVM the tests start (Spark: a session, a command's driver, a standalone
+#: cluster's daemons and executors), unless the environment sets its own: the C1 compiler
+#: only. They live seconds to a minute on small data, where C2's compiler threads cost
+#: more than they return: a local session's small jobs took 14 s of JVM CPU instead of 23.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("JAVA_TOOL_OPTIONS", TEST_JVM_OPTIONS)
 
 
 #: The modules whose tests use the session's ``spark`` fixture: under ``make test``'s
