@@ -42,18 +42,37 @@ SPARK_SESSION_MODULES = frozenset(
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The Spark tests' longer timeout; the Spark tests first, because under ``make
-    test``'s two workers they are the longest units of work, and one started last would
-    leave the other worker idle at the end (the sort is stable: files keep their order)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Spark tests' longer timeout, and the order: the modules whose tests declare the
+    longest timeout first (the README walkthrough, Spark, the simulation commands). Under
+    ``make test``'s two workers they are the longest units of work, and one started last
+    would leave the other worker idle at the end. The sort is stable and by module, so a
+    module's tests and the other modules keep their order."""
+    longest: dict[str, float] = {}
     for item in items:
         if item.get_closest_marker("spark") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SPARK_TIMEOUT_S))
-        module = item.nodeid.split("::", 1)[0]
+        module = _module(item)
         if "spark" in getattr(item, "fixturenames", ()) and module not in SPARK_SESSION_MODULES:
             note = f"{module} uses the spark fixture: add it to SPARK_SESSION_MODULES"
             warnings.warn(note, pytest.PytestWarning, stacklevel=1)
-    items.sort(key=lambda item: item.get_closest_marker("spark") is None)
+        longest[module] = max(longest.get(module, 0.0), _timeout(item, config))
+    items.sort(key=lambda item: -longest[_module(item)])
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _timeout(item: pytest.Item, config: pytest.Config) -> float:
+    """The timeout a test declares (its ``timeout`` mark), else the ini's (pytest-timeout's)."""
+    mark = item.get_closest_marker("timeout")
+    if mark is not None and mark.args:
+        return float(mark.args[0])
+    try:
+        return float(config.getini("timeout") or 0)
+    except ValueError:  # pytest-timeout not loaded (-p no:timeout): no ini key
+        return 0.0
 
 
 @pytest.hookimpl(optionalhook=True)
