@@ -68,8 +68,11 @@ $(AXE):
 	else echo "axe: npm is not installed and not installable here; the accessibility checks will skip"; fi
 
 ## make test: set up everything (dev and Spark extras) and run lint, types, import rules, tests.
+## With bytecode caches whatever the environment says (PYTHONDONTWRITEBYTECODE): the tests
+## start hundreds of Python processes and each pytest worker imports every test module;
+## without __pycache__ each of them compiles the broker (or rewrites the tests) again.
 test: install-dev kcat chromium axe lint typecheck imports
-	$(PY) -m pytest -q
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
@@ -82,10 +85,10 @@ imports: install-dev
 	$(VENV)/bin/lint-imports
 
 unit: install-dev
-	$(PY) -m pytest -q tests/unit
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q tests/unit
 
 integration: install-dev
-	$(PY) -m pytest -q tests/integration
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q tests/integration
 
 clean:
 	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache build *.egg-info

@@ -42,13 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from broker.config.broker_config import (
-    CLIENT_TELEMETRY_RECEIVER,
-    BrokerConfig,
-    ConfigError,
-    parse_overrides,
-    read_config,
-)
+from broker.config.plugin_names import CLIENT_TELEMETRY_RECEIVER
 from broker.control.guard import is_loopback
 from broker.control.token_file import TOKEN_ENV, remove_token, write_token
 from broker.observability.gc_policy import (
@@ -63,6 +57,7 @@ from simulation.command import add_simulate_parser
 
 if TYPE_CHECKING:
     from broker.app import MiniKafka
+    from broker.config.broker_config import BrokerConfig
 
 log = logging.getLogger("broker.cli")  # the name its log lines have always carried
 
@@ -474,6 +469,8 @@ def _writable_dir(path: Path, what: str) -> Path:
 
 def plan_serve(args: argparse.Namespace) -> ServePlan:
     """Check every ``serve`` argument before anything starts (UsageError, ConfigError)."""
+    from broker.config.broker_config import ConfigError, parse_overrides, read_config
+
     if not 1 <= args.brokers <= MAX_BROKERS:
         raise UsageError(f"--brokers must be 1..{MAX_BROKERS}, not {args.brokers}")
     overrides = parse_overrides(args.override)
@@ -706,9 +703,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_simulate(args, sys.argv[1:] if argv is None else argv)
         if args.command == "serve":
-            plan = plan_serve(args)
-            install_gc_log_from_env()  # MINIKAFKA_GC_LOG: the benchmarks read it
-            return run_async(lambda: _serve(plan, args.config, args.gc_threshold, args.gc_freeze))
+            return _serve_command(args)
         if args.command == "fault":
             return _fault(args)
         from kafka_tools.admin_cli import ADMIN_COMMANDS, run_admin
@@ -718,10 +713,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"minikafka {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except ConfigError as exc:
-        print(f"minikafka {args.command}: configuration error: {exc}", file=sys.stderr)
-        return 2
     parser.error(f"unknown command {args.command}")
+
+
+def _serve_command(args: argparse.Namespace) -> int:
+    """``serve``. The broker config (a pydantic model of every Kafka config: half a second
+    to build) is imported here, so that Kafka's tools and ``fault`` start without it."""
+    from broker.config.broker_config import ConfigError
+
+    try:
+        plan = plan_serve(args)
+        install_gc_log_from_env()  # MINIKAFKA_GC_LOG: the benchmarks read it
+        return run_async(lambda: _serve(plan, args.config, args.gc_threshold, args.gc_freeze))
+    except ConfigError as exc:
+        print(f"minikafka serve: configuration error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,11 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from broker.cluster.kraft_quorum import parse_quorum_voters
 from broker.config.config_error import ConfigError as ConfigError
 from broker.config.java_properties import parse_properties as parse_properties
+from broker.config.plugin_names import CLIENT_TELEMETRY_RECEIVER as CLIENT_TELEMETRY_RECEIVER
 from broker.security.authorizer.acl import STANDARD_AUTHORIZER
 
 #: The metrics reporter (``metric.reporters``) that turns client telemetry on: a name, no
 #: Java class (KIP-714's receiver is a ``ClientTelemetry`` reporter plugin in Kafka).
-CLIENT_TELEMETRY_RECEIVER: Final = "minikafka.ClientTelemetryReceiver"
 
 
 class BrokerConfig(BaseModel):
