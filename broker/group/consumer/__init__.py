@@ -23,7 +23,6 @@ from broker.group.consumer.consumer_group_member import (
     MemberState,
 )
 from broker.group.consumer.coordinator_ports import ClassicGroups, TopicsImage
-from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.consumer.errors import ApiError
 from broker.group.consumer.heartbeat_params import (
@@ -33,6 +32,7 @@ from broker.group.consumer.heartbeat_params import (
 from broker.group.consumer.range_assignor import RangeAssignor
 from broker.group.consumer.target_assignment_builder import TargetAssignmentBuilder
 from broker.group.consumer.uniform_assignor import UniformAssignor
+from broker.group.coordinator_timer import CoordinatorTimer
 
 __all__ = [
     "ApiError",

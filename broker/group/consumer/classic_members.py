@@ -43,7 +43,6 @@ from broker.group.consumer.consumer_group_member import (
     MemberState,
 )
 from broker.group.consumer.consumer_group_records import ConsumerGroupView
-from broker.group.consumer.consumer_group_timeouts import ConsumerGroupTimeouts
 from broker.group.consumer.current_assignment_builder import OwnedTopicPartitions
 from broker.group.consumer.errors import ApiError
 from broker.group.consumer.group_conversion import topic_partitions_by_name
@@ -56,6 +55,7 @@ from broker.group.consumer_protocol import (
     protocol_version,
 )
 from broker.group.join_params import JoinGroupParams
+from broker.group.member_timeouts import MemberTimeouts
 from broker.group.response_callback import ResponseCallback
 from broker.group.results import (
     UNKNOWN_MEMBER_ID,
@@ -81,7 +81,7 @@ class ConsumerMembership(Protocol):
     """
 
     config: ConsumerGroupConfig
-    timeouts: ConsumerGroupTimeouts
+    timeouts: MemberTimeouts
 
     @property
     def topics(self) -> Mapping[str, TopicInfo]: ...

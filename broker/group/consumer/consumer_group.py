@@ -28,10 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kio.schema.errors import ErrorCode
-
 from broker.group.consumer.consumer_group_member import Assignment, ConsumerGroupMember
-from broker.group.consumer.errors import ApiError
+from broker.group.member_epochs import unknown_member
 
 
 class ConsumerGroupState(StrEnum):
@@ -86,10 +84,7 @@ class ConsumerGroup:
         ``getOrMaybeCreateMember(memberId, false)``)."""
         member = self.members.get(member_id)
         if member is None:
-            raise ApiError(
-                ErrorCode.unknown_member_id,
-                f"Member {member_id} is not a member of group {self.group_id}.",
-            )
+            raise unknown_member(self.group_id, member_id)
         return member
 
     def static_member(self, instance_id: str) -> ConsumerGroupMember | None:

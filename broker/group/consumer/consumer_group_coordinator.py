@@ -30,7 +30,7 @@ session timeout, and answer with its epoch, the heartbeat interval the broker di
 and, on a full request or a change, its assignment. Epoch -1 leaves, -2 leaves a static
 member that will come back (it keeps its partitions until its session expires).
 
-Timeouts are Kafka's (session, rebalance: ``consumer_group_timeouts.py``); fencing removes
+Timeouts are Kafka's (session, rebalance: ``broker/group/member_timeouts.py``); fencing removes
 the member and bumps the group epoch, so the others get its partitions.
 
 Online migration (Kafka 4's, ``group.consumer.migration.policy``): a heartbeat joining a
@@ -54,7 +54,7 @@ COORDINATOR_LOAD_IN_PROGRESS.
 The heartbeat's checks are in ``heartbeat_validation.py``, its member lookup and static
 membership (KIP-848's rules) in ``member_subscription.py``, regex subscriptions in
 ``regex_subscriptions.py``, the target assignment and reconciliation in
-``consumer_group_assignment.py``, the timeouts in ``consumer_group_timeouts.py``.
+``consumer_group_assignment.py``, the timeouts in ``broker/group/member_timeouts.py``.
 
 Where this differs from Kafka:
 
@@ -107,14 +107,12 @@ from broker.group.consumer.consumer_group_member import (
 from broker.group.consumer.consumer_group_records import (
     ConsumerGroupView,
 )
-from broker.group.consumer.consumer_group_timeouts import ConsumerGroupTimeouts
 from broker.group.consumer.consumer_group_writes import write_group_changes
 from broker.group.consumer.coordinator_ports import (
     ClassicGroupMigration,
     ClassicGroups,
     TopicsImage,
 )
-from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.current_assignment_builder import OwnedTopicPartitions
 from broker.group.consumer.errors import ApiError
 from broker.group.consumer.group_conversion import (
@@ -146,6 +144,7 @@ from broker.group.group_configs import GroupConfigManager, GroupConfigStore
 from broker.group.group_metadata import GroupMetadata
 from broker.group.group_state import GroupState
 from broker.group.join_params import JoinGroupParams
+from broker.group.member_timeouts import MemberTimeouts, drop_group, expired_member
 from broker.group.response_callback import ResponseCallback
 from broker.group.results import JoinGroupResult, LeaveGroupResult, SyncGroupResult
 from broker.server.purgatories import ParkedRequest
@@ -176,8 +175,10 @@ class ConsumerGroupCoordinator:
         self.config = config
         # Per-group overrides (GROUP config resources); none without a cluster's store.
         self.group_configs = group_configs or GroupConfigManager(GroupConfigStore(), config)
-        self.timer = CoordinatorTimer(timer)
-        self.timeouts = ConsumerGroupTimeouts(self.timer, self._on_member_timeout)
+        self.timeouts = MemberTimeouts(
+            timer, self.group_configs.consumer_session_timeout_ms, self._on_member_timeout
+        )
+        self.timer = self.timeouts.timer
         self._topics = topics
         self._classic = classic_groups
         self._member_id_factory = member_id_factory
@@ -242,10 +243,7 @@ class ConsumerGroupCoordinator:
         """Kafka's ``onLoaded``: a group came back from ``__consumer_offsets``; every
         member's session timeout starts now (and the rebalance timeout of one asked to
         revoke)."""
-        old = self._groups.pop(group.group_id, None)
-        if old is not None:
-            for member_id in list(old.members):
-                self.timeouts.cancel(group.group_id, member_id)
+        drop_group(self._groups, group.group_id, self.timeouts)
         self._groups[group.group_id] = group
         log.info(
             "[GroupId %s] Loaded consumer group with %d members at epoch %d.",
@@ -253,19 +251,13 @@ class ConsumerGroupCoordinator:
             group.num_members,
             group.group_epoch,
         )
-        for member_id, member in group.members.items():
-            self._schedule_session_timeout(group.group_id, member_id)
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
-                self.timeouts.schedule_rebalance_timeout(
-                    group.group_id, member_id, member.member_epoch, member.rebalance_timeout_ms
-                )
+        self.timeouts.start_group(group, _owes_revocations)
 
     def on_partition_unloaded(self, partition: int) -> None:
         """This broker no longer leads ``partition``: its groups go, timers cancelled."""
         for group_id in [g for g in self._groups if self._classic.partition_for(g) == partition]:
-            group = self._groups.pop(group_id)
-            for member_id in list(group.members):
-                self.timeouts.cancel(group_id, member_id)
+            group = drop_group(self._groups, group_id, self.timeouts)
+            assert group is not None
             log.info(
                 "[GroupId %s] Unloaded consumer group at epoch %d.", group_id, group.group_epoch
             )
@@ -412,7 +404,7 @@ class ConsumerGroupCoordinator:
         updated = self.update_member_and_reconcile(
             group, member, updated_member(member, p), p.owned_topic_partitions
         )
-        self._schedule_session_timeout(group.group_id, member_id)
+        self.timeouts.schedule_session_timeout(group.group_id, member_id)
 
         full = joining or (
             p.rebalance_timeout_ms != -1
@@ -478,15 +470,9 @@ class ConsumerGroupCoordinator:
     ) -> ConsumerGroupMember:
         updated = reconcile(group, member, owned)
         if updated != member:
-            if updated.state is MemberState.UNREVOKED_PARTITIONS:
-                self.timeouts.schedule_rebalance_timeout(
-                    group.group_id,
-                    updated.member_id,
-                    updated.member_epoch,
-                    updated.rebalance_timeout_ms,
-                )
-            else:
-                self.timeouts.cancel_rebalance_timeout(group.group_id, updated.member_id)
+            self.timeouts.update_rebalance_timeout(
+                group.group_id, updated, _owes_revocations(updated)
+            )
         return updated
 
     # ================================================================= leave
@@ -562,9 +548,7 @@ class ConsumerGroupCoordinator:
         the caller's write), its classic members form the classic group again."""
         assert self.classic is not None
         members = classic_members_from_consumer_group(group, leaving_member_id, self._topics.topics)
-        del self._groups[group.group_id]
-        for member_id in group.members:
-            self.timeouts.cancel(group.group_id, member_id)
+        drop_group(self._groups, group.group_id, self.timeouts)
         self.classic.take_back_from_consumer_group(group.group_id, group.group_epoch, members)
 
     # ======================================================= classic members
@@ -606,11 +590,6 @@ class ConsumerGroupCoordinator:
         return classic_members.classic_group_leave(self, self._groups[group_id], members, reason)
 
     # ============================================================== timeouts
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.timeouts.schedule_session_timeout(
-            group_id, member_id, self.group_configs.consumer_session_timeout_ms(group_id)
-        )
-
     def _on_member_timeout(
         self, group_id: str, member_id: str, member_epoch: int | None, reason: str
     ) -> None:
@@ -618,15 +597,10 @@ class ConsumerGroupCoordinator:
         (the latter only if it is still at ``member_epoch``) and write the change."""
         if self._dropped_if_not_coordinator(group_id):
             return
-        group = self._groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None:
+        member = expired_member(self._groups, group_id, member_id, member_epoch, reason)
+        if member is None:
             return
-        if member_epoch is not None and member.member_epoch != member_epoch:
-            return
-        log.info(
-            "[GroupId %s] Member %s fenced from the group because %s", group_id, member_id, reason
-        )
+        group = self._groups[group_id]
         before = ConsumerGroupView.of(group)
         self._fence_member(group, member)
         self._write(group_id, before)
@@ -635,11 +609,8 @@ class ConsumerGroupCoordinator:
         """Forget a group this broker no longer coordinates (and its timeouts)."""
         if self._classic.check_coordinator(group_id) is not E.not_coordinator:
             return False
-        group = self._groups.pop(group_id, None)
-        if group is not None:
+        if drop_group(self._groups, group_id, self.timeouts) is not None:
             log.info("[GroupId %s] Dropped: this broker no longer coordinates it.", group_id)
-            for member_id in list(group.members):
-                self.timeouts.cancel(group_id, member_id)
         return True
 
     # ================================================================ delete
@@ -690,3 +661,8 @@ class ConsumerGroupCoordinator:
     ) -> ErrorCode | None:
         """Kafka's ``ConsumerGroup.validateOffsetFetch`` (None: accepted)."""
         return validate_offset_fetch(self._groups.get(group_id), member_id, member_epoch)
+
+
+def _owes_revocations(member: ConsumerGroupMember) -> bool:
+    """The member's rebalance timeout runs (Kafka: UNREVOKED_PARTITIONS)."""
+    return member.state is MemberState.UNREVOKED_PARTITIONS

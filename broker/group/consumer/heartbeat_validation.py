@@ -22,6 +22,9 @@ from broker.group.consumer.consumer_group_member import (
 from broker.group.consumer.current_assignment_builder import OwnedTopicPartitions
 from broker.group.consumer.errors import ApiError
 from broker.group.consumer.heartbeat_params import ConsumerGroupHeartbeatParams
+from broker.group.member_epochs import (
+    throw_if_member_epoch_is_invalid as throw_if_epoch_is_invalid,
+)
 
 E = ErrorCode
 
@@ -87,24 +90,14 @@ def throw_if_member_epoch_is_invalid(
     member: ConsumerGroupMember, received: int, owned: OwnedTopicPartitions | None
 ) -> None:
     """FENCED_MEMBER_EPOCH for an epoch ahead of the member's, or behind it unless it is
-    the previous epoch with a subset of the assignment (the response that bumped the
-    epoch may have been lost)."""
-    if received > member.member_epoch:
-        raise ApiError(
-            E.fenced_member_epoch,
-            f"The consumer group member has a greater member epoch ({received}) than the "
-            f"one known by the group coordinator ({member.member_epoch}). The member must "
-            "abandon all its partitions and rejoin.",
-        )
-    if received < member.member_epoch and (
-        received != member.previous_member_epoch or not is_subset(owned, member.assigned_partitions)
-    ):
-        raise ApiError(
-            E.fenced_member_epoch,
-            f"The consumer group member has a smaller member epoch ({received}) than "
-            f"the one known by the group coordinator ({member.member_epoch}). The "
-            "member must abandon all its partitions and rejoin.",
-        )
+    the previous epoch with a subset of the assignment (``member_epochs.py``)."""
+    throw_if_epoch_is_invalid(
+        "consumer",
+        received,
+        member.member_epoch,
+        member.previous_member_epoch,
+        lambda: is_subset(owned, member.assigned_partitions),
+    )
 
 
 def is_subset(owned: OwnedTopicPartitions | None, target: Assignment) -> bool:

@@ -9,7 +9,7 @@ takes its target at once, with the assignment epoch as its member epoch (share g
 never revoke). The answer carries the broker's heartbeat interval and, when the
 member's assignment changed or the request was a full one, the assignment by topic id.
 A member that does not heartbeat within ``group.share.session.timeout.ms`` is removed
-(a keyed timer on the broker's scheduler timer, ``CoordinatorTimer``).
+(``member_timeouts.py``: a keyed timer on the broker's scheduler timer).
 
 Kafka's errors: INVALID_REQUEST for an empty group, member or rack id, a join without
 subscribed topics, or an epoch below -1; UNKNOWN_MEMBER_ID for a member the group does
@@ -35,8 +35,9 @@ from kio.schema.errors import ErrorCode
 
 import broker.group.share.simple_assignor as simple_assignor
 from broker.cluster.cluster_metadata import ClusterMetadata
-from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.errors import ApiError
+from broker.group.member_epochs import unknown_member
+from broker.group.member_timeouts import MemberTimeouts, expired_member
 from broker.group.share.share_group import Assignment, ShareGroup, ShareGroupMember
 from broker.group.share.share_group_config import ShareGroupConfig
 from purgatory import SystemTimer
@@ -87,7 +88,11 @@ class ShareGroupCoordinator:
         on_member_expired: Callable[[str, str], None] = lambda _group_id, _member_id: None,
     ) -> None:
         self.config = config
-        self._timer = CoordinatorTimer(scheduler_timer)
+        self._timeouts = MemberTimeouts(
+            scheduler_timer,
+            lambda _group_id: self.config.group_share_session_timeout_ms,
+            self._on_member_timeout,
+        )
         self._metadata = metadata
         self._other_group_exists = other_group_exists
         # A member fenced by its session timeout: the share partitions release what it
@@ -160,10 +165,7 @@ class ShareGroupCoordinator:
                     f"{self.config.group_share_max_size} members.",
                 )
         elif member is None:
-            raise ApiError(
-                ErrorCode.unknown_member_id,
-                f"Member {params.member_id} is not a member of group {params.group_id}.",
-            )
+            raise unknown_member(params.group_id, params.member_id)
         elif params.member_epoch not in (member.member_epoch, member.previous_member_epoch):
             # the previous epoch is accepted: the answer that bumped it may have been lost
             raise ApiError(
@@ -194,7 +196,7 @@ class ShareGroupCoordinator:
             self._compute_target_assignment(group)
         full = params.member_epoch == 0 or names is not None
         changed = self._reconcile(group, member)
-        self._schedule_session_timeout(group.group_id, member.member_id)
+        self._timeouts.schedule_session_timeout(group.group_id, member.member_id)
         return ShareGroupHeartbeatResult(
             member_id=member.member_id,
             member_epoch=member.member_epoch,
@@ -206,10 +208,7 @@ class ShareGroupCoordinator:
         self._validate(params)
         group = self._groups.get(params.group_id)
         if group is None or params.member_id not in group.members:
-            raise ApiError(
-                ErrorCode.unknown_member_id,
-                f"Member {params.member_id} is not a member of group {params.group_id}.",
-            )
+            raise unknown_member(params.group_id, params.member_id)
         self._remove_member(group, params.member_id, "left")
         return ShareGroupHeartbeatResult(
             member_id=params.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH
@@ -252,24 +251,20 @@ class ShareGroupCoordinator:
 
     # -- sessions ---------------------------------------------------------------------
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        def expire() -> None:
-            group = self._groups.get(group_id)
-            if group is not None and member_id in group.members:
-                self._remove_member(group, member_id, "expired (session timeout)")
-                self._on_member_expired(group_id, member_id)
-
-        self._timer.schedule(
-            ("share-session", group_id, member_id),
-            self.config.group_share_session_timeout_ms,
-            expire,
-        )
+    def _on_member_timeout(
+        self, group_id: str, member_id: str, member_epoch: int | None, reason: str
+    ) -> None:
+        """The member's session expired: it goes, and what it holds is released."""
+        if expired_member(self._groups, group_id, member_id, member_epoch, reason) is None:
+            return
+        self._remove_member(self._groups[group_id], member_id, "expired (session timeout)")
+        self._on_member_expired(group_id, member_id)
 
     def _remove_member(self, group: ShareGroup, member_id: str, why: str) -> None:
         del group.members[member_id]
         group.target_assignment.pop(member_id, None)
         group.group_epoch += 1
-        self._timer.cancel(("share-session", group.group_id, member_id))
+        self._timeouts.cancel(group.group_id, member_id)
         log.info("[GroupId %s] Member %s %s.", group.group_id, member_id, why)
 
     def delete_group(self, group_id: str) -> ErrorCode:

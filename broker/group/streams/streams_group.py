@@ -28,9 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 
-from kio.schema.errors import ErrorCode
-
-from broker.group.consumer.errors import ApiError
+from broker.group.member_epochs import unknown_member
 from broker.group.streams.configured_topology import ConfiguredTopology
 from broker.group.streams.streams_group_member import StreamsGroupMember
 from broker.group.streams.streams_topology import StreamsTopology
@@ -78,10 +76,7 @@ class StreamsGroup:
         """Kafka's ``getMemberOrThrow``: UNKNOWN_MEMBER_ID when absent."""
         member = self.members.get(member_id)
         if member is None:
-            raise ApiError(
-                ErrorCode.unknown_member_id,
-                f"Member {member_id} is not a member of group {self.group_id}.",
-            )
+            raise unknown_member(self.group_id, member_id)
         return member
 
     def update_member(self, member: StreamsGroupMember) -> None:

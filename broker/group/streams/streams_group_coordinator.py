@@ -63,11 +63,11 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.cluster_metadata import TopicInfo as ClusterTopic
 from broker.group.append_errors import coordinator_write_error
-from broker.group.consumer.consumer_group_timeouts import ConsumerGroupTimeouts
 from broker.group.consumer.coordinator_ports import TopicsImage
-from broker.group.consumer.coordinator_timer import CoordinatorTimer
 from broker.group.consumer.errors import ApiError
 from broker.group.group_configs import GroupConfigManager
+from broker.group.member_epochs import throw_if_member_epoch_is_invalid
+from broker.group.member_timeouts import MemberTimeouts, drop_group, expired_member
 from broker.group.streams.configured_topology import (
     ConfiguredTopology,
     Status,
@@ -125,8 +125,10 @@ class StreamsGroupCoordinator:
     ) -> None:
         self.config = config
         self.group_configs = group_configs
-        self.timer = CoordinatorTimer(timer)
-        self.timeouts = ConsumerGroupTimeouts(self.timer, self._on_member_timeout)
+        self.timeouts = MemberTimeouts(
+            timer, group_configs.streams_session_timeout_ms, self._on_member_timeout
+        )
+        self.timer = self.timeouts.timer
         self.assignor = StickyTaskAssignor()
         self._topics = topics
         self._classic = classic_groups
@@ -194,10 +196,7 @@ class StreamsGroupCoordinator:
     def on_group_loaded(self, group: StreamsGroup) -> None:
         """Kafka's ``onLoaded``: the topology is configured against today's topics and
         every member's session timeout starts now."""
-        old = self._groups.pop(group.group_id, None)
-        if old is not None:
-            for member_id in list(old.members):
-                self.timeouts.cancel(group.group_id, member_id)
+        drop_group(self._groups, group.group_id, self.timeouts)
         topology = group.topology
         if (
             topology is not None
@@ -215,22 +214,15 @@ class StreamsGroupCoordinator:
             group.num_members,
             group.group_epoch,
         )
-        for member_id, member in group.members.items():
-            self._schedule_session_timeout(group.group_id, member_id)
-            if member.state is MemberState.UNREVOKED_TASKS:
-                self.timeouts.schedule_rebalance_timeout(
-                    group.group_id, member_id, member.member_epoch, member.rebalance_timeout_ms
-                )
+        self.timeouts.start_group(group, _owes_revocations)
 
     def on_partition_unloaded(self, partition: int) -> None:
         for group_id in [g for g in self._groups if self._classic.partition_for(g) == partition]:
             self._drop(group_id, "Unloaded")
 
     def _drop(self, group_id: str, why: str) -> None:
-        group = self._groups.pop(group_id, None)
+        group = drop_group(self._groups, group_id, self.timeouts)
         if group is not None:
-            for member_id in list(group.members):
-                self.timeouts.cancel(group_id, member_id)
             log.info("[GroupId %s] %s streams group at epoch %d.", group_id, why, group.group_epoch)
 
     # ============================================================== heartbeat
@@ -317,7 +309,7 @@ class StreamsGroupCoordinator:
             target = group.target_assignment_of(updated.member_id)
         updated = self._maybe_reconcile(group, updated, target, p.owned_tasks())
         group.update_member(updated)
-        self._schedule_session_timeout(group.group_id, p.member_id)
+        self.timeouts.schedule_session_timeout(group.group_id, p.member_id)
         if p.shutdown_application:
             group.shutdown_request_member_id = p.member_id
         return self._answer(group, p, member, updated, statuses)
@@ -491,15 +483,9 @@ class StreamsGroupCoordinator:
                 updated.assigned_tasks,
                 updated.tasks_pending_revocation,
             )
-            if updated.state is MemberState.UNREVOKED_TASKS:
-                self.timeouts.schedule_rebalance_timeout(
-                    group.group_id,
-                    member.member_id,
-                    updated.member_epoch,
-                    updated.rebalance_timeout_ms,
-                )
-            else:
-                self.timeouts.cancel_rebalance_timeout(group.group_id, member.member_id)
+            self.timeouts.update_rebalance_timeout(
+                group.group_id, updated, _owes_revocations(updated)
+            )
         return updated
 
     # ================================================================= leave
@@ -524,26 +510,16 @@ class StreamsGroupCoordinator:
         self.timeouts.cancel(group.group_id, member.member_id)
 
     # ============================================================== timeouts
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.timeouts.schedule_session_timeout(
-            group_id, member_id, self.group_configs.streams_session_timeout_ms(group_id)
-        )
-
     def _on_member_timeout(
         self, group_id: str, member_id: str, member_epoch: int | None, reason: str
     ) -> None:
         if self._classic.check_coordinator(group_id) is E.not_coordinator:
             self._drop(group_id, "Dropped (no longer coordinated)")
             return
-        group = self._groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None:
+        member = expired_member(self._groups, group_id, member_id, member_epoch, reason)
+        if member is None:
             return
-        if member_epoch is not None and member.member_epoch != member_epoch:
-            return
-        log.info(
-            "[GroupId %s] Member %s fenced from the group because %s", group_id, member_id, reason
-        )
+        group = self._groups[group_id]
         before = StreamsGroupView.of(group)
         self._fence_member(group, member)
         self._write(group_id, before)
@@ -609,26 +585,20 @@ class StreamsGroupCoordinator:
 def _throw_if_member_epoch_is_invalid(
     member: StreamsGroupMember, p: StreamsGroupHeartbeatParams
 ) -> None:
-    """Kafka's ``throwIfStreamsGroupMemberEpochIsInvalid``."""
-    received = p.member_epoch
-    if received > member.member_epoch:
-        raise ApiError(
-            E.fenced_member_epoch,
-            f"The streams group member has a greater member epoch ({received}) than the one "
-            f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-            "all its partitions and rejoin.",
-        )
-    if received < member.member_epoch:
-        owned = p.owned_tasks()
-        assigned = member.assigned_tasks
-        subset = owned is None or owned.merge(assigned) == assigned
-        if received != member.previous_member_epoch or not subset:
-            raise ApiError(
-                E.fenced_member_epoch,
-                f"The streams group member has a smaller member epoch ({received}) than the "
-                f"one known by the group coordinator ({member.member_epoch}). The member must "
-                "abandon all its partitions and rejoin.",
-            )
+    """Kafka's ``throwIfStreamsGroupMemberEpochIsInvalid`` (``member_epochs.py``)."""
+
+    def owns_subset() -> bool:
+        owned, assigned = p.owned_tasks(), member.assigned_tasks
+        return owned is None or owned.merge(assigned) == assigned
+
+    throw_if_member_epoch_is_invalid(
+        "streams", p.member_epoch, member.member_epoch, member.previous_member_epoch, owns_subset
+    )
+
+
+def _owes_revocations(member: StreamsGroupMember) -> bool:
+    """The member's rebalance timeout runs (Kafka: UNREVOKED_TASKS)."""
+    return member.state is MemberState.UNREVOKED_TASKS
 
 
 def _stale_topology(

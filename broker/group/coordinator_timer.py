@@ -1,4 +1,5 @@
-"""Kafka's ``CoordinatorTimer``: keyed timeouts of the consumer group coordinator.
+"""Kafka's ``CoordinatorTimer``: keyed timeouts of the group coordinators (consumer, streams,
+share groups; ``member_timeouts.py`` keys them by group and member).
 
 ``schedule(key, delay_ms, operation)`` puts a timer task on the broker's scheduler timer
 (a ``SystemTimer`` on the injected clock, run by its ExpirationReaper) and replaces any
@@ -18,7 +19,7 @@ from collections.abc import Callable, Hashable
 
 from purgatory import SystemTimer, TimerTask
 
-log = logging.getLogger("broker.group.consumer")
+log = logging.getLogger("broker.group")
 
 
 class _TimeoutTask(TimerTask):
