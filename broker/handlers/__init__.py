@@ -15,7 +15,8 @@ authorizer every client API checks what ``KafkaApis`` checks, through
 ``broker/security/authorizer/authorization.py`` (``group_common.group_denied``,
 ``txn_common.txn_id_denied``, ``config_authorization.py``), with Kafka's messages
 (``base.AUTHORIZATION_MESSAGES``). Shared helpers: ``group_common`` (the group APIs'
-callbacks), ``txn_common``, ``topic_names`` (names or ids), ``topic_configs``,
+callbacks), ``group_describe`` (the modern groups' Describe APIs), ``txn_common``,
+``topic_names`` (names or ids), ``topic_configs``,
 ``broker_configs`` and ``group_configs`` (the config APIs' resources), ``share_common``,
 ``share_offsets_common`` and ``share_state_common`` (KIP-932).
 """

@@ -13,14 +13,18 @@ group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.group.consumer import ApiError, Assignment, ConsumerGroup
-from broker.handlers.base import AUTHORIZATION_MESSAGES
-from broker.handlers.group_common import group_denied
-from broker.security.authorizer.authorization import AclOperation
+from broker.group.consumer import ConsumerGroup
+from broker.handlers.group_describe import (
+    OPERATIONS_OMITTED,
+    describe_each,
+    failed_group,
+    topic_partitions,
+)
 from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
@@ -28,25 +32,8 @@ API_KEY = 69
 MIN_VERSION = 0
 MAX_VERSION = 1
 
-# Kafka's AUTHORIZED_OPERATIONS_OMITTED.
-_OPERATIONS_OMITTED = -2147483648
 _CLASSIC_MEMBER_TYPE = 0
 _CONSUMER_MEMBER_TYPE = 1
-
-
-def _assignment(ctx: RequestContext, b: Builder, assignment: Assignment) -> Any:
-    metadata = ctx.services.metadata
-    topics = []
-    for topic_id, partitions in sorted(assignment.items(), key=lambda kv: str(kv[0])):
-        info = metadata.topic_by_id(topic_id)
-        topics.append(
-            b.TopicPartitions(
-                topic_id=topic_id,
-                topic_name=info.name if info is not None else "",
-                partitions=tuple(sorted(partitions)),
-            )
-        )
-    return b.Assignment(topic_partitions=tuple(topics))
 
 
 def _described(ctx: RequestContext, b: Builder, group: ConsumerGroup, assignor: str) -> Any:
@@ -61,8 +48,10 @@ def _described(ctx: RequestContext, b: Builder, group: ConsumerGroup, assignor: 
             "client_host": member.client_host,
             "subscribed_topic_names": member.subscribed_topic_names,
             "subscribed_topic_regex": member.subscribed_topic_regex,
-            "assignment": _assignment(ctx, b, member.assigned_partitions),
-            "target_assignment": _assignment(ctx, b, group.target_assignment_of(member.member_id)),
+            "assignment": topic_partitions(ctx, b, member.assigned_partitions),
+            "target_assignment": topic_partitions(
+                ctx, b, group.target_assignment_of(member.member_id)
+            ),
         }
         if ctx.api_version >= 1:
             fields["member_type"] = (
@@ -78,51 +67,24 @@ def _described(ctx: RequestContext, b: Builder, group: ConsumerGroup, assignor: 
         assignment_epoch=group.assignment_epoch,
         assignor_name=assignor,
         members=tuple(members),
-        authorized_operations=_OPERATIONS_OMITTED,
+        authorized_operations=OPERATIONS_OMITTED,
     )
 
 
 def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | None) -> Any:
-    return b.DescribedGroup(
-        error_code=error,
-        error_message=message,
-        group_id=group_id,
-        group_state="",
-        group_epoch=-1,
-        assignment_epoch=-1,
-        assignor_name="",
-        members=(),
-        authorized_operations=_OPERATIONS_OMITTED,
-    )
-
-
-GROUP_AUTHORIZATION_FAILED = AUTHORIZATION_MESSAGES[ErrorCode.group_authorization_failed]
+    return failed_group(b, group_id, error, message, assignor_name="")
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     coordinator = ctx.services.coordinators.consumer_group
-    manager = ctx.services.coordinators.group_metadata_manager
-    groups = []
-    for group_id in request.group_ids:
-        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
-            groups.append(
-                _group_error(
-                    b, group_id, ErrorCode.group_authorization_failed, GROUP_AUTHORIZATION_FAILED
-                )
-            )
-            continue
-        error = manager.check_coordinator(group_id)
-        if error is not ErrorCode.none:
-            groups.append(_group_error(b, group_id, error, None))
-            continue
-        try:
-            group = coordinator.consumer_group(group_id)
-        except ApiError as e:
-            groups.append(_group_error(b, group_id, e.error, e.message))
-            continue
-        groups.append(_described(ctx, b, group, coordinator.assignor_name(group)))
-    return b.ConsumerGroupDescribeResponse(throttle_time=0, groups=tuple(groups))
+
+    def described(group_id: str) -> Any:
+        group = coordinator.consumer_group(group_id)  # GROUP_ID_NOT_FOUND
+        return _described(ctx, b, group, coordinator.assignor_name(group))
+
+    groups = describe_each(ctx, request.group_ids, described, partial(_group_error, b))
+    return b.ConsumerGroupDescribeResponse(throttle_time=0, groups=groups)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

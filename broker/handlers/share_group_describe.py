@@ -11,15 +11,19 @@ With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATIO
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.group.consumer.errors import ApiError
 from broker.group.share import ShareGroup
-from broker.group.share.share_group import Assignment
-from broker.handlers.base import AUTHORIZATION_MESSAGES
-from broker.handlers.group_common import group_denied
-from broker.security.authorizer.authorization import AclOperation
+from broker.handlers.group_describe import (
+    OPERATIONS_OMITTED,
+    describe_each,
+    failed_group,
+    topic_partitions,
+)
 from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
@@ -27,23 +31,7 @@ API_KEY = 77
 MIN_VERSION = 1
 MAX_VERSION = 1
 
-_OPERATIONS_OMITTED = -2147483648  # Kafka's AUTHORIZED_OPERATIONS_OMITTED
 SIMPLE_ASSIGNOR = "simple"
-
-
-def _assignment(ctx: RequestContext, b: Builder, assignment: Assignment) -> Any:
-    metadata = ctx.services.metadata
-    topics = []
-    for topic_id, partitions in sorted(assignment.items(), key=lambda kv: str(kv[0])):
-        info = metadata.topic_by_id(topic_id)
-        topics.append(
-            b.TopicPartitions(
-                topic_id=topic_id,
-                topic_name=info.name if info is not None else "",
-                partitions=tuple(sorted(partitions)),
-            )
-        )
-    return b.Assignment(topic_partitions=tuple(topics))
 
 
 def _described(ctx: RequestContext, b: Builder, group: ShareGroup) -> Any:
@@ -55,7 +43,7 @@ def _described(ctx: RequestContext, b: Builder, group: ShareGroup) -> Any:
             client_id=m.client_id,
             client_host=m.client_host,
             subscribed_topic_names=m.subscribed_topic_names,
-            assignment=_assignment(ctx, b, m.assignment),
+            assignment=topic_partitions(ctx, b, m.assignment),
         )
         for m in sorted(group.members.values(), key=lambda m: m.member_id)
     )
@@ -68,57 +56,26 @@ def _described(ctx: RequestContext, b: Builder, group: ShareGroup) -> Any:
         assignment_epoch=group.assignment_epoch,
         assignor_name=SIMPLE_ASSIGNOR,
         members=members,
-        authorized_operations=_OPERATIONS_OMITTED,
+        authorized_operations=OPERATIONS_OMITTED,
     )
 
 
 def _group_error(b: Builder, group_id: str, error: ErrorCode, message: str | None) -> Any:
-    return b.DescribedGroup(
-        error_code=error,
-        error_message=message,
-        group_id=group_id,
-        group_state="",
-        group_epoch=-1,
-        assignment_epoch=-1,
-        assignor_name="",
-        members=(),
-        authorized_operations=_OPERATIONS_OMITTED,
-    )
-
-
-GROUP_AUTHORIZATION_FAILED = AUTHORIZATION_MESSAGES[ErrorCode.group_authorization_failed]
+    return failed_group(b, group_id, error, message, assignor_name="")
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = response_builder(API_KEY, ctx.api_version)
     coordinator = ctx.services.coordinators.share_group
-    manager = ctx.services.coordinators.group_metadata_manager
-    groups = []
-    for group_id in request.group_ids:
-        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
-            groups.append(
-                _group_error(
-                    b, group_id, ErrorCode.group_authorization_failed, GROUP_AUTHORIZATION_FAILED
-                )
-            )
-            continue
-        error = manager.check_coordinator(group_id)
-        if error is not ErrorCode.none:
-            groups.append(_group_error(b, group_id, error, None))
-            continue
+
+    def described(group_id: str) -> Any:
         group = coordinator.group(group_id)
         if group is None:
-            groups.append(
-                _group_error(
-                    b,
-                    group_id,
-                    ErrorCode.group_id_not_found,
-                    f"Group {group_id} not found.",
-                )
-            )
-            continue
-        groups.append(_described(ctx, b, group))
-    return b.ShareGroupDescribeResponse(throttle_time=0, groups=tuple(groups))
+            raise ApiError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+        return _described(ctx, b, group)
+
+    groups = describe_each(ctx, request.group_ids, described, partial(_group_error, b))
+    return b.ShareGroupDescribeResponse(throttle_time=0, groups=groups)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

@@ -21,27 +21,23 @@ Version notes:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.group.consumer.errors import ApiError
 from broker.group.streams.streams_group import StreamsGroup
 from broker.group.streams.streams_group_member import StreamsGroupMember
 from broker.group.streams.streams_topology import StreamsTopology, TopicInfo
 from broker.group.streams.tasks_tuple import Tasks, TasksTuple
-from broker.handlers.base import AUTHORIZATION_MESSAGES
 from broker.handlers.feature_gates import streams_groups_enabled
-from broker.handlers.group_common import group_denied
-from broker.security.authorizer.authorization import AclOperation
+from broker.handlers.group_describe import OPERATIONS_OMITTED, describe_each, failed_group
 from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
 
 API_KEY = 89
 MIN_VERSION = 0
 MAX_VERSION = 0
-
-_OPERATIONS_OMITTED = -2147483648  # Kafka's AUTHORIZED_OPERATIONS_OMITTED
 
 
 def _task_ids(b: Builder, tasks: Tasks) -> tuple[Any, ...]:
@@ -123,22 +119,12 @@ def _described(b: Builder, group: StreamsGroup) -> Any:
         assignment_epoch=group.assignment_epoch,
         topology=_topology(b, group, topology) if topology is not None else None,
         members=tuple(_member(b, group, m) for _, m in sorted(group.members.items())),
-        authorized_operations=_OPERATIONS_OMITTED,
+        authorized_operations=OPERATIONS_OMITTED,
     )
 
 
 def _failed(b: Builder, group_id: str, error: ErrorCode, message: str | None) -> Any:
-    return b.DescribedGroup(
-        error_code=error,
-        error_message=message,
-        group_id=group_id,
-        group_state="",
-        group_epoch=-1,
-        assignment_epoch=-1,
-        topology=None,
-        members=(),
-        authorized_operations=_OPERATIONS_OMITTED,
-    )
+    return failed_group(b, group_id, error, message, topology=None)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -146,22 +132,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return error_response(ctx, request, ErrorCode.unsupported_version)
     b = response_builder(API_KEY, ctx.api_version)
     coordinator = ctx.services.coordinators.streams_group
-    manager = ctx.services.coordinators.group_metadata_manager
-    described = []
-    for group_id in request.group_ids:
-        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
-            denied = ErrorCode.group_authorization_failed
-            described.append(_failed(b, group_id, denied, AUTHORIZATION_MESSAGES[denied]))
-            continue
-        error = manager.check_coordinator(group_id)
-        if error is not ErrorCode.none:
-            described.append(_failed(b, group_id, error, None))
-            continue
-        try:
-            described.append(_described(b, coordinator.streams_group(group_id)))
-        except ApiError as failure:
-            described.append(_failed(b, group_id, failure.error, failure.message))
-    return b.StreamsGroupDescribeResponse(throttle_time=0, groups=tuple(described))
+
+    def described(group_id: str) -> Any:
+        return _described(b, coordinator.streams_group(group_id))  # GROUP_ID_NOT_FOUND
+
+    groups = describe_each(ctx, request.group_ids, described, partial(_failed, b))
+    return b.StreamsGroupDescribeResponse(throttle_time=0, groups=groups)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
