@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from simulation.clients.client_history import ProtocolHistory
+from simulation.clients.client_history import ProtocolHistory, no_leader_epoch
 from simulation.events import EventLog
 
 Partition = tuple[str, int]
@@ -53,8 +54,9 @@ class History:
     acked_all: dict[tuple[str, int, int], bytes] = field(default_factory=dict)
     acked_one: int = 0
     send_failures: Counter[str] = field(default_factory=Counter)
-    # per (consumer, topic, partition): every high watermark a fetch answered, in order
-    high_watermarks: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
+    # per (consumer, topic, partition): every high watermark a fetch answered, in order, with
+    # the partition's leader epoch (the controller's) when the consumer saw it
+    high_watermarks: dict[tuple[str, str, int], list[tuple[int, int]]] = field(default_factory=dict)
     # per (group, topic, partition): every offset a commit was acknowledged for, in order
     commits: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
     # beside ``commits``, each commit's (sent, acknowledged) virtual times (out of the digest):
@@ -78,6 +80,10 @@ class History:
     # offsets the transform's group committed last
     final_records: dict[str, list[tuple[int, int, bytes]]] = field(default_factory=dict)
     final_committed: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # the controller's leader epoch of a partition now, handed in by the scenario (the
+    # checks judge a high watermark that moved back, or a share record given twice, by
+    # whether the partition changed leader between)
+    leader_epoch: Callable[[str, int], int] = no_leader_epoch
     #: per topic of ``final_records``: whether its final read was read_committed
     final_isolation: dict[str, bool] = field(default_factory=dict)
     #: reads, transactions, deletes and throttles, for Jepsen's checkers (`events`)
@@ -95,8 +101,9 @@ class History:
 
     def high_watermark(self, consumer: str, topic: str, partition: int, value: int) -> None:
         seen = self.high_watermarks.setdefault((consumer, topic, partition), [])
-        if not seen or seen[-1] != value:
-            seen.append(value)
+        observed = (value, self.leader_epoch(topic, partition))
+        if not seen or seen[-1] != observed:
+            seen.append(observed)
 
     def read(self, reader: str, topic: str, partition: int, offset: int, value: bytes) -> None:
         """A consumer was given ``value`` at this offset (kept out of the digest: checked)."""

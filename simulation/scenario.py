@@ -173,6 +173,7 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         buggify=bugs,
     )
     _note_setup(history, config.seed, bugs)
+    history.leader_epoch = history.protocol.share.leader_epoch = _leader_epochs(app)
     await app.start()
     nemesis.name_brokers(app, loop.network)
     try:
@@ -210,6 +211,19 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
         return loop.time()
     finally:
         await app.stop()
+
+
+def _leader_epochs(app: MiniKafka) -> Callable[[str, int], int]:
+    """A partition's leader epoch as the controller has it now (-1: no such partition):
+    what the checks read to tell a leader change from a broker's mistake."""
+
+    def leader_epoch(topic: str, partition: int) -> int:
+        state = app.cluster.topics.get(topic)
+        if state is None or not 0 <= partition < len(state.partitions):
+            return -1
+        return state.partitions[partition].leader_epoch
+
+    return leader_epoch
 
 
 def _note_setup(history: History, seed: int, bugs: Buggify | None) -> None:

@@ -217,6 +217,16 @@ def _hold_end(
     return end
 
 
+def _one_leadership(a: Acquisition, b: Acquisition) -> bool:
+    """No leader change of the partition between ``a``'s fetch leaving and ``b``'s answer
+    (or no epochs were noted). Kafka keeps a share partition's acquisitions in memory only:
+    a leader that loses the partition and wins it back loads the durable state, in which
+    the records ``a`` holds are AVAILABLE again (KIP-932: an in-flight acquisition does not
+    survive a leader change), so giving them again -- even to ``a``'s member, even with the
+    same delivery count -- is Kafka's behaviour, not a second holder."""
+    return a.sent_epoch < 0 or a.sent_epoch == b.received_epoch
+
+
 def one_holder_at_a_time(share: ShareEvents) -> Finding:
     acks: dict[tuple[str, _Key], list[float]] = {}
     for k in share.acknowledgements:
@@ -233,7 +243,7 @@ def one_holder_at_a_time(share: ShareEvents) -> Finding:
                 if b.received_s >= end:
                     break
                 opened = share.opened.get(b.connection, math.inf)
-                if b.broker == a.broker and opened <= a.received_s:
+                if b.broker == a.broker and opened <= a.received_s and _one_leadership(a, b):
                     clashes.append(key)
                     break
     detail = f"{len(share.acquisitions)} acquisitions, {len(clashes)} held by two at once"

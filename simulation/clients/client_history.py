@@ -17,6 +17,7 @@ share heartbeats as above.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 Partition = tuple[str, int]
@@ -24,6 +25,11 @@ Connection = tuple[str, int]  # (the link's client id, the connection's serial)
 
 ACK_NAMES = {0: "GAP", 1: "ACCEPT", 2: "RELEASE", 3: "REJECT"}
 ACCEPT, RELEASE, REJECT, GAP = 1, 2, 3, 0
+
+
+def no_leader_epoch(topic: str, partition: int) -> int:
+    """A partition's leader epoch where the history was given no way to read it."""
+    return -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +66,10 @@ class Acquisition:
     received_s: float  # when its answer arrived
     lock_s: float  # the acquisition lock timeout that answer gave
     value: bytes | None
+    # the partition's leader epoch (the controller's) when the fetch left and when its answer
+    # came: equal, no leader change came between, so one share partition served both
+    sent_epoch: int = -1
+    received_epoch: int = -1
 
     def describe(self) -> str:
         return (
@@ -114,6 +124,9 @@ class ShareEvents:
     lock_duration_s: float = 10.0
     session_timeout_s: float = 10.0
     delivery_limit: int = 5
+    # the controller's leader epoch of a partition now (the scenario hands it in): a share
+    # partition's in-flight acquisitions die with its leader (Kafka keeps them in memory)
+    leader_epoch: Callable[[str, int], int] = no_leader_epoch
 
     def heartbeat_ok(self, member: str, sent_s: float) -> None:
         self.heartbeats_ok.setdefault(member, []).append(sent_s)

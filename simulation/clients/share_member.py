@@ -368,6 +368,7 @@ class ShareMember:
             )
 
         sent = self._now()
+        epochs = {p: self._events.leader_epoch(topic, p) for topic, p in wanted}
         try:
             body, serial = await self._data.call(broker, SHARE_FETCH, 1, build, timeout_s=15)
         except ConnectionError:
@@ -379,13 +380,20 @@ class ShareMember:
             self._sessions.pop(broker, None)
             return []
         self._sessions[broker] = (epoch + 1, wanted)
-        return await self._acquired(body, broker, (self._data.client_id, serial), sent)
+        return await self._acquired(body, broker, (self._data.client_id, serial), sent, epochs)
 
     async def _acquired(
-        self, body: Any, broker: int, connection: tuple[str, int], sent: float
+        self,
+        body: Any,
+        broker: int,
+        connection: tuple[str, int],
+        sent: float,
+        sent_epochs: dict[int, int],
     ) -> list[tuple[Partition, int, bool]]:
         """What a ShareFetch answer acquired, noted in the events: (tp, offset, is a data
-        record); offsets without one (markers) are acquired too, and acknowledged as GAP."""
+        record); offsets without one (markers) are acquired too, and acknowledged as GAP.
+        Each acquisition carries its partition's leader epoch when the fetch left and when
+        its answer came (`Acquisition`)."""
         received = self._now()
         lock_s = body.acquisition_lock_timeout.total_seconds()
         acquired: list[tuple[Partition, int, bool]] = []
@@ -406,7 +414,8 @@ class ShareMember:
                             Acquisition(
                                 self.group, self.member_id, self.name, tp[0], tp[1], offset,
                                 int(batch.delivery_count), broker, connection, sent, received,
-                                lock_s, records[offset],
+                                lock_s, records[offset], sent_epochs.get(tp[1], -1),
+                                self._events.leader_epoch(*tp),
                             )
                         )  # fmt: skip
         return acquired

@@ -4,6 +4,8 @@ taken for violations (a zombie past its lease, a lock that expired, a new leader
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from simulation.clients.checks import (
     every_record_settled,
     never_accepted_twice,
@@ -181,6 +183,21 @@ def test_a_record_given_again_by_a_new_leader_is_no_clash() -> None:
     # another broker answered b: a new leader, which rightly forgot a's lock
     found = one_holder_at_a_time(_share(_acq("a", 1.0), _acq("b", 4.0, count=2, broker=1)))
     assert found.held, found.detail
+
+
+def test_a_record_given_again_after_its_leader_lost_and_won_back_the_partition_is_no_clash() -> (
+    None
+):
+    # seed 27 of the all-faults campaign: one broker, one connection, but the partition's
+    # leader epoch moved between a's fetch and b's answer (its leader stepped down and was
+    # elected again): the share partition was loaded afresh, a's acquisition gone with it
+    a = replace(_acq("a", 1.0), sent_epoch=4, received_epoch=4)
+    again = replace(_acq("a", 4.0), sent_epoch=5, received_epoch=6)
+    assert one_holder_at_a_time(_share(a, again)).held
+    # the same epoch throughout: one share partition gave it twice
+    again = replace(_acq("a", 4.0), sent_epoch=4, received_epoch=4)
+    found = one_holder_at_a_time(_share(a, again))
+    assert not found.held and "1 held by two at once" in found.detail
 
 
 def test_a_delivery_past_the_limit_is_caught() -> None:
