@@ -42,7 +42,8 @@ first time after an answer of the new broker is mapped to the value that answer 
 Member ids are unique strings, so the member map may be shared by all connections of a
 replay task (a leader's SyncGroup then also rewrites the other members it knows);
 generations are per group. Inter-broker requests (follower Fetch and
-OffsetForLeaderEpoch, with a replica id >= 0; WriteTxnMarkers) are not replayed: the new
+OffsetForLeaderEpoch, with a replica id >= 0; WriteTxnMarkers; a leader's
+AddPartitionsToTxn v4+) are not replayed: the new
 cluster's own brokers send their own, and a fake follower would move its ISR and high
 watermark (``spark_jobs.traffic``). Client telemetry (KIP-714: GetTelemetrySubscriptions,
 PushTelemetry) is not replayed either: it is the client's report of itself, with the
@@ -205,9 +206,9 @@ class ReplayRewriter:
     # -- requests -------------------------------------------------------------------
 
     @staticmethod
-    def skip_reason(api_key: int, request: Any) -> str | None:
+    def skip_reason(api_key: int, request: Any, api_version: int | None = None) -> str | None:
         """Why a request is not to be replayed, or None."""
-        if is_inter_broker(api_key, replica_id_of(request)):
+        if is_inter_broker(api_key, replica_id_of(request), api_version):
             return SKIP_INTER_BROKER
         if api_key in CLIENT_TELEMETRY_API_KEYS:
             return SKIP_CLIENT_TELEMETRY
