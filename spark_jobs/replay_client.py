@@ -317,7 +317,7 @@ def _reframe(
     if header.api_key not in DECODE_APIS:
         return frame, None, True, None
     request = decode_request(header, frame, body_offset)
-    reason = ReplayRewriter.skip_reason(header.api_key, request)
+    reason = ReplayRewriter.skip_reason(header.api_key, request, header.api_version)
     if reason is not None:
         return None, request, False, reason
     rewritten = conn.rewriter.rewrite(conn.connection_id, header.api_key, request)
@@ -331,9 +331,10 @@ def _reframe(
 
 
 def _inter_broker(row: dict[str, Any]) -> bool:
-    """Whether ``row`` is inter-broker traffic, by its replica id; decoded from the frame
-    (once, kept in the row) when the row has none, as rows of old captures. The answer is
-    kept in the row too: the replay asks it of every row several times."""
+    """Whether ``row`` is inter-broker traffic, by its API version and replica id (see
+    ``spark_jobs.traffic``); the replica id decoded from the frame (once, kept in the row)
+    when the row has none, as rows of old captures. The answer is kept in the row too: the
+    replay asks it of every row several times."""
     known = row.get("_inter_broker")
     if known is not None:
         return bool(known)
@@ -342,7 +343,12 @@ def _inter_broker(row: dict[str, Any]) -> bool:
     if replica_id is None and api_key in REPLICA_ID_APIS and "_replica_decoded" not in row:
         replica_id = row["replica_id"] = replica_id_of_frame(api_key, bytes(row["request"]))
         row["_replica_decoded"] = True
-    inter_broker = is_inter_broker(api_key, None if replica_id is None else int(replica_id))
+    version = row.get("api_version")
+    inter_broker = is_inter_broker(
+        api_key,
+        None if replica_id is None else int(replica_id),
+        None if version is None else int(version),
+    )
     row["_inter_broker"] = inter_broker
     return inter_broker
 

@@ -11,14 +11,26 @@ first time after an answer of the new broker is mapped to the value that answer 
   member id learned; the next unmapped generation to the generation learned. The
   mapped ids then replace the captured ones in JoinGroup, SyncGroup (its own and,
   where known, the leader's assignments), Heartbeat, OffsetCommit and LeaveGroup.
-* InitProducerId answers give a producer id and epoch; the next unmapped captured
-  producer id found in a request (a Produce batch, an InitProducerId that names one, or
-  a transaction's AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) is mapped
-  to them, with the captured epoch it was seen at: epochs then stay in step (a captured
-  epoch one above is one above on the new broker too — each re-initialisation bumps
-  both), so a transactional producer restarted under its transactional.id is mapped
-  right. Producer id and epoch sit under the batch CRC, so it is recomputed.
-  TxnOffsetCommit's member id and generation (v3+) are mapped as OffsetCommit's.
+* InitProducerId answers give a producer id and epoch. An idempotent producer's (no
+  transactional id): the next unmapped captured producer id found in a Produce batch is
+  mapped to what its connection (or, failing that, the task) was last answered, with the
+  captured epoch it was seen at; epochs then stay in step (a captured epoch one above is
+  one above on the new broker too). Producer id and epoch sit under the batch CRC, so it
+  is recomputed. TxnOffsetCommit's member id and generation (v3+) are mapped as
+  OffsetCommit's.
+* A transactional producer is followed by its transactional id, which each of its
+  requests names (Produce, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn,
+  InitProducerId), so an answer to it cannot be taken by another producer's request on
+  another connection (a client asks its coordinator and produces to the leaders). Its
+  InitProducerId answers and, with transactions v2 (KIP-890 part 2), its EndTxn v5+
+  answers (the epoch bumped at every end; a new producer id, epoch 0, once the epochs ran
+  out) are kept as the id's pending (id, epoch) on the new broker. The next request of
+  that transactional id naming a captured (id, epoch) it had not reached before (an id not
+  mapped, or an epoch above the one its mapping was anchored at) anchors the captured id
+  there: the capture holds no answers, so that request is where the captured answer
+  shows. A request from before the answer (an epoch at or below the anchor) keeps the old
+  anchor. The captured and the new cluster may so bump, fail, restart (KIP-360) or run
+  out of epochs at different points and still agree from one transaction to the next.
 * Share groups (KIP-932): ShareGroupHeartbeat's member epochs and ShareFetch's and
   ShareAcknowledge's share session epochs follow what the new broker answered
   (``replay_share_rewrite``).
@@ -30,7 +42,8 @@ first time after an answer of the new broker is mapped to the value that answer 
 Member ids are unique strings, so the member map may be shared by all connections of a
 replay task (a leader's SyncGroup then also rewrites the other members it knows);
 generations are per group. Inter-broker requests (follower Fetch and
-OffsetForLeaderEpoch, with a replica id >= 0; WriteTxnMarkers) are not replayed: the new
+OffsetForLeaderEpoch, with a replica id >= 0; WriteTxnMarkers; a leader's
+AddPartitionsToTxn v4+) are not replayed: the new
 cluster's own brokers send their own, and a fake follower would move its ISR and high
 watermark (``spark_jobs.traffic``). Client telemetry (KIP-714: GetTelemetrySubscriptions,
 PushTelemetry) is not replayed either: it is the client's report of itself, with the
@@ -108,7 +121,7 @@ DECODE_APIS: Final = frozenset(
     }
 )
 #: APIs whose responses teach the rewriter something.
-LEARN_APIS: Final = frozenset({JOIN_GROUP, INIT_PRODUCER_ID, FETCH, *SHARE_APIS})
+LEARN_APIS: Final = frozenset({JOIN_GROUP, INIT_PRODUCER_ID, END_TXN, FETCH, *SHARE_APIS})
 
 _PRODUCER_ID_POS: Final = 43  # int64, then the int16 epoch: both under the CRC
 _PRODUCER = struct.Struct(">qh")
@@ -180,6 +193,9 @@ class ReplayRewriter:
         self._groups: dict[tuple[str, str], _GroupState] = {}
         # A client may ask for its producer id on one connection and produce on another.
         self._last_learned_producer: tuple[int, int] | None = None
+        # transactional id -> the (id, epoch) the new broker last answered it
+        # (InitProducerId, EndTxn v5+) and no request of it has been anchored at yet.
+        self._txn_pending: dict[str, tuple[int, int]] = {}
         # Fetch sessions, per connection: (connection, captured id) -> new id, and the
         # id the new broker gave the last session opened on the connection.
         self._fetch_sessions: dict[tuple[str, int], int] = {}
@@ -190,9 +206,9 @@ class ReplayRewriter:
     # -- requests -------------------------------------------------------------------
 
     @staticmethod
-    def skip_reason(api_key: int, request: Any) -> str | None:
+    def skip_reason(api_key: int, request: Any, api_version: int | None = None) -> str | None:
         """Why a request is not to be replayed, or None."""
-        if is_inter_broker(api_key, replica_id_of(request)):
+        if is_inter_broker(api_key, replica_id_of(request), api_version):
             return SKIP_INTER_BROKER
         if api_key in CLIENT_TELEMETRY_API_KEYS:
             return SKIP_CLIENT_TELEMETRY
@@ -274,12 +290,22 @@ class ReplayRewriter:
         return captured
 
     def _map_producer(
-        self, connection: str, pid: int, epoch: int, *, learn: bool = True
+        self,
+        connection: str,
+        pid: int,
+        epoch: int,
+        *,
+        learn: bool = True,
+        transactional_id: str | None = None,
     ) -> tuple[int, int]:
-        """The new broker's (id, epoch) for a captured one; unmapped ids take what this
-        connection's (or, failing that, the task's) last InitProducerId answered."""
+        """The new broker's (id, epoch) for a captured one; a transactional producer's
+        first takes what was last answered to its transactional id (`_anchor`), other
+        unmapped ids what this connection's (or, failing that, the task's) last
+        non-transactional InitProducerId answered."""
         if pid < 0:
             return pid, epoch
+        if transactional_id is not None:
+            self._anchor(transactional_id, pid, epoch)
         mapped = self.producers.get(pid)
         if mapped is None:
             if not learn:
@@ -290,6 +316,18 @@ class ReplayRewriter:
             mapped = self.producers[pid] = ProducerMapping(epoch, learned[0], learned[1])
         return mapped.map(epoch)
 
+    def _anchor(self, transactional_id: str, pid: int, epoch: int) -> None:
+        """Ties captured ``pid`` at ``epoch`` to what the new broker last answered
+        ``transactional_id``, unless that request was from before the answer."""
+        pending = self._txn_pending.get(transactional_id)
+        if pending is None:
+            return
+        mapped = self.producers.get(pid)
+        if mapped is not None and epoch <= mapped.captured_epoch:
+            return
+        self.producers[pid] = ProducerMapping(epoch, pending[0], pending[1])
+        del self._txn_pending[transactional_id]
+
     def _producer_fields(
         self, connection: str, request: Any, *, learn: bool = True
     ) -> dict[str, Any]:
@@ -299,7 +337,10 @@ class ReplayRewriter:
         epoch = getattr(request, "producer_epoch", None)
         if pid is None or epoch is None or pid < 0:
             return {}
-        new_pid, new_epoch = self._map_producer(connection, int(pid), int(epoch), learn=learn)
+        txn = getattr(request, "transactional_id", None)
+        new_pid, new_epoch = self._map_producer(
+            connection, int(pid), int(epoch), learn=learn, transactional_id=txn
+        )
         if (new_pid, new_epoch) == (pid, epoch):
             return {}
         return {"producer_id": type(pid)(new_pid), "producer_epoch": type(epoch)(new_epoch)}
@@ -310,7 +351,10 @@ class ReplayRewriter:
         if transactions is None:
             pid = request.v3_and_below_producer_id
             epoch = request.v3_and_below_producer_epoch
-            new_pid, new_epoch = self._map_producer(connection, int(pid), int(epoch))
+            txn = request.v3_and_below_transactional_id
+            new_pid, new_epoch = self._map_producer(
+                connection, int(pid), int(epoch), transactional_id=txn
+            )
             if (new_pid, new_epoch) == (pid, epoch):
                 return {}
             return {
@@ -337,6 +381,7 @@ class ReplayRewriter:
         return request if new_id == captured else dataclasses.replace(request, session_id=new_id)
 
     def _rewrite_produce(self, connection: str, request: Any) -> Any:
+        txn = request.transactional_id
         topics = []
         changed = False
         for topic in request.topic_data:
@@ -344,10 +389,12 @@ class ReplayRewriter:
             for partition in topic.partition_data:
                 records = partition.records
                 if records:
+                    if txn is not None and txn in self._txn_pending:
+                        self._anchor_batches(txn, records)
                     new_records, unknown = rewrite_producer_in_batches(records, self.producers)
                     if unknown:
                         for pid, epoch in unknown:
-                            self._map_producer(connection, pid, epoch)
+                            self._map_producer(connection, pid, epoch, transactional_id=txn)
                         new_records, _ = rewrite_producer_in_batches(records, self.producers)
                     if new_records is not records:
                         partition = dataclasses.replace(partition, records=new_records)
@@ -357,6 +404,12 @@ class ReplayRewriter:
         if not changed:
             return request
         return dataclasses.replace(request, topic_data=tuple(topics))
+
+    def _anchor_batches(self, transactional_id: str, records: bytes) -> None:
+        """`_anchor` at the producer of a transactional Produce's batches."""
+        for _, header in iter_batches(records, allow_partial_tail=True):
+            if header.producer_id >= 0:
+                self._anchor(transactional_id, header.producer_id, header.producer_epoch)
 
     # -- responses ------------------------------------------------------------------
 
@@ -380,5 +433,16 @@ class ReplayRewriter:
             self.share.learn(api_key, request, response)
         elif api_key == INIT_PRODUCER_ID and int(response.error_code) == 0:
             learned = (int(response.producer_id), int(response.producer_epoch))
-            self._learned_producer[connection] = learned
-            self._last_learned_producer = learned
+            txn = getattr(request, "transactional_id", None)
+            if txn is not None:
+                self._txn_pending[str(txn)] = learned
+            else:
+                self._learned_producer[connection] = learned
+                self._last_learned_producer = learned
+        elif api_key == END_TXN and int(response.error_code) == 0:
+            # v5+ (transactions v2): the producer id and the epoch the next transaction
+            # uses; older versions answer none (and their epoch does not move).
+            pid = int(getattr(response, "producer_id", -1))
+            if pid >= 0:
+                epoch = int(response.producer_epoch)
+                self._txn_pending[str(request.transactional_id)] = (pid, epoch)

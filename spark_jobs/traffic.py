@@ -2,8 +2,10 @@
 
 A captured cluster of several brokers serves two kinds of requests: its clients' and its
 own brokers' (followers fetching from leaders, with a replica id >= 0; transaction
-markers from a coordinator). The replay sends the clients' requests only, and every
-comparison the report makes is between client requests on both sides.
+markers from a coordinator; a partition leader verifying or, with transactions v2,
+adding a producer's partition to its transaction: AddPartitionsToTxn v4+, KIP-890). The
+replay sends the clients' requests only, and every comparison the report makes is between
+client requests on both sides.
 
 Why not replay the inter-broker requests with simulated followers: the target cluster
 has followers of its own, which replicate the replayed produces by sending their own
@@ -63,17 +65,27 @@ INTER_BROKER_API_KEYS: Final = frozenset(
 )
 #: APIs whose requests carry a replica id (a follower's is >= 0).
 REPLICA_ID_APIS: Final = frozenset({1, 2, 23})  # Fetch, ListOffsets, OffsetForLeaderEpoch
+#: AddPartitionsToTxn from this version on is the brokers' (``AddPartitionsToTxnRequest.json``:
+#: "Versions 3 and below will be exclusively used by clients and versions 4 and above will
+#: be used by brokers"): a leader verifying, or with transactions v2 adding, a producer's
+#: partition. Replayed, it would race the target leader's own for the same transaction
+#: (CONCURRENT_TRANSACTIONS, which the Produce waiting on it answers NOT_ENOUGH_REPLICAS).
+ADD_PARTITIONS_TO_TXN: Final = 24
+BROKER_ADD_PARTITIONS_VERSION: Final = 4
 
 
-def is_inter_broker(api_key: int, replica_id: int | None) -> bool:
-    """True for a request one broker sent another (see module doc)."""
+def is_inter_broker(api_key: int, replica_id: int | None, api_version: int | None = None) -> bool:
+    """True for a request one broker sent another (see module doc); without
+    ``api_version``, a broker's AddPartitionsToTxn is not told from a client's."""
     if api_key in INTER_BROKER_API_KEYS:
         return True
+    if api_key == ADD_PARTITIONS_TO_TXN:
+        return api_version is not None and api_version >= BROKER_ADD_PARTITIONS_VERSION
     return api_key in REPLICA_ID_APIS and replica_id is not None and replica_id >= 0
 
 
-def traffic_of(api_key: int, replica_id: int | None) -> str:
-    return INTER_BROKER if is_inter_broker(api_key, replica_id) else CLIENT
+def traffic_of(api_key: int, replica_id: int | None, api_version: int | None = None) -> str:
+    return INTER_BROKER if is_inter_broker(api_key, replica_id, api_version) else CLIENT
 
 
 def replica_id_of(request: Any) -> int | None:
@@ -99,12 +111,21 @@ def replica_id_of_frame(api_key: int, frame: bytes) -> int | None:
         return None
 
 
-def traffic_column(api_key: str = "api_key", replica_id: str = "replica_id") -> Column:
+def traffic_column(
+    api_key: str = "api_key", replica_id: str = "replica_id", api_version: str = "api_version"
+) -> Column:
     """``traffic_of`` as a Spark column expression ("client" or "inter-broker")."""
     from pyspark.sql import functions as F
 
-    key, replica = F.col(api_key), F.col(replica_id)
-    inter = key.isin(*sorted(INTER_BROKER_API_KEYS)) | (
-        key.isin(*sorted(REPLICA_ID_APIS)) & replica.isNotNull() & (replica >= 0)
+    key, replica, version = F.col(api_key), F.col(replica_id), F.col(api_version)
+    broker_add = (
+        (key == ADD_PARTITIONS_TO_TXN)
+        & version.isNotNull()
+        & (version >= BROKER_ADD_PARTITIONS_VERSION)
+    )
+    inter = (
+        key.isin(*sorted(INTER_BROKER_API_KEYS))
+        | (key.isin(*sorted(REPLICA_ID_APIS)) & replica.isNotNull() & (replica >= 0))
+        | broker_add
     )
     return F.when(inter, F.lit(INTER_BROKER)).otherwise(F.lit(CLIENT))

@@ -275,7 +275,9 @@ def _first_client_request_us(rows: list[dict[str, Any]]) -> int:
     client = [
         int(r["received_unix_us"])
         for r in rows
-        if not is_inter_broker(int(r["api_key"]), _opt_int(r.get("replica_id")))
+        if not is_inter_broker(
+            int(r["api_key"]), _opt_int(r.get("replica_id")), _opt_int(r.get("api_version"))
+        )
     ]
     return min(client or [int(r["received_unix_us"]) for r in rows] or [0])
 

@@ -419,3 +419,24 @@ def test_capture_requests_keep_their_bytes_in_spark(spark: SparkSession, tmp_pat
     assert [bytes(r["request"]) for r in rows] == [r.request for r in requests]
     assert [r["replica_id"] for r in rows][-1] == 2
     assert rows[0]["error_codes"] == [0, 0]
+
+
+def test_traffic_column_tells_a_leaders_add_partitions_to_txn_as_traffic_of_does(
+    spark: SparkSession,
+) -> None:
+    """AddPartitionsToTxn v4+ is the brokers' (KIP-890), v3 and below the clients'; a
+    request log's row without a version counts as a client's, as in ``traffic_of``."""
+    from spark_jobs.traffic import traffic_column, traffic_of
+
+    cases = [
+        (24, None, 5),
+        (24, None, 4),
+        (24, None, 3),
+        (24, None, None),
+        (1, 2, 17),
+        (0, None, 12),
+    ]
+    frame = spark.createDataFrame(cases, "api_key int, replica_id int, api_version int")
+    got = [r["traffic"] for r in frame.select(traffic_column().alias("traffic")).collect()]
+    assert got == [traffic_of(*case) for case in cases]
+    assert got == ["inter-broker", "inter-broker", "client", "client", "inter-broker", "client"]
