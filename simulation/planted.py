@@ -32,7 +32,7 @@ from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerStateEntry
 from broker.replica.replica_fetcher import ReplicaFetcher
-from broker.share.share_partition import RecordState, SharePartition
+from broker.share.share_partition import AcknowledgeType, RecordState, SharePartition
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
 __all__ = ["PLANTED", "PlantedBug", "planted"]
@@ -289,6 +289,63 @@ def _share_lock_released_twice(stack: ExitStack) -> None:
     _replace(stack, SharePartition, "_on_lock_expired", _on_lock_expired)
 
 
+def _share_delivery_limit_off_by_one(stack: ExitStack) -> None:
+    original = SharePartition.__dict__["_release"]
+
+    def _release(self: SharePartition, record: Any, offset: int) -> bool:
+        if record.delivery_count == self.config.delivery_count_limit:
+            # The bug: "reached the limit" is taken as "past it" (``>`` for ``>=``): a
+            # record released, or whose lock expired, on its last allowed delivery is made
+            # AVAILABLE again and delivered once more, instead of ARCHIVED.
+            record.state = RecordState.AVAILABLE
+            self._available += 1
+            return True
+        released: bool = original(self, record, offset)
+        return released
+
+    _replace(stack, SharePartition, "_release", _release)
+
+
+def _share_accept_keeps_lock(stack: ExitStack) -> None:
+    original = SharePartition.__dict__["acknowledge"]
+
+    def acknowledge(
+        self: SharePartition,
+        member_id: str,
+        batches: list[Any],
+        allow_renew: bool = False,
+        renew_enabled: bool = True,
+    ) -> Any:
+        # The bug: an ACCEPT does not take its records out of their acquisition lock
+        # (Kafka's cancelAndClearAcquisitionLockTimeoutTask, forgotten on the ACCEPT
+        # path). The lock still counts them, so it is not cancelled; when it expires it
+        # releases them as if still ACQUIRED -- ACKNOWLEDGED records the start offset has
+        # not passed yet go back to AVAILABLE, are delivered again and ACCEPTed again.
+        kept: list[tuple[Any, Any]] = []
+        for batch in batches:
+            types = batch.acknowledge_types
+            for index, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
+                if len(types) != 1 and index >= len(types):
+                    break  # a malformed batch: the acknowledgement refuses it whole
+                kind = types[0] if len(types) == 1 else types[index]
+                record = self._in_flight.get(offset)
+                lock = record.lock if record is not None else None
+                if kind == AcknowledgeType.ACCEPT and lock is not None:
+                    kept.append((record, lock))
+        for _, lock in kept:
+            lock.held += 1  # what the ACCEPT takes off again: the lock keeps its count
+        result = original(self, member_id, batches, allow_renew, renew_enabled)
+        for record, lock in kept:
+            if result[0] is ErrorCode.none and record.state is RecordState.ACKNOWLEDGED:
+                record.lock = lock  # still "held" by the lock, as acquired_count says
+                self.acquired_count += 1
+            else:
+                lock.held -= 1
+        return result
+
+    _replace(stack, SharePartition, "acknowledge", acknowledge)
+
+
 def _streams_task_given_before_revoked(stack: ExitStack) -> None:
     def current_active_task_process_id(
         self: StreamsGroup, subtopology_id: str, partition: int
@@ -411,6 +468,21 @@ PLANTED: dict[str, PlantedBug] = {
             "lock: two share consumers hold one record at once",
             "SharePartition._on_lock_expired",
             _share_lock_released_twice,
+        ),
+        PlantedBug(
+            "share-delivery-limit-off-by-one",
+            "a share record released (or whose lock expired) on its last allowed delivery is "
+            "made AVAILABLE again instead of ARCHIVED (>, not >=, against "
+            "group.share.delivery.count.limit): it is delivered once past the limit",
+            "SharePartition._release",
+            _share_delivery_limit_off_by_one,
+        ),
+        PlantedBug(
+            "share-accept-keeps-lock",
+            "an ACCEPT leaves its records under their acquisition lock: when the lock expires "
+            "it releases ACKNOWLEDGED records too, which are delivered and ACCEPTed again",
+            "SharePartition.acknowledge",
+            _share_accept_keeps_lock,
         ),
         PlantedBug(
             "streams-task-given-before-revoked",

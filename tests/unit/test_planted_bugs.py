@@ -1,10 +1,19 @@
-"""Planted bugs are switches of the simulation alone: in for a block, gone after it."""
+"""Planted bugs are switches of the simulation alone: in for a block, gone after it; and
+the share bugs, on a share partition alone, do the wrong thing they name."""
 
 from __future__ import annotations
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from broker.replica.partition import Partition
+from broker.share.share_partition import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    SharePartition,
+    SharePartitionConfig,
+)
+from purgatory import ManualClock, SystemTimer
 from simulation.planted import PLANTED, planted
 
 
@@ -47,3 +56,51 @@ def test_no_bug_is_planted_by_default_and_an_unknown_name_is_refused() -> None:
     with pytest.raises(ValueError, match="--list-planted"), planted("no-such-bug"):
         pass
     assert len(PLANTED) >= 10
+
+
+def _share_partition(limit: int = 5) -> tuple[SharePartition, ManualClock, SystemTimer]:
+    clock = ManualClock()
+    timer = SystemTimer(clock)
+    config = SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=limit)
+    return SharePartition("g", "t", 0, 0, config, timer), clock, timer
+
+
+def _deliveries_of_offset_0(limit: int) -> list[int]:
+    """Every delivery count offset 0 is acquired with, RELEASEd every time (as the share
+    members do to every 37th offset), until it is acquired no more."""
+    sp, _, _ = _share_partition(limit)
+    counts: list[int] = []
+    while len(counts) <= limit + 2 and (acquired := sp.acquire("m1", [(0, 0)], 10)):
+        counts.append(acquired[0].delivery_count)
+        release = AcknowledgementBatch(0, 0, (int(AcknowledgeType.RELEASE),))
+        assert sp.acknowledge("m1", [release]) == (ErrorCode.none, None)
+    return counts
+
+
+def test_share_delivery_limit_off_by_one_delivers_once_past_the_limit() -> None:
+    assert _deliveries_of_offset_0(3) == [1, 2, 3]
+    with planted("share-delivery-limit-off-by-one"):
+        assert _deliveries_of_offset_0(3) == [1, 2, 3, 4]
+    assert _deliveries_of_offset_0(3) == [1, 2, 3]
+
+
+def _accepted_offset_1_after_the_lock_expires() -> tuple[list[tuple[int, int]], ErrorCode]:
+    """Offsets 0-1 acquired by m1 under one lock; 1 ACCEPTed, 0 left to its lock (it holds
+    the start offset back); after the lock expires, what m2 acquires, as (first, last),
+    and the answer to m2's ACCEPT of offset 1."""
+    sp, clock, timer = _share_partition()
+    sp.acquire("m1", [(0, 1)], 10)
+    accept = AcknowledgementBatch(1, 1, (int(AcknowledgeType.ACCEPT),))
+    assert sp.acknowledge("m1", [accept]) == (ErrorCode.none, None)
+    clock.advance(1000)
+    timer.advance_clock()
+    again = [(r.first_offset, r.last_offset) for r in sp.acquire("m2", [(0, 1)], 10)]
+    return again, sp.acknowledge("m2", [accept])[0]
+
+
+def test_share_accept_keeps_lock_redelivers_an_accepted_record() -> None:
+    correct = ([(0, 0)], ErrorCode.invalid_record_state)
+    assert _accepted_offset_1_after_the_lock_expires() == correct
+    with planted("share-accept-keeps-lock"):
+        assert _accepted_offset_1_after_the_lock_expires() == ([(0, 1)], ErrorCode.none)
+    assert _accepted_offset_1_after_the_lock_expires() == correct
