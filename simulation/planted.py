@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.group_coordinator import GroupCoordinator
+from broker.group.streams.sticky_task_assignor import _Assignment as StickyAssignment
 from broker.group.streams.streams_group import StreamsGroup
 from broker.log.memory_log import MemoryLog
 from broker.replica.delayed_produce import DelayedProduce
@@ -357,6 +358,18 @@ def _streams_task_given_before_revoked(stack: ExitStack) -> None:
     _replace(stack, StreamsGroup, "current_active_task_process_id", current_active_task_process_id)
 
 
+def _streams_standby_beside_active(stack: ExitStack) -> None:
+    original = StickyAssignment.__dict__["_least_loaded"]
+
+    def _least_loaded(self: StickyAssignment, exclude_task: Any = None) -> Any:
+        # The bug: the standby copies left over go to the least loaded process without
+        # excluding the one that runs the task active (or holds a copy already): a
+        # member is given a task as active and standby at once.
+        return original(self, None)
+
+    _replace(stack, StickyAssignment, "_least_loaded", _least_loaded)
+
+
 PLANTED: dict[str, PlantedBug] = {
     bug.name: bug
     for bug in (
@@ -490,6 +503,14 @@ PLANTED: dict[str, PlantedBug] = {
             "revoke it before giving it to its new owner: two members process one task",
             "StreamsGroup.current_active_task_process_id",
             _streams_task_given_before_revoked,
+        ),
+        PlantedBug(
+            "streams-standby-beside-active",
+            "the streams sticky assignor places a standby copy on the least loaded process "
+            "without excluding the one running the task active: a member holds a task as "
+            "active and standby at once, and the task has no standby elsewhere",
+            "StickyAssignment._least_loaded",
+            _streams_standby_beside_active,
         ),
     )
 }

@@ -1,11 +1,18 @@
 """Planted bugs are switches of the simulation alone: in for a block, gone after it; and
-the share bugs, on a share partition alone, do the wrong thing they name."""
+the share and streams-assignor bugs, on a share partition or an assignor alone, do the
+wrong thing they name."""
 
 from __future__ import annotations
 
 import pytest
 from kio.schema.errors import ErrorCode
 
+from broker.group.streams.sticky_task_assignor import (
+    AssignmentMemberSpec,
+    StickyTaskAssignor,
+    SubtopologyTasks,
+)
+from broker.group.streams.tasks_tuple import TaskId, TasksTuple, task_ids
 from broker.replica.partition import Partition
 from broker.share.share_partition import (
     AcknowledgementBatch,
@@ -21,6 +28,7 @@ from simulation.planted import PLANTED, planted
 def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) -> None:
     import broker.group.consumer.current_assignment_builder as cab
     import broker.group.group_coordinator as gc
+    import broker.group.streams.sticky_task_assignor as sta
     import broker.group.streams.streams_group as sg
     import broker.log.memory_log as ml
     import broker.replica.delayed_produce as dp
@@ -40,6 +48,7 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "CurrentAssignmentBuilder": cab.CurrentAssignmentBuilder,
         "SharePartition": sp.SharePartition,
         "StreamsGroup": sg.StreamsGroup,
+        "StickyAssignment": sta._Assignment,
     }
     owner_name, method = PLANTED[name].where.rsplit(".", 1)
     owner = owners[owner_name]
@@ -104,3 +113,19 @@ def test_share_accept_keeps_lock_redelivers_an_accepted_record() -> None:
     with planted("share-accept-keeps-lock"):
         assert _accepted_offset_1_after_the_lock_expires() == ([(0, 1)], ErrorCode.none)
     assert _accepted_offset_1_after_the_lock_expires() == correct
+
+
+def _tasks_in_two_roles_of_a_lone_member() -> set[TaskId]:
+    """A streams group's first member alone, one standby replica asked for: the tasks the
+    assignor gives it as active and as standby."""
+    member = {"a": AssignmentMemberSpec("process-a", TasksTuple())}
+    topology = [SubtopologyTasks("0", 2, stateful=True)]
+    assigned = StickyTaskAssignor().assign(member, topology, {"num.standby.replicas": "1"})["a"]
+    return set(task_ids(assigned.active)) & set(task_ids(assigned.standby))
+
+
+def test_streams_standby_beside_active_gives_a_task_in_two_roles() -> None:
+    assert _tasks_in_two_roles_of_a_lone_member() == set()
+    with planted("streams-standby-beside-active"):
+        assert _tasks_in_two_roles_of_a_lone_member() == {("0", 0), ("0", 1)}
+    assert _tasks_in_two_roles_of_a_lone_member() == set()
