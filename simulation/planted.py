@@ -16,6 +16,7 @@ leader change, markers, truncation, group generations).
 from __future__ import annotations
 
 import bisect
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from kio.schema.errors import ErrorCode
 from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.group_coordinator import GroupCoordinator
+from broker.group.group_metadata import GroupMetadata
 from broker.group.streams.sticky_task_assignor import _Assignment as StickyAssignment
 from broker.group.streams.streams_group import StreamsGroup
 from broker.log.memory_log import MemoryLog
@@ -242,6 +244,25 @@ def _stale_generation_commit_accepted(stack: ExitStack) -> None:
         return None if error in stale else error
 
     _replace(stack, GroupCoordinator, "_validate_offset_commit", _validate_offset_commit)
+
+
+def _generation_kept_when_members_leave(stack: ExitStack) -> None:
+    original = GroupMetadata.__dict__["init_next_generation"]
+    members_of: weakref.WeakKeyDictionary[GroupMetadata, set[str]] = weakref.WeakKeyDictionary()
+
+    def init_next_generation(self: GroupMetadata) -> None:
+        before = members_of.get(self, set())
+        now = set(self.all_members)
+        original(self)
+        members_of[self] = now
+        if now and now < before:
+            # The bug: the generation is bumped only when a member joined; a rebalance
+            # that only lost members (a LeaveGroup, a session that expired) keeps it, so
+            # the members left take the leaver's partitions under the generation it owned
+            # them in (and its late commits still validate).
+            self.generation_id -= 1
+
+    _replace(stack, GroupMetadata, "init_next_generation", init_next_generation)
 
 
 # -- KIP-848 and share groups (issue 33: the protocol clients' checkers catch these) ------
@@ -465,6 +486,14 @@ PLANTED: dict[str, PlantedBug] = {
             "accepted: a zombie that lost its partitions moves their committed offsets back",
             "GroupCoordinator._validate_offset_commit",
             _stale_generation_commit_accepted,
+        ),
+        PlantedBug(
+            "generation-kept-when-members-leave",
+            "a classic group's rebalance that only lost members keeps its generation id: "
+            "the members left are given the leaver's partitions in the generation it owned "
+            "them in",
+            "GroupMetadata.init_next_generation",
+            _generation_kept_when_members_leave,
         ),
         PlantedBug(
             "kip848-assigned-before-revoked",

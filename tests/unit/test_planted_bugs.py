@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
+from broker.group.group_metadata import GroupMetadata
+from broker.group.group_state import GroupState
+from broker.group.member_metadata import MemberMetadata
 from broker.group.streams.sticky_task_assignor import (
     AssignmentMemberSpec,
     StickyTaskAssignor,
@@ -28,6 +31,7 @@ from simulation.planted import PLANTED, planted
 def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) -> None:
     import broker.group.consumer.current_assignment_builder as cab
     import broker.group.group_coordinator as gc
+    import broker.group.group_metadata as gm
     import broker.group.streams.sticky_task_assignor as sta
     import broker.group.streams.streams_group as sg
     import broker.log.memory_log as ml
@@ -43,6 +47,7 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "ReplicaFetcher": rf.ReplicaFetcher,
         "TransactionMarkerChannelManager": tm.TransactionMarkerChannelManager,
         "GroupCoordinator": gc.GroupCoordinator,
+        "GroupMetadata": gm.GroupMetadata,
         "MemoryLog": ml.MemoryLog,
         "ProducerStateEntry": ps.ProducerStateEntry,
         "CurrentAssignmentBuilder": cab.CurrentAssignmentBuilder,
@@ -129,3 +134,27 @@ def test_streams_standby_beside_active_gives_a_task_in_two_roles() -> None:
     with planted("streams-standby-beside-active"):
         assert _tasks_in_two_roles_of_a_lone_member() == {("0", 0), ("0", 1)}
     assert _tasks_in_two_roles_of_a_lone_member() == set()
+
+
+def _generations_of_a_group_that_loses_a_member() -> list[int]:
+    """A classic group's generations: two members, then one left (and one joined)."""
+    group = GroupMetadata("g", GroupState.EMPTY, ManualClock())
+    seen = []
+    for change in (("add", "a"), ("add", "b"), ("remove", "a"), ("add", "c")):
+        if change[0] == "add":
+            group.add(
+                MemberMetadata(change[1], None, "c", "h", 1000, 1000, "consumer", [("range", b"")])
+            )
+        else:
+            group.remove(change[1])
+        group.transition_to(GroupState.PREPARING_REBALANCE)
+        group.init_next_generation()
+        seen.append(group.generation_id)
+    return seen
+
+
+def test_generation_kept_when_members_leave_reuses_the_leavers_generation() -> None:
+    assert _generations_of_a_group_that_loses_a_member() == [1, 2, 3, 4]
+    with planted("generation-kept-when-members-leave"):
+        assert _generations_of_a_group_that_loses_a_member() == [1, 2, 2, 3]
+    assert _generations_of_a_group_that_loses_a_member() == [1, 2, 3, 4]
