@@ -391,6 +391,31 @@ def _streams_standby_beside_active(stack: ExitStack) -> None:
     _replace(stack, StickyAssignment, "_least_loaded", _least_loaded)
 
 
+def _streams_removed_member_keeps_its_tasks(stack: ExitStack) -> None:
+    original = StreamsGroup.__dict__["remove_member"]
+
+    def remove_member(self: StreamsGroup, member_id: str) -> Any:
+        active = dict(self.active_task_process)
+        standby = {task: set(held) for task, held in self.standby_task_processes.items()}
+        warmup = {task: set(held) for task, held in self.warmup_task_processes.items()}
+        removed = original(self, member_id)
+        # The bug: the member is removed but its tasks are not taken out of the group's
+        # task -> process index (Kafka's removeMember without maybeRemoveTaskProcessId): its
+        # active tasks look held for ever, and whoever the next target gives them to waits
+        # for their release (UNRELEASED_TASKS) that never comes.
+        self.active_task_process.clear()
+        self.active_task_process.update(active)
+        for table, before in (
+            (self.standby_task_processes, standby),
+            (self.warmup_task_processes, warmup),
+        ):
+            table.clear()
+            table.update(before)
+        return removed
+
+    _replace(stack, StreamsGroup, "remove_member", remove_member)
+
+
 PLANTED: dict[str, PlantedBug] = {
     bug.name: bug
     for bug in (
@@ -540,6 +565,14 @@ PLANTED: dict[str, PlantedBug] = {
             "active and standby at once, and the task has no standby elsewhere",
             "StickyAssignment._least_loaded",
             _streams_standby_beside_active,
+        ),
+        PlantedBug(
+            "streams-removed-member-keeps-its-tasks",
+            "a streams member that leaves or is fenced is removed without taking its tasks "
+            "out of the group's task -> process index: its active tasks look held for ever, "
+            "and the members given them wait for a release that never comes",
+            "StreamsGroup.remove_member",
+            _streams_removed_member_keeps_its_tasks,
         ),
     )
 }

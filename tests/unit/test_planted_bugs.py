@@ -15,6 +15,8 @@ from broker.group.streams.sticky_task_assignor import (
     StickyTaskAssignor,
     SubtopologyTasks,
 )
+from broker.group.streams.streams_group import StreamsGroup
+from broker.group.streams.streams_group_member import StreamsGroupMember
 from broker.group.streams.tasks_tuple import TaskId, TasksTuple, task_ids
 from broker.replica.partition import Partition
 from broker.share.share_partition import (
@@ -158,3 +160,22 @@ def test_generation_kept_when_members_leave_reuses_the_leavers_generation() -> N
     with planted("generation-kept-when-members-leave"):
         assert _generations_of_a_group_that_loses_a_member() == [1, 2, 2, 3]
     assert _generations_of_a_group_that_loses_a_member() == [1, 2, 3, 4]
+
+
+def _holder_of_task_0_0_after_its_member_left() -> str | None:
+    """A streams member running task 0_0 is removed: who the group says still holds it."""
+    group = StreamsGroup("app")
+    member = StreamsGroupMember(
+        "m1", process_id="process-1", assigned_tasks=TasksTuple.of({"0": [0]})
+    )
+    group.update_member(member)
+    assert group.current_active_task_process_id("0", 0) == "process-1"
+    group.remove_member("m1")
+    return group.current_active_task_process_id("0", 0)
+
+
+def test_streams_removed_member_keeps_its_tasks_in_the_index() -> None:
+    assert _holder_of_task_0_0_after_its_member_left() is None
+    with planted("streams-removed-member-keeps-its-tasks"):
+        assert _holder_of_task_0_0_after_its_member_left() == "process-1"
+    assert _holder_of_task_0_0_after_its_member_left() is None
