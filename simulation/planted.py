@@ -16,6 +16,7 @@ leader change, markers, truncation, group generations).
 from __future__ import annotations
 
 import bisect
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -26,13 +27,15 @@ from kio.schema.errors import ErrorCode
 from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.group_coordinator import GroupCoordinator
+from broker.group.group_metadata import GroupMetadata
+from broker.group.streams.sticky_task_assignor import _Assignment as StickyAssignment
 from broker.group.streams.streams_group import StreamsGroup
 from broker.log.memory_log import MemoryLog
 from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerStateEntry
 from broker.replica.replica_fetcher import ReplicaFetcher
-from broker.share.share_partition import RecordState, SharePartition
+from broker.share.share_partition import AcknowledgeType, RecordState, SharePartition
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
 __all__ = ["PLANTED", "PlantedBug", "planted"]
@@ -243,6 +246,25 @@ def _stale_generation_commit_accepted(stack: ExitStack) -> None:
     _replace(stack, GroupCoordinator, "_validate_offset_commit", _validate_offset_commit)
 
 
+def _generation_kept_when_members_leave(stack: ExitStack) -> None:
+    original = GroupMetadata.__dict__["init_next_generation"]
+    members_of: weakref.WeakKeyDictionary[GroupMetadata, set[str]] = weakref.WeakKeyDictionary()
+
+    def init_next_generation(self: GroupMetadata) -> None:
+        before = members_of.get(self, set())
+        now = set(self.all_members)
+        original(self)
+        members_of[self] = now
+        if now and now < before:
+            # The bug: the generation is bumped only when a member joined; a rebalance
+            # that only lost members (a LeaveGroup, a session that expired) keeps it, so
+            # the members left take the leaver's partitions under the generation it owned
+            # them in (and its late commits still validate).
+            self.generation_id -= 1
+
+    _replace(stack, GroupMetadata, "init_next_generation", init_next_generation)
+
+
 # -- KIP-848 and share groups (issue 33: the protocol clients' checkers catch these) ------
 
 
@@ -289,6 +311,63 @@ def _share_lock_released_twice(stack: ExitStack) -> None:
     _replace(stack, SharePartition, "_on_lock_expired", _on_lock_expired)
 
 
+def _share_delivery_limit_off_by_one(stack: ExitStack) -> None:
+    original = SharePartition.__dict__["_release"]
+
+    def _release(self: SharePartition, record: Any, offset: int) -> bool:
+        if record.delivery_count == self.config.delivery_count_limit:
+            # The bug: "reached the limit" is taken as "past it" (``>`` for ``>=``): a
+            # record released, or whose lock expired, on its last allowed delivery is made
+            # AVAILABLE again and delivered once more, instead of ARCHIVED.
+            record.state = RecordState.AVAILABLE
+            self._available += 1
+            return True
+        released: bool = original(self, record, offset)
+        return released
+
+    _replace(stack, SharePartition, "_release", _release)
+
+
+def _share_accept_keeps_lock(stack: ExitStack) -> None:
+    original = SharePartition.__dict__["acknowledge"]
+
+    def acknowledge(
+        self: SharePartition,
+        member_id: str,
+        batches: list[Any],
+        allow_renew: bool = False,
+        renew_enabled: bool = True,
+    ) -> Any:
+        # The bug: an ACCEPT does not take its records out of their acquisition lock
+        # (Kafka's cancelAndClearAcquisitionLockTimeoutTask, forgotten on the ACCEPT
+        # path). The lock still counts them, so it is not cancelled; when it expires it
+        # releases them as if still ACQUIRED -- ACKNOWLEDGED records the start offset has
+        # not passed yet go back to AVAILABLE, are delivered again and ACCEPTed again.
+        kept: list[tuple[Any, Any]] = []
+        for batch in batches:
+            types = batch.acknowledge_types
+            for index, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
+                if len(types) != 1 and index >= len(types):
+                    break  # a malformed batch: the acknowledgement refuses it whole
+                kind = types[0] if len(types) == 1 else types[index]
+                record = self._in_flight.get(offset)
+                lock = record.lock if record is not None else None
+                if kind == AcknowledgeType.ACCEPT and lock is not None:
+                    kept.append((record, lock))
+        for _, lock in kept:
+            lock.held += 1  # what the ACCEPT takes off again: the lock keeps its count
+        result = original(self, member_id, batches, allow_renew, renew_enabled)
+        for record, lock in kept:
+            if result[0] is ErrorCode.none and record.state is RecordState.ACKNOWLEDGED:
+                record.lock = lock  # still "held" by the lock, as acquired_count says
+                self.acquired_count += 1
+            else:
+                lock.held -= 1
+        return result
+
+    _replace(stack, SharePartition, "acknowledge", acknowledge)
+
+
 def _streams_task_given_before_revoked(stack: ExitStack) -> None:
     def current_active_task_process_id(
         self: StreamsGroup, subtopology_id: str, partition: int
@@ -298,6 +377,43 @@ def _streams_task_given_before_revoked(stack: ExitStack) -> None:
         return None
 
     _replace(stack, StreamsGroup, "current_active_task_process_id", current_active_task_process_id)
+
+
+def _streams_standby_beside_active(stack: ExitStack) -> None:
+    original = StickyAssignment.__dict__["_least_loaded"]
+
+    def _least_loaded(self: StickyAssignment, exclude_task: Any = None) -> Any:
+        # The bug: the standby copies left over go to the least loaded process without
+        # excluding the one that runs the task active (or holds a copy already): a
+        # member is given a task as active and standby at once.
+        return original(self, None)
+
+    _replace(stack, StickyAssignment, "_least_loaded", _least_loaded)
+
+
+def _streams_removed_member_keeps_its_tasks(stack: ExitStack) -> None:
+    original = StreamsGroup.__dict__["remove_member"]
+
+    def remove_member(self: StreamsGroup, member_id: str) -> Any:
+        active = dict(self.active_task_process)
+        standby = {task: set(held) for task, held in self.standby_task_processes.items()}
+        warmup = {task: set(held) for task, held in self.warmup_task_processes.items()}
+        removed = original(self, member_id)
+        # The bug: the member is removed but its tasks are not taken out of the group's
+        # task -> process index (Kafka's removeMember without maybeRemoveTaskProcessId): its
+        # active tasks look held for ever, and whoever the next target gives them to waits
+        # for their release (UNRELEASED_TASKS) that never comes.
+        self.active_task_process.clear()
+        self.active_task_process.update(active)
+        for table, before in (
+            (self.standby_task_processes, standby),
+            (self.warmup_task_processes, warmup),
+        ):
+            table.clear()
+            table.update(before)
+        return removed
+
+    _replace(stack, StreamsGroup, "remove_member", remove_member)
 
 
 PLANTED: dict[str, PlantedBug] = {
@@ -397,6 +513,14 @@ PLANTED: dict[str, PlantedBug] = {
             _stale_generation_commit_accepted,
         ),
         PlantedBug(
+            "generation-kept-when-members-leave",
+            "a classic group's rebalance that only lost members keeps its generation id: "
+            "the members left are given the leaver's partitions in the generation it owned "
+            "them in",
+            "GroupMetadata.init_next_generation",
+            _generation_kept_when_members_leave,
+        ),
+        PlantedBug(
             "kip848-assigned-before-revoked",
             "the consumer group coordinator gives a member a partition its previous owner "
             "has not revoked yet (and ConsumerGroup._add_partition_epochs overwrites the "
@@ -413,11 +537,42 @@ PLANTED: dict[str, PlantedBug] = {
             _share_lock_released_twice,
         ),
         PlantedBug(
+            "share-delivery-limit-off-by-one",
+            "a share record released (or whose lock expired) on its last allowed delivery is "
+            "made AVAILABLE again instead of ARCHIVED (>, not >=, against "
+            "group.share.delivery.count.limit): it is delivered once past the limit",
+            "SharePartition._release",
+            _share_delivery_limit_off_by_one,
+        ),
+        PlantedBug(
+            "share-accept-keeps-lock",
+            "an ACCEPT leaves its records under their acquisition lock: when the lock expires "
+            "it releases ACKNOWLEDGED records too, which are delivered and ACCEPTed again",
+            "SharePartition.acknowledge",
+            _share_accept_keeps_lock,
+        ),
+        PlantedBug(
             "streams-task-given-before-revoked",
             "a streams group's reconciliation does not wait for an active task's owner to "
             "revoke it before giving it to its new owner: two members process one task",
             "StreamsGroup.current_active_task_process_id",
             _streams_task_given_before_revoked,
+        ),
+        PlantedBug(
+            "streams-standby-beside-active",
+            "the streams sticky assignor places a standby copy on the least loaded process "
+            "without excluding the one running the task active: a member holds a task as "
+            "active and standby at once, and the task has no standby elsewhere",
+            "StickyAssignment._least_loaded",
+            _streams_standby_beside_active,
+        ),
+        PlantedBug(
+            "streams-removed-member-keeps-its-tasks",
+            "a streams member that leaves or is fenced is removed without taking its tasks "
+            "out of the group's task -> process index: its active tasks look held for ever, "
+            "and the members given them wait for a release that never comes",
+            "StreamsGroup.remove_member",
+            _streams_removed_member_keeps_its_tasks,
         ),
     )
 }

@@ -31,85 +31,41 @@ topic; Fetch without sessions.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import random
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from protocol.builders import Builder
 from simulation.clients.client_history import GroupEvents, Owned, Partition
-from simulation.clients.link import RETRIABLE_COORDINATOR, ClusterLink
+from simulation.clients.link import ClusterLink
+from simulation.clients.member_life import ProtocolMember
 from simulation.clients.records import data_records
-from simulation.history import History
 
-__all__ = ["ConsumerMember", "MemberPlan"]
+__all__ = ["ConsumerMember"]
 
 FETCH, OFFSET_COMMIT, OFFSET_FETCH, CONSUMER_GROUP_HEARTBEAT = 1, 8, 9, 68
 REBALANCE_TIMEOUT_MS = 60_000
 COMMIT_TIMEOUT_S = 5.0
 #: What the member spends on a batch before it fetches again.
 THINK_S = 2.0
-FENCED = (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id)
 
 
-@dataclass(frozen=True, slots=True)
-class MemberPlan:
-    """What the nemesis of the clients does to one member (times are virtual seconds)."""
-
-    freeze_at_s: float | None = None
-    frozen_s: float = 0.0
-    kill_at_s: float | None = None
-    restart_after_s: float = 15.0
-
-
-class ConsumerMember:
+class ConsumerMember(ProtocolMember[GroupEvents]):
     """One KIP-848 member in the mix; `run` until ``stop_at_s``. See the module doc."""
 
-    def __init__(
-        self,
-        *,
-        bootstrap: str,
-        group: str,
-        topic: str,
-        name: str,
-        stop_at_s: float,
-        history: History,
-        events: GroupEvents,
-        rng: random.Random,
-        plan: MemberPlan,
-    ) -> None:
-        self._bootstrap = bootstrap
-        self.group, self.topic, self.name = group, topic, name
-        self._stop_at_s = stop_at_s
-        self._history = history
-        self._events = events
-        self._rng = rng
-        self._plan = plan
-        self._loop = asyncio.get_running_loop()
-        self._new_incarnation()
+    heartbeat_api = CONSUMER_GROUP_HEARTBEAT
 
     def _new_incarnation(self) -> None:
-        self.member_id = str(uuid.UUID(int=self._rng.getrandbits(128)))
-        self.epoch = 0
+        super()._new_incarnation()
         self.owned: set[Partition] = set()
         self.target: set[Partition] = set()
         self.target_epoch = 0
         self.positions: dict[Partition, int] = {}
         self.committed: dict[Partition, int] = {}
-        self._heartbeat_s = 3.0
-        self._coordinator: int | None = None
         self._hb = ClusterLink(self._bootstrap, f"{self.name}-hb")
         self._data = ClusterLink(self._bootstrap, f"{self.name}-data")
-        self._frozen_once = False
-
-    def _now(self) -> float:
-        return self._loop.time()
-
-    def _error(self, what: str) -> None:
-        self._history.client_errors[f"{self.name} {what}"] += 1
 
     def _note(self, why: str) -> None:
         self._events.owned.append(
@@ -126,61 +82,28 @@ class ConsumerMember:
 
     # -- the member's life ---------------------------------------------------------------
 
-    async def run(self) -> None:
-        plan = self._plan
-        while self._now() < self._stop_at_s:
-            dies_at = plan.kill_at_s if plan.kill_at_s and plan.kill_at_s > self._now() else None
-            until = min(self._stop_at_s, dies_at or self._stop_at_s)
-            tasks = [
-                self._loop.create_task(self._heartbeats(until)),
-                self._loop.create_task(self._consume(until)),
-            ]
-            await asyncio.gather(*tasks)
-            if dies_at is not None and self._now() < self._stop_at_s:
-                self._die()
-                await asyncio.sleep(plan.restart_after_s)
-                self._new_incarnation()
-                continue
-            await self._leave()
-            break
+    async def _live(self, until_s: float) -> None:
+        tasks = [
+            self._loop.create_task(self._heartbeats(until_s)),
+            self._loop.create_task(self._consume(until_s)),
+        ]
+        await asyncio.gather(*tasks)
 
-    def _die(self) -> None:
-        """Killed: connections dropped, no leave; what it owned is nobody's until its
-        session expires at the coordinator."""
-        self._hb.close()
-        self._data.close()
+    def _killed(self) -> None:
+        """What it owned is nobody's until its session expires at the coordinator."""
         self.owned.clear()
         self._note("killed")
-        self._history.faults.append(f"{self._now():.3f}s kill member {self.name}")
 
-    async def _leave(self) -> None:
+    async def _let_go(self) -> None:
         if self.epoch > 0:
             await self._revoke(set(self.owned), "left")
-            self.epoch = -1
-            with contextlib.suppress(ConnectionError):
-                await self._heartbeat()
-        self._hb.close()
-        self._data.close()
 
     # -- heartbeats and reconciliation ---------------------------------------------------
 
-    async def _heartbeats(self, until_s: float) -> None:
-        while self._now() < until_s:
-            acknowledge = False
-            try:
-                acknowledge = await self._heartbeat()
-            except ConnectionError:
-                self._coordinator = None
-                self._error("heartbeat ConnectionError")
-            if acknowledge:
-                continue
-            await asyncio.sleep(min(self._heartbeat_s, max(0.0, until_s - self._now())) or 0.001)
+    def _heartbeat_pause_s(self, until_s: float) -> float:
+        return min(self._heartbeat_s, max(0.0, until_s - self._now())) or 0.001
 
-    async def _heartbeat(self) -> bool:
-        """One heartbeat; True when it changed what the member owns (acknowledge at once)."""
-        if self._coordinator is None:
-            await self._hb.refresh((self.topic,))
-            self._coordinator = await self._hb.coordinator(self.group)
+    def _heartbeat_request(self) -> Callable[[Builder], Any]:
         owned = self._owned_by_topic_id()
         joining = self.epoch == 0
 
@@ -196,28 +119,23 @@ class ConsumerMember:
                 else tuple(b.TopicPartitions(topic_id=t, partitions=ps) for t, ps in owned),
             )
 
-        sent = self._now()
-        body, _ = await self._hb.call(self._coordinator, CONSUMER_GROUP_HEARTBEAT, 1, build)
-        error = body.error_code
-        if self.epoch < 0:
-            return False
-        if error is ErrorCode.none:
-            self._events.heartbeat_ok(self.member_id, sent)
-            self._heartbeat_s = body.heartbeat_interval.total_seconds() or self._heartbeat_s
-            if body.assignment is not None:
-                self.target = await self._target(body.assignment)
-            self.target_epoch = int(body.member_epoch)
-            return await self._reconcile()
-        self._error(error.name)
-        if error in FENCED:
-            self.owned.clear()
-            self.positions.clear()
-            self.epoch = 0
-            self.target = set()
-            self._note("fenced")
-        elif error in RETRIABLE_COORDINATOR:
-            self._coordinator = None
-        return False
+        return build
+
+    async def _heartbeat_answered(self, body: Any) -> bool:
+        """A new target reconciled at once; True when that changed what the member owns
+        (it acknowledges at once)."""
+        if body.assignment is not None:
+            self.target = await self._target(body.assignment)
+        self.target_epoch = int(body.member_epoch)
+        return await self._reconcile()
+
+    def _fenced(self) -> None:
+        """Its partitions are lost (no commit)."""
+        self.owned.clear()
+        self.positions.clear()
+        super()._fenced()
+        self.target = set()
+        self._note("fenced")
 
     def _owned_by_topic_id(self) -> list[tuple[uuid.UUID, tuple[int, ...]]]:
         topic_id = self._hb.topic_ids.get(self.topic)
@@ -359,20 +277,6 @@ class ConsumerMember:
                 await self._commit(set(self.owned))
             await asyncio.sleep(max(0.001, min(THINK_S, until_s - self._now())))
 
-    async def _maybe_freeze(self) -> None:
-        plan = self._plan
-        if self._frozen_once or plan.freeze_at_s is None or self._now() < plan.freeze_at_s:
-            return
-        self._frozen_once = True
-        network = getattr(self._loop, "network", None)
-        if network is not None:
-            network.isolate(self.name)
-        self._history.faults.append(f"{self._now():.3f}s freeze member {self.name}")
-        await asyncio.sleep(plan.frozen_s)
-        if network is not None:
-            network.rejoin(self.name)
-        self._history.faults.append(f"{self._now():.3f}s thaw member {self.name}")
-
     async def _fetch_once(self) -> bool:
         """One Fetch to each leader of what the member owns; True when records came."""
         owned = {tp: self.positions[tp] for tp in sorted(self.owned) if tp in self.positions}
@@ -440,9 +344,3 @@ class ConsumerMember:
                     self.positions[tp] = offset + 1
                     got = True
         return got
-
-    async def _refresh_quietly(self) -> None:
-        try:
-            await self._data.refresh((self.topic,))
-        except ConnectionError:
-            self._error("metadata ConnectionError")

@@ -25,7 +25,8 @@ import random
 from collections.abc import Coroutine
 from typing import Any
 
-from simulation.clients.consumer_member import ConsumerMember, MemberPlan
+from simulation.clients.consumer_member import ConsumerMember
+from simulation.clients.member_life import MemberPlan
 from simulation.clients.share_member import ShareMember
 from simulation.history import History
 

@@ -28,9 +28,8 @@ committed record is settled" then reads.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -46,10 +45,9 @@ from simulation.clients.client_history import (
     Partition,
     ShareEvents,
 )
-from simulation.clients.consumer_member import MemberPlan
-from simulation.clients.link import RETRIABLE_COORDINATOR, ClusterLink
+from simulation.clients.link import ClusterLink
+from simulation.clients.member_life import ProtocolMember
 from simulation.clients.records import data_records
-from simulation.history import History
 
 __all__ = ["ShareMember"]
 
@@ -59,48 +57,27 @@ GROUP_RESOURCE, SET = 32, 0
 STICKY_RELEASE = 37
 MAX_RECORDS = 50
 SESSION_ERRORS = (ErrorCode.share_session_not_found, ErrorCode.invalid_share_session_epoch)
-FENCED = (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id)
 
 
-class ShareMember:
+class ShareMember(ProtocolMember[ShareEvents]):
     """One share consumer in the mix; `run` until ``stop_at_s``. See the module doc."""
 
+    heartbeat_api = SHARE_GROUP_HEARTBEAT
+
     def __init__(
-        self,
-        *,
-        bootstrap: str,
-        group: str,
-        topic: str,
-        name: str,
-        stop_at_s: float,
-        history: History,
-        events: ShareEvents,
-        rng: random.Random,
-        plan: MemberPlan,
-        group_configs: dict[str, str],
-        drain: bool = False,
+        self, *, group_configs: dict[str, str], drain: bool = False, **member: Any
     ) -> None:
-        self._bootstrap = bootstrap
-        self.group, self.topic, self.name = group, topic, name
-        self._stop_at_s = stop_at_s
-        self._history = history
-        self._events = events
-        self._rng = rng
-        self._plan = plan
+        """``member``: `ProtocolMember`'s arguments."""
         self._group_configs = group_configs
         self._drain = drain
-        self._loop = asyncio.get_running_loop()
-        self._new_incarnation()
+        super().__init__(**member)
 
     def _new_incarnation(self) -> None:
-        self.member_id = str(uuid.UUID(int=self._rng.getrandbits(128)))
-        self.epoch = 0
+        super()._new_incarnation()
         self.assigned: set[Partition] = set()
         # broker -> (next session epoch, the partitions in the session)
         self._sessions: dict[int, tuple[int, set[Partition]]] = {}
         self._held: dict[tuple[Partition, int], int] = {}  # (tp, offset) -> broker
-        self._heartbeat_s = 3.0
-        self._coordinator: int | None = None
         self._hb = ClusterLink(self._bootstrap, f"{self.name}-{self.member_id[:8]}-hb")
         self._data = ClusterLink(
             self._bootstrap,
@@ -108,14 +85,7 @@ class ShareMember:
             on_opened=self._opened,
             on_closed=self._closed,
         )
-        self._frozen_once = False
         self._empty_rounds = 0
-
-    def _now(self) -> float:
-        return self._loop.time()
-
-    def _error(self, what: str) -> None:
-        self._history.client_errors[f"{self.name} {what}"] += 1
 
     def _opened(self, serial: int, broker: int) -> None:
         self._events.opened[(self._data.client_id, serial)] = self._now()
@@ -128,21 +98,13 @@ class ShareMember:
 
     async def run(self) -> None:
         await self._configure_group()
-        plan = self._plan
-        while self._now() < self._stop_at_s:
-            dies_at = plan.kill_at_s if plan.kill_at_s and plan.kill_at_s > self._now() else None
-            until = min(self._stop_at_s, dies_at or self._stop_at_s)
-            heartbeats = self._loop.create_task(self._heartbeats(until))
-            await self._fetch_loop(until)
-            heartbeats.cancel()
-            await asyncio.gather(heartbeats, return_exceptions=True)
-            if dies_at is not None and self._now() < self._stop_at_s:
-                self._die()
-                await asyncio.sleep(plan.restart_after_s)
-                self._new_incarnation()
-                continue
-            await self._leave()
-            break
+        await super().run()
+
+    async def _live(self, until_s: float) -> None:
+        heartbeats = self._loop.create_task(self._heartbeats(until_s))
+        await self._fetch_loop(until_s)
+        heartbeats.cancel()
+        await asyncio.gather(heartbeats, return_exceptions=True)
 
     async def _configure_group(self) -> None:
         """The group's GROUP configs (IncrementalAlterConfigs SET), before anyone joins."""
@@ -175,42 +137,21 @@ class ShareMember:
                 self._error("group config ConnectionError")
             await asyncio.sleep(1.0)
 
-    def _die(self) -> None:
-        self._hb.close()
-        self._data.close()
+    def _killed(self) -> None:
         self._events.gone[self.member_id] = self._now()
-        self._history.faults.append(f"{self._now():.3f}s kill member {self.name}")
 
-    async def _leave(self) -> None:
+    async def _let_go(self) -> None:
+        """What it still holds is RELEASEd."""
         held: dict[int, list[tuple[Partition, int, int]]] = {}
         for (tp, offset), broker in sorted(self._held.items()):
             held.setdefault(broker, []).append((tp, offset, RELEASE))
         for broker, acks in sorted(held.items()):
             await self._acknowledge(broker, acks)
         self._events.gone[self.member_id] = self._now()
-        if self.epoch > 0:
-            self.epoch = -1
-            with contextlib.suppress(ConnectionError):
-                await self._heartbeat()
-        self._hb.close()
-        self._data.close()
 
     # -- heartbeats ----------------------------------------------------------------------
 
-    async def _heartbeats(self, until_s: float) -> None:
-        while self._now() < until_s:
-            try:
-                await self._heartbeat()
-            except ConnectionError:
-                self._coordinator = None
-                self._error("heartbeat ConnectionError")
-            await asyncio.sleep(self._heartbeat_s)
-
-    async def _heartbeat(self) -> None:
-        if self._coordinator is None:
-            await self._hb.refresh((self.topic,))
-            self._coordinator = await self._hb.coordinator(self.group)
-
+    def _heartbeat_request(self) -> Callable[[Builder], Any]:
         def build(b: Builder) -> Any:
             return b.ShareGroupHeartbeatRequest(
                 group_id=self.group,
@@ -219,24 +160,17 @@ class ShareMember:
                 subscribed_topic_names=(self.topic,) if self.epoch == 0 else None,
             )
 
-        sent = self._now()
-        body, _ = await self._hb.call(self._coordinator, SHARE_GROUP_HEARTBEAT, 1, build)
-        error = body.error_code
-        if self.epoch < 0:
-            return
-        if error is ErrorCode.none:
-            self._events.heartbeat_ok(self.member_id, sent)
-            self.epoch = int(body.member_epoch)
-            self._heartbeat_s = body.heartbeat_interval.total_seconds() or self._heartbeat_s
-            if body.assignment is not None:
-                self.assigned = self._partitions(body.assignment)
-            return
-        self._error(error.name)
-        if error in FENCED:
-            self.epoch = 0
-            self.assigned = set()
-        elif error in RETRIABLE_COORDINATOR:
-            self._coordinator = None
+        return build
+
+    async def _heartbeat_answered(self, body: Any) -> bool:
+        self.epoch = int(body.member_epoch)
+        if body.assignment is not None:
+            self.assigned = self._partitions(body.assignment)
+        return False
+
+    def _fenced(self) -> None:
+        super()._fenced()
+        self.assigned = set()
 
     def _partitions(self, assignment: Any) -> set[Partition]:
         found: set[Partition] = set()
@@ -310,20 +244,6 @@ class ShareMember:
         if draw < 0.20:
             return RELEASE
         return ACCEPT
-
-    async def _maybe_freeze(self) -> None:
-        plan = self._plan
-        if self._frozen_once or plan.freeze_at_s is None or self._now() < plan.freeze_at_s:
-            return
-        self._frozen_once = True
-        network = getattr(self._loop, "network", None)
-        if network is not None:
-            network.isolate(self.name)
-        self._history.faults.append(f"{self._now():.3f}s freeze member {self.name}")
-        await asyncio.sleep(plan.frozen_s)
-        if network is not None:
-            network.rejoin(self.name)
-        self._history.faults.append(f"{self._now():.3f}s thaw member {self.name}")
 
     async def _share_fetch(
         self, broker: int, tps: list[Partition]
@@ -497,12 +417,6 @@ class ShareMember:
             if error is not ErrorCode.none:
                 self._error(f"share acknowledge {error.name}")
         return found
-
-    async def _refresh_quietly(self) -> None:
-        try:
-            await self._data.refresh((self.topic,))
-        except ConnectionError:
-            self._error("metadata ConnectionError")
 
 
 def _batches(offsets: list[tuple[int, int]]) -> list[tuple[int, int, tuple[int, ...]]]:
