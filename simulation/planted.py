@@ -32,6 +32,7 @@ from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerStateEntry
 from broker.replica.replica_fetcher import ReplicaFetcher
+from broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker.share.share_partition import RecordState, SharePartition
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
@@ -300,6 +301,28 @@ def _streams_task_given_before_revoked(stack: ExitStack) -> None:
     _replace(stack, StreamsGroup, "current_active_task_process_id", current_active_task_process_id)
 
 
+# -- security (issue 33: the SASL client's checks catch this) ---------------------------------
+
+
+def _acl_removal_not_seen(stack: ExitStack) -> None:
+    def _acls_of(self: StandardAuthorizer, resource_type: Any) -> Any:
+        if self._indexed_version != self._store.version:
+            # The bug: the authorizer's cache applies the ACLs the store gained and never
+            # drops the ones it lost (a listener of AccessControlEntryRecord that ignores
+            # RemoveAccessControlEntryRecord): a deleted ALLOW still allows, on every
+            # broker that saw it, until the broker restarts.
+            by_type: dict[Any, list[Any]] = {k: list(v) for k, v in self._by_type.items()}
+            for acl in self._store.acls():
+                known = by_type.setdefault(acl.resource_type, [])
+                if acl not in known:
+                    known.append(acl)
+            self._by_type = by_type
+            self._indexed_version = self._store.version
+        return self._by_type.get(resource_type, ())
+
+    _replace(stack, StandardAuthorizer, "_acls_of", _acls_of)
+
+
 PLANTED: dict[str, PlantedBug] = {
     bug.name: bug
     for bug in (
@@ -418,6 +441,13 @@ PLANTED: dict[str, PlantedBug] = {
             "revoke it before giving it to its new owner: two members process one task",
             "StreamsGroup.current_active_task_process_id",
             _streams_task_given_before_revoked,
+        ),
+        PlantedBug(
+            "acl-removal-not-seen",
+            "the StandardAuthorizer's cache applies ACLs added to the store but never drops "
+            "deleted ones: a revoked WRITE still lets the SASL client write",
+            "StandardAuthorizer._acls_of",
+            _acl_removal_not_seen,
         ),
     )
 }

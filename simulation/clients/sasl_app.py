@@ -103,15 +103,17 @@ async def sasl_login(
 ) -> None:
     """SaslHandshake v1 + SaslAuthenticate v2 on ``shell``; `SaslRefused` when refused."""
     b = request_builder(SASL_HANDSHAKE, 1)
-    handshake = await shell.request(
-        SASL_HANDSHAKE, 1, b.SaslHandshakeRequest(mechanism=mechanism), TIMEOUT_S
-    )
-    if handshake.body.error_code is not ErrorCode.none:
-        raise SaslRefused(handshake.body.error_code)
+    handshake: Any = (
+        await shell.request(
+            SASL_HANDSHAKE, 1, b.SaslHandshakeRequest(mechanism=mechanism), TIMEOUT_S
+        )
+    ).body
+    if handshake.error_code is not ErrorCode.none:
+        raise SaslRefused(handshake.error_code)
 
     async def send(token: bytes) -> bytes:
         request = request_builder(SASL_AUTHENTICATE, 2).SaslAuthenticateRequest(auth_bytes=token)
-        answer = (await shell.request(SASL_AUTHENTICATE, 2, request, TIMEOUT_S)).body
+        answer: Any = (await shell.request(SASL_AUTHENTICATE, 2, request, TIMEOUT_S)).body
         if answer.error_code is not ErrorCode.none:
             raise SaslRefused(answer.error_code)
         return bytes(answer.auth_bytes)

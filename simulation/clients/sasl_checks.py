@@ -124,7 +124,7 @@ def acknowledged_writes_read_back(
 ) -> Finding:
     final = {(p, o): v for p, o, v in final_records.get(sasl.topic, [])}
     acked = [s for s in sasl.sends if s.offset is not None]
-    lost = [s for s in acked if final.get((s.partition, s.offset)) != s.value]
+    lost = [s for s in acked if final.get((s.partition, s.offset or 0)) != s.value]
     detail = f"{len(acked)} acknowledged to the SASL producer, {len(lost)} not read back"
     if lost:
         first = lost[0]
