@@ -17,6 +17,7 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
     import broker.replica.delayed_produce as dp
     import broker.replica.producer_state as ps
     import broker.replica.replica_fetcher as rf
+    import broker.security.authorizer.standard_authorizer as sa
     import broker.share.share_partition as sp
     import broker.txn.transaction_marker_channel_manager as tm
 
@@ -31,6 +32,7 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "CurrentAssignmentBuilder": cab.CurrentAssignmentBuilder,
         "SharePartition": sp.SharePartition,
         "StreamsGroup": sg.StreamsGroup,
+        "StandardAuthorizer": sa.StandardAuthorizer,
     }
     owner_name, method = PLANTED[name].where.rsplit(".", 1)
     owner = owners[owner_name]
