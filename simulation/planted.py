@@ -33,6 +33,8 @@ from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerStateEntry
 from broker.replica.replica_fetcher import ReplicaFetcher
 from broker.security.authorizer.standard_authorizer import StandardAuthorizer
+from broker.security.plain import PlainSaslServer
+from broker.security.sasl import SaslAuthenticationException
 from broker.share.share_partition import RecordState, SharePartition
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
@@ -323,6 +325,33 @@ def _acl_removal_not_seen(stack: ExitStack) -> None:
     _replace(stack, StandardAuthorizer, "_acls_of", _acls_of)
 
 
+def _no_acl_means_allowed(stack: ExitStack) -> None:
+    original = StandardAuthorizer.__dict__["_find_acl_rule"]
+
+    def _find_acl_rule(self: StandardAuthorizer, *args: Any) -> tuple[bool, str]:
+        allowed, rule = original(self, *args)
+        # The bug: a resource without ACLs is allowed, as if allow.everyone.if.no.acl.found
+        # defaulted to true: a topic nobody was given is open to every principal.
+        if rule.startswith("DefaultRule"):
+            return True, "DefaultRule[result=ALLOWED]"
+        return bool(allowed), str(rule)
+
+    _replace(stack, StandardAuthorizer, "_find_acl_rule", _find_acl_rule)
+
+
+def _plain_password_not_checked(stack: ExitStack) -> None:
+    def evaluate_response(self: PlainSaslServer, response: bytes) -> bytes:
+        tokens = response.decode("utf-8", errors="replace").split("\x00")
+        if len(tokens) != 3 or tokens[1] not in self._users:
+            raise SaslAuthenticationException("Authentication failed: Invalid username or password")
+        # The bug: the user is looked up, its password never compared.
+        self._authorization_id = tokens[1]
+        self._complete = True
+        return b""
+
+    _replace(stack, PlainSaslServer, "evaluate_response", evaluate_response)
+
+
 PLANTED: dict[str, PlantedBug] = {
     bug.name: bug
     for bug in (
@@ -448,6 +477,21 @@ PLANTED: dict[str, PlantedBug] = {
             "deleted ones: a revoked WRITE still lets the SASL client write",
             "StandardAuthorizer._acls_of",
             _acl_removal_not_seen,
+        ),
+        PlantedBug(
+            "no-acl-means-allowed",
+            "the StandardAuthorizer allows a resource no ACL names (as if "
+            "allow.everyone.if.no.acl.found were true): the SASL client's forbidden topic "
+            "serves it",
+            "StandardAuthorizer._find_acl_rule",
+            _no_acl_means_allowed,
+        ),
+        PlantedBug(
+            "plain-password-not-checked",
+            "the SASL/PLAIN server checks that the user exists but never compares its "
+            "password: a wrong password gets a session",
+            "PlainSaslServer.evaluate_response",
+            _plain_password_not_checked,
         ),
     )
 }

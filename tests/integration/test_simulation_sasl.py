@@ -2,11 +2,14 @@
 seed with restarts and partitions, the same seed logs in the same way again (SCRAM's
 nonces are the seed's on both sides, so the digest repeats), and the planted
 ``acl-removal-not-seen`` (the authorizer's cache keeps a deleted ALLOW) breaks "nothing
-written while WRITE was revoked" with the write that shows it."""
+written while WRITE was revoked" with the write that shows it; ``no-acl-means-allowed`` and
+``plain-password-not-checked`` break the forbidden-topic and the wrong-password checks."""
 
 from __future__ import annotations
 
 import logging
+
+import pytest
 
 from simulation.scenario import SimulationConfig, SimulationResult, simulate
 
@@ -45,3 +48,16 @@ def test_an_acl_removal_the_authorizer_never_sees_is_caught() -> None:
     broken = {v.name: v for v in result.verdicts if not v.held}
     assert "SASL: nothing written while WRITE was revoked" in broken, broken
     assert "acknowledged" in broken["SASL: nothing written while WRITE was revoked"].detail
+
+
+@pytest.mark.parametrize(
+    ("plant", "check"),
+    [
+        ("no-acl-means-allowed", "SASL: the forbidden topic is never served"),
+        ("plain-password-not-checked", "SASL: a wrong password never gets a session"),
+    ],
+)
+def test_an_open_topic_or_an_unchecked_password_is_caught(plant: str, check: str) -> None:
+    broken = {v.name: v for v in _run(plant).verdicts if not v.held}
+    assert check in broken, broken
+    assert "first:" in broken[check].detail  # the evidence: the request that was served
