@@ -37,8 +37,6 @@ def check_sasl_clients(
     final_records: Mapping[str, Sequence[tuple[int, int, bytes]]],
     reads: Mapping[tuple[str, int, int], bytes],
 ) -> list[Finding]:
-    if not sasl.topic:
-        return []
     return [
         nothing_written_while_revoked(sasl, final_records, reads),
         forbidden_topic_never_served(sasl),
