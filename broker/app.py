@@ -12,7 +12,6 @@ the command line, on port 0.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -351,11 +350,11 @@ class MiniKafka:
             self.config.delegation_token_max_lifetime_ms,
             self.config.delegation_token_expiry_time_ms,
             self._wall_clock,
-            os.urandom,
+            ids.random_bytes,
         )
         acls = AclStore(self.data_dir)
         # How brokers reach each other (inter.broker.listener.name): None for PLAINTEXT.
-        inter_broker = inter_broker_client(self.config, self.listeners, os.urandom)
+        inter_broker = inter_broker_client(self.config, self.listeners, ids.random_bytes)
         # The in-process controller (leader election, ISR changes) of every broker.
         quorum_voters = parse_quorum_voters(self.config.controller_quorum_voters)
         controller = Controller(
@@ -514,7 +513,7 @@ class MiniKafka:
                     listener,
                     self.stores.scram_credentials,
                     self._wall_clock,
-                    os.urandom,
+                    self.stores.ids.random_bytes,
                     self.stores.delegation_tokens,
                 )
                 for listener in self.listeners

@@ -4,8 +4,11 @@ Kafka draws its ids from ``Uuid.randomUuid()`` (cluster ids, topic ids, member i
 directory's ``-future``/``-delete`` suffix) and fetch session ids from a ``Random``. Here
 every one of them comes from an `IdSource` that `MiniKafka` builds: `IdSource.system()`
 (the operating system's entropy, as Kafka) when serving, `IdSource.seeded(seed)` in a
-simulation, where the same seed then gives the same ids, run after run. Nothing in
-``broker/`` calls ``uuid.uuid4()`` or the module-level ``random`` (a ruff rule bans them).
+simulation, where the same seed then gives the same ids, run after run. SCRAM's server
+nonces, the salts of generated credentials and delegation token ids (Kafka's
+``SecureRandom``) come from `IdSource.random_bytes` too, so a simulated SASL login repeats
+with its seed. Nothing in ``broker/`` calls ``uuid.uuid4()``, ``os.urandom``, ``secrets`` or
+the module-level ``random`` (a ruff rule bans them).
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ class IdSource:
     def member_id(self) -> str:
         """The uuid part of a member id (Kafka's ``<client.id>-<uuid>``)."""
         return str(self.uuid4())
+
+    def random_bytes(self, n: int) -> bytes:
+        """``n`` random bytes: SCRAM nonces and salts, token ids (Kafka's ``SecureRandom``);
+        `IdSource.system`'s are the operating system's entropy (``os.urandom``)."""
+        return self.rng.randbytes(n)
 
     def hex(self, chars: int = 32) -> str:
         """``chars`` random hex digits (a cluster id's suffix, a directory's tag)."""

@@ -237,7 +237,8 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.service_times is not None and not args.service_times.exists():
         print(f"minikafka simulate: error: no {args.service_times}", file=sys.stderr)
         return 2
-    for noisy in ("aiokafka", "asyncio", "broker"):
+    # (kafka.authorizer.logger: the audit line of every denial the SASL client meets)
+    for noisy in ("aiokafka", "asyncio", "broker", "kafka.authorizer.logger"):
         logging.getLogger(noisy).setLevel(max(logging.getLogger().level, logging.CRITICAL))
     return _run_seeds(args, seeds, faults, sys.stdout)
 

@@ -22,7 +22,10 @@ Records below an offset a DeleteRecords asked for (`events.Delete`) may be gone:
 run more finely (and say which invariant each subsumes), the KIP-848 members' and share
 consumers' own (`simulation.clients.checks`: one owner per partition at a time, one holder
 per share record at a time, the delivery limit, no double ACCEPT, no aborted record to
-read_committed, every record settled) and the streams group's (`streams_invariants`).
+read_committed, every record settled), the streams group's (`streams_invariants`) and the
+SASL clients' (`simulation.clients.sasl_checks`: nothing written while WRITE was revoked,
+the forbidden topic never served, no session for a wrong password, every acknowledged write
+read back).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 from simulation.checkers import check_jepsen
 from simulation.clients.checks import check_protocol_clients
+from simulation.clients.sasl_checks import check_sasl_clients
 from simulation.history import History
 from simulation.streams_invariants import check_streams
 from simulation.verdict import Verdict
@@ -59,6 +63,10 @@ def check_all(history: History) -> list[Verdict]:
             )
         ),
         *check_streams(history),
+        *(
+            Verdict(f.name, f.held, f.detail)
+            for f in check_sasl_clients(history.protocol.sasl, history.final_records, history.reads)
+        ),
     ]
 
 

@@ -320,6 +320,8 @@ def name_brokers(app: MiniKafka, network: SimNetwork) -> None:
     that faults can cut brokers from each other."""
     for broker in app.brokers:
         network.name_port(broker.port, broker_node(broker.broker_id))
+        for port in broker.listener_ports.values():  # the SASL listener's too
+            network.name_port(port, broker_node(broker.broker_id))
 
     def node_of(client_id: str) -> str | None:
         match = _BROKER_CLIENT_ID.fullmatch(client_id)

@@ -35,6 +35,9 @@ from broker.replica.delayed_produce import DelayedProduce
 from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerStateEntry
 from broker.replica.replica_fetcher import ReplicaFetcher
+from broker.security.authorizer.standard_authorizer import StandardAuthorizer
+from broker.security.plain import PlainSaslServer
+from broker.security.sasl import SaslAuthenticationException
 from broker.share.share_partition import AcknowledgeType, RecordState, SharePartition
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
@@ -416,6 +419,55 @@ def _streams_removed_member_keeps_its_tasks(stack: ExitStack) -> None:
     _replace(stack, StreamsGroup, "remove_member", remove_member)
 
 
+# -- security (issue 33: the SASL client's checks catch this) ---------------------------------
+
+
+def _acl_removal_not_seen(stack: ExitStack) -> None:
+    def _acls_of(self: StandardAuthorizer, resource_type: Any) -> Any:
+        if self._indexed_version != self._store.version:
+            # The bug: the authorizer's cache applies the ACLs the store gained and never
+            # drops the ones it lost (a listener of AccessControlEntryRecord that ignores
+            # RemoveAccessControlEntryRecord): a deleted ALLOW still allows, on every
+            # broker that saw it, until the broker restarts.
+            by_type: dict[Any, list[Any]] = {k: list(v) for k, v in self._by_type.items()}
+            for acl in self._store.acls():
+                known = by_type.setdefault(acl.resource_type, [])
+                if acl not in known:
+                    known.append(acl)
+            self._by_type = by_type
+            self._indexed_version = self._store.version
+        return self._by_type.get(resource_type, ())
+
+    _replace(stack, StandardAuthorizer, "_acls_of", _acls_of)
+
+
+def _no_acl_means_allowed(stack: ExitStack) -> None:
+    original = StandardAuthorizer.__dict__["_find_acl_rule"]
+
+    def _find_acl_rule(self: StandardAuthorizer, *args: Any) -> tuple[bool, str]:
+        allowed, rule = original(self, *args)
+        # The bug: a resource without ACLs is allowed, as if allow.everyone.if.no.acl.found
+        # defaulted to true: a topic nobody was given is open to every principal.
+        if rule.startswith("DefaultRule"):
+            return True, "DefaultRule[result=ALLOWED]"
+        return bool(allowed), str(rule)
+
+    _replace(stack, StandardAuthorizer, "_find_acl_rule", _find_acl_rule)
+
+
+def _plain_password_not_checked(stack: ExitStack) -> None:
+    def evaluate_response(self: PlainSaslServer, response: bytes) -> bytes:
+        tokens = response.decode("utf-8", errors="replace").split("\x00")
+        if len(tokens) != 3 or tokens[1] not in self._users:
+            raise SaslAuthenticationException("Authentication failed: Invalid username or password")
+        # The bug: the user is looked up, its password never compared.
+        self._authorization_id = tokens[1]
+        self._complete = True
+        return b""
+
+    _replace(stack, PlainSaslServer, "evaluate_response", evaluate_response)
+
+
 PLANTED: dict[str, PlantedBug] = {
     bug.name: bug
     for bug in (
@@ -573,6 +625,28 @@ PLANTED: dict[str, PlantedBug] = {
             "and the members given them wait for a release that never comes",
             "StreamsGroup.remove_member",
             _streams_removed_member_keeps_its_tasks,
+        ),
+        PlantedBug(
+            "acl-removal-not-seen",
+            "the StandardAuthorizer's cache applies ACLs added to the store but never drops "
+            "deleted ones: a revoked WRITE still lets the SASL client write",
+            "StandardAuthorizer._acls_of",
+            _acl_removal_not_seen,
+        ),
+        PlantedBug(
+            "no-acl-means-allowed",
+            "the StandardAuthorizer allows a resource no ACL names (as if "
+            "allow.everyone.if.no.acl.found were true): the SASL client's forbidden topic "
+            "serves it",
+            "StandardAuthorizer._find_acl_rule",
+            _no_acl_means_allowed,
+        ),
+        PlantedBug(
+            "plain-password-not-checked",
+            "the SASL/PLAIN server checks that the user exists but never compares its "
+            "password: a wrong password gets a session",
+            "PlainSaslServer.evaluate_response",
+            _plain_password_not_checked,
         ),
     )
 }

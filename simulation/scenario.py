@@ -4,7 +4,9 @@
 
 1. an N-broker `MiniKafka` (logs in memory; capture into ``--out`` when given, in the format
    ``serve --capture-dir`` writes, so ``report`` reads it), topics ``sim-events`` (3
-   partitions), ``sim-out`` (2) and ``sim-txn`` (2) with replication factor min(3, N);
+   partitions), ``sim-out`` (2), ``sim-txn`` (2), ``sim-sasl`` (2) and
+   ``sim-sasl-forbidden`` (1) with replication factor min(3, N); a PLAINTEXT and a
+   SASL_PLAINTEXT listener, the StandardAuthorizer on (`sasl_app.broker_configs`);
 2. the clients of `workload.run_clients` until 85% of the duration, the nemesis' faults
    between 10% and 75% of it, the zombie member frozen at 30%;
 3. once the clients stop and the faults are healed, the final state read back
@@ -37,6 +39,7 @@ from broker.ids import IdSource
 from broker.server.request_timing import RequestClock
 from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
+from simulation.clients import sasl_app
 from simulation.clients.mix import broker_configs as protocol_client_configs
 from simulation.clients.streams_app import STREAMS_BROKER_CONFIGS
 from simulation.clients.tv2 import TXN_TOPIC
@@ -130,6 +133,7 @@ def _broker_config(config: SimulationConfig) -> BrokerConfig:
             **flush_policy(config.seed),
             **protocol_client_configs(config.brokers),
             **(TIERED_BROKER_CONFIGS if config.tiered else {}),
+            **sasl_app.broker_configs(),
             **config.overrides,
         }
     )
@@ -185,6 +189,7 @@ async def _scenario(config: SimulationConfig, history: History) -> float:
             rate_per_s=config.rate_per_s,
             freeze_at_s=loop.time() + 0.3 * duration,
             tiered=config.tiered,
+            sasl_bootstrap=app.listener_bootstrap(sasl_app.LISTENER),
         )
         faults = nemesis.plan(
             config.faults,
@@ -252,7 +257,13 @@ def _handler_pools(
 
 async def _create_topics(app: MiniKafka, tiered: bool) -> None:
     replication = min(3, app.num_brokers)
-    for name, partitions in ((workload.EVENTS, 3), (workload.OUTPUT, 2), (TXN_TOPIC, 2)):
+    for name, partitions in (
+        (workload.EVENTS, 3),
+        (workload.OUTPUT, 2),
+        (TXN_TOPIC, 2),
+        (sasl_app.TOPIC, 2),
+        (sasl_app.FORBIDDEN, 1),
+    ):
         app.cluster.create_topic(name, partitions, replication, {})
     if tiered:
         await workload.create_tiered_topic(app.bootstrap, 2, replication)

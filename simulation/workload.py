@@ -18,7 +18,9 @@
   ``sim-events`` partition 0, a producer throttled by a ``producer_byte_rate`` quota.
 - a Kafka Streams application, a streams group over ``sim-events`` whose members die, leave
   and come back (`simulation.clients.streams_app`).
-- the project's own KIP-848 members and share consumers (`simulation.clients.mix`).
+- the project's own KIP-848 members and share consumers (`simulation.clients.mix`);
+- with ``sasl_bootstrap``, a SCRAM client on the SASL listener with ACLs, the admin that
+  gives and takes them, and a client with a wrong password (`simulation.clients.sasl_app`).
 
 Every consumer notes each record it is given (`History.read`, and into the event log with
 its run and isolation, for Jepsen's checkers) and the high watermark of each assigned
@@ -43,6 +45,8 @@ from simulation.clients.aiokafka_stop import stop_consumer
 from simulation.clients.aiokafka_txn import note_writes, settle_open_txns
 from simulation.clients.deleter import delete_records_now_and_then
 from simulation.clients.mix import protocol_clients
+from simulation.clients.sasl_app import TOPIC as SASL_TOPIC
+from simulation.clients.sasl_app import sasl_clients
 from simulation.clients.streams_app import run_streams_app
 from simulation.clients.throttled import produce_throttled
 from simulation.clients.tv2 import TXN_TOPIC, tv2_pipeline
@@ -66,6 +70,7 @@ class WorkloadSettings:
     think_s: float = 1.0  # what a consumer spends on a batch before it polls again
     freeze_at_s: float | None = None  # when the doomed member freezes (None: never)
     tiered: bool = False  # --tiered: a producer and a reader of the tiered topic
+    sasl_bootstrap: str | None = None  # the SASL listener's: the SASL clients join (None: not)
 
 
 def _stamp() -> int:
@@ -449,6 +454,13 @@ async def run_clients(settings: WorkloadSettings, history: History, rng: random.
         history=history, rng=rng,
     ):  # fmt: skip
         start(name, coro)
+    if settings.sasl_bootstrap is not None:
+        for name, coro in sasl_clients(
+            bootstrap=settings.bootstrap, sasl_bootstrap=settings.sasl_bootstrap,
+            now_s=asyncio.get_running_loop().time(), stop_at_s=settings.stop_at_s,
+            history=history, rng=random.Random(rng.random()),
+        ):  # fmt: skip
+            start(name, coro)
     if settings.tiered:
         tiered_rng = random.Random(rng.random())
         start("producer-tiered", produce_acks_all(settings, history, tiered_rng, TIERED))
@@ -560,6 +572,11 @@ async def read_final_state(bootstrap: str, history: History, *, tiered: bool = F
         history.final_isolation.update({EVENTS: False, OUTPUT: True, TIERED: False})
         history.final_records[TXN_TOPIC] = await _read_final(bootstrap, TXN_TOPIC, "read_committed")
         history.final_isolation[TXN_TOPIC] = True
+        if history.protocol.sasl.topic:  # the SASL clients ran (read here as ANONYMOUS)
+            history.final_records[SASL_TOPIC] = await _read_final(
+                bootstrap, SASL_TOPIC, "read_uncommitted"
+            )
+            history.final_isolation[SASL_TOPIC] = False
         if tiered:  # a consumer of its own: one assigned elsewhere asks no other metadata
             reader = _new_consumer_at(bootstrap, None, "read_uncommitted")
             await reader.start()

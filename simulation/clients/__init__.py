@@ -8,5 +8,9 @@ the project's client over the simulated network (`client_io.ClientShell`, `raw`)
   ShareFetch, ShareAcknowledge: what aiokafka does not speak), their history and the
   checkers that read it; `mix.protocol_clients` is what `workload.run_clients` starts;
 - a Kafka Streams application (`streams_app`): a streams group whose members die, leave
-  and come back.
+  and come back;
+- a SCRAM client on the SASL_PLAINTEXT listener with ACLs, the admin that revokes and gives
+  back its WRITE, and a client with a wrong password (`sasl_app`), their history
+  (`sasl_history`) and checks (`sasl_checks`); `sasl_app.sasl_clients` is what
+  `workload.run_clients` starts.
 """

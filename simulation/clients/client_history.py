@@ -20,6 +20,8 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from simulation.clients.sasl_history import SaslEvents
+
 Partition = tuple[str, int]
 Connection = tuple[str, int]  # (the link's client id, the connection's serial)
 
@@ -138,6 +140,7 @@ class ProtocolHistory:
 
     groups: GroupEvents = field(default_factory=GroupEvents)
     share: ShareEvents = field(default_factory=ShareEvents)
+    sasl: SaslEvents = field(default_factory=SaslEvents)
 
     def digest_update(self, h: hashlib._Hash) -> None:
         h.update(
@@ -159,6 +162,8 @@ class ProtocolHistory:
                 ]
             ).encode()
         )
+        if self.sasl.topic:  # runs without the SASL clients keep their digests
+            self.sasl.digest_update(h)
 
 
 def lease_end(sends: list[float], start_s: float, session_s: float) -> float:

@@ -4,6 +4,10 @@ client quotas): one connection per broker, metadata, coordinators, and every res
 ``throttle_time`` honoured as Kafka's clients do (KIP-219: no request to that broker until
 it has passed).
 
+``authenticate``, when given, runs on every new connection before its first request (the
+SASL clients log in there: a new connection after a restart or a partition logs in again);
+when it raises, the connection is dropped and the request fails with `RawError`.
+
 Any failure -- a dropped or refused connection, no answer within ``timeout_s``, a frame the
 connection refuses -- closes that broker's connection and raises `RawError`; the caller
 decides whether to retry. Errors in a response's body are the caller's to read.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -37,6 +42,7 @@ class RawCluster:
         *,
         timeout_s: float = 10.0,
         on_throttle: Any = None,
+        authenticate: Callable[[ClientShell], Awaitable[None]] | None = None,
     ) -> None:
         self._bootstrap = [
             (host, int(port))
@@ -49,6 +55,7 @@ class RawCluster:
         self._shells: dict[int, ClientShell] = {}
         self._quiet_until: dict[int, float] = {}
         self._on_throttle = on_throttle  # called with the ms waited out, when there are any
+        self._authenticate = authenticate
 
     async def call(self, node: int, api_key: int, version: int, name: str, **fields: Any) -> Any:
         """One request to ``node`` (-1: the bootstrap broker), its decoded answer."""
@@ -124,6 +131,12 @@ class RawCluster:
         shell = await ClientShell.open(
             host, port, client_id=self._client_id, timeout_s=self._timeout_s
         )
+        if self._authenticate is not None:
+            try:
+                await self._authenticate(shell)
+            except BaseException:
+                shell.abort()
+                raise
         self._shells[node] = shell
         return shell
 

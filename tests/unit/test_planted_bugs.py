@@ -40,6 +40,8 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
     import broker.replica.delayed_produce as dp
     import broker.replica.producer_state as ps
     import broker.replica.replica_fetcher as rf
+    import broker.security.authorizer.standard_authorizer as sa
+    import broker.security.plain as pl
     import broker.share.share_partition as sp
     import broker.txn.transaction_marker_channel_manager as tm
 
@@ -56,6 +58,8 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "SharePartition": sp.SharePartition,
         "StreamsGroup": sg.StreamsGroup,
         "StickyAssignment": sta._Assignment,
+        "StandardAuthorizer": sa.StandardAuthorizer,
+        "PlainSaslServer": pl.PlainSaslServer,
     }
     owner_name, method = PLANTED[name].where.rsplit(".", 1)
     owner = owners[owner_name]
