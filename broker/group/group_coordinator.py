@@ -133,6 +133,12 @@ class ConsumerGroups(Protocol):
     ) -> LeaveGroupResult: ...
 
 
+class ShareGroups(Protocol):
+    """What an unload asks of the share side (``ShareGroupCoordinator``)."""
+
+    def on_partition_unloaded(self, partition: int) -> None: ...
+
+
 class StreamsGroups(Protocol):
     """What the classic paths ask of the streams side (``StreamsGroupCoordinator``):
     the groups a load brings and an unload takes, and a member's offset commits."""
@@ -170,6 +176,12 @@ class GroupCoordinator:
         self.consumer_groups = consumer_groups
         if consumer_groups is not None:
             consumer_groups.attach_classic_coordinator(self)
+        # The share groups' coordinator is built later, beside the share partitions it
+        # fences members on (``broker/share/share_components.py``): attached then.
+        self.share_groups: ShareGroups | None = None
+
+    def attach_share_groups(self, share_groups: ShareGroups) -> None:
+        self.share_groups = share_groups
 
     # ------------------------------------------ online migration (ClassicGroupMigration)
     @property
@@ -226,6 +238,8 @@ class GroupCoordinator:
             self.consumer_groups.on_partition_unloaded(partition)
         if self.streams_groups is not None:
             self.streams_groups.on_partition_unloaded(partition)
+        if self.share_groups is not None:
+            self.share_groups.on_partition_unloaded(partition)
 
     def on_streams_group_loaded(self, group: StreamsGroup) -> None:
         """A streams group came back from the log: its coordinator takes it."""

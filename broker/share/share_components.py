@@ -113,6 +113,7 @@ def build_share(
         persister,
         dead_letters,
     )
+    groups.group.attach_share_groups(share_group_coordinator)
     return ShareParts(
         share_coordinator, persister, share_group_coordinator, share_partition_manager, dead_letters
     )
@@ -161,6 +162,7 @@ def build_share_groups(
         metadata,
         other_group_exists=other_group_exists,
         on_member_expired=lambda group_id, member_id: _close(manager, group_id, member_id),
+        partition_for=group_metadata_manager.partition_for,
     )
     return coordinator, manager
 

@@ -126,6 +126,27 @@ def test_leave_and_session_expiry() -> None:
     assert h.coordinator.delete_group("g") is ErrorCode.none
 
 
+def test_an_unloaded_group_goes_with_its_timers_and_fences_nobody() -> None:
+    # campaign seed 57: the coordinator moved away; the session timer left on the old one
+    # expired a live member and released what it held on that broker's share partitions
+    expired: list[tuple[str, str]] = []
+    h = _Harness(partitions=1)
+    h.coordinator = ShareGroupCoordinator(
+        ShareGroupConfig(),
+        h.timer,
+        h.metadata,
+        on_member_expired=lambda group_id, member_id: expired.append((group_id, member_id)),
+        partition_for=lambda group_id: {"g": 3, "other": 4}[group_id],
+    )
+    h.beat("m1", 0, ("t",))
+    h.beat("m2", 0, ("t",), group_id="other")
+    h.coordinator.on_partition_unloaded(3)
+    assert h.coordinator.group("g") is None and h.coordinator.group("other") is not None
+    h.clock.advance(45_000)
+    h.timer.advance_clock()
+    assert expired == [("other", "m2")]
+
+
 def test_a_topic_created_later_is_assigned_on_the_next_heartbeat() -> None:
     h = _Harness(partitions=1)
     joined = h.beat("m1", 0, ("t", "later"))

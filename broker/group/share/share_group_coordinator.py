@@ -86,8 +86,12 @@ class ShareGroupCoordinator:
         metadata: ClusterMetadata,
         other_group_exists: Callable[[str], bool] = lambda _group_id: False,
         on_member_expired: Callable[[str, str], None] = lambda _group_id, _member_id: None,
+        partition_for: Callable[[str], int] = lambda _group_id: 0,
     ) -> None:
         self.config = config
+        # the __consumer_offsets partition a group's coordinator leads (an unload drops
+        # the groups of the partition this broker stopped leading)
+        self._partition_for = partition_for
         self._timeouts = MemberTimeouts(
             scheduler_timer,
             lambda _group_id: self.config.group_share_session_timeout_ms,
@@ -266,6 +270,18 @@ class ShareGroupCoordinator:
         group.group_epoch += 1
         self._timeouts.cancel(group.group_id, member_id)
         log.info("[GroupId %s] Member %s %s.", group.group_id, member_id, why)
+
+    def on_partition_unloaded(self, partition: int) -> None:
+        """This broker stopped leading ``partition`` of ``__consumer_offsets``: its share
+        groups go, and their members' session timers with them (Kafka's unload cancels
+        the shard's timers). Their members are not fenced: they heartbeat to the new
+        coordinator, and a timer left here would expire a live member and release what it
+        holds on this broker's share partitions (campaign seed 57)."""
+        for group_id in [g for g in self._groups if self._partition_for(g) == partition]:
+            group = self._groups.pop(group_id)
+            for member_id in group.members:
+                self._timeouts.cancel(group_id, member_id)
+            log.info("[GroupId %s] Unloaded share group at epoch %d.", group_id, group.group_epoch)
 
     def delete_group(self, group_id: str) -> ErrorCode:
         """DeleteGroups for a share group: only an empty one (NON_EMPTY_GROUP)."""
