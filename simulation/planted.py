@@ -28,6 +28,7 @@ from broker.group.consumer.consumer_group import ConsumerGroup
 from broker.group.consumer.current_assignment_builder import CurrentAssignmentBuilder
 from broker.group.group_coordinator import GroupCoordinator
 from broker.group.group_metadata import GroupMetadata
+from broker.group.share.share_group_coordinator import ShareGroupCoordinator
 from broker.group.streams.sticky_task_assignor import _Assignment as StickyAssignment
 from broker.group.streams.streams_group import StreamsGroup
 from broker.log.memory_log import MemoryLog
@@ -419,6 +420,18 @@ def _streams_removed_member_keeps_its_tasks(stack: ExitStack) -> None:
     _replace(stack, StreamsGroup, "remove_member", remove_member)
 
 
+def _share_group_kept_on_unload(stack: ExitStack) -> None:
+    def on_partition_unloaded(self: ShareGroupCoordinator, partition: int) -> None:
+        # The bug (found by the all-faults campaign, seed 57 at f72ac68, and fixed): a
+        # broker that stops leading a __consumer_offsets partition keeps its share groups
+        # and their members' session timers; one that expires fences a member alive at the
+        # new coordinator and releases the records it holds on this broker's share
+        # partitions, which go to the next fetch while it still holds them.
+        return None
+
+    _replace(stack, ShareGroupCoordinator, "on_partition_unloaded", on_partition_unloaded)
+
+
 # -- security (issue 33: the SASL client's checks catch this) ---------------------------------
 
 
@@ -587,6 +600,14 @@ PLANTED: dict[str, PlantedBug] = {
             "lock: two share consumers hold one record at once",
             "SharePartition._on_lock_expired",
             _share_lock_released_twice,
+        ),
+        PlantedBug(
+            "share-group-kept-on-unload",
+            "a broker that stops coordinating a share group keeps it and its members' "
+            "session timers: an expiry there fences a member alive at the new coordinator "
+            "and releases the records it holds, given to another fetch while it holds them",
+            "ShareGroupCoordinator.on_partition_unloaded",
+            _share_group_kept_on_unload,
         ),
         PlantedBug(
             "share-delivery-limit-off-by-one",

@@ -34,6 +34,7 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
     import broker.group.consumer.current_assignment_builder as cab
     import broker.group.group_coordinator as gc
     import broker.group.group_metadata as gm
+    import broker.group.share.share_group_coordinator as sgc
     import broker.group.streams.sticky_task_assignor as sta
     import broker.group.streams.streams_group as sg
     import broker.log.memory_log as ml
@@ -56,6 +57,7 @@ def test_each_bug_replaces_what_it_names_and_only_inside_the_block(name: str) ->
         "ProducerStateEntry": ps.ProducerStateEntry,
         "CurrentAssignmentBuilder": cab.CurrentAssignmentBuilder,
         "SharePartition": sp.SharePartition,
+        "ShareGroupCoordinator": sgc.ShareGroupCoordinator,
         "StreamsGroup": sg.StreamsGroup,
         "StickyAssignment": sta._Assignment,
         "StandardAuthorizer": sa.StandardAuthorizer,
