@@ -79,9 +79,7 @@ class SkewedClocks:
         def wall_ms() -> float:
             return (epoch_s + monotonic_s() + skew.offset_s) * 1000.0
 
-        return clock, RequestClock(
-            monotonic_ns=lambda: round(monotonic_s() * 1e9), wall_ms=wall_ms
-        )
+        return clock, RequestClock(monotonic_ns=lambda: round(monotonic_s() * 1e9), wall_ms=wall_ms)
 
 
 class _SkewedClock(LoopClock):
