@@ -103,7 +103,8 @@ class DelayedFetch(DelayedOperation):
         accumulated = 0
         for status in self._statuses:
             partition = online(status.tp)
-            if partition is None or not partition.is_leader:
+            # (`Partition.is_leader` inlined: ~900k partitions checked in a 600 s run)
+            if partition is None or partition.leader_id != partition.broker_id:
                 return self.force_complete()
             log = partition.log
             fetch_offset = status.fetch_offset

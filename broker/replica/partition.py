@@ -364,7 +364,8 @@ class Partition:
         if state is None:
             return False
         advanced = fetch_offset > state.log_end_offset
-        if fetch_offset >= self.log_end_offset:
+        log_end_offset = self.log.log_end_offset
+        if fetch_offset >= log_end_offset:
             state.last_caught_up_time_ms = now_ms
         elif fetch_offset >= state.last_fetch_leader_log_end_offset:
             # It has what we had at its previous fetch: it was caught up back then.
@@ -373,7 +374,7 @@ class Partition:
             )
         state.log_end_offset = fetch_offset
         state.last_fetch_time_ms = now_ms
-        state.last_fetch_leader_log_end_offset = self.log_end_offset
+        state.last_fetch_leader_log_end_offset = log_end_offset
         # The HW is a minimum over the ISR: only a follower that moved up can raise it
         # (every other cause — an append, an ISR change — checks it itself).
         return self.maybe_increment_high_watermark() if advanced else False

@@ -595,16 +595,18 @@ class ReplicaManager:
     ) -> None:
         """A follower fetched: note its log end; the HW and the ISR may move."""
         now = self.clock.now_ms()
+        partitions = self.partitions
         for status in statuses:
-            partition = self.partitions.get(status.tp)
-            if partition is None or not partition.is_leader:
+            partition = partitions.get(status.tp)
+            if partition is None or partition.leader_id != partition.broker_id:
                 continue
             if partition.update_follower(replica_id, status.fetch_offset, now):
                 self.complete_delayed_requests(status.tp)
             if partition.update_follower_log_start(replica_id, status.log_start_offset):
                 # Kafka's leaderLWIncremented: a parked DeleteRecords may be answered.
                 self.delete_records_purgatory.check_and_complete(status.tp)
-            if partition.should_join_isr(replica_id):
+            # (an ISR member never joins it: the usual case, asked without a call)
+            if replica_id not in partition.isr and partition.should_join_isr(replica_id):
                 self._alter_isr(partition, [*partition.isr, replica_id], expand=True)
 
     # -- ISR ---------------------------------------------------------------------------
