@@ -707,11 +707,16 @@ class ReplicaManager:
             if partition is None:
                 append((status, ReadResult(_unknown_or_not_leader(self, status.tp))))
                 continue
-            if status.current_leader_epoch >= 0:
-                fenced = _check_leader_epoch(partition, status.current_leader_epoch)
-                if fenced is not None:
-                    append((status, ReadResult(fenced)))
-                    continue
+            epoch = status.current_leader_epoch
+            if (
+                epoch >= 0
+                and epoch != partition.leader_epoch
+                and partition.leader_id == partition.broker_id
+            ):  # `_check_leader_epoch`, asked only when it refuses
+                fenced = _check_leader_epoch(partition, epoch)
+                assert fenced is not None
+                append((status, ReadResult(fenced)))
+                continue
             limit = min(status.partition_max_bytes, remaining if remaining > 0 else 0)
             if fewer_bytes and limit and buggify.fires(FETCH_FEWER_BYTES):
                 limit = 1  # one batch while nothing is read yet (KIP-74), else nothing
