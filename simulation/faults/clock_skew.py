@@ -79,7 +79,7 @@ class SkewedClocks:
         def wall_ms() -> float:
             return (epoch_s + monotonic_s() + skew.offset_s) * 1000.0
 
-        return clock, RequestClock(monotonic_ns=lambda: round(monotonic_s() * 1e9), wall_ms=wall_ms)
+        return clock, RequestClock(monotonic_ns=clock.monotonic_ns, wall_ms=wall_ms)
 
 
 class _SkewedClock(LoopClock):
@@ -103,3 +103,9 @@ class _SkewedClock(LoopClock):
         now_s = self._time_s()
         skew = self._skew
         return int((now_s + skew.lead_s + skew.drift * (now_s - skew.since_s)) * 1000.0)
+
+    def monotonic_ns(self) -> int:
+        """The request clock's stamps (~350k a run): ``monotonic_s`` in integer ns."""
+        now_s = self._time_s()
+        skew = self._skew
+        return round((now_s + skew.lead_s + skew.drift * (now_s - skew.since_s)) * 1e9)
