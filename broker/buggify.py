@@ -157,6 +157,14 @@ def fires(point: str) -> bool:
     return active is not None and active.fires(point)
 
 
+def may_fire(point: str) -> bool:
+    """Whether ``point`` is on in this run (`fires` may then say yes): a hot loop asks
+    once, then `fires` per pass only when it may. `fires` of a point that is off draws
+    nothing, so skipping it changes no draw."""
+    active = _active
+    return active is not None and point in active.enabled
+
+
 def delay_s() -> float:
     """A random virtual delay for a point that fired (0 when none is installed)."""
     active = _active

@@ -8,12 +8,17 @@ replaces only the selector and the clock:
 - `time()` is a number this loop owns (`now`), not `time.monotonic()`;
 - there are no file descriptors: the in-memory network (`network.py`) delivers bytes by
   scheduling callbacks, so "waiting for I/O" is always "waiting for the next timer";
-- so `_VirtualSelector.select(timeout)` does not wait. It advances `now` by ``timeout`` (the
-  distance to the earliest timer, which the base loop computed), then moves every timer due
-  at that instant into the ready queue itself, in an order drawn from the seed — timers due
-  at the same virtual instant are the simulation's only real source of interleaving, and
-  their order is the one thing a seed should decide. Callbacks scheduled with `call_soon`
-  keep asyncio's first-in-first-out promise (streams and futures rely on it).
+- so `_run_once` does not wait for I/O. It advances `now` to the earliest timer, then moves
+  every timer due at that instant into the ready queue itself, in an order drawn from the
+  seed — timers due at the same virtual instant are the simulation's only real source of
+  interleaving, and their order is the one thing a seed should decide. Callbacks scheduled
+  with `call_soon` keep asyncio's first-in-first-out promise (streams and futures rely on it).
+
+The timer heap holds ``(when, seq, handle)`` entries, ``seq`` the timer's creation number, so
+that the heap compares in C and its pop order is a function of the timers alone: the seed's
+draws for a tie are handed out in creation order, whatever shape the heap has (asyncio's heap
+of handles pops equal times in an order its history decides, so no cancelled timer could
+leave it early without moving every later tie).
 
 When nothing is ready and no timer is pending while ``run_until_complete`` still waits, the
 simulation can never make progress: `SimulationStalled` says so at once, where a real loop
@@ -32,8 +37,8 @@ import asyncio
 import contextvars
 import gc
 import heapq
+import itertools
 import random
-import selectors
 from asyncio import format_helpers
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
@@ -59,54 +64,11 @@ _Handle = asyncio.Handle
 _new_handle = object.__new__  # a handle's slots set one by one: see `call_soon`
 
 
-class _SimTimerHandle(asyncio.TimerHandle):
-    """asyncio's timer with a cheaper ``<``: the heap holds only timers (``_when``
-    compared as `asyncio.TimerHandle.__lt__` compares it, without its type check), so
-    every comparison, and with them the heap's order of equal times, is what it was.
-
-    The loop's hottest calls build their handles slot by slot, as ``Handle.__init__``
-    sets them outside debug mode, without its two calls (and ``get_debug``'s)."""
-
-    __slots__ = ()
-
-    def __lt__(self, other: asyncio.TimerHandle) -> bool:
-        return self._when < other._when  # type: ignore[attr-defined,no-any-return]
+_TimerHandle = asyncio.TimerHandle  # built slot by slot too (see `call_at`)
 
 
 class SimulationStalled(RuntimeError):
     """Nothing is runnable and no timer is pending, yet the awaited future is not done."""
-
-
-class _VirtualSelector(selectors.BaseSelector):
-    """A selector with no descriptors: `select` jumps the loop's clock to its next timer."""
-
-    def __init__(self, loop: SimulatedEventLoop) -> None:
-        self._loop = loop
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        loop = self._loop
-        if timeout is None:
-            if not loop._stopping:  # type: ignore[attr-defined]
-                raise SimulationStalled(
-                    f"nothing runnable and no timer pending at virtual t={loop.now:.6f}s"
-                )
-            return []
-        if not loop._ready:  # type: ignore[attr-defined]
-            loop._advance(timeout)
-        loop._release_due_timers()
-        return []
-
-    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
-        raise NotImplementedError("the simulated loop has no file descriptors")
-
-    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
-        raise NotImplementedError("the simulated loop has no file descriptors")
-
-    def get_map(self) -> dict[Any, selectors.SelectorKey]:
-        return {}
-
-    def close(self) -> None:
-        pass
 
 
 class SimulatedEventLoop(asyncio.BaseEventLoop):
@@ -120,9 +82,10 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         self.seed = seed
         self.random = random.Random(seed)
         self.network = SimNetwork(self, random.Random(f"{seed}/network"), latency)
-        self._selector = _VirtualSelector(self)
         self._clock_resolution = 1e-9
         self.timer_ties = 0
+        # ``_scheduled`` (asyncio's name) holds (when, seq, handle): see the module docstring
+        self._timer_seq = itertools.count()
 
     def time(self) -> float:
         return self.now
@@ -138,9 +101,13 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         """
         scheduled = self._scheduled  # type: ignore[attr-defined]
         target = self.now + timeout
-        if scheduled and scheduled[0]._when <= target + 1e-9:
-            target = scheduled[0]._when
+        if scheduled and scheduled[0][0] <= target + 1e-9:
+            target = scheduled[0][0]
         self.now = max(target, self.now + MIN_STEP_S)
+
+    def pending_timers(self) -> list[asyncio.TimerHandle]:
+        """The timers not yet run, cancelled ones included until the heap drops them."""
+        return [entry[2] for entry in self._scheduled]  # type: ignore[attr-defined]
 
     def _run_once(self) -> None:
         """One iteration, as `asyncio.BaseEventLoop._run_once` runs it, without what a loop
@@ -149,9 +116,6 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         gives the same run. A what-if replay spends a few percent of its time here.
         """
         base: Any = self  # asyncio's private state, which typeshed does not declare
-        if base._debug:
-            super()._run_once()  # type: ignore[misc]
-            return
         scheduled: list[Any] = base._scheduled
         ready = base._ready
         count = len(scheduled)
@@ -160,25 +124,26 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
             and base._timer_cancelled_count / count > _MIN_CANCELLED_TIMER_HANDLES_FRACTION
         ):
             kept = []
-            for handle in scheduled:
+            for entry in scheduled:
+                handle = entry[2]
                 if handle._cancelled:
                     handle._scheduled = False
                 else:
-                    kept.append(handle)
+                    kept.append(entry)
             heapq.heapify(kept)
             base._scheduled = scheduled = kept
             base._timer_cancelled_count = 0
         else:
-            while scheduled and scheduled[0]._cancelled:
+            while scheduled and scheduled[0][2]._cancelled:
                 base._timer_cancelled_count -= 1
-                heappop(scheduled)._scheduled = False
+                heappop(scheduled)[2]._scheduled = False
         if not ready:
             if base._stopping:
                 self._advance(0.0)
             elif scheduled:
                 # `_advance` inlined (it runs at nearly every iteration), the same arithmetic.
                 now = self.now
-                when = scheduled[0]._when
+                when = scheduled[0][0]
                 target = now + min(max(0.0, when - now), _MAXIMUM_SELECT_TIMEOUT_S)
                 if when <= target + 1e-9:
                     target = when
@@ -187,11 +152,11 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
                 raise SimulationStalled(
                     f"nothing runnable and no timer pending at virtual t={self.now:.6f}s"
                 )
-        if scheduled and scheduled[0]._when <= self.now:  # (most iterations have none due)
+        if scheduled and scheduled[0][0] <= self.now:  # (most iterations have none due)
             self._release_due_timers()
         end_time = self.now + base._clock_resolution
-        while scheduled and scheduled[0]._when < end_time:
-            handle = heappop(scheduled)
+        while scheduled and scheduled[0][0] < end_time:
+            handle = heappop(scheduled)[2]
             handle._scheduled = False
             ready.append(handle)
         popleft = ready.popleft
@@ -249,22 +214,29 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         *args: Any,
         context: contextvars.Context | None = None,
     ) -> asyncio.TimerHandle:
-        """`asyncio.BaseEventLoop.call_at` without its debug-only checks (every sleep,
-        timeout and network delivery is one), the timer a `_SimTimerHandle`."""
+        """`asyncio.BaseEventLoop.call_at` (every sleep, timeout and network delivery is
+        one), its debug-only checks made only in debug mode, the timer pushed as
+        ``(when, seq, timer)`` (see the module docstring)."""
         base: Any = self
+        timer: Any
         if base._debug or base._closed or when is None:
-            return super().call_at(when, callback, *args, context=context)
-        timer: Any = _new_handle(_SimTimerHandle)
-        timer._context = copy_context() if context is None else context
-        timer._loop = self
-        timer._callback = callback
-        timer._args = args
-        timer._cancelled = False
-        timer._repr = None
-        timer._source_traceback = None
-        timer._when = when
+            self._check_closed()  # type: ignore[attr-defined]
+            if base._debug:
+                self._check_thread()  # type: ignore[attr-defined]
+                self._check_callback(callback, "call_at")  # type: ignore[attr-defined]
+            timer = asyncio.TimerHandle(when, callback, args, self, context)
+        else:
+            timer = _new_handle(_TimerHandle)
+            timer._context = copy_context() if context is None else context
+            timer._loop = self
+            timer._callback = callback
+            timer._args = args
+            timer._cancelled = False
+            timer._repr = None
+            timer._source_traceback = None
+            timer._when = when
         timer._scheduled = True
-        heappush(base._scheduled, timer)
+        heappush(base._scheduled, (when, next(self._timer_seq), timer))
         return timer  # type: ignore[no-any-return]
 
     def call_later(  # type: ignore[override]
@@ -281,26 +253,33 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         return self.call_at(self.now + delay, callback, *args, context=context)
 
     def _release_due_timers(self) -> None:
-        """Move the timers due now into the ready queue, ties in the seed's order."""
+        """Move the timers due now into the ready queue, ties in the seed's order: each
+        due timer, in creation order, draws a number, and they run by time, then draw."""
         base: Any = self
         scheduled = base._scheduled
         now = self.now
-        if not scheduled or scheduled[0]._when > now:
+        if not scheduled or scheduled[0][0] > now:
             return
         due: list[Any] = []
-        while scheduled and scheduled[0]._when <= now:
-            handle = heappop(scheduled)
+        while scheduled and scheduled[0][0] <= now:
+            entry = heappop(scheduled)
+            handle = entry[2]
             handle._scheduled = False
             if handle._cancelled:
                 base._timer_cancelled_count -= 1
                 continue
-            due.append(handle)
-        if len(due) > 1:
-            draw = self.random.random
-            keys = {id(h): (h._when, draw()) for h in due}
-            due.sort(key=lambda h: keys[id(h)])
-            self.timer_ties += len(due) - len({h._when for h in due})
-        base._ready.extend(due)
+            due.append(entry)
+        if len(due) == 1:
+            base._ready.append(due[0][2])
+            return
+        if not due:
+            return
+        draw = self.random.random
+        # (when, draw, seq, handle): compared in C, never as far as the handle
+        keyed = [(entry[0], draw(), entry[1], entry[2]) for entry in due]
+        keyed.sort()
+        self.timer_ties += len(due) - len({entry[0] for entry in due})
+        base._ready.extend([entry[3] for entry in keyed])
 
     def _process_events(self, event_list: list[Any]) -> None:
         """No descriptors, so no events: the network schedules its own callbacks."""

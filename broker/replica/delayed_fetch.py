@@ -96,14 +96,14 @@ class DelayedFetch(DelayedOperation):
     def try_complete(self) -> bool:
         params = self._params
         follower = params.is_from_follower
-        read_committed = params.read_committed
         min_bytes = params.min_bytes
         manager = self._replica_manager
         online = manager.online_partition
         accumulated = 0
         for status in self._statuses:
             partition = online(status.tp)
-            if partition is None or not partition.is_leader:
+            # (`Partition.is_leader` inlined: ~900k partitions checked in a 600 s run)
+            if partition is None or partition.leader_id != partition.broker_id:
                 return self.force_complete()
             log = partition.log
             fetch_offset = status.fetch_offset
@@ -118,7 +118,7 @@ class DelayedFetch(DelayedOperation):
                 fetch_offset,
                 follower,
                 min(min_bytes - accumulated, status.partition_max_bytes),
-                read_committed=read_committed,
+                read_committed=params.read_committed,  # (asked only for bytes there)
             )
             # A throttled replica's bytes do not count (as Kafka's); asked only when there
             # are bytes, which most partitions of a parked fetch have not.

@@ -166,8 +166,7 @@ class Partition:
         hw = self.high_watermark
         # Unreplicated transactions end once the HW passes their markers (Kafka drops
         # them on each HW update; the HW only moves forward, so doing it here is the same).
-        self.producers.on_high_watermark_updated(hw)
-        first = self.producers.first_unstable_offset()
+        first = self.producers.first_unstable_offset_at(hw)
         if first is not None:
             first = max(first, self.log_start_offset)
             if first < hw:
@@ -365,7 +364,8 @@ class Partition:
         if state is None:
             return False
         advanced = fetch_offset > state.log_end_offset
-        if fetch_offset >= self.log_end_offset:
+        log_end_offset = self.log.log_end_offset
+        if fetch_offset >= log_end_offset:
             state.last_caught_up_time_ms = now_ms
         elif fetch_offset >= state.last_fetch_leader_log_end_offset:
             # It has what we had at its previous fetch: it was caught up back then.
@@ -374,7 +374,7 @@ class Partition:
             )
         state.log_end_offset = fetch_offset
         state.last_fetch_time_ms = now_ms
-        state.last_fetch_leader_log_end_offset = self.log_end_offset
+        state.last_fetch_leader_log_end_offset = log_end_offset
         # The HW is a minimum over the ISR: only a follower that moved up can raise it
         # (every other cause — an append, an ISR change — checks it itself).
         return self.maybe_increment_high_watermark() if advanced else False
@@ -554,17 +554,12 @@ class Partition:
         log = self.log
         lso = self.last_stable_offset
         bound = self._fetch_bound(up_to_log_end, read_committed)  # (a planted bug's seam)
-        high_watermark = self.high_watermark
         log_end = log.log_end_offset
         local_start = log.log_start_offset
         remote_start = self.remote_log_start_offset
         log_start = remote_start if 0 <= remote_start < local_start else local_start
-        result = ReadResult(
-            high_watermark=high_watermark,
-            log_start_offset=log_start,
-            log_end_offset=log_end,
-            last_stable_offset=lso,
-        )
+        # (positional: ReadResult's fields in order, the cheapest way to build one)
+        result = ReadResult(ErrorCode.none, b"", self.high_watermark, log_start, log_end, lso)
         if fetch_offset < log_start or fetch_offset > log_end:
             result.error = ErrorCode.offset_out_of_range
             return result
@@ -586,7 +581,7 @@ class Partition:
     def _fetch_bound(self, up_to_log_end: bool, read_committed: bool) -> int:
         """Kafka's FetchIsolation: log end (followers), LSO (read_committed), else HW."""
         if up_to_log_end:
-            return self.log_end_offset
+            return self.log.log_end_offset
         return self.last_stable_offset if read_committed else self.high_watermark
 
     def bytes_available(

@@ -450,6 +450,15 @@ class ProducerStateManager:
             return None
         return min(itertools.chain(self._ongoing, self._unreplicated))
 
+    def first_unstable_offset_at(self, high_watermark: int) -> int | None:
+        """`on_high_watermark_updated` then `first_unstable_offset`, in one call: every
+        read of every partition asks (Partition.last_stable_offset), and nearly all find
+        no transaction at all."""
+        if not self._ongoing and not self._unreplicated:
+            return None
+        self._remove_unreplicated_transactions(high_watermark)
+        return self.first_unstable_offset()
+
     def first_undecided_offset(self) -> int | None:
         return min(self._ongoing) if self._ongoing else None
 

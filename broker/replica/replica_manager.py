@@ -595,16 +595,18 @@ class ReplicaManager:
     ) -> None:
         """A follower fetched: note its log end; the HW and the ISR may move."""
         now = self.clock.now_ms()
+        partitions = self.partitions
         for status in statuses:
-            partition = self.partitions.get(status.tp)
-            if partition is None or not partition.is_leader:
+            partition = partitions.get(status.tp)
+            if partition is None or partition.leader_id != partition.broker_id:
                 continue
             if partition.update_follower(replica_id, status.fetch_offset, now):
                 self.complete_delayed_requests(status.tp)
             if partition.update_follower_log_start(replica_id, status.log_start_offset):
                 # Kafka's leaderLWIncremented: a parked DeleteRecords may be answered.
                 self.delete_records_purgatory.check_and_complete(status.tp)
-            if partition.should_join_isr(replica_id):
+            # (an ISR member never joins it: the usual case, asked without a call)
+            if replica_id not in partition.isr and partition.should_join_isr(replica_id):
                 self._alter_isr(partition, [*partition.isr, replica_id], expand=True)
 
     # -- ISR ---------------------------------------------------------------------------
@@ -696,26 +698,37 @@ class ReplicaManager:
         remaining = params.max_bytes
         min_one = True
         follower = params.is_from_follower
+        read_committed = params.read_committed
+        fewer_bytes = buggify.may_fire(FETCH_FEWER_BYTES)  # (asked once, not per partition)
+        partitions = self.partitions
+        append = results.append
         for status in statuses:
-            partition = self.partitions.get(status.tp)
+            partition = partitions.get(status.tp)
             if partition is None:
-                results.append((status, ReadResult(_unknown_or_not_leader(self, status.tp))))
+                append((status, ReadResult(_unknown_or_not_leader(self, status.tp))))
                 continue
-            fenced = _check_leader_epoch(partition, status.current_leader_epoch)
-            if fenced is not None:
-                results.append((status, ReadResult(fenced)))
+            epoch = status.current_leader_epoch
+            if (
+                epoch >= 0
+                and epoch != partition.leader_epoch
+                and partition.leader_id == partition.broker_id
+            ):  # `_check_leader_epoch`, asked only when it refuses
+                fenced = _check_leader_epoch(partition, epoch)
+                assert fenced is not None
+                append((status, ReadResult(fenced)))
                 continue
-            limit = min(status.partition_max_bytes, max(remaining, 0))
-            if limit and buggify.fires(FETCH_FEWER_BYTES):
+            limit = min(status.partition_max_bytes, remaining if remaining > 0 else 0)
+            if fewer_bytes and limit and buggify.fires(FETCH_FEWER_BYTES):
                 limit = 1  # one batch while nothing is read yet (KIP-74), else nothing
-            if status.fetch_offset < partition.local_log_start_offset:
+            fetch_offset = status.fetch_offset
+            if fetch_offset < partition.log.log_start_offset:  # below the local log
                 self.refresh_tier_start(partition)
             result = partition.read(
-                status.fetch_offset,
+                fetch_offset,
                 limit,
                 up_to_log_end=follower,
                 min_one=min_one,
-                read_committed=params.read_committed,
+                read_committed=read_committed,
             )
             if (
                 result.error is ErrorCode.offset_moved_to_tiered_storage
@@ -737,7 +750,7 @@ class ReplicaManager:
             if result.records:
                 remaining -= len(result.records)
                 min_one = False
-            results.append((status, result))
+            append((status, result))
         return results
 
 

@@ -73,13 +73,39 @@ class SkewedClocks:
         """The clock and request clock `MiniKafka` hands broker ``broker_id`` (at each start:
         a restarted broker reads the same skew)."""
         skew, time_s, epoch_s = self.skew(broker_id), self._time_s, self._epoch_s
-
-        def monotonic_s() -> float:
-            return skew.monotonic_s(time_s())
+        clock = _SkewedClock(skew, time_s)
+        monotonic_s = clock.monotonic_s
 
         def wall_ms() -> float:
             return (epoch_s + monotonic_s() + skew.offset_s) * 1000.0
 
-        return LoopClock(monotonic_s), RequestClock(
-            monotonic_ns=lambda: round(monotonic_s() * 1e9), wall_ms=wall_ms
-        )
+        return clock, RequestClock(monotonic_ns=clock.monotonic_ns, wall_ms=wall_ms)
+
+
+class _SkewedClock(LoopClock):
+    """`LoopClock` over a broker's skewed monotonic time, read in one call: every clock
+    read of every broker comes here (~750k in a 600 s run), through two layers of calls
+    before. The same arithmetic as `BrokerSkew.monotonic_s`, so the same milliseconds."""
+
+    __slots__ = ("_skew", "_time_s")
+
+    def __init__(self, skew: BrokerSkew, time_s: Callable[[], float]) -> None:
+        super().__init__(self.monotonic_s)
+        self._skew = skew
+        self._time_s = time_s
+
+    def monotonic_s(self) -> float:
+        now_s = self._time_s()
+        skew = self._skew
+        return now_s + skew.lead_s + skew.drift * (now_s - skew.since_s)
+
+    def now_ms(self) -> int:
+        now_s = self._time_s()
+        skew = self._skew
+        return int((now_s + skew.lead_s + skew.drift * (now_s - skew.since_s)) * 1000.0)
+
+    def monotonic_ns(self) -> int:
+        """The request clock's stamps (~350k a run): ``monotonic_s`` in integer ns."""
+        now_s = self._time_s()
+        skew = self._skew
+        return round((now_s + skew.lead_s + skew.drift * (now_s - skew.since_s)) * 1e9)

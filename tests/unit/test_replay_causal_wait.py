@@ -55,7 +55,7 @@ def test_done_futures_cost_no_wait_and_leave_no_timer() -> None:
             future.set_result(None)
         await _wait_for_all(futures, timeout_s=60.0)
         await _wait_for_all([], timeout_s=60.0)
-        live = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
+        live = [h for h in loop.pending_timers() if not h.cancelled()]  # type: ignore[attr-defined]
         return loop.time(), len(live)
 
     assert run_simulated(scenario(), seed=1) == (0.0, 0)

@@ -130,10 +130,31 @@ def _tie_order(seed: int) -> list[int]:
 def test_a_seed_orders_ties_as_it_always_has() -> None:
     # A seed's order is part of every recorded digest: a change to the loop (its heap, its
     # handles, the draws) that moves it changes every simulation's digest. These orders
-    # were recorded before issue 33 made the loop cheaper (and did not move them); a change
-    # that moves them must say so.
-    assert _tie_order(7) == [9, 6, 0, 3, 7, 1, 10, 5, 8, 11, 2]
-    assert _tie_order(8) == [3, 0, 9, 6, 10, 1, 7, 2, 8, 11, 5]
+    # were recorded when issue 33's second pass drew ties in the timers' creation order (a
+    # heap of (when, seq, handle)), which moved them once; a change that moves them must say so.
+    assert _tie_order(7) == [9, 3, 0, 6, 10, 7, 1, 5, 11, 8, 2]
+    assert _tie_order(8) == [6, 0, 9, 3, 1, 7, 10, 2, 11, 8, 5]
+
+
+def test_a_tie_is_drawn_in_creation_order_whatever_the_heap_holds() -> None:
+    # The point of the (when, seq) heap: timers cancelled and gone from the heap early
+    # (its compaction) do not move the order of the ties that stay.
+    def order(extra_cancelled: int) -> list[int]:
+        async def race() -> list[int]:
+            loop = asyncio.get_running_loop()
+            seen: list[int] = []
+            for i in range(8):
+                loop.call_at(loop.time() + 1.0, seen.append, i)
+            for i in range(extra_cancelled):
+                loop.call_later(0.5 + i * 1e-3, seen.append, 100 + i).cancel()
+            await asyncio.sleep(2)
+            return seen
+
+        result: list[int] = run_simulated(race(), seed=3)
+        return result
+
+    assert order(0) == order(5) == order(300)  # 300: the heap compacts (> 100, > half)
+    assert sorted(order(0)) == list(range(8))
 
 
 def test_a_failing_callback_is_reported_as_asyncio_reports_it_and_the_run_goes_on() -> None:
