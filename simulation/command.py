@@ -239,7 +239,7 @@ def run_simulate(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"minikafka simulate: error: no {args.service_times}", file=sys.stderr)
         return 2
     # (kafka.authorizer.logger: the audit line of every denial the SASL client meets)
-    for noisy in ("aiokafka", "asyncio", "broker", "kafka.authorizer.logger"):
+    for noisy in ("aiokafka", "asyncio", "broker", "kafka.authorizer.logger", "kafka_tools"):
         logging.getLogger(noisy).setLevel(max(logging.getLogger().level, logging.CRITICAL))
     return _run_seeds(args, seeds, faults, sys.stdout)
 

@@ -53,7 +53,7 @@ from simulation.request_handlers import (
     link_latency,
 )
 from virtual_time.determinism import DEFAULT_EPOCH_S
-from virtual_time.loop import SimulatedEventLoop, run_simulated
+from virtual_time.loop import SimulatedEventLoop, SimulationLivelock, run_simulated
 
 log = logging.getLogger("broker.simulation")  # the name its log lines have always carried
 
@@ -97,22 +97,35 @@ class SimulationResult:
 def simulate(config: SimulationConfig) -> SimulationResult:
     started = real_clock.monotonic_s()  # wall time spent, for the virtual/wall ratio
     history = History()
+    livelock: SimulationLivelock | None = None
     with planted(config.plant):
-        virtual_s = run_simulated(
-            _scenario(config, history),
-            seed=config.seed,
-            latency=link_latency(config.service_times),
-        )
+        try:
+            virtual_s = run_simulated(
+                _scenario(config, history),
+                seed=config.seed,
+                latency=link_latency(config.service_times),
+            )
+        except SimulationLivelock as spun:
+            livelock, virtual_s = spun, spun.virtual_s
     loop_messages = history.client_errors.pop("__messages__", 0)
     digest = history.digest(virtual_s, loop_messages)
     return SimulationResult(
         config.seed,
         digest,
-        check_all(history),
+        [_progress(livelock), *(check_all(history) if livelock is None else ())],
         virtual_s,
         real_clock.monotonic_s() - started,
         history,
     )
+
+
+def _progress(livelock: SimulationLivelock | None) -> Verdict:
+    """Liveness: the run reached its end. A livelocked run's history stops part-way, so
+    nothing else is judged on it (every end-of-run check would fail for that alone)."""
+    name = "the cluster makes progress (no livelock)"
+    if livelock is None:
+        return Verdict(name, True, "the run reached its end")
+    return Verdict(name, False, str(livelock), tuple(livelock.spinning))
 
 
 def _broker_config(config: SimulationConfig) -> BrokerConfig:

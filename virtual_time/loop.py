@@ -71,6 +71,30 @@ class SimulationStalled(RuntimeError):
     """Nothing is runnable and no timer is pending, yet the awaited future is not done."""
 
 
+#: Loop iterations within `LIVELOCK_WINDOW_S` of virtual time before the run is declared
+#: livelocked. A healthy run makes ~1 000 iterations a virtual second; a spin either never
+#: waits (callbacks always ready) or waits the least step (`MIN_STEP_S`) each time (a
+#: deadline polled against a clock that barely moves): a million iterations take seconds
+#: of CPU and, at the least step, a second of virtual time.
+LIVELOCK_ITERATIONS = 1_000_000
+LIVELOCK_WINDOW_S = 2.0
+
+
+class SimulationLivelock(RuntimeError):
+    """The loop ran `LIVELOCK_ITERATIONS` iterations within `LIVELOCK_WINDOW_S` of virtual
+    time: something reschedules itself at once or at the least step, for ever (a retry
+    without backoff, a callback chain that never awaits time). A real loop would burn a
+    core while its clock moves on; here the clock hardly moves, so the run never ends."""
+
+    def __init__(self, virtual_s: float, spinning: list[str]) -> None:
+        self.virtual_s = virtual_s
+        self.spinning = spinning
+        super().__init__(
+            f"livelock at virtual t={virtual_s:.6f}s: {LIVELOCK_ITERATIONS} loop iterations "
+            f"within {LIVELOCK_WINDOW_S:g} s; ready: {'; '.join(spinning) or '-'}"
+        )
+
+
 class SimulatedEventLoop(asyncio.BaseEventLoop):
     """An event loop whose `time()` is virtual; see the module docstring."""
 
@@ -83,6 +107,9 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         self.random = random.Random(seed)
         self.network = SimNetwork(self, random.Random(f"{seed}/network"), latency)
         self._clock_resolution = 1e-9
+        # when the current streak of iterations began, and its length (a livelock's)
+        self._streak_from_s = start_s
+        self._streak = 0
         self.timer_ties = 0
         # ``_scheduled`` (asyncio's name) holds (when, seq, handle): see the module docstring
         self._timer_seq = itertools.count()
@@ -137,6 +164,14 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
             while scheduled and scheduled[0][2]._cancelled:
                 base._timer_cancelled_count -= 1
                 heappop(scheduled)[2]._scheduled = False
+        # A livelock (`SimulationLivelock`): too many iterations within one window of time.
+        if self.now - self._streak_from_s > LIVELOCK_WINDOW_S:
+            self._streak_from_s = self.now
+            self._streak = 0
+        else:
+            self._streak += 1
+            if self._streak > LIVELOCK_ITERATIONS:
+                raise SimulationLivelock(self.now, self._describe_ready())
         if not ready:
             if base._stopping:
                 self._advance(0.0)
@@ -171,6 +206,13 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
                 raise
             except BaseException as exc:
                 self._report_callback_error(handle, exc)
+
+    def _describe_ready(self, most: int = 5) -> list[str]:
+        """The first callbacks ready to run, as asyncio names them (a livelock's evidence)."""
+        ready: Any = self._ready  # type: ignore[attr-defined]
+        return [
+            format_helpers._format_callback_source(h._callback, h._args) for h in list(ready)[:most]
+        ]
 
     def _report_callback_error(self, handle: Any, exc: BaseException) -> None:
         """What `asyncio.Handle._run` tells the exception handler of a failed callback."""
@@ -342,18 +384,25 @@ def run_simulated(
 ) -> Any:
     """Run ``coro`` to completion on a fresh `SimulatedEventLoop`, the process's clocks,
     `random` and `uuid4` pinned to it (`determinism.pinned_process`, wall time ``epoch_s +
-    loop.time()``); the loop is closed after."""
+    loop.time()``); the loop is closed after. A `SimulationLivelock` leaves its tasks as
+    they are (cancelling them would run the spin again)."""
     loop = SimulatedEventLoop(seed, start_s, latency)
+    livelocked = False  # then nothing more runs on it: the spin would go on (and raise)
     try:
         asyncio.set_event_loop(loop)
         with pinned_process(loop, seed, epoch_s), _collector_for_long_runs():
             try:
                 return loop.run_until_complete(coro)
+            except SimulationLivelock:
+                livelocked = True
+                raise
             finally:
-                _cancel_leftover_tasks(loop)
+                if not livelocked:
+                    _cancel_leftover_tasks(loop)
     finally:
         try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
+            if not livelocked:
+                loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             asyncio.set_event_loop(None)
             loop.close()

@@ -7,7 +7,13 @@ import time
 
 import pytest
 
-from virtual_time.loop import SimulatedEventLoop, SimulationStalled, run_simulated
+import virtual_time.loop as loop_module
+from virtual_time.loop import (
+    SimulatedEventLoop,
+    SimulationLivelock,
+    SimulationStalled,
+    run_simulated,
+)
 
 
 def test_an_hour_of_sleep_costs_no_wall_time() -> None:
@@ -58,7 +64,7 @@ def test_timers_at_different_instants_keep_their_order() -> None:
         loop = asyncio.get_running_loop()
         seen: list[float] = []
         for delay in (0.3, 0.1, 0.2, 0.0001):
-            loop.call_later(delay, lambda d=delay: seen.append(d))
+            loop.call_later(delay, seen.append, delay)
         await asyncio.sleep(1)
         return seen
 
@@ -71,6 +77,53 @@ def test_waiting_for_what_can_never_happen_is_reported_not_hung() -> None:
 
     with pytest.raises(SimulationStalled, match="nothing runnable"):
         run_simulated(forever(), seed=1)
+
+
+@pytest.fixture
+def quick_livelock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2 000 iterations within 50 ms of virtual time make a livelock (a million in 2 s)."""
+    monkeypatch.setattr(loop_module, "LIVELOCK_ITERATIONS", 2_000)
+    monkeypatch.setattr(loop_module, "LIVELOCK_WINDOW_S", 0.05)
+
+
+@pytest.mark.usefixtures("quick_livelock")
+def test_a_callback_that_reschedules_itself_at_once_is_a_livelock_not_a_hang() -> None:
+    async def spin() -> None:
+        loop = asyncio.get_running_loop()
+
+        def again() -> None:
+            loop.call_soon(again)
+
+        await asyncio.sleep(5.0)
+        loop.call_soon(again)
+        await asyncio.sleep(10.0)
+
+    with pytest.raises(SimulationLivelock) as caught:
+        run_simulated(spin(), seed=1)
+    assert caught.value.virtual_s == pytest.approx(5.0)
+    assert any("again" in line for line in caught.value.spinning)
+
+
+@pytest.mark.usefixtures("quick_livelock")
+def test_a_deadline_polled_at_the_least_step_is_a_livelock_too() -> None:
+    async def crawl() -> None:  # the clock moves by MIN_STEP_S an iteration, for ever
+        while True:
+            await asyncio.sleep(1e-9)
+
+    with pytest.raises(SimulationLivelock) as caught:
+        run_simulated(crawl(), seed=1)
+    assert caught.value.virtual_s < 0.01
+
+
+@pytest.mark.usefixtures("quick_livelock")
+def test_chains_of_callbacks_that_end_are_no_livelock() -> None:
+    async def chains() -> None:
+        for _ in range(100):  # 1 000 iterations at one instant each time, then time moves
+            for _ in range(1_000):
+                await asyncio.sleep(0)
+            await asyncio.sleep(0.1)
+
+    run_simulated(chains(), seed=1)
 
 
 def test_work_sent_to_a_thread_runs_inline_in_virtual_time() -> None:
