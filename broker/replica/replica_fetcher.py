@@ -71,6 +71,12 @@ FETCH_VERSION = 12  # replica_id is a field of the request (v15+ moves it to rep
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3  # the first with replica_id
 # Kafka's replica.fetch.backoff.ms is 1000; a simulator wants failovers to settle fast.
 FETCH_BACKOFF_MS = 100
+#: Rounds of the fetcher loop within one millisecond of the broker's clock after which each
+#: further round first yields to the event loop. Every healthy round waits on the network
+#: or a timer; one that never does (a truncation that leaves a partition where it was, then
+#: a fetch that asks for it again, answered at once) would hold the loop for ever: Kafka's
+#: fetcher is a thread of its own, ours shares the loop with every connection.
+SPIN_YIELD_ROUNDS = 10_000
 
 _RETRY_LATER = frozenset(
     {
@@ -143,7 +149,16 @@ class ReplicaFetcher:
     # -- the loop ----------------------------------------------------------------------
 
     async def _run(self) -> None:
+        clock = self.manager.clock
+        round_ms, rounds = -1, 0  # rounds within one millisecond (SPIN_YIELD_ROUNDS)
         while True:
+            now = clock.now_ms()
+            if now != round_ms:
+                round_ms, rounds = now, 0
+            else:
+                rounds += 1
+                if rounds > SPIN_YIELD_ROUNDS:
+                    await asyncio.sleep(0)
             try:
                 await self._do_work()
             except asyncio.CancelledError:
