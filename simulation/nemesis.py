@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 from broker.app import MiniKafka
 from simulation.faults import links
-from simulation.faults.clock_skew import SkewedClocks
+from simulation.faults.clock_skew import MAX_DRIFT, SkewedClocks
 from simulation.history import History
 from virtual_time.network import SimNetwork
 
@@ -83,7 +83,6 @@ LOSS_RATE = 0.05
 #: A ``skew`` fault's largest step of the wall clock (well under the hour of
 #: ``message.timestamp.after.max.ms``), and largest drift of both clocks.
 MAX_SKEW_S = 120.0
-MAX_DRIFT = 0.05
 
 
 def parse_faults(text: str) -> dict[str, int]:

@@ -43,6 +43,7 @@ from simulation.clients.client_history import (
     ShareEvents,
     lease_end,
 )
+from simulation.faults.clock_skew import MAX_DRIFT
 
 __all__ = ["Finding", "check_protocol_clients"]
 
@@ -53,6 +54,13 @@ MAX_EVENTS = 10
 #: Timers fire on a timing wheel's tick, a little before their deadline: a session or a
 #: lock is taken to end this much earlier than the bounds above say.
 TIMER_SLACK_S = 0.01
+
+
+def _early(span_s: float) -> float:
+    """How much earlier than ``span_s`` a broker's timer may fire: the wheel's tick, and a
+    skewed clock's drift (a lock or session timed by a clock running 5% fast ends 5%
+    early in real time, as Kafka's would on a drifting monotonic clock: campaign seed 6)."""
+    return TIMER_SLACK_S + span_s * MAX_DRIFT
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +125,7 @@ def _tenure(groups: GroupEvents, since: Owned, until_s: float) -> _Tenure:
     lease = lease_end(
         groups.heartbeats_ok.get(since.member, []), since.at_s, groups.session_timeout_s
     )
-    end = min(until_s, lease - TIMER_SLACK_S)
+    end = min(until_s, lease - _early(groups.session_timeout_s))
     return _Tenure(since.member, since.name, since.epoch, since.at_s, end)
 
 
@@ -198,7 +206,7 @@ def _offset_events(share: ShareEvents, key: _Key) -> str:
 def _hold_end(
     share: ShareEvents, a: Acquisition, acks: Mapping[tuple[str, _Key], list[float]]
 ) -> float:
-    end = a.sent_s + a.lock_s - TIMER_SLACK_S
+    end = a.sent_s + a.lock_s - _early(a.lock_s)
     for sent in acks.get((a.member, _key(a)), []):
         if sent >= a.received_s:
             end = min(end, sent)
@@ -206,7 +214,7 @@ def _hold_end(
     end = min(
         end,
         lease_end(share.heartbeats_ok.get(a.member, []), a.received_s, share.session_timeout_s)
-        - TIMER_SLACK_S,
+        - _early(share.session_timeout_s),
     )
     closed = share.closed.get(a.connection)
     if closed is not None and closed >= a.received_s:

@@ -34,6 +34,10 @@ from dataclasses import dataclass
 from broker.server.request_timing import RequestClock
 from purgatory import Clock, LoopClock
 
+#: The most a skewed broker's clocks run fast or slow (the nemesis draws its drift up to
+#: this either way): a checker allows a broker's timers to fire this much early.
+MAX_DRIFT = 0.05
+
 
 @dataclass(slots=True)
 class BrokerSkew:

@@ -200,6 +200,13 @@ def test_a_record_given_again_after_its_leader_lost_and_won_back_the_partition_i
     assert not found.held and "1 held by two at once" in found.detail
 
 
+def test_a_lock_timed_by_a_clock_running_fast_may_end_early() -> None:
+    # campaign seed 6: the leader's clock drifted +3% (the skew fault, up to 5%), its 10 s
+    # lock ran out ~0.3 s early and the record went to the next fetch
+    assert one_holder_at_a_time(_share(_acq("a", 1.0), _acq("b", 10.6, count=2))).held
+    assert not one_holder_at_a_time(_share(_acq("a", 1.0), _acq("b", 10.3, count=2))).held
+
+
 def test_a_delivery_past_the_limit_is_caught() -> None:
     found = within_delivery_limit(_share(_acq("a", 1.0, count=6)))
     assert not found.held and "1 past the limit" in found.detail
