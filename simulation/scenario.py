@@ -104,6 +104,7 @@ def simulate(config: SimulationConfig) -> SimulationResult:
                 _scenario(config, history),
                 seed=config.seed,
                 latency=link_latency(config.service_times),
+                deadline_s=deadline_s(config.duration_s),
             )
         except SimulationLivelock as spun:
             livelock, virtual_s = spun, spun.virtual_s
@@ -117,6 +118,15 @@ def simulate(config: SimulationConfig) -> SimulationResult:
         real_clock.monotonic_s() - started,
         history,
     )
+
+
+def deadline_s(duration_s: float) -> float:
+    """The virtual time a run must end by: its clients stop at 85% of ``duration_s``, the
+    faults heal by 75%, and the end -- drainers, the converged streams group, the final
+    reads -- takes a minute or two. A run still going at three times its length plus five
+    minutes waits for something that never comes (the planted follower-skips-truncation
+    ran past three virtual hours)."""
+    return 3 * duration_s + 300.0
 
 
 def _progress(livelock: SimulationLivelock | None) -> Verdict:

@@ -34,10 +34,12 @@ log cleaner's) runs inline: threads run outside virtual time and in an order no 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import gc
 import heapq
 import itertools
+import math
 import random
 from asyncio import format_helpers
 from collections.abc import Callable, Iterator
@@ -84,14 +86,20 @@ class SimulationLivelock(RuntimeError):
     """The loop ran `LIVELOCK_ITERATIONS` iterations within `LIVELOCK_WINDOW_S` of virtual
     time: something reschedules itself at once or at the least step, for ever (a retry
     without backoff, a callback chain that never awaits time). A real loop would burn a
-    core while its clock moves on; here the clock hardly moves, so the run never ends."""
+    core while its clock moves on; here the clock hardly moves, so the run never ends.
+    Or (``overran``) the clock passed the run's deadline: the run waits for something that
+    never comes while its timers keep the clock moving."""
 
-    def __init__(self, virtual_s: float, spinning: list[str]) -> None:
+    def __init__(self, virtual_s: float, spinning: list[str], overran: bool = False) -> None:
         self.virtual_s = virtual_s
         self.spinning = spinning
+        what = (
+            "the run passed its deadline"
+            if overran
+            else f"{LIVELOCK_ITERATIONS} loop iterations within {LIVELOCK_WINDOW_S:g} s"
+        )
         super().__init__(
-            f"livelock at virtual t={virtual_s:.6f}s: {LIVELOCK_ITERATIONS} loop iterations "
-            f"within {LIVELOCK_WINDOW_S:g} s; ready: {'; '.join(spinning) or '-'}"
+            f"livelock at virtual t={virtual_s:.6f}s: {what}; ready: {'; '.join(spinning) or '-'}"
         )
 
 
@@ -109,6 +117,7 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         self._clock_resolution = 1e-9
         # when the current streak of iterations began, and its length (a livelock's)
         self._streak_from_s = start_s
+        self.deadline_s = math.inf  # virtual time a run must end by (`run_simulated`)
         self._streak = 0
         self.timer_ties = 0
         # ``_scheduled`` (asyncio's name) holds (when, seq, handle): see the module docstring
@@ -168,6 +177,8 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         if self.now - self._streak_from_s > LIVELOCK_WINDOW_S:
             self._streak_from_s = self.now
             self._streak = 0
+            if self.now > self.deadline_s:
+                raise SimulationLivelock(self.now, self._describe_ready(), overran=True)
         else:
             self._streak += 1
             if self._streak > LIVELOCK_ITERATIONS:
@@ -381,12 +392,15 @@ def run_simulated(
     start_s: float = 0.0,
     latency: LatencyModel | None = None,
     epoch_s: float = DEFAULT_EPOCH_S,
+    deadline_s: float = math.inf,
 ) -> Any:
     """Run ``coro`` to completion on a fresh `SimulatedEventLoop`, the process's clocks,
     `random` and `uuid4` pinned to it (`determinism.pinned_process`, wall time ``epoch_s +
-    loop.time()``); the loop is closed after. A `SimulationLivelock` leaves its tasks as
-    they are (cancelling them would run the spin again)."""
+    loop.time()``); the loop is closed after. A `SimulationLivelock` -- a spin, or virtual
+    time past ``deadline_s`` -- is raised once what is left has been cancelled, or given up
+    on if that spins too (`_bounded_if`)."""
     loop = SimulatedEventLoop(seed, start_s, latency)
+    loop.deadline_s = deadline_s
     livelocked = False  # then nothing more runs on it: the spin would go on (and raise)
     try:
         asyncio.set_event_loop(loop)
@@ -397,11 +411,11 @@ def run_simulated(
                 livelocked = True
                 raise
             finally:
-                if not livelocked:
+                with _bounded_if(livelocked, loop):
                     _cancel_leftover_tasks(loop)
     finally:
         try:
-            if not livelocked:
+            with _bounded_if(livelocked, loop):
                 loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             asyncio.set_event_loop(None)
@@ -426,6 +440,19 @@ def _collector_for_long_runs() -> Iterator[None]:
         gc.set_threshold(*thresholds)
         if freeze:
             gc.unfreeze()
+
+
+@contextmanager
+def _bounded_if(livelocked: bool, loop: SimulatedEventLoop) -> Iterator[None]:
+    """After a livelock, the way out (cancelling what is left) gets a fresh watch and no
+    deadline; if it spins too, it is given up (the tasks are left, the livelock reported)."""
+    if not livelocked:
+        yield
+        return
+    loop.deadline_s = math.inf
+    loop._streak, loop._streak_from_s = 0, loop.now
+    with contextlib.suppress(SimulationLivelock):
+        yield
 
 
 def _cancel_leftover_tasks(loop: SimulatedEventLoop) -> None:

@@ -115,6 +115,17 @@ def test_a_deadline_polled_at_the_least_step_is_a_livelock_too() -> None:
     assert caught.value.virtual_s < 0.01
 
 
+def test_a_run_past_its_deadline_is_stuck_though_its_clock_moves() -> None:
+    async def waits_for_ever() -> None:  # a heartbeat every second, for nothing
+        while True:
+            await asyncio.sleep(1.0)
+
+    with pytest.raises(SimulationLivelock, match="passed its deadline") as caught:
+        run_simulated(waits_for_ever(), seed=1, deadline_s=100.0)
+    assert 100.0 < caught.value.virtual_s < 104.0
+    assert run_simulated(asyncio.sleep(99.0), seed=1, deadline_s=100.0) is None
+
+
 @pytest.mark.usefixtures("quick_livelock")
 def test_chains_of_callbacks_that_end_are_no_livelock() -> None:
     async def chains() -> None:
