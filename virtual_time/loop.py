@@ -42,6 +42,7 @@ import itertools
 import math
 import random
 from asyncio import format_helpers
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
@@ -99,7 +100,8 @@ class SimulationLivelock(RuntimeError):
             else f"{LIVELOCK_ITERATIONS} loop iterations within {LIVELOCK_WINDOW_S:g} s"
         )
         super().__init__(
-            f"livelock at virtual t={virtual_s:.6f}s: {what}; ready: {'; '.join(spinning) or '-'}"
+            f"livelock at virtual t={virtual_s:.6f}s: {what}; "
+            f"{'waiting' if overran else 'ready'}: {'; '.join(spinning) or '-'}"
         )
 
 
@@ -178,7 +180,7 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
             self._streak_from_s = self.now
             self._streak = 0
             if self.now > self.deadline_s:
-                raise SimulationLivelock(self.now, self._describe_ready(), overran=True)
+                raise SimulationLivelock(self.now, self._describe_pending(), overran=True)
         else:
             self._streak += 1
             if self._streak > LIVELOCK_ITERATIONS:
@@ -224,6 +226,16 @@ class SimulatedEventLoop(asyncio.BaseEventLoop):
         return [
             format_helpers._format_callback_source(h._callback, h._args) for h in list(ready)[:most]
         ]
+
+    def _describe_pending(self, most: int = 8) -> list[str]:
+        """The tasks still waiting, by coroutine, most first (an overrun's evidence: what
+        the run is waiting on)."""
+        pending = Counter(
+            getattr(task.get_coro(), "__qualname__", "?")
+            for task in asyncio.all_tasks(self)
+            if not task.done()
+        )
+        return [f"{n} x {name}" for name, n in pending.most_common(most)]
 
     def _report_callback_error(self, handle: Any, exc: BaseException) -> None:
         """What `asyncio.Handle._run` tells the exception handler of a failed callback."""
