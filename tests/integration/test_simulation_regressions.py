@@ -44,7 +44,7 @@ CAMPAIGN_SEEDS = (
 
 #: The planted broker bug the campaign found, and the seed that catches it today with
 #: ``--faults default`` (bench/simulation/planted_score.py's runs).
-SHARE_UNLOAD_BUG, SHARE_UNLOAD_SEED = "share-group-kept-on-unload", 1
+SHARE_UNLOAD_BUG, SHARE_UNLOAD_SEED = "share-group-kept-on-unload", 25
 
 
 def _run(seed: int, plant: str | None = None, *, every_fault: bool = True) -> SimulationResult:
