@@ -120,7 +120,7 @@ def test_a_run_past_its_deadline_is_stuck_though_its_clock_moves() -> None:
         while True:
             await asyncio.sleep(1.0)
 
-    with pytest.raises(SimulationLivelock, match="passed its deadline.*waits_for_ever") as caught:
+    with pytest.raises(SimulationLivelock, match=r"passed its deadline.*waits_for_ever") as caught:
         run_simulated(waits_for_ever(), seed=1, deadline_s=100.0)
     assert 100.0 < caught.value.virtual_s < 104.0
     assert run_simulated(asyncio.sleep(99.0), seed=1, deadline_s=100.0) is None
