@@ -41,7 +41,7 @@ def throttle_stats(sides: Sequence[tuple[str, DataFrame]]) -> list[dict[str, Any
     rows: list[dict[str, Any]] = []
     for side, analysis in sides:
         aggregated = (
-            analysis.where(traffic_column() == CLIENT)
+            analysis.where(traffic_column(api_version=None) == CLIENT)
             .groupBy("api_name")
             .agg(
                 F.count(F.lit(1)).alias("count"),

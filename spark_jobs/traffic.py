@@ -112,17 +112,24 @@ def replica_id_of_frame(api_key: int, frame: bytes) -> int | None:
 
 
 def traffic_column(
-    api_key: str = "api_key", replica_id: str = "replica_id", api_version: str = "api_version"
+    api_key: str = "api_key",
+    replica_id: str = "replica_id",
+    api_version: str | None = "api_version",
 ) -> Column:
-    """``traffic_of`` as a Spark column expression ("client" or "inter-broker")."""
+    """``traffic_of`` as a Spark column expression ("client" or "inter-broker"). A table
+    without the API version (``api_version=None``: the throttle analysis) cannot tell a
+    broker's AddPartitionsToTxn from a client's, and counts it a client's."""
     from pyspark.sql import functions as F
 
-    key, replica, version = F.col(api_key), F.col(replica_id), F.col(api_version)
-    broker_add = (
-        (key == ADD_PARTITIONS_TO_TXN)
-        & version.isNotNull()
-        & (version >= BROKER_ADD_PARTITIONS_VERSION)
-    )
+    key, replica = F.col(api_key), F.col(replica_id)
+    broker_add = F.lit(False)
+    if api_version is not None:
+        version = F.col(api_version)
+        broker_add = (
+            (key == ADD_PARTITIONS_TO_TXN)
+            & version.isNotNull()
+            & (version >= BROKER_ADD_PARTITIONS_VERSION)
+        )
     inter = (
         key.isin(*sorted(INTER_BROKER_API_KEYS))
         | (key.isin(*sorted(REPLICA_ID_APIS)) & replica.isNotNull() & (replica >= 0))

@@ -21,9 +21,9 @@ from kio.schema.errors import ErrorCode
 from broker.group.consumer import ConsumerGroup
 from broker.handlers.group_describe import (
     OPERATIONS_OMITTED,
+    assignment_of,
     describe_each,
     failed_group,
-    topic_partitions,
 )
 from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
@@ -48,8 +48,8 @@ def _described(ctx: RequestContext, b: Builder, group: ConsumerGroup, assignor: 
             "client_host": member.client_host,
             "subscribed_topic_names": member.subscribed_topic_names,
             "subscribed_topic_regex": member.subscribed_topic_regex,
-            "assignment": topic_partitions(ctx, b, member.assigned_partitions),
-            "target_assignment": topic_partitions(
+            "assignment": assignment_of(ctx, b, member.assigned_partitions),
+            "target_assignment": assignment_of(
                 ctx, b, group.target_assignment_of(member.member_id)
             ),
         }

@@ -70,10 +70,12 @@ def failed_group(
     )
 
 
-def topic_partitions(
+def assignment_of(
     ctx: RequestContext, b: Builder, assignment: Mapping[uuid.UUID, Collection[int]]
 ) -> Any:
-    """An ``Assignment`` by topic id (in id order), with the topics' names."""
+    """An ``Assignment`` by topic id (in id order), with the topics' names. (Not named
+    ``topic_partitions``: a handler module's ``topic_partitions`` is the fault rules' hook
+    for APIs whose requests name topics, `broker/handlers/registry.py`.)"""
     metadata = ctx.services.metadata
     topics = []
     for topic_id, partitions in sorted(assignment.items(), key=lambda kv: str(kv[0])):

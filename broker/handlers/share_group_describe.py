@@ -20,9 +20,9 @@ from broker.group.consumer.errors import ApiError
 from broker.group.share import ShareGroup
 from broker.handlers.group_describe import (
     OPERATIONS_OMITTED,
+    assignment_of,
     describe_each,
     failed_group,
-    topic_partitions,
 )
 from broker.server.context import RequestContext
 from protocol.builders import Builder, response_builder
@@ -43,7 +43,7 @@ def _described(ctx: RequestContext, b: Builder, group: ShareGroup) -> Any:
             client_id=m.client_id,
             client_host=m.client_host,
             subscribed_topic_names=m.subscribed_topic_names,
-            assignment=topic_partitions(ctx, b, m.assignment),
+            assignment=assignment_of(ctx, b, m.assignment),
         )
         for m in sorted(group.members.values(), key=lambda m: m.member_id)
     )
