@@ -7,7 +7,8 @@ seed's digest on an executor is the digest it has on a laptop, whatever the work
 environment (a Spark Python worker is forked from a daemon whose heap is not ours to pin).
 The task returns the row (`simulation.run_row`: seed, digest, invariants, wall and virtual
 seconds, the replay command) and, for a seed that broke an invariant, its whole history;
-the driver writes them, so ``--out`` need only exist where the driver runs.
+the driver writes them as each seed ends (a campaign stopped part-way keeps what it ran), so
+``--out`` need only exist where the driver runs.
 
 Like the what-if grid (`whatif.grid`), the driver submits one single-task job per seed from
 as many threads as the master has task slots, so seeds run side by side and each one's line
@@ -83,11 +84,15 @@ def run_campaign(
     slots = task_slots(spark)
     print(f"{len(tasks)} runs on {master} ({slots} task slots)", file=stream, flush=True)
     runs: list[SeedRun] = []
-    with ThreadPoolExecutor(max_workers=min(slots, len(tasks)) or 1) as pool:
+    with (
+        ThreadPoolExecutor(max_workers=min(slots, len(tasks)) or 1) as pool,
+        (out / "rows.jsonl").open("w", encoding="utf-8") as rows,
+    ):
         futures = [pool.submit(_run_on_spark, spark, task) for task in tasks]
         for future in as_completed(futures):
             runs.append(future.result())
             print(_line(runs[-1], len(runs), len(tasks)), file=stream, flush=True)
+            _keep(out, runs[-1], rows)
     runs.sort(key=lambda r: (r.task.seed, r.task.attempt))
     wall_s = real_clock.monotonic_s() - began
     _write(out, runs, command, master, wall_s)
@@ -97,17 +102,27 @@ def run_campaign(
     return runs
 
 
+def _keep(out: Path, run: SeedRun, rows: TextIO) -> None:
+    """One run's row and (for a broken seed) its history, written as the run ends.
+
+    A campaign stopped part-way (hours of CPU for a thousand seeds) keeps every seed it ran;
+    the end of the campaign rewrites ``rows.jsonl`` in seed order.
+    """
+    if run.error is None:
+        rows.write(json.dumps(run.row) + "\n")
+        rows.flush()
+    if run.history is not None and run.task.attempt == 0:
+        where = out / "failures" / f"seed-{run.task.seed}"
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "history.json").write_text(run.history, encoding="utf-8")
+        (where / "replay.txt").write_text(run.row["replay"] + "\n", encoding="utf-8")
+
+
 def _write(out: Path, runs: Sequence[SeedRun], command: str, master: str, wall_s: float) -> None:
     with (out / "rows.jsonl").open("w", encoding="utf-8") as rows:
         for run in runs:
             if run.error is None:
                 rows.write(json.dumps(run.row) + "\n")
-    for run in runs:
-        if run.history is not None and run.task.attempt == 0:
-            where = out / "failures" / f"seed-{run.task.seed}"
-            where.mkdir(parents=True, exist_ok=True)
-            (where / "history.json").write_text(run.history, encoding="utf-8")
-            (where / "replay.txt").write_text(run.row["replay"] + "\n", encoding="utf-8")
     document = {
         "command": command,
         "master": master,
