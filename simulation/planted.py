@@ -39,7 +39,8 @@ from broker.replica.replica_fetcher import ReplicaFetcher
 from broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker.security.plain import PlainSaslServer
 from broker.security.sasl import SaslAuthenticationException
-from broker.share.share_partition import AcknowledgeType, RecordState, SharePartition
+from broker.share import share_partition_manager
+from broker.share.share_partition import RecordState, SharePartition
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
 __all__ = ["PLANTED", "PlantedBug", "planted"]
@@ -333,43 +334,20 @@ def _share_delivery_limit_off_by_one(stack: ExitStack) -> None:
 
 
 def _share_accept_keeps_lock(stack: ExitStack) -> None:
-    original = SharePartition.__dict__["acknowledge"]
+    original = SharePartition.__dict__["_unlock"]
 
-    def acknowledge(
-        self: SharePartition,
-        member_id: str,
-        batches: list[Any],
-        allow_renew: bool = False,
-        renew_enabled: bool = True,
-    ) -> Any:
-        # The bug: an ACCEPT does not take its records out of their acquisition lock
-        # (Kafka's cancelAndClearAcquisitionLockTimeoutTask, forgotten on the ACCEPT
-        # path). The lock still counts them, so it is not cancelled; when it expires it
-        # releases them as if still ACQUIRED -- ACKNOWLEDGED records the start offset has
-        # not passed yet go back to AVAILABLE, are delivered again and ACCEPTed again.
-        kept: list[tuple[Any, Any]] = []
-        for batch in batches:
-            types = batch.acknowledge_types
-            for index, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
-                if len(types) != 1 and index >= len(types):
-                    break  # a malformed batch: the acknowledgement refuses it whole
-                kind = types[0] if len(types) == 1 else types[index]
-                record = self._in_flight.get(offset)
-                lock = record.lock if record is not None else None
-                if kind == AcknowledgeType.ACCEPT and lock is not None:
-                    kept.append((record, lock))
-        for _, lock in kept:
-            lock.held += 1  # what the ACCEPT takes off again: the lock keeps its count
-        result = original(self, member_id, batches, allow_renew, renew_enabled)
-        for record, lock in kept:
-            if result[0] is ErrorCode.none and record.state is RecordState.ACKNOWLEDGED:
-                record.lock = lock  # still "held" by the lock, as acquired_count says
-                self.acquired_count += 1
-            else:
-                lock.held -= 1
-        return result
+    def _unlock(self: SharePartition, record: Any) -> None:
+        # The bug: an ACCEPTed record is not taken out of its acquisition lock when its
+        # acknowledgement commits (Kafka's cancelAndClearAcquisitionLockTimeoutTask,
+        # forgotten on the ACCEPT path). The lock still counts it, so it is not
+        # cancelled; when it expires it releases it as if still ACQUIRED -- ACKNOWLEDGED
+        # records the start offset has not passed yet go back to AVAILABLE, are delivered
+        # again and ACCEPTed again.
+        if record.state is RecordState.ACKNOWLEDGED and record.rollback is None:
+            return
+        original(self, record)
 
-    _replace(stack, SharePartition, "acknowledge", acknowledge)
+    _replace(stack, SharePartition, "_unlock", _unlock)
 
 
 def _streams_task_given_before_revoked(stack: ExitStack) -> None:
@@ -430,6 +408,23 @@ def _share_group_kept_on_unload(stack: ExitStack) -> None:
         return None
 
     _replace(stack, ShareGroupCoordinator, "on_partition_unloaded", on_partition_unloaded)
+
+
+def _share_refused_ack_kept(stack: ExitStack) -> None:
+    original = SharePartition.__dict__["_end_transition"]
+
+    def _end_transition(self: SharePartition, records: Any, dead: Any, made: bool) -> None:
+        # The bug (found by the all-faults campaign, seed 118 at f72ac68, and fixed): an
+        # acknowledgement whose state write the share coordinator refused is kept as if it
+        # were made, and the share partition lives on when the refusal was a newer leader
+        # epoch's fence. The client is told its acknowledgement failed; the record is never
+        # delivered again, and the next write carries the start offset past it.
+        original(self, records, dead, True)
+
+    _replace(stack, SharePartition, "_end_transition", _end_transition)
+    fenced = share_partition_manager._FENCED
+    stack.callback(setattr, share_partition_manager, "_FENCED", fenced)
+    share_partition_manager._FENCED = (ErrorCode.fenced_state_epoch,)
 
 
 # -- security (issue 33: the SASL client's checks catch this) ---------------------------------
@@ -621,8 +616,16 @@ PLANTED: dict[str, PlantedBug] = {
             "share-accept-keeps-lock",
             "an ACCEPT leaves its records under their acquisition lock: when the lock expires "
             "it releases ACKNOWLEDGED records too, which are delivered and ACCEPTed again",
-            "SharePartition.acknowledge",
+            "SharePartition._unlock",
             _share_accept_keeps_lock,
+        ),
+        PlantedBug(
+            "share-refused-ack-kept",
+            "a share acknowledgement whose state write the share coordinator refused (a newer "
+            "leader epoch's fence) is kept as if written: the client is told it failed, the "
+            "record is never delivered again, and a later write makes it durable",
+            "SharePartition._end_transition",
+            _share_refused_ack_kept,
         ),
         PlantedBug(
             "streams-task-given-before-revoked",

@@ -39,6 +39,7 @@ from broker.share.share_partition import (
     AcquisitionLockTimerTask,
     SharePartition,
     SharePartitionConfig,
+    WriteDone,
 )
 from broker.share_coordinator.share_state_records import PersisterStateBatch
 from purgatory import ExpirationReaper, LoopClock, ManualClock, SystemTimer
@@ -51,9 +52,11 @@ ACCEPT = 1
 WRITES: list[int] | None = None
 
 
-def _sink(_start: int, batches: tuple[PersisterStateBatch, ...]) -> None:
+def _sink(_start: int, batches: tuple[PersisterStateBatch, ...], done: WriteDone | None) -> None:
     if WRITES is not None:
         WRITES.append(len(batches))
+    if done is not None:
+        done(True)  # the share coordinator's answer: written
 
 
 def _partitions(n: int, per: int, timer: SystemTimer, lock_ms: int) -> list[SharePartition]:

@@ -40,20 +40,15 @@ SPSO are done; offsets from the SPEO on were never delivered.
   or an acknowledgement opens a full record-lock window: the manager wakes the
   DelayedShareFetches of the group waiting on this partition.
 
-Durable state (the share coordinator, ``broker/share_coordinator/``). Made with
-``initialized=False``, a share partition acquires nothing and refuses acknowledgements
-until ``initialize`` hands it what its persister read (start offset, state batches); its
-fetches wait meanwhile. After every acknowledgement, release, archive, lock expiry or
-start-offset move that changes durable state, ``on_write(start_offset, batches)`` gets
-the start offset and the changed offsets at or past it as Kafka's state batches (first,
-last, delivery state, delivery count; acquired offsets are not written, as in Kafka).
+Durable state (``durable_state.py``): made with ``initialized=False``, a share partition
+waits for ``initialize``; each change of durable state is written (``on_write``), and an
+acknowledgement is a state transition until its write is answered: committed, or rolled
+back when refused.
 
 Differences from Kafka: state is kept per offset (a slotted object each) rather than per
 fetched batch with per-offset state only where a batch was split; the lock is per run of
-offsets acquired together, which is Kafka's lock per acquired batch for the common case.
-The in-memory state moves when the write is sent, not when it is acknowledged (Kafka
-rolls a failed write back); offsets between persisted batches come back AVAILABLE with
-delivery count 0.
+offsets acquired together, which is Kafka's lock per acquired batch for the common case;
+offsets between persisted batches come back AVAILABLE with delivery count 0.
 """
 
 from __future__ import annotations
@@ -64,12 +59,13 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
+from broker.share.acknowledgement_check import check_acknowledgements
 from broker.share.dlq.dlq_records import (
     CLIENT_REJECT,
     DELIVERY_COUNT_EXCEEDED,
     dlq_runs,
-    inferred_cause,
 )
+from broker.share.durable_state import rebuild, start_offset_after, state_batches
 from broker.share.in_flight_state import (
     ABORTED,
     CONTROL,
@@ -77,11 +73,18 @@ from broker.share.in_flight_state import (
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecords,
+    AcquisitionLockTimerTask,
+    InFlightRecord,
     RecordState,
     SharePartitionConfig,
 )
 from broker.share_coordinator.share_state_records import PersisterStateBatch
-from purgatory import SystemTimer, TimerTask
+from purgatory import SystemTimer
+
+#: A share partition's state write: (start offset, state batches, called with True when
+#: the write is made and False when it is refused, or None when no one waits for it).
+WriteDone = Callable[[bool], None]
+StateWrite = Callable[[int, tuple[PersisterStateBatch, ...], WriteDone | None], None]
 
 __all__ = [  # the state's values, from in_flight_state, as their users always named them
     "ABORTED",
@@ -90,10 +93,13 @@ __all__ = [  # the state's values, from in_flight_state, as their users always n
     "AcknowledgeType",
     "AcknowledgementBatch",
     "AcquiredRecords",
+    "AcquisitionLockTimerTask",
     "DeadLetters",
     "RecordState",
     "SharePartition",
     "SharePartitionConfig",
+    "StateWrite",
+    "WriteDone",
 ]
 
 log = logging.getLogger("broker.share")
@@ -114,47 +120,6 @@ class DeadLetters(Protocol):
     ) -> None: ...
 
 
-class _InFlightRecord:
-    __slots__ = ("delivery_count", "lock", "member_id", "state")
-
-    def __init__(
-        self,
-        state: RecordState = RecordState.AVAILABLE,
-        delivery_count: int = 0,
-        member_id: str | None = None,
-    ) -> None:
-        self.state = state
-        self.delivery_count = delivery_count
-        self.member_id = member_id
-        self.lock: AcquisitionLockTimerTask | None = None
-
-
-class AcquisitionLockTimerTask(TimerTask):
-    """The acquisition lock of a run of offsets acquired together: ``held`` counts the
-    offsets still ACQUIRED under it; at 0 it is cancelled, at its expiry it releases
-    them."""
-
-    __slots__ = ("first_offset", "held", "last_offset", "member_id", "share_partition")
-
-    def __init__(
-        self,
-        share_partition: SharePartition,
-        member_id: str,
-        first_offset: int,
-        last_offset: int,
-        delay_ms: int,
-    ) -> None:
-        super().__init__(delay_ms)
-        self.share_partition = share_partition
-        self.member_id = member_id
-        self.first_offset = first_offset
-        self.last_offset = last_offset
-        self.held = 0
-
-    def run(self) -> None:
-        self.share_partition._on_lock_expired(self)
-
-
 class SharePartition:
     """One (group, topic, partition)'s in-flight state; synchronous, clock-free (the
     lock timer reads the clock)."""
@@ -170,7 +135,7 @@ class SharePartition:
         on_available: Callable[[], None] = lambda: None,
         *,
         initialized: bool = True,
-        on_write: Callable[[int, tuple[PersisterStateBatch, ...]], None] | None = None,
+        on_write: StateWrite | None = None,
         dead_letters: DeadLetters | None = None,
     ) -> None:
         self.group_id = group_id
@@ -183,7 +148,7 @@ class SharePartition:
         self._on_available = on_available
         # offset -> state, for offsets in [start_offset, end_offset) that had a record;
         # inserted in offset order, so iteration is ascending.
-        self._in_flight: dict[int, _InFlightRecord] = {}
+        self._in_flight: dict[int, InFlightRecord] = {}
         self.acquired_count = 0
         # how many in-flight records are AVAILABLE: none, and the next fetch reads from
         # the end offset without a scan (every append asks, through DelayedShareFetch)
@@ -205,27 +170,12 @@ class SharePartition:
     def initialize(
         self, start_offset: int, batches: Iterable[PersisterStateBatch], state_epoch: int = 0
     ) -> None:
-        """The state the persister read: in-flight records rebuilt from the batches (a
-        gap between two batches is AVAILABLE, never delivered). Only the record-lock
-        window is kept (all a share partition ever writes): memory stays bounded."""
-        in_flight: dict[int, _InFlightRecord] = {}
-        end = start_offset
-        bound = start_offset + self.config.max_record_locks  # the window's end
-        for batch in sorted(batches, key=lambda b: b.first_offset):
-            last = min(batch.last_offset, bound - 1)
-            for offset in range(max(end, batch.first_offset), last + 1):
-                while end < offset:  # a gap
-                    in_flight[end] = _InFlightRecord()
-                    end += 1
-                record = in_flight[offset] = _InFlightRecord()
-                state = batch.delivery_state
-                if state in _LOADED_STATES:
-                    record.state = RecordState(state)
-                record.delivery_count = batch.delivery_count
-                if state == RecordState.ARCHIVING:  # a DLQ write the last leader began
-                    count, limit = record.delivery_count, self.config.delivery_count_limit
-                    self._dead_lettering.append((offset, count, inferred_cause(count, limit)))
-                end = offset + 1
+        """The state the persister read (``durable_state.rebuild``)."""
+        config = self.config
+        in_flight, end, archiving = rebuild(
+            start_offset, batches, config.max_record_locks, config.delivery_count_limit
+        )
+        self._dead_lettering.extend(archiving)
         self.state_epoch = state_epoch
         self.start_offset = start_offset
         self.end_offset = end
@@ -235,29 +185,22 @@ class SharePartition:
         self._maybe_update_start_offset()
         self._send_dead_letters()
 
-    def _write(self, changed: list[int], old_start: int) -> None:
-        """Hand the changed offsets' new state (and the start offset) to ``on_write``."""
+    def _write(
+        self,
+        changed: list[int],
+        old_start: int,
+        start: int | None = None,
+        done: WriteDone | None = None,
+    ) -> bool:
+        """Hand the changed offsets' new state and the start offset (``start``, else the
+        share partition's) to ``on_write``; False when there was nothing to hand on."""
         on_write = self._on_write
-        if on_write is None or (not changed and self.start_offset == old_start):
-            return
-        batches: list[PersisterStateBatch] = []
-        first = last = count = -1
-        state = RecordState.ACQUIRED
-        for offset in sorted(set(changed)):
-            record = self._in_flight.get(offset)
-            if record is None or record.state is RecordState.ACQUIRED:
-                continue  # below the start offset, or renewed
-            if offset == last + 1 and record.state is state and record.delivery_count == count:
-                last = offset
-                continue
-            if first >= 0:
-                batches.append(PersisterStateBatch(first, last, int(state), count))
-            first = last = offset
-            state, count = record.state, record.delivery_count
-        if first >= 0:
-            batches.append(PersisterStateBatch(first, last, int(state), count))
+        start = self.start_offset if start is None else start
+        if on_write is None or (not changed and start == old_start):
+            return False
         self.writes += 1
-        on_write(self.start_offset, tuple(batches))
+        on_write(start, state_batches(self._in_flight, changed, start), done)
+        return True
 
     # -- reads ------------------------------------------------------------------------
 
@@ -267,7 +210,7 @@ class SharePartition:
         if not self._available or not self.initialized:
             return self.end_offset
         for offset, record in self._in_flight.items():
-            if record.state is RecordState.AVAILABLE:
+            if record.state is RecordState.AVAILABLE and record.rollback is None:
                 return offset
         return self.end_offset
 
@@ -330,7 +273,7 @@ class SharePartition:
             return acquired
         start = self.start_offset
         archived: list[int] = []
-        run: list[_InFlightRecord] = []
+        run: list[InFlightRecord] = []
         run_first = run_count = -1
         budget = max_records
         full = False
@@ -405,7 +348,7 @@ class SharePartition:
         budget: int,
         record_limit: bool,
         soft_window: bool,
-        run: list[_InFlightRecord],
+        run: list[InFlightRecord],
     ) -> int:
         """Acquire the new offsets from ``offset`` (the end offset or past it) to
         ``last`` (the end of their batch), onto ``run``; how many (0: the window is full).
@@ -424,7 +367,7 @@ class SharePartition:
         if record_limit:
             count = min(count, budget)
         acquired = RecordState.ACQUIRED
-        records = [_InFlightRecord(acquired, 1, member_id) for _ in range(count)]
+        records = [InFlightRecord(acquired, 1, member_id) for _ in range(count)]
         self._in_flight.update(zip(range(offset, offset + count), records, strict=True))
         run.extend(records)
         self.end_offset = offset + count
@@ -435,7 +378,7 @@ class SharePartition:
         new leader read back), which would hold the start offset for good (issue 33)."""
         for offset in range(max(base, self.start_offset), min(last + 1, self.end_offset)):
             record = self._in_flight.get(offset)
-            if record is not None and record.state is RecordState.AVAILABLE:
+            if record is not None and _available(record):
                 record.state = RecordState.ARCHIVED
                 self._available -= 1
                 archived.append(offset)
@@ -447,36 +390,34 @@ class SharePartition:
         for offset in range(max(base, self.start_offset), last + 1):
             if offset < self.end_offset:
                 record = self._in_flight.get(offset)
-                if record is None or record.state is not RecordState.AVAILABLE:
+                if record is None or not _available(record):
                     continue
                 self._available -= 1
             elif self.window_full():
                 return True
             else:
-                record = self._in_flight[offset] = _InFlightRecord()
+                record = self._in_flight[offset] = InFlightRecord()
                 self.end_offset = offset + 1
             record.state = RecordState.ARCHIVED
             archived.append(offset)
         return False
 
-    def _acquirable(self, offset: int) -> _InFlightRecord | None:
+    def _acquirable(self, offset: int) -> InFlightRecord | None:
         """The record at ``offset`` if it can be acquired now (a new one past the end
         offset is made, within the window); else None."""
         if offset < self.end_offset:
             record = self._in_flight.get(offset)
-            if record is not None and record.state is RecordState.AVAILABLE:
-                return record
-            return None
+            return record if record is not None and _available(record) else None
         if self.window_full():
             return None
-        record = _InFlightRecord()
+        record = InFlightRecord()
         self._available += 1  # a new record is AVAILABLE until acquired, at once
         self._in_flight[offset] = record
         self.end_offset = offset + 1
         return record
 
     def _lock_run(
-        self, member_id: str, first: int, run: list[_InFlightRecord], delivery_count: int
+        self, member_id: str, first: int, run: list[InFlightRecord], delivery_count: int
     ) -> AcquiredRecords:
         last = first + len(run) - 1
         lock = self._new_lock(member_id, first, last)
@@ -509,7 +450,9 @@ class SharePartition:
         INVALID_RECORD_STATE, as Kafka 4.3."""
         if not self.initialized:
             return ErrorCode.invalid_record_state, "The share partition is initializing."
-        error = self._check_acknowledgements(member_id, batches, allow_renew)
+        error = check_acknowledgements(
+            self._in_flight, self.start_offset, self.end_offset, member_id, batches, allow_renew
+        )
         if error is not None:
             return error
         if allow_renew and not renew_enabled and _has_renew(batches):
@@ -519,8 +462,9 @@ class SharePartition:
             )
         start = self.start_offset
         released = False
+        # with a persister the acknowledgement is a transition, until its write is answered
         changed: list[int] | None = [] if self._on_write is not None else None
-        renewed: list[tuple[int, _InFlightRecord]] = []
+        renewed: list[tuple[int, InFlightRecord]] = []
         for batch in batches:
             types = batch.acknowledge_types
             single = len(types) == 1
@@ -528,9 +472,7 @@ class SharePartition:
                 state = _DONE_TYPES[types[0]]
                 if types[0] == AcknowledgeType.REJECT and self._dead_lettering_on():
                     state = RecordState.ARCHIVING
-                self._complete(batch.first_offset, batch.last_offset, state)
-                if changed is not None:
-                    changed.extend(range(batch.first_offset, batch.last_offset + 1))
+                self._complete(batch.first_offset, batch.last_offset, state, changed)
                 continue
             for index, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
                 record = self._in_flight[offset]
@@ -540,23 +482,31 @@ class SharePartition:
                     self._unlock(record)
                     self.acquired_count += 1  # still acquired: _unlock counted it out
                     continue
-                self._unlock(record)
-                record.member_id = None
-                if changed is not None:
+                if changed is None:
+                    self._unlock(record)
+                else:
+                    record.rollback = record.member_id
                     changed.append(offset)
+                record.member_id = None
                 if kind == AcknowledgeType.ACCEPT:
                     record.state = RecordState.ACKNOWLEDGED
                 elif kind == AcknowledgeType.RELEASE:
-                    released = self._release(record, offset) or released
+                    if not self._release(record, offset):
+                        pass  # archived at the delivery limit
+                    elif changed is None:
+                        released = True
+                    else:
+                        self._available -= 1  # not acquirable until the write is made
                 elif kind == AcknowledgeType.REJECT:
                     self._archive(record, offset, CLIENT_REJECT)
                 else:  # GAP: no record there, nothing to dead-letter
                     record.state = RecordState.ARCHIVED
         if renewed:
             self._renew(member_id, renewed)
-        self._maybe_update_start_offset()
         if changed is not None:
-            self._write(changed, start)
+            self._start_transition(changed, start)
+            return ErrorCode.none, None
+        self._maybe_update_start_offset()
         self._send_dead_letters()
         # a release makes records available; a start offset that moved may open the
         # record-lock window to new records: both can complete a parked share fetch
@@ -564,14 +514,21 @@ class SharePartition:
             self._on_available()
         return ErrorCode.none, None
 
-    def _complete(self, first: int, last: int, state: RecordState) -> None:
+    def _complete(
+        self, first: int, last: int, state: RecordState, transition: list[int] | None
+    ) -> None:
         """ACQUIRED (checked) -> ``state`` for a range: the hot path of acknowledgements
-        (ARCHIVING: a REJECT that is dead-lettered)."""
+        (ARCHIVING: a REJECT that is dead-lettered). In a ``transition`` the records keep
+        their lock and note their member until the state write is answered."""
         in_flight = self._in_flight
+        if transition is not None:
+            transition.extend(range(first, last + 1))
         for offset in range(first, last + 1):
             record = in_flight[offset]
             lock = record.lock
-            if lock is not None:
+            if transition is not None:
+                record.rollback = record.member_id
+            elif lock is not None:
                 record.lock = None
                 self.acquired_count -= 1
                 lock.held -= 1
@@ -588,52 +545,73 @@ class SharePartition:
     def _window_was_full(self, start: int) -> bool:
         return self.end_offset - start >= self.config.max_record_locks
 
-    def _check_acknowledgements(
-        self, member_id: str, batches: list[AcknowledgementBatch], allow_renew: bool
-    ) -> tuple[ErrorCode, str | None] | None:
-        highest = AcknowledgeType.RENEW if allow_renew else AcknowledgeType.REJECT
-        for batch in batches:
-            first, last, types = batch.first_offset, batch.last_offset, batch.acknowledge_types
-            if first < 0 or last < first:
-                return ErrorCode.invalid_request, "Invalid acknowledgement batch offsets"
-            if len(types) != 1 and len(types) != last - first + 1:
-                return ErrorCode.invalid_request, "Invalid acknowledge types for the batch"
-            if any(t < 0 or t > highest for t in types):
-                return ErrorCode.invalid_request, f"Invalid acknowledge type: {list(types)}"
-            if first < self.start_offset or first >= self.end_offset:
-                if first >= self.end_offset and self.end_offset > self.start_offset:
-                    return (
-                        ErrorCode.invalid_request,
-                        "Batch record not found. The first offset in request is past "
-                        "acquired records.",
-                    )
-                return (
-                    ErrorCode.invalid_record_state,
-                    "Batch record not found. The request batch offsets are not found in the cache.",
-                )
-            if last >= self.end_offset:
-                return (
-                    ErrorCode.invalid_request,
-                    "Batch record not found. The last offset in request is past acquired records.",
-                )
-            for offset in range(first, last + 1):
-                record = self._in_flight.get(offset)
-                if record is None or record.state is not RecordState.ACQUIRED:
-                    return (
-                        ErrorCode.invalid_record_state,
-                        "The batch cannot be acknowledged. The batch is not in the acquired state.",
-                    )
-                if record.member_id != member_id:
-                    return ErrorCode.invalid_record_state, "Member is not the owner of offset"
-        return None
-
-    def _renew(self, member_id: str, records: list[tuple[int, _InFlightRecord]]) -> None:
+    def _renew(self, member_id: str, records: list[tuple[int, InFlightRecord]]) -> None:
         """RENEW: the records stay ACQUIRED by the member under one fresh lock."""
         offsets = [offset for offset, _record in records]
         lock = self._new_lock(member_id, min(offsets), max(offsets))
         for _offset, record in records:
             record.lock = lock
         lock.held = len(records)
+
+    # -- state transitions (an acknowledgement's write out) ------------------------------
+
+    def _start_transition(self, changed: list[int], old_start: int) -> None:
+        """Write an acknowledgement's records, with the start offset past them (only
+        another transition's records still out hold it), and end the transition when the
+        write is answered -- at once when there was nothing to write."""
+        in_flight = self._in_flight
+        records = [(o, in_flight[o]) for o in changed if in_flight[o].rollback is not None]
+        start = start_offset_after(in_flight, self.start_offset, self.end_offset, set(changed))
+        dead, self._dead_lettering = self._dead_lettering, []
+
+        def done(made: bool) -> None:
+            self._end_transition(records, dead, made)
+
+        if not self._write(changed, old_start, start, done):
+            done(True)
+
+    def _end_transition(
+        self,
+        records: list[tuple[int, InFlightRecord]],
+        dead_letters: list[tuple[int, int, str]],
+        made: bool,
+    ) -> None:
+        """The write is answered: commit (locks dropped, released records AVAILABLE, the
+        start offset moves, the DLQ gets its runs) or roll back (ACQUIRED by the member
+        again; released, or archived at the delivery limit, when the lock expired)."""
+        start = self.start_offset
+        released = False
+        for offset, record in records:
+            member = record.rollback
+            if member is None:
+                continue  # gone with the start offset (move_start_offset)
+            record.rollback = None
+            lock = record.lock
+            if made:
+                self._unlock(record)
+                if record.state is RecordState.AVAILABLE:
+                    self._available += 1
+                    released = True
+            elif lock is not None and not lock.expired:
+                record.state = RecordState.ACQUIRED
+                record.member_id = member
+            else:
+                self._unlock(record)
+                released = self._release(record, offset) or released
+        if made:
+            self._dead_lettering.extend(dead_letters)
+        else:
+            log.info(
+                "The state write of %s-%s-%d was refused: %d acknowledged records rolled back",
+                self.group_id,
+                self.topic,
+                self.partition,
+                len(records),
+            )
+        self._maybe_update_start_offset()
+        self._send_dead_letters()
+        if released or (self.start_offset != start and self._window_was_full(start)):
+            self._on_available()
 
     # -- release, expiry --------------------------------------------------------------
 
@@ -662,8 +640,8 @@ class SharePartition:
         changed: list[int] = []
         for offset in range(max(lock.first_offset, self.start_offset), lock.last_offset + 1):
             record = self._in_flight.get(offset)
-            if record is None or record.lock is not lock:
-                continue
+            if record is None or record.lock is not lock or record.rollback is not None:
+                continue  # one acknowledged, its write out, is released if that fails
             record.lock = None
             self.acquired_count -= 1
             record.member_id = None
@@ -686,7 +664,7 @@ class SharePartition:
             self._send_dead_letters()
             self._on_available()
 
-    def _release(self, record: _InFlightRecord, offset: int) -> bool:
+    def _release(self, record: InFlightRecord, offset: int) -> bool:
         """ACQUIRED -> AVAILABLE, or archived at the delivery count limit. True when the
         record is available again."""
         if record.delivery_count >= self.config.delivery_count_limit:
@@ -702,7 +680,7 @@ class SharePartition:
         dead_letters = self._dead_letters
         return dead_letters is not None and dead_letters.enabled(self.group_id)
 
-    def _archive(self, record: _InFlightRecord, offset: int, cause: str) -> None:
+    def _archive(self, record: InFlightRecord, offset: int, cause: str) -> None:
         """A REJECTed or exhausted record: ARCHIVING until its DLQ write ends when the
         group has a DLQ, else ARCHIVED at once."""
         if self._dead_lettering_on():
@@ -740,7 +718,7 @@ class SharePartition:
         if self.start_offset != start and self._window_was_full(start):
             self._on_available()
 
-    def _unlock(self, record: _InFlightRecord) -> None:
+    def _unlock(self, record: InFlightRecord) -> None:
         lock = record.lock
         if lock is None:
             return
@@ -759,8 +737,11 @@ class SharePartition:
             record = in_flight.get(start)
             if record is not None:
                 state = record.state
-                if state is not RecordState.ACKNOWLEDGED and state is not RecordState.ARCHIVED:
-                    break  # AVAILABLE, ACQUIRED, or ARCHIVING: its DLQ write is not done
+                if (
+                    state is not RecordState.ACKNOWLEDGED and state is not RecordState.ARCHIVED
+                ) or record.rollback is not None:
+                    break  # AVAILABLE, ACQUIRED, ARCHIVING (its DLQ write is not done), or
+                    # an acknowledgement whose state write is out
                 del in_flight[start]
             start += 1
         self.start_offset = start
@@ -773,8 +754,9 @@ class SharePartition:
         start = self.start_offset
         for gone in [o for o in self._in_flight if o < offset]:
             record = self._in_flight.pop(gone)
-            if record.state is RecordState.AVAILABLE:
+            if _available(record):
                 self._available -= 1
+            record.rollback = None  # its transition has nothing left to end
             self._unlock(record)
         self.start_offset = offset
         self.end_offset = max(self.end_offset, offset)
@@ -787,8 +769,6 @@ class SharePartition:
             self._unlock(record)
 
 
-_LOADED_STATES = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVING, RecordState.ARCHIVED)
-
 _DONE_TYPES: dict[int, RecordState] = {
     AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
     AcknowledgeType.REJECT: RecordState.ARCHIVED,
@@ -798,3 +778,8 @@ _DONE_TYPES: dict[int, RecordState] = {
 
 def _has_renew(batches: list[AcknowledgementBatch]) -> bool:
     return any(AcknowledgeType.RENEW in batch.acknowledge_types for batch in batches)
+
+
+def _available(record: InFlightRecord) -> bool:
+    """AVAILABLE and acquirable: not a RELEASE whose state write is still out."""
+    return record.state is RecordState.AVAILABLE and record.rollback is None

@@ -86,6 +86,8 @@ from broker.share.share_partition import (
     AcquiredRecords,
     SharePartition,
     SharePartitionConfig,
+    StateWrite,
+    WriteDone,
 )
 from broker.share.share_session import (
     FINAL_EPOCH,
@@ -104,6 +106,10 @@ from protocol.record_batch import iter_batches
 from purgatory import Clock, DelayedOperationPurgatory, SystemTimer
 
 log = logging.getLogger("broker.share")
+
+#: A state write refused with these drops the share partition (Kafka maps FENCED_LEADER_EPOCH
+#: to NotLeaderOrFollowerException; both fence the share partition there).
+_FENCED: tuple[ErrorCode, ...] = (ErrorCode.fenced_state_epoch, ErrorCode.fenced_leader_epoch)
 
 
 @dataclass(slots=True)
@@ -256,12 +262,14 @@ class SharePartitionManager:
         if topic is not None:
             state_key = SharePartitionKey(group_id, topic.topic_id, partition.partition)
         leader_epoch = partition.leader_epoch
-        on_write: Callable[[int, tuple[PersisterStateBatch, ...]], None] | None = None
+        on_write: StateWrite | None = None
         if persister is not None and state_key is not None:
             written = state_key
 
-            def write(start: int, batches: tuple[PersisterStateBatch, ...]) -> None:
-                self._write(key, written, leader_epoch, start, batches)
+            def write(
+                start: int, batches: tuple[PersisterStateBatch, ...], done: WriteDone | None
+            ) -> None:
+                self._write(key, written, leader_epoch, start, batches, done)
 
             on_write = write
 
@@ -351,6 +359,7 @@ class SharePartitionManager:
         leader_epoch: int,
         start: int,
         batches: tuple[PersisterStateBatch, ...],
+        done: WriteDone | None,
     ) -> None:
         persister = self._persister
         sp = self.partitions.get(key)
@@ -363,9 +372,12 @@ class SharePartitionManager:
             self.pending_writes -= 1
             if error is not ErrorCode.none:
                 log.warning("Failed to write the share state of %s: %s", state_key, error.name)
-            if error is ErrorCode.fenced_state_epoch and self.partitions.get(key) is sp:
-                # Kafka's: the state was re-initialised elsewhere (AlterShareGroupOffsets);
-                # the next fetch makes the share partition again and reads the new state
+            if done is not None:
+                done(error is ErrorCode.none)  # a refused acknowledgement is rolled back
+            if error in _FENCED and self.partitions.get(key) is sp:
+                # Kafka's handleFencedSharePartitionException: the state was re-initialised
+                # elsewhere (AlterShareGroupOffsets) or a newer leader writes it; the next
+                # fetch here makes the share partition again and reads the state afresh
                 self._drop(key[0], (key[1], key[2]))
             if waiter is not None:
                 waiter(error)

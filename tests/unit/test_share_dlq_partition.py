@@ -15,6 +15,7 @@ from broker.share.share_partition import (
 )
 from broker.share_coordinator.share_state_records import PersisterStateBatch
 from purgatory import ManualClock, SystemTimer
+from tests.helpers.share_writes import recording
 
 A, R, X, G = (
     AcknowledgeType.ACCEPT,
@@ -61,7 +62,7 @@ def _partition(
         0,
         SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=limit),
         timer,
-        on_write=lambda start, batches: writes.append((start, batches)),
+        on_write=recording(writes),
         dead_letters=dead_letters,
     )
     return sp, dead_letters, clock, timer, writes

@@ -19,6 +19,7 @@ from broker.share.share_partition import (
 )
 from broker.share_coordinator.share_state_records import PersisterStateBatch
 from purgatory import ManualClock, SystemTimer
+from tests.helpers.share_writes import recording
 
 A, R, X, G, N = (
     AcknowledgeType.ACCEPT,
@@ -313,7 +314,7 @@ def _durable(
         SharePartitionConfig(**{"record_lock_duration_ms": 1000, **config}),
         timer,
         initialized=False,
-        on_write=lambda start, batches: writes.append((start, batches)),
+        on_write=recording(writes),
     )
     return sp, clock, timer, writes
 
