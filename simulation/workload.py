@@ -244,10 +244,10 @@ async def _consume_and_commit(
                 await zombie.maybe_freeze(name)
             if batch:
                 offsets = {tp: records[-1].offset + 1 for tp, records in batch.items()}
-                sent = loop.time()
+                sent, sent_in = loop.time(), consumer._coordinator.generation
                 await consumer.commit(offsets)
                 span = (sent, loop.time())
-                _note_commit(history, name, offsets, (polled_in, span), consumer)
+                _note_commit(history, name, offsets, (polled_in, sent_in, span), consumer)
         except KafkaError as exc:
             history.client_errors[f"{name} {_error_name(exc)}"] += 1
         await asyncio.sleep(settings.think_s)
@@ -257,7 +257,7 @@ def _note_commit(
     history: History,
     name: str,
     offsets: dict[TopicPartition, int],
-    polled: tuple[int, tuple[float, float]],
+    polled: tuple[int, int, tuple[float, float]],
     consumer: AIOKafkaConsumer,
 ) -> None:
     """Note an acknowledged commit for the never-back checker, unless aiokafka rejoined
@@ -265,14 +265,21 @@ def _note_commit(
     member that owns the partitions, with offsets polled in an earlier one. Kafka accepts
     that (it may move a committed offset back: the application's choice, not a broker bug),
     so it is counted apart. A stale commit accepted in its own old generation is still
-    noted and caught (the planted ``stale-member-commit-accepted``). ``polled`` is the
-    generation of the poll and the commit's (sent, acknowledged) span."""
-    polled_in, span = polled
-    if consumer._coordinator.generation != polled_in:
+    noted and caught (the planted ``stale-member-commit-accepted``), also when aiokafka
+    learnt of its expiry (generation -1) while the commit was out: a zombie's heartbeat and
+    commit leave together when it thaws. ``polled`` is the generation of the poll, the one
+    when the commit was sent, and the commit's (sent, acknowledged) span."""
+    polled_in, sent_in, span = polled
+    now_in = consumer._coordinator.generation
+    if sent_in != polled_in or now_in not in (polled_in, NO_GENERATION):
         history.client_errors[f"{name} committed an earlier generation's poll"] += 1
         return
     for tp, offset in offsets.items():
         history.committed(GROUP, tp.topic, tp.partition, offset, span)
+
+
+#: aiokafka's generation once it learnt it is no longer a member (``reset_generation``).
+NO_GENERATION = -1
 
 
 async def transform(settings: WorkloadSettings, history: History) -> None:
