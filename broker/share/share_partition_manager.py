@@ -111,6 +111,24 @@ log = logging.getLogger("broker.share")
 #: to NotLeaderOrFollowerException; both fence the share partition there).
 _FENCED: tuple[ErrorCode, ...] = (ErrorCode.fenced_state_epoch, ErrorCode.fenced_leader_epoch)
 
+#: What a client is told of a state write the share coordinator refused (Kafka's
+#: SharePartition.fetchPersisterError); anything else is UNKNOWN_SERVER_ERROR.
+_PERSISTER_ERRORS = {
+    ErrorCode.none: ErrorCode.none,
+    ErrorCode.not_coordinator: ErrorCode.coordinator_not_available,
+    ErrorCode.coordinator_not_available: ErrorCode.coordinator_not_available,
+    ErrorCode.coordinator_load_in_progress: ErrorCode.coordinator_not_available,
+    ErrorCode.group_id_not_found: ErrorCode.group_id_not_found,
+    ErrorCode.unknown_topic_or_partition: ErrorCode.unknown_topic_or_partition,
+    ErrorCode.fenced_state_epoch: ErrorCode.fenced_state_epoch,
+    ErrorCode.fenced_leader_epoch: ErrorCode.not_leader_or_follower,
+}
+
+
+def persister_error(error: ErrorCode) -> ErrorCode:
+    """The error an acknowledgement's answer carries for its state write's ``error``."""
+    return _PERSISTER_ERRORS.get(error, ErrorCode.unknown_server_error)
+
 
 @dataclass(slots=True)
 class SharePartitionResult:
@@ -380,7 +398,7 @@ class SharePartitionManager:
                 # fetch here makes the share partition again and reads the state afresh
                 self._drop(key[0], (key[1], key[2]))
             if waiter is not None:
-                waiter(error)
+                waiter(persister_error(error))
 
         persister.write_state(state_key, sp.state_epoch, leader_epoch, start, batches, on_done)
 

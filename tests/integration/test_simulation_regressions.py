@@ -9,7 +9,7 @@ whole workload. What it found:
   member alive at the new coordinator and released the records it held, which went to the
   next fetch while it still held them (seed 57 at f72ac68). Fixed; the bug is the planted
   ``share-group-kept-on-unload``, and the seed that catches it in today's workload is here
-  with it in and out;
+  with it in and out (so are the other planted bugs below);
 - a workload bug: the transform, after aborting its first transaction on a partition that
   had no committed offset yet, did not go back (aiokafka's ``seek_to_committed`` leaves such
   a partition where it is) and skipped 21 inputs (seed 98 of today's workload);
@@ -42,9 +42,13 @@ CAMPAIGN_SEEDS = (
     (98, "transform output exactly once"),
 )
 
-#: The planted broker bug the campaign found, and the seed that catches it today with
-#: ``--faults default`` (bench/simulation/planted_score.py's runs).
-SHARE_UNLOAD_BUG, SHARE_UNLOAD_SEED = "share-group-kept-on-unload", 25
+#: (planted bug, the seed that catches it with ``--faults default``, the check that does):
+#: the broker bugs the campaigns found, fixed, and the bug a checker missed until the
+#: workload judged a zombie's commit by the generation it was sent in.
+PLANTED_SEEDS = (
+    ("share-group-kept-on-unload", 25, "share: no record acquired by two members at once"),
+    ("stale-member-commit-accepted", 11, "committed offsets never move back"),
+)
 
 
 def _run(seed: int, plant: str | None = None, *, every_fault: bool = True) -> SimulationResult:
@@ -64,9 +68,12 @@ def test_a_campaign_seed_that_broke_a_check_holds_every_check(seed: int, check: 
     assert check in {v.name for v in result.verdicts}
 
 
-def test_the_share_unload_bug_the_campaign_found_is_caught_and_fixed() -> None:
-    broken = _run(SHARE_UNLOAD_SEED, SHARE_UNLOAD_BUG, every_fault=False)
+@pytest.mark.parametrize(("bug", "seed", "check"), PLANTED_SEEDS)
+def test_a_planted_bug_is_caught_at_its_seed_which_holds_without_it(
+    bug: str, seed: int, check: str
+) -> None:
+    broken = _run(seed, bug, every_fault=False)
     names = {v.name for v in broken.verdicts if not v.held}
-    assert "share: no record acquired by two members at once" in names, broken.verdicts
-    fixed = _run(SHARE_UNLOAD_SEED, every_fault=False)
+    assert check in names, broken.verdicts
+    fixed = _run(seed, every_fault=False)
     assert fixed.held, [v for v in fixed.verdicts if not v.held]

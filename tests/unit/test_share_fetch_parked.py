@@ -21,6 +21,7 @@ from broker.coordinator.coordinator_loader import ImmediateLoadScheduler
 from broker.handlers.registry import build_registry
 from broker.server.context import ConnectionInfo
 from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
+from broker.share.in_flight_state import RecordState
 from broker.share_coordinator.share_state_records import SharePartitionKey
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
@@ -365,3 +366,28 @@ async def test_a_share_partition_fenced_by_a_new_state_epoch_reads_the_new_state
     manager.persister.delete_state(key, answers.append)
     assert answers == [ErrorCode.none]
     assert manager.reset_partitions(GROUP, [(TOPIC, 0), (TOPIC, 1)]) == 1
+
+
+async def test_an_acknowledgement_a_newer_leader_epoch_fenced_is_not_kept(node: Node) -> None:
+    """Another leader of the partition wrote its share state at a newer leader epoch: this
+    leader's acknowledgement is refused (FENCED_LEADER_EPOCH, told to the client as Kafka's
+    NOT_LEADER_OR_FOLLOWER), rolled back, and the share partition dropped, so nothing makes
+    it durable later (the all-faults campaign, issue 33, seed 118 of f72ac68)."""
+    node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, max_wait=0)))
+    _append(node, 4)
+    assert _acquired(node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1)))) == [(0, 3, 1)]
+    manager = node.dispatcher.services.share_partition_manager
+    sp = manager.share_partition(GROUP, (TOPIC, 0))
+    assert sp is not None and manager.persister is not None
+    partition = node.dispatcher.services.replica_manager.online_partition((TOPIC, 0))
+    assert partition is not None
+    leader_epoch = partition.leader_epoch
+    answers: list[ErrorCode] = []
+    key = SharePartitionKey(GROUP, _topic_id(node), 0)
+    manager.persister.write_state(key, sp.state_epoch, leader_epoch + 1, 0, (), answers.append)
+    assert answers == [ErrorCode.none]
+    acked = node.answer(node.send(SHARE_ACK, 1, _ack(node, "m1", 2, ((0, 1, 1),))))
+    assert _partition(acked).error_code == ErrorCode.not_leader_or_follower
+    assert sp.record_state(0) == (RecordState.ACQUIRED, 1, "m1")  # rolled back
+    assert sp.start_offset == 0
+    assert manager.share_partition(GROUP, (TOPIC, 0)) is None
