@@ -39,7 +39,6 @@ from broker.replica.replica_fetcher import ReplicaFetcher
 from broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker.security.plain import PlainSaslServer
 from broker.security.sasl import SaslAuthenticationException
-from broker.share import share_partition_manager
 from broker.share.share_partition import RecordState, SharePartition
 from broker.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
 
@@ -410,23 +409,6 @@ def _share_group_kept_on_unload(stack: ExitStack) -> None:
     _replace(stack, ShareGroupCoordinator, "on_partition_unloaded", on_partition_unloaded)
 
 
-def _share_refused_ack_kept(stack: ExitStack) -> None:
-    original = SharePartition.__dict__["_end_transition"]
-
-    def _end_transition(self: SharePartition, records: Any, dead: Any, made: bool) -> None:
-        # The bug (found by the all-faults campaign, seed 118 at f72ac68, and fixed): an
-        # acknowledgement whose state write the share coordinator refused is kept as if it
-        # were made, and the share partition lives on when the refusal was a newer leader
-        # epoch's fence. The client is told its acknowledgement failed; the record is never
-        # delivered again, and the next write carries the start offset past it.
-        original(self, records, dead, True)
-
-    _replace(stack, SharePartition, "_end_transition", _end_transition)
-    fenced = share_partition_manager._FENCED
-    stack.callback(setattr, share_partition_manager, "_FENCED", fenced)
-    share_partition_manager._FENCED = (ErrorCode.fenced_state_epoch,)
-
-
 # -- security (issue 33: the SASL client's checks catch this) ---------------------------------
 
 
@@ -618,14 +600,6 @@ PLANTED: dict[str, PlantedBug] = {
             "it releases ACKNOWLEDGED records too, which are delivered and ACCEPTed again",
             "SharePartition._unlock",
             _share_accept_keeps_lock,
-        ),
-        PlantedBug(
-            "share-refused-ack-kept",
-            "a share acknowledgement whose state write the share coordinator refused (a newer "
-            "leader epoch's fence) is kept as if written: the client is told it failed, the "
-            "record is never delivered again, and a later write makes it durable",
-            "SharePartition._end_transition",
-            _share_refused_ack_kept,
         ),
         PlantedBug(
             "streams-task-given-before-revoked",

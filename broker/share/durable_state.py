@@ -17,11 +17,13 @@ past its own records only (``start_offset_after``): another acknowledgement's re
 still out hold it. Answered, the transition commits (locks dropped, released records
 AVAILABLE, the start offset moves, the DLQ gets its runs) or, refused, rolls back (Kafka's
 ``completeStateTransition(false)``): the records are ACQUIRED by their member again, or
-released when their lock expired meanwhile -- an acknowledgement the client was told failed
-is never made durable by a later write (found by the simulation, issue 33: a write a newer
-leader epoch fenced used to stay applied). A release (member gone) and a lock expiry are
-not transitions (Kafka rolls a failed release back too; a record the write lost is
-AVAILABLE again when the state is read anyway).
+released when their lock expired meanwhile, and a later write does not carry the start
+offset past them. (A refused write may still have been applied: the share coordinator
+took the first attempt, its answer was lost and the persister's retry was fenced by a
+newer leader epoch -- seed 118 of issue 33's all-faults campaign. The client was told
+its acknowledgement failed; Kafka's acknowledgements are at least once, and so are ours.)
+A release (member gone) and a lock expiry are not transitions (Kafka rolls a failed
+release back too; a record the write lost is AVAILABLE again when the state is read).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ log = logging.getLogger("broker.share")
 
 #: A state write refused with these drops the share partition (Kafka maps FENCED_LEADER_EPOCH
 #: to NotLeaderOrFollowerException; both fence the share partition there).
-_FENCED: tuple[ErrorCode, ...] = (ErrorCode.fenced_state_epoch, ErrorCode.fenced_leader_epoch)
+_FENCED = (ErrorCode.fenced_state_epoch, ErrorCode.fenced_leader_epoch)
 
 #: What a client is told of a state write the share coordinator refused (Kafka's
 #: SharePartition.fetchPersisterError); anything else is UNKNOWN_SERVER_ERROR.

@@ -22,10 +22,8 @@ from broker.replica.partition import Partition
 from broker.share.share_partition import (
     AcknowledgementBatch,
     AcknowledgeType,
-    RecordState,
     SharePartition,
     SharePartitionConfig,
-    WriteDone,
 )
 from purgatory import ManualClock, SystemTimer
 from simulation.planted import PLANTED, planted
@@ -133,34 +131,6 @@ def test_share_accept_keeps_lock_redelivers_an_accepted_record() -> None:
     with planted("share-accept-keeps-lock"):
         assert _accepted_offset_1_after_the_lock_expires() == ([(0, 1)], ErrorCode.none)
     assert _accepted_offset_1_after_the_lock_expires() == correct
-
-
-def _offset_0_after_a_refused_accept() -> RecordState | None:
-    """m1 ACCEPTs offset 0 and the share coordinator refuses the write: its state after."""
-    answers: list[WriteDone] = []
-    sp = SharePartition(
-        "g",
-        "t",
-        0,
-        0,
-        SharePartitionConfig(record_lock_duration_ms=1000),
-        SystemTimer(ManualClock()),
-        initialized=False,
-        on_write=recording([], answers),
-    )
-    sp.initialize(0, [])
-    sp.acquire("m1", [(0, 1)], 10)
-    sp.acknowledge("m1", [AcknowledgementBatch(0, 0, (int(AcknowledgeType.ACCEPT),))])
-    answers.pop()(False)
-    state = sp.record_state(0)
-    return None if state is None else state[0]
-
-
-def test_share_refused_ack_kept_keeps_an_acknowledgement_the_client_was_told_failed() -> None:
-    assert _offset_0_after_a_refused_accept() is RecordState.ACQUIRED
-    with planted("share-refused-ack-kept"):
-        assert _offset_0_after_a_refused_accept() is None  # done: the start offset passed it
-    assert _offset_0_after_a_refused_accept() is RecordState.ACQUIRED
 
 
 def _tasks_in_two_roles_of_a_lone_member() -> set[TaskId]:

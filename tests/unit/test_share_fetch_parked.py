@@ -371,8 +371,8 @@ async def test_a_share_partition_fenced_by_a_new_state_epoch_reads_the_new_state
 async def test_an_acknowledgement_a_newer_leader_epoch_fenced_is_not_kept(node: Node) -> None:
     """Another leader of the partition wrote its share state at a newer leader epoch: this
     leader's acknowledgement is refused (FENCED_LEADER_EPOCH, told to the client as Kafka's
-    NOT_LEADER_OR_FOLLOWER), rolled back, and the share partition dropped, so nothing makes
-    it durable later (the all-faults campaign, issue 33, seed 118 of f72ac68)."""
+    NOT_LEADER_OR_FOLLOWER), rolled back, and the share partition dropped, as Kafka's
+    handleFencedSharePartitionException does: nothing of it is written later."""
     node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, max_wait=0)))
     _append(node, 4)
     assert _acquired(node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1)))) == [(0, 3, 1)]

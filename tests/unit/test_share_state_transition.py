@@ -2,8 +2,8 @@
 transitions): until the share coordinator answers, its records are neither acquired nor
 acknowledged again and hold the start offset; a refused write rolls them back -- ACQUIRED
 by their member again, or released when their lock ran out meanwhile -- so an
-acknowledgement the client was told failed is never made durable by a later write (the
-simulation's campaign, issue 33, seed 118 of f72ac68)."""
+acknowledgement the client was told failed is never made durable by a later write of
+this leader's."""
 
 from __future__ import annotations
 

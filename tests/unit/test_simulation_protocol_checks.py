@@ -124,9 +124,14 @@ def _acq(
 
 
 def _ack(
-    member: str, at_s: float, kind: int = ACCEPT, offset: int = 7, ok: bool = True
+    member: str,
+    at_s: float,
+    kind: int = ACCEPT,
+    offset: int = 7,
+    ok: bool = True,
+    error: str = "invalid_record_state",
 ) -> Acknowledgement:
-    return Acknowledgement("s", member, member, "t", 0, offset, kind, at_s, ok, "" if ok else "x")
+    return Acknowledgement("s", member, member, "t", 0, offset, kind, at_s, ok, "" if ok else error)
 
 
 def _share(*events: Acquisition | Acknowledgement) -> ShareEvents:
@@ -235,6 +240,14 @@ def test_a_committed_record_nobody_settled_is_caught() -> None:
     share = _share(_acq("a", 1.0), _ack("a", 2.0, RELEASE))
     found = every_record_settled(share, {"t": [(0, 7, b"v")]})
     assert not found.held and "a RELEASE (ok)" in found.detail
+
+
+def test_an_accept_that_failed_on_its_state_write_may_have_settled_the_record() -> None:
+    """Its write may have been applied (seed 118 of the all-faults campaign): like a lost
+    answer it counts; one refused before any write does not."""
+    for error, settled in (("not_leader_or_follower", True), ("invalid_record_state", False)):
+        share = _share(_acq("a", 1.0), _ack("a", 2.0, ok=False, error=error))
+        assert every_record_settled(share, {"t": [(0, 7, b"v")]}).held is settled, error
 
 
 def test_a_record_delivered_up_to_the_limit_is_settled_as_archived() -> None:
