@@ -48,6 +48,19 @@ class StreamsAssignment:
     warmup: tuple[Task, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class LeaderStart:
+    """A broker became a partition's leader (`simulation.broker_probes`): its high watermark
+    before (bounded by its log) and after ``make_leader``."""
+
+    topic: str
+    partition: int
+    broker: int
+    leader_epoch: int
+    before: int
+    after: int
+
+
 @dataclass
 class History:
     # (topic, partition, offset) -> value, for every record an acks=all producer was told is in
@@ -98,6 +111,8 @@ class History:
     streams_final: dict[str, tuple[tuple[Task, ...], tuple[Task, ...]]] = field(
         default_factory=dict
     )
+    # every leader start on a simulated broker (`simulation.broker_probes`; not digested)
+    leader_starts: list[LeaderStart] = field(default_factory=list)
 
     def high_watermark(self, consumer: str, topic: str, partition: int, value: int) -> None:
         seen = self.high_watermarks.setdefault((consumer, topic, partition), [])

@@ -50,6 +50,7 @@ def check_all(history: History) -> list[Verdict]:
         _no_acknowledged_record_lost(history),
         _no_duplicate_from_idempotent_producer(history),
         _high_watermarks_never_move_back(history),
+        _new_leader_keeps_its_high_watermark(history),
         _committed_offsets_never_move_back(history),
         _one_owner_per_generation(history),
         _read_committed_never_sees_aborted(history),
@@ -128,6 +129,22 @@ def _high_watermarks_never_move_back(history: History) -> Verdict:
     if back:
         detail += f" (first: {back[0][0]} {back[0][1]} -> {back[0][2]})"
     return Verdict("high watermark never moves back", not back, detail)
+
+
+def _new_leader_keeps_its_high_watermark(history: History) -> Verdict:
+    """A broker that becomes a partition's leader starts from the high watermark it had as a
+    follower, as its log bounds it (Kafka's ``makeLeader``): read from the simulated
+    brokers, since a client cannot tell a forgotten high watermark from one a fetch
+    behind (`simulation.broker_probes`)."""
+    lower = [s for s in history.leader_starts if s.after < s.before]
+    detail = f"{len(history.leader_starts)} leader starts, {len(lower)} below their own"
+    if lower:
+        s = lower[0]
+        detail += (
+            f" (first: broker {s.broker} {s.topic}-{s.partition} at leader epoch "
+            f"{s.leader_epoch}: {s.before} -> {s.after})"
+        )
+    return Verdict("a new leader keeps its high watermark", not lower, detail)
 
 
 def _committed_offsets_never_move_back(history: History) -> Verdict:

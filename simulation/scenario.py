@@ -39,6 +39,7 @@ from broker.ids import IdSource
 from broker.server.request_timing import RequestClock
 from protocol.service_times import ServiceTimeModel
 from simulation import nemesis, workload
+from simulation.broker_probes import watch_leader_starts
 from simulation.clients import sasl_app
 from simulation.clients.mix import broker_configs as protocol_client_configs
 from simulation.clients.streams_app import STREAMS_BROKER_CONFIGS
@@ -98,7 +99,7 @@ def simulate(config: SimulationConfig) -> SimulationResult:
     started = real_clock.monotonic_s()  # wall time spent, for the virtual/wall ratio
     history = History()
     livelock: SimulationLivelock | None = None
-    with planted(config.plant):
+    with planted(config.plant), watch_leader_starts(history):
         try:
             virtual_s = run_simulated(
                 _scenario(config, history),
