@@ -6,30 +6,21 @@ errors. It reads the in-flight records and changes nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
-from broker.share.in_flight_state import AcknowledgementBatch, AcknowledgeType, RecordState
+from broker.share.in_flight_state import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    InFlightRecord,
+    RecordState,
+)
 
-__all__ = ["InFlight", "check_acknowledgements"]
-
-
-class InFlight(Protocol):
-    """What these functions read of an in-flight record."""
-
-    @property
-    def state(self) -> RecordState: ...
-
-    @property
-    def delivery_count(self) -> int: ...
-
-    @property
-    def member_id(self) -> str | None: ...
+__all__ = ["check_acknowledgements"]
 
 
 def check_acknowledgements(
-    in_flight: Mapping[int, InFlight],
+    in_flight: Mapping[int, InFlightRecord],
     start_offset: int,
     end_offset: int,
     member_id: str,

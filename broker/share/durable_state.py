@@ -29,24 +29,12 @@ release back too; a record the write lost is AVAILABLE again when the state is r
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
 
 from broker.share.dlq.dlq_records import inferred_cause
 from broker.share.in_flight_state import InFlightRecord, RecordState
 from broker.share_coordinator.share_state_records import PersisterStateBatch
 
 __all__ = ["Rebuilt", "rebuild", "start_offset_after", "state_batches"]
-
-
-class _Record(Protocol):
-    @property
-    def state(self) -> RecordState: ...
-
-    @property
-    def delivery_count(self) -> int: ...
-
-    @property
-    def rollback(self) -> str | None: ...
 
 
 #: What ``rebuild`` makes: the in-flight records, the end offset, and the (offset,
@@ -85,7 +73,7 @@ def rebuild(
 
 
 def state_batches(
-    in_flight: Mapping[int, _Record], changed: Iterable[int], start_offset: int
+    in_flight: Mapping[int, InFlightRecord], changed: Iterable[int], start_offset: int
 ) -> tuple[PersisterStateBatch, ...]:
     """The changed offsets at or past ``start_offset`` as state batches (first, last,
     delivery state, delivery count): consecutive offsets with one state and count share a
@@ -110,7 +98,7 @@ def state_batches(
 
 
 def start_offset_after(
-    in_flight: Mapping[int, _Record], start_offset: int, end_offset: int, own: set[int]
+    in_flight: Mapping[int, InFlightRecord], start_offset: int, end_offset: int, own: set[int]
 ) -> int:
     """Where the start offset moves once the acknowledgement of the offsets ``own`` is
     durable: past every ACKNOWLEDGED or ARCHIVED offset but one whose own acknowledgement's

@@ -22,6 +22,9 @@ from broker.handlers.registry import build_registry
 from broker.server.context import ConnectionInfo
 from broker.server.purgatories import PurgatoryName, PurgatoryOutcome
 from broker.share.in_flight_state import RecordState
+from broker.share.persister import StatePersister
+from broker.share.share_partition import SharePartition
+from broker.share.share_partition_manager import SharePartitionManager
 from broker.share_coordinator.share_state_records import SharePartitionKey
 from protocol.builders import request_builder
 from protocol.client import ClientConnection
@@ -341,21 +344,30 @@ async def test_absurd_fetch_values_get_answers_not_crashes(node: Node) -> None:
     assert node.answer(node.send(SHARE_FETCH, 1, empty)).error_code == ErrorCode.invalid_request
 
 
-async def test_a_share_partition_fenced_by_a_new_state_epoch_reads_the_new_state(
+def _m1_holds_0_to_3(
     node: Node,
-) -> None:
-    """AlterShareGroupOffsets initialises the state one state epoch later: the leader's
-    in-memory share partition, still at the old epoch, is fenced on its next write
-    (FENCED_STATE_EPOCH), dropped, and the next fetch reads the new start offset."""
+) -> tuple[SharePartitionManager, SharePartition, StatePersister]:
+    """Four records appended and acquired by m1 (session epochs 0 and 1): the manager, the
+    share partition and its persister."""
     node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, max_wait=0)))
     _append(node, 4)
     assert _acquired(node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1)))) == [(0, 3, 1)]
     manager = node.dispatcher.services.share_partition_manager
     sp = manager.share_partition(GROUP, (TOPIC, 0))
     assert sp is not None and manager.persister is not None
+    return manager, sp, manager.persister
+
+
+async def test_a_share_partition_fenced_by_a_new_state_epoch_reads_the_new_state(
+    node: Node,
+) -> None:
+    """AlterShareGroupOffsets initialises the state one state epoch later: the leader's
+    in-memory share partition, still at the old epoch, is fenced on its next write
+    (FENCED_STATE_EPOCH), dropped, and the next fetch reads the new start offset."""
+    manager, sp, persister = _m1_holds_0_to_3(node)
     answers: list[ErrorCode] = []
     key = SharePartitionKey(GROUP, _topic_id(node), 0)
-    manager.persister.initialize_state(key, sp.state_epoch + 1, 2, answers.append)
+    persister.initialize_state(key, sp.state_epoch + 1, 2, answers.append)
     assert answers == [ErrorCode.none]
     acked = node.answer(node.send(SHARE_ACK, 1, _ack(node, "m1", 2, ((0, 3, 1),))))
     assert _partition(acked).error_code == ErrorCode.fenced_state_epoch
@@ -363,7 +375,7 @@ async def test_a_share_partition_fenced_by_a_new_state_epoch_reads_the_new_state
     again = node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 3, max_wait=0)))
     assert _acquired(again) == [(2, 3, 1)]
     answers.clear()
-    manager.persister.delete_state(key, answers.append)
+    persister.delete_state(key, answers.append)
     assert answers == [ErrorCode.none]
     assert manager.reset_partitions(GROUP, [(TOPIC, 0), (TOPIC, 1)]) == 1
 
@@ -373,18 +385,13 @@ async def test_an_acknowledgement_a_newer_leader_epoch_fenced_is_not_kept(node: 
     leader's acknowledgement is refused (FENCED_LEADER_EPOCH, told to the client as Kafka's
     NOT_LEADER_OR_FOLLOWER), rolled back, and the share partition dropped, as Kafka's
     handleFencedSharePartitionException does: nothing of it is written later."""
-    node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 0, max_wait=0)))
-    _append(node, 4)
-    assert _acquired(node.answer(node.send(SHARE_FETCH, 1, _fetch(node, "m1", 1)))) == [(0, 3, 1)]
-    manager = node.dispatcher.services.share_partition_manager
-    sp = manager.share_partition(GROUP, (TOPIC, 0))
-    assert sp is not None and manager.persister is not None
+    manager, sp, persister = _m1_holds_0_to_3(node)
     partition = node.dispatcher.services.replica_manager.online_partition((TOPIC, 0))
     assert partition is not None
     leader_epoch = partition.leader_epoch
     answers: list[ErrorCode] = []
     key = SharePartitionKey(GROUP, _topic_id(node), 0)
-    manager.persister.write_state(key, sp.state_epoch, leader_epoch + 1, 0, (), answers.append)
+    persister.write_state(key, sp.state_epoch, leader_epoch + 1, 0, (), answers.append)
     assert answers == [ErrorCode.none]
     acked = node.answer(node.send(SHARE_ACK, 1, _ack(node, "m1", 2, ((0, 1, 1),))))
     assert _partition(acked).error_code == ErrorCode.not_leader_or_follower
