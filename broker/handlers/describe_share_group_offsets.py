@@ -8,10 +8,11 @@ every topic the group's members subscribed to. GROUP_ID_NOT_FOUND for a group th
 a share group here; UNKNOWN_TOPIC_OR_PARTITION for a topic or partition that does not
 exist.
 
-Differences from Kafka: ``lag`` (v1) is the leader's high watermark minus the start
-offset when this broker leads the partition, else -1 (Kafka 4.2 also subtracts the
-records delivered past the start offset); the partitions a group initialised are not
-tracked, so a null topic list means every topic the group's members ever subscribed to.
+``lag`` (v1) is Kafka 4.2's: the leader's high watermark minus the start offset and the
+offsets past it already done (the summary's DeliveryCompleteCount). Differences from
+Kafka: the lag is known only when this broker leads the partition, else -1; the
+partitions a group initialised are not tracked, so a null topic list means every topic
+the group's members ever subscribed to.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.server.context import RequestContext
-from broker.share_coordinator.share_state_records import ShareGroupOffset, SharePartitionKey
+from broker.share_coordinator.share_state_records import (
+    ShareGroupOffset,
+    SharePartitionKey,
+    StateSummary,
+)
 from protocol.builders import response_builder
 
 API_KEY = 90
@@ -119,7 +124,7 @@ def _read_all(ctx: RequestContext, reads: list[tuple[SharePartitionKey, Cell]], 
             if error is ErrorCode.none and state.start_offset >= 0:
                 cell["start_offset"] = state.start_offset
                 cell["leader_epoch"] = state.leader_epoch
-                cell["lag"] = _lag(ctx, key, state.start_offset)
+                cell["lag"] = _lag(ctx, key, state)
             waiting[0] -= 1
             if waiting[0] == 0 and not future.done():
                 future.set_result(build())
@@ -131,14 +136,17 @@ def _read_all(ctx: RequestContext, reads: list[tuple[SharePartitionKey, Cell]], 
     return future
 
 
-def _lag(ctx: RequestContext, key: SharePartitionKey, start_offset: int) -> int:
+def _lag(ctx: RequestContext, key: SharePartitionKey, state: ShareGroupOffset) -> int:
+    """The high watermark minus the start offset and the offsets past it already done
+    (Kafka 4.2's lag: the start offset moves only with the share partition's next write)."""
     info = ctx.services.metadata.topic_by_id(key.topic_id)
     if info is None:
         return -1
     partition = ctx.services.replica_manager.online_partition((info.name, key.partition))
     if partition is None or not partition.is_leader:
         return -1
-    return max(partition.high_watermark - start_offset, 0)
+    done = state.delivery_complete_count if isinstance(state, StateSummary) else 0
+    return max(partition.high_watermark - state.start_offset - max(done, 0), 0)
 
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:

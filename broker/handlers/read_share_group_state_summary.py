@@ -2,8 +2,9 @@
 start offset, without its batches (inter-broker, KIP-932: what
 DescribeShareGroupOffsets reads).
 
-The errors are ReadShareGroupState's. Differences from Kafka: v1's
-DeliveryCompleteCount is answered as -1 (not kept).
+The errors are ReadShareGroupState's. v1's DeliveryCompleteCount is counted from the
+batches the share coordinator holds (``summary_of``), not kept from the writes as Kafka
+4.2 keeps it: the same number.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.handlers import share_state_common
 from broker.server.context import RequestContext
+from broker.share_coordinator.share_state_records import StateSummary
 
 API_KEY = 87
 MIN_VERSION = 0
@@ -28,7 +30,9 @@ def _fields(b: Any, state: Any) -> dict[str, Any]:
         "state_epoch": state.state_epoch,
         "leader_epoch": state.leader_epoch,
         "start_offset": state.start_offset,
-        "delivery_complete_count": -1,
+        "delivery_complete_count": state.delivery_complete_count
+        if isinstance(state, StateSummary)
+        else -1,
     }
 
 

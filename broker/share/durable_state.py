@@ -13,15 +13,17 @@ An acknowledgement with a persister is a *state transition* (Kafka's
 ``startStateTransition``): its records take their new state at once, so nothing acquires
 or acknowledges them again, but keep their lock and the member they came from
 (``rollback``) until the write is answered (``done``). Its write carries the start offset
-past its own records only (``start_offset_after``): another acknowledgement's records
-still out hold it. Answered, the transition commits (locks dropped, released records
-AVAILABLE, the start offset moves, the DLQ gets its runs) or, refused, rolls back (Kafka's
-``completeStateTransition(false)``): the records are ACQUIRED by their member again, or
-released when their lock expired meanwhile, and a later write does not carry the start
-offset past them. (A refused write may still have been applied: the share coordinator
-took the first attempt, its answer was lost and the persister's retry was fenced by a
-newer leader epoch -- seed 118 of issue 33's all-faults campaign. The client was told
-its acknowledgement failed; Kafka's acknowledgements are at least once, and so are ours.)
+as it is and the records' own batches, as Kafka's: a write that carried a start offset
+past them, and no batch, was undone by a later write with the lower one (seed 6 of the
+all-faults mix: an ACCEPTed record delivered again). Answered, the transition commits
+(locks dropped, released records AVAILABLE, the start offset moves, the DLQ gets its runs)
+or, refused, rolls back (Kafka's ``completeStateTransition(false)``): the records are
+ACQUIRED by their member again, or released when their lock expired meanwhile, and a later
+write does not carry the start offset past them. (A refused write may still have been
+applied: the share coordinator took the first attempt, its answer was lost and the
+persister's retry was fenced by a newer leader epoch -- seed 118 of issue 33's all-faults
+campaign. The client was told its acknowledgement failed; Kafka's acknowledgements are at
+least once, and so are ours.)
 A release (member gone) and a lock expiry are not transitions (Kafka rolls a failed
 release back too; a record the write lost is AVAILABLE again when the state is read).
 """
@@ -34,7 +36,7 @@ from broker.share.dlq.dlq_records import inferred_cause
 from broker.share.in_flight_state import InFlightRecord, RecordState
 from broker.share_coordinator.share_state_records import PersisterStateBatch
 
-__all__ = ["Rebuilt", "rebuild", "start_offset_after", "state_batches"]
+__all__ = ["Rebuilt", "rebuild", "state_batches"]
 
 
 #: What ``rebuild`` makes: the in-flight records, the end offset, and the (offset,
@@ -97,22 +99,4 @@ def state_batches(
     return tuple(batches)
 
 
-def start_offset_after(
-    in_flight: Mapping[int, InFlightRecord], start_offset: int, end_offset: int, own: set[int]
-) -> int:
-    """Where the start offset moves once the acknowledgement of the offsets ``own`` is
-    durable: past every ACKNOWLEDGED or ARCHIVED offset but one whose own acknowledgement's
-    write is still out (it may yet be refused and rolled back)."""
-    start = start_offset
-    while start < end_offset:
-        record = in_flight.get(start)
-        if record is not None and (
-            record.state not in _DONE_STATES or (record.rollback is not None and start not in own)
-        ):
-            break
-        start += 1
-    return start
-
-
-_DONE_STATES = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 _LOADED_STATES = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVING, RecordState.ARCHIVED)

@@ -25,6 +25,7 @@ from broker.share_coordinator.share_state_records import (
     PersisterStateBatch,
     ShareGroupOffset,
     SharePartitionKey,
+    StateSummary,
 )
 from protocol.builders import request_builder
 from purgatory import SystemTimer
@@ -188,6 +189,15 @@ def _read_result(response: Any | None) -> tuple[ErrorCode, ShareGroupOffset]:
         for s in getattr(result, "state_batches", ())
     )
     leader_epoch = int(getattr(result, "leader_epoch", -1))
+    if hasattr(result, "delivery_complete_count"):  # a summary
+        return error, StateSummary(
+            0,
+            int(result.state_epoch),
+            leader_epoch,
+            int(result.start_offset),
+            (),
+            int(result.delivery_complete_count),
+        )
     return error, ShareGroupOffset(
         0, int(result.state_epoch), leader_epoch, int(result.start_offset), batches
     )

@@ -65,7 +65,7 @@ from broker.share.dlq.dlq_records import (
     DELIVERY_COUNT_EXCEEDED,
     dlq_runs,
 )
-from broker.share.durable_state import rebuild, start_offset_after, state_batches
+from broker.share.durable_state import rebuild, state_batches
 from broker.share.in_flight_state import (
     ABORTED,
     CONTROL,
@@ -556,12 +556,12 @@ class SharePartition:
     # -- state transitions (an acknowledgement's write out) ------------------------------
 
     def _start_transition(self, changed: list[int], old_start: int) -> None:
-        """Write an acknowledgement's records, with the start offset past them (only
-        another transition's records still out hold it), and end the transition when the
-        write is answered -- at once when there was nothing to write."""
+        """Write an acknowledgement's records with the start offset as it is (their own
+        batches say they are done, as Kafka's), and end the transition when the write is
+        answered -- at once when there was nothing to write."""
         in_flight = self._in_flight
         records = [(o, in_flight[o]) for o in changed if in_flight[o].rollback is not None]
-        start = start_offset_after(in_flight, self.start_offset, self.end_offset, set(changed))
+        start = self.start_offset  # Kafka's: the records' own batches say they are done
         dead, self._dead_lettering = self._dead_lettering, []
 
         def done(made: bool) -> None:

@@ -76,6 +76,7 @@ from broker.share_coordinator.share_state_records import (
     encode_snapshot,
     encode_update,
     share_state_log,
+    summary_of,
 )
 from purgatory import Clock
 
@@ -216,8 +217,10 @@ class ShareCoordinator:
     def read_state_summary(
         self, key: SharePartitionKey, leader_epoch: int
     ) -> tuple[ErrorCode, str | None, ShareGroupOffset]:
-        """ReadShareGroupStateSummary: the state without its batches."""
-        return self.read_state(key, leader_epoch)
+        """ReadShareGroupStateSummary: the state without its batches, with how many of
+        its offsets past the start offset are done (``summary_of``)."""
+        error, message, state = self.read_state(key, leader_epoch)
+        return error, message, summary_of(state)
 
     # ================================================================= writes
     def write_state(

@@ -123,6 +123,39 @@ class ShareGroupOffset:
 
 
 @dataclass(frozen=True, slots=True)
+class StateSummary(ShareGroupOffset):
+    """What a ReadShareGroupStateSummary answers: the state without its batches, and how
+    many offsets at or past the start offset are done (ACKNOWLEDGED or ARCHIVED: Kafka
+    4.2's DeliveryCompleteCount, KIP-1226). The start offset a share partition writes
+    moves only with its next write, as Kafka's; the count is what lag subtracts. Kafka's
+    share partition sends its count with each write; ours is counted from the batches the
+    share coordinator holds, which is the same number."""
+
+    delivery_complete_count: int = -1
+
+
+def summary_of(state: ShareGroupOffset) -> StateSummary:
+    """The summary of ``state``; -1 done for a partition without durable state."""
+    start = state.start_offset
+    done = sum(
+        b.last_offset - max(b.first_offset, start) + 1
+        for b in state.state_batches
+        if b.delivery_state in _DONE_STATES and b.last_offset >= start
+    )
+    return StateSummary(
+        state.snapshot_epoch,
+        state.state_epoch,
+        state.leader_epoch,
+        start,
+        (),
+        done if start >= 0 else -1,
+    )
+
+
+_DONE_STATES = (2, 4)  # ACKNOWLEDGED, ARCHIVED
+
+
+@dataclass(frozen=True, slots=True)
 class ShareUpdate:
     """A ShareUpdate value: start offset -1 and leader epoch -1 leave those unchanged."""
 

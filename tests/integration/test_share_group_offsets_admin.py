@@ -237,10 +237,11 @@ async def test_cli_describes_a_share_group_members_start_offsets_and_lag() -> No
     assert (members[1][0], members[1][-2:]) == (group, ["1", f"{topic}:0"])
     assert listed == [["GROUP", "TYPE"], [group, "Share"]]
     assert offsets[0] == ["Share", "group", f"'{group}'", "has", "no", "active", "members."]
-    assert offsets[1:] == [
-        ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"],
-        [group, topic, "0", "5", "3"],
-    ]
+    assert offsets[1] == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+    # the durable start offset moves with the share partition's next write (Kafka's): at
+    # most 5; the lag counts the 3 records no one has had, whatever it is
+    (row,) = offsets[2:]
+    assert row[:3] == [group, topic, "0"] and 0 <= int(row[3]) <= 5 and row[4] == "3"
 
 
 async def test_alter_share_group_offsets_makes_a_group_before_its_first_use() -> None:

@@ -352,7 +352,14 @@ def test_acknowledgements_and_lock_expiry_write_the_changed_batches() -> None:
         ErrorCode.none,
         None,
     )
-    assert writes[-1] == (2, (PersisterStateBatch(3, 3, 0, 1), PersisterStateBatch(4, 4, 4, 1)))
+    assert writes[-1] == (
+        0,
+        (
+            PersisterStateBatch(0, 1, 2, 1),
+            PersisterStateBatch(3, 3, 0, 1),
+            PersisterStateBatch(4, 4, 4, 1),
+        ),
+    )
     sp.acquire("m1", [(0, 5)], 100)  # 3 again (count 2)
     _expire(clock, timer)  # each lock writes what it let go
     assert writes[-2:] == [
@@ -361,7 +368,8 @@ def test_acknowledgements_and_lock_expiry_write_the_changed_batches() -> None:
     ]
     sp.acquire("m1", [(0, 5)], 100)
     sp.acknowledge("m1", [_ack(2, 2, A), _ack(5, 5, A)])
-    assert writes[-1] == (6, ())  # everything done: the start offset says it all
+    assert writes[-1] == (2, (PersisterStateBatch(2, 2, 2, 2), PersisterStateBatch(5, 5, 2, 2)))
+    assert sp.start_offset == 6  # moved once the write was made; the next write says it
     assert sp.writes == 4
 
 

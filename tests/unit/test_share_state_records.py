@@ -16,6 +16,7 @@ from broker.share_coordinator.share_state_records import (
     ShareGroupOffset,
     SharePartitionKey,
     ShareUpdate,
+    StateSummary,
     apply_update,
     combine_state_batches,
     decode_key,
@@ -24,6 +25,7 @@ from broker.share_coordinator.share_state_records import (
     encode_key,
     encode_snapshot,
     encode_update,
+    summary_of,
 )
 
 KEY = SharePartitionKey("g", uuid.UUID(int=7), 3)
@@ -74,3 +76,12 @@ def test_an_update_moves_what_it_names_only() -> None:
     moved = apply_update(state, ShareUpdate(0, -1, 2, (B(2, 2, ARCHIVED, 1),)))
     assert moved == ShareGroupOffset(0, 1, 2, 2, (B(2, 2, ARCHIVED, 1), B(3, 4, AVAILABLE, 1)))
     assert apply_update(moved, ShareUpdate(0, 5, -1, ())).leader_epoch == 5
+
+
+def test_a_summary_counts_the_done_offsets_past_the_start_offset() -> None:
+    """Kafka 4.2's DeliveryCompleteCount: ACKNOWLEDGED and ARCHIVED offsets at or past
+    the start offset (what DescribeShareGroupOffsets' lag subtracts); none without state."""
+    batches = (B(3, 5, ACKED, 1), B(6, 6, AVAILABLE, 2), B(7, 8, ARCHIVED, 5), B(9, 9, 1, 1))
+    summary = summary_of(ShareGroupOffset(0, 1, 2, 4, batches))
+    assert summary == StateSummary(0, 1, 2, 4, (), 4)  # 4-5 and 7-8; 3 is below the start
+    assert summary_of(ShareGroupOffset(0, 0, -1, -1, ())).delivery_complete_count == -1
