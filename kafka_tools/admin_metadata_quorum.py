@@ -42,6 +42,7 @@ import base64
 import binascii
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,7 @@ from protocol.builders import Builder
 __all__ = [
     "QuorumUsageError",
     "add_metadata_quorum_parsers",
+    "joined_directory_ids",
     "kafka_exception_line",
     "metadata_quorum_add_controller",
     "metadata_quorum_describe",
@@ -87,6 +89,30 @@ class QuorumUsageError(Exception):
 
 
 # -- parsers ------------------------------------------------------------------------------
+
+
+#: The options whose value is a Kafka Uuid: URL-safe base64, so one in 64 begins with '-'.
+DIRECTORY_ID_OPTIONS = frozenset({"--controller-directory-id", "-d"})
+
+
+def joined_directory_ids(argv: Sequence[str]) -> list[str]:
+    """``argv`` with each directory id that begins with '-' joined to its option
+    (``--controller-directory-id=-Ab...``): argparse would take ``-d -Ab...`` for two
+    options and refuse the command (a directory id from ``describe --replication``)."""
+    out: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg in DIRECTORY_ID_OPTIONS:
+            value = next(args, None)
+            if value is not None and value.startswith("-") and len(value) == 22:
+                out.append(f"--controller-directory-id={value}")
+                continue
+            out.append(arg)
+            if value is not None:
+                out.append(value)
+            continue
+        out.append(arg)
+    return out
 
 
 def add_metadata_quorum_parsers(sub: Any, bootstrap_option: Any) -> None:

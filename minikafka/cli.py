@@ -687,11 +687,16 @@ def run_async(factory: Callable[[], Coroutine[Any, Any, int]]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    job = _spark_job(sys.argv[1:] if argv is None else argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    job = _spark_job(raw)
     if job is not None:
         return _run_spark_job(*job)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if "metadata-quorum" in raw:  # (imported here: most commands never need it)
+        from kafka_tools.admin_metadata_quorum import joined_directory_ids
+
+        raw = joined_directory_ids(raw)
+    args = parser.parse_args(raw)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -17,7 +17,7 @@ the partition's watchers; so does the marker's own append.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -62,6 +62,31 @@ class FetchPartitionStatus:
 
 
 FetchResults = list[tuple[FetchPartitionStatus, ReadResult]]
+
+
+def all_at_log_end(
+    partitions: Mapping[TopicPartition, Partition], statuses: list[FetchPartitionStatus]
+) -> bool:
+    """Whether a follower's read of every partition would find no bytes and no error:
+    each led here in the epoch it asked for, fetched at its log end, within the local log.
+    Most follower fetches come only to report their log end and wait for the next append:
+    the replica manager parks them without reading."""
+    if not statuses:
+        return False
+    for status in statuses:
+        partition = partitions.get(status.tp)
+        if partition is None or partition.leader_id != partition.broker_id:
+            return False
+        epoch = status.current_leader_epoch
+        log = partition.log
+        offset = status.fetch_offset
+        if (
+            (epoch >= 0 and epoch != partition.leader_epoch)
+            or offset != log.log_end_offset
+            or offset < log.log_start_offset
+        ):
+            return False
+    return True
 
 
 class FetchReplicas(OnlinePartitions, Protocol):

@@ -58,6 +58,7 @@ from broker.replica.delayed_fetch import (
     FetchParams,
     FetchPartitionStatus,
     FetchResults,
+    all_at_log_end,
 )
 from broker.replica.delayed_produce import DelayedProduce, ProducePartitionStatus, ProduceStatuses
 from broker.replica.partition import (
@@ -528,12 +529,30 @@ class ReplicaManager:
         """Kafka's fetchMessages: answer now if we can, else park a DelayedFetch."""
         if params.is_from_follower and self.replication_quotas is not None:
             respond = self._recording_leader_quota(respond)
-        if params.is_from_follower and params.max_wait_ms > 0 and self._at_log_end(statuses):
-            # What the read would find (nothing, no error) without reading: most follower
-            # fetches come to report their log end and wait for the next append.
+        if (
+            params.is_from_follower
+            and params.max_wait_ms > 0
+            and not buggify.may_fire(FETCH_FEWER_BYTES)  # (its read draws per partition)
+            and all_at_log_end(self.partitions, statuses)
+        ):  # what the read would find (nothing), without reading: most follower fetches
             self.update_follower_fetch_state(params.replica_id, statuses)
-            self._park(params, statuses, respond, parked_request)
+        elif self._answered_now(params, statuses, respond, parked_request):
             return
+        operation = DelayedFetch(params, statuses, self, respond, parked_request)
+        # A tuple: the purgatory keeps it as the operation's watch_keys, no copy made.
+        keys = (statuses[0].tp,) if len(statuses) == 1 else tuple([s.tp for s in statuses])
+        self.fetch_purgatory.try_complete_else_watch(operation, keys)
+        if parked_request is not None and operation.watch_keys:
+            parked_request.parked_in(PurgatoryName.FETCH)
+
+    def _answered_now(
+        self,
+        params: FetchParams,
+        statuses: list[FetchPartitionStatus],
+        respond: Callable[[FetchResults], None],
+        parked_request: ParkedRequest | None,
+    ) -> bool:
+        """Read; answer (True) unless the fetch is to wait for more bytes."""
         results = self.read_from_local_log(params, statuses)
         if params.is_from_follower:
             # As Kafka: only a read that succeeded tells us where the follower is; a
@@ -544,55 +563,13 @@ class ReplicaManager:
         remote = self.remote_log_manager
         if remote is not None and any(r.delayed_remote_storage_fetch for _, r in results):
             remote.process_remote_fetches(params, statuses, results, respond, parked_request)
-            return
-        available = 0
-        errored = False
-        for _status, result in results:
-            available += len(result.records)
-            errored = errored or result.error is not ErrorCode.none
+            return True
+        available = sum([len(r.records) for _, r in results])
+        errored = any([r.error is not ErrorCode.none for _, r in results])
         if params.max_wait_ms <= 0 or not statuses or errored or available >= params.min_bytes:
             respond(results)
-            return
-        self._park(params, statuses, respond, parked_request)
-
-    def _at_log_end(self, statuses: list[FetchPartitionStatus]) -> bool:
-        """Whether a follower's read of every partition would find no bytes and no error:
-        each led here in the epoch it asked for, fetched at its log end (within the local
-        log). False when the fetch-fewer-bytes BUGGIFY point is on: its read draws per
-        partition, and a draw skipped would move the run."""
-        if not statuses or buggify.may_fire(FETCH_FEWER_BYTES):
-            return False
-        partitions = self.partitions
-        for status in statuses:
-            partition = partitions.get(status.tp)
-            if partition is None or partition.leader_id != partition.broker_id:
-                return False
-            epoch = status.current_leader_epoch
-            log = partition.log
-            offset = status.fetch_offset
-            if (
-                (epoch >= 0 and epoch != partition.leader_epoch)
-                or offset != log.log_end_offset
-                or offset < log.log_start_offset
-            ):
-                return False
-        return True
-
-    def _park(
-        self,
-        params: FetchParams,
-        statuses: list[FetchPartitionStatus],
-        respond: Callable[[FetchResults], None],
-        parked_request: ParkedRequest | None,
-    ) -> None:
-        """Kafka's DelayedFetch: watched on every partition it reads (completed at once
-        when ``try_complete`` already holds)."""
-        operation = DelayedFetch(params, statuses, self, respond, parked_request)
-        # A tuple: the purgatory keeps it as the operation's watch_keys, no copy made.
-        keys = (statuses[0].tp,) if len(statuses) == 1 else tuple([s.tp for s in statuses])
-        self.fetch_purgatory.try_complete_else_watch(operation, keys)
-        if parked_request is not None and operation.watch_keys:
-            parked_request.parked_in(PurgatoryName.FETCH)
+            return True
+        return False
 
     def _recording_leader_quota(
         self, respond: Callable[[FetchResults], None]

@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode
 from kafka_tools.admin_metadata_quorum import (
     Quorum,
     Replica,
+    joined_directory_ids,
     kafka_exception_line,
     parse_directory_id,
     replication_table,
@@ -89,3 +90,16 @@ def test_directory_ids_parse_as_kafkas_uuid() -> None:
     assert parse_directory_id(kafka_uuid(D1)) == D1
     with pytest.raises(AdminError, match="Failed to parse --controller-directory-id"):
         parse_directory_id("xyz")
+
+
+def test_a_directory_id_that_begins_with_a_dash_is_taken_as_the_options_value() -> None:
+    """A Kafka Uuid is URL-safe base64: one in 64 begins with '-', which argparse would take
+    for an option (``-d -Ab...``: "expected one argument")."""
+    from minikafka.cli import build_parser
+
+    directory = "-" + kafka_uuid(D1)[1:]
+    argv = ["metadata-quorum", "remove-controller", "--controller-id", "2", "-d", directory]
+    args = build_parser().parse_args(joined_directory_ids(argv))
+    assert (args.controller_id, args.controller_directory_id) == (2, directory)
+    plain = [*argv[:-1], kafka_uuid(D1)]
+    assert joined_directory_ids(plain) == plain  # anything else is left as it is
