@@ -189,13 +189,12 @@ class SharePartition:
         self,
         changed: list[int],
         old_start: int,
-        start: int | None = None,
         done: WriteDone | None = None,
     ) -> bool:
-        """Hand the changed offsets' new state and the start offset (``start``, else the
-        share partition's) to ``on_write``; False when there was nothing to hand on."""
+        """Hand the changed offsets' new state and the start offset as it is to
+        ``on_write``; False when there was nothing to hand on."""
         on_write = self._on_write
-        start = self.start_offset if start is None else start
+        start = self.start_offset
         if on_write is None or (not changed and start == old_start):
             return False
         self.writes += 1
@@ -561,13 +560,12 @@ class SharePartition:
         answered -- at once when there was nothing to write."""
         in_flight = self._in_flight
         records = [(o, in_flight[o]) for o in changed if in_flight[o].rollback is not None]
-        start = self.start_offset  # Kafka's: the records' own batches say they are done
         dead, self._dead_lettering = self._dead_lettering, []
 
         def done(made: bool) -> None:
             self._end_transition(records, dead, made)
 
-        if not self._write(changed, old_start, start, done):
+        if not self._write(changed, old_start, done):
             done(True)
 
     def _end_transition(
