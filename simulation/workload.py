@@ -42,7 +42,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
 from simulation.clients.aiokafka_stop import stop_consumer
-from simulation.clients.aiokafka_txn import note_writes, settle_open_txns
+from simulation.clients.aiokafka_txn import note_writes, renewed_if_fatal, settle_open_txns
 from simulation.clients.deleter import delete_records_now_and_then
 from simulation.clients.mix import protocol_clients
 from simulation.clients.sasl_app import TOPIC as SASL_TOPIC
@@ -282,6 +282,10 @@ def _note_commit(
 NO_GENERATION = -1
 
 
+#: the transform's transactional.id
+TRANSFORM_ID = "sim-transform"
+
+
 async def transform(settings: WorkloadSettings, history: History) -> None:
     """Consume-transform-produce in transactions; every ABORT_EVERY-th one aborted on purpose."""
     consumer = _new_consumer(settings, TRANSFORM_GROUP, isolation_level="read_committed")
@@ -295,9 +299,7 @@ async def transform(settings: WorkloadSettings, history: History) -> None:
     touched: set[TopicPartition] = set()
     resume = _Resume(lambda: history.events.new_run("transform"))
     consumer.subscribe([EVENTS], listener=resume)
-    producer = AIOKafkaProducer(
-        bootstrap_servers=settings.bootstrap, transactional_id="sim-transform"
-    )
+    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, transactional_id=TRANSFORM_ID)
     await consumer.start()
     await producer.start()
     loop = asyncio.get_running_loop()
@@ -322,6 +324,12 @@ async def transform(settings: WorkloadSettings, history: History) -> None:
             history.client_errors[f"transform {_error_name(exc)}"] += 1
             aborted = await _abort_after_error(producer, history)
             settle_open_txns(history.events, aborted)
+            renewed = await renewed_if_fatal(
+                producer, settings.bootstrap, TRANSFORM_ID, settings.stop_at_s
+            )
+            if renewed is not producer:
+                history.client_errors["transform producer replaced after a fatal error"] += 1
+                producer = renewed
             # the last commit's outcome is unknown: let its markers land, then ask the broker
             await asyncio.sleep(5)
             committed.clear()
